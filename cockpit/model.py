@@ -1,0 +1,211 @@
+"""Frozen values that travel from the sources to the figures to the panes.
+
+Sources fill `LedgerTotals` and `LaneTotals`; `figures.py` turns them into `Figure`s; the
+app wraps those in snapshots. Nothing here does I/O or imports Textual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Literal, TypeVar
+
+from cockpit.timeutil import clock
+
+FreshnessState = Literal["ok", "stale", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How current a source's figures are: `ok`, `stale since HH:MM:SS`, `missing: why`."""
+
+    state: FreshnessState
+    since: float | None = None
+    """For `stale`: when the source last failed after a good read (epoch seconds)."""
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.state == "ok":
+            return "ok"
+        if self.state == "stale":
+            since = f" since {clock(self.since)}" if self.since is not None else ""
+            return f"stale{since}: {self.reason}" if self.reason else f"stale{since}"
+        return f"missing: {self.reason}" if self.reason else "missing"
+
+
+FRESH = Freshness("ok")
+
+Unit = Literal[
+    "count", "tokens", "ratio", "share", "seconds", "tok/s", "flop/s", "bytes/s", "units", "bytes"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One number on screen or in a receipt, with where it came from.
+
+    `value` is None when the figure is missing; `reason` then says why (never shown as 0).
+    """
+
+    key: str
+    label: str
+    value: float | None
+    unit: Unit
+    reason: str = ""
+    query: str = ""
+
+    @property
+    def missing(self) -> bool:
+        return self.value is None
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def frozen_map(items: Mapping[K, V] | None = None) -> Mapping[K, V]:
+    """A read-only view of a fresh dict, so snapshots can't be changed after they are made."""
+    return MappingProxyType(dict(items or {}))
+
+
+# --- the agent ledger -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCounts:
+    """Sums of the Hermes `sessions` counters over a set of sessions."""
+
+    sessions: int = 0
+    api_calls: int = 0
+    input: int = 0
+    """Uncached input only, as Hermes records it."""
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    """Includes reasoning."""
+    reasoning: int = 0
+
+    def __add__(self, other: TokenCounts) -> TokenCounts:
+        return TokenCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def __sub__(self, other: TokenCounts) -> TokenCounts:
+        return TokenCounts(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
+
+    @property
+    def prompt(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+    @property
+    def fresh_prefill(self) -> int:
+        return self.input + self.cache_write
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerInfo:
+    """One ledger file as it was read."""
+
+    path: str
+    profile: str
+    """The Hermes profile it belongs to (`default` when not named)."""
+    schema_version: int | None
+    journal_mode: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotals:
+    """Everything the ledger figures need, for sessions with `started_at` in (end - window, end]."""
+
+    window_s: float
+    end: float
+    total: TokenCounts
+    by_source: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
+    by_model: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
+    """Main-loop usage per model, provider prefix stripped."""
+    model_basis: Literal["session_model_usage", "sessions.model"] = "sessions.model"
+    """`session_model_usage` is exact; `sessions.model` credits a session to its first model."""
+    by_profile: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
+    by_ledger: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
+    """Keyed by ledger path."""
+    side_calls: TokenCounts | None = None
+    """Auxiliary calls (title generation, ...) found only in `session_model_usage`."""
+    missing: Mapping[str, str] = field(default_factory=frozen_map)
+    """What an older schema can't support, e.g. `{"reasoning": "schema 11 has no ..."}`."""
+    ledgers: tuple[LedgerInfo, ...] = ()
+    queries: tuple[str, ...] = ()
+    """The SQL that produced these totals, for provenance."""
+    first_started_at: float | None = None
+
+
+# --- the lane ---------------------------------------------------------------------------
+
+Bucket = tuple[float, float]
+"""(upper bound `le`, cumulative count); the last bound is `inf`."""
+
+LANE_COUNTERS: tuple[str, ...] = (
+    "requests",
+    "prompt_tokens",
+    "generation_tokens",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prompt_computed",
+    "kv_computed_sum",
+    "kv_computed_count",
+    "prompt_len_sum",
+    "prompt_len_count",
+    "gen_len_sum",
+    "gen_len_count",
+    "queue_sum",
+    "queue_count",
+    "prefill_sum",
+    "prefill_count",
+    "decode_sum",
+    "decode_count",
+    "ttft_sum",
+    "ttft_count",
+    "itl_sum",
+    "itl_count",
+    "spec_drafts",
+    "spec_draft_tokens",
+    "spec_accepted",
+    "preemptions",
+    "flops",
+    "read_bytes",
+    "write_bytes",
+)
+"""Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
+
+LANE_GAUGES: tuple[str, ...] = ("running", "waiting", "kv_usage")
+"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
+
+LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len")
+"""Bucket vectors (cumulative increase per `le`) for the length distributions."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneTotals:
+    """One lane's raw window totals, as one refresh read them."""
+
+    lane: str
+    dialect: str
+    window_s: float
+    end: float
+    values: Mapping[str, float] = field(default_factory=frozen_map)
+    """Raw key (LANE_COUNTERS, LANE_GAUGES) -> value."""
+    missing: Mapping[str, str] = field(default_factory=frozen_map)
+    """Raw key -> why it is absent (metric not exposed by this engine, no samples, ...)."""
+    histograms: Mapping[str, tuple[Bucket, ...]] = field(default_factory=frozen_map)
+    queries: Mapping[str, str] = field(default_factory=frozen_map)
+    """Raw key -> the PromQL expression (or scrape description) it came from."""
+    kv_capacity_tokens: float | None = None
+    """GPU KV capacity in tokens, from `cache_config_info` (or SGLang's max_total_num_tokens)."""
+    covered_s: float | None = None
+    """Seconds of the window that data exists for, when less than the window (partial)."""
+    coverage_note: str = ""
+    """Human words for a partial window: `since start (12 min)`, `data since 2026-...`."""
+    server: str = ""
+    """Where it was read (URL without credentials)."""
+    selector: str = ""
+
+    def get(self, key: str) -> float | None:
+        return self.values.get(key)
