@@ -206,6 +206,12 @@ class LaneTotals:
     server: str = ""
     """Where it was read (URL without credentials)."""
     selector: str = ""
+    warnings: tuple[str, ...] = ()
+    """Warnings the server attached to its answer (e.g. partial results)."""
+    query_seconds: float | None = None
+    """Client-side wall time of the refresh's HTTP request(s)."""
+    eval_seconds: float | None = None
+    """Server-side evaluation time, when the server reported query stats."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

@@ -1,8 +1,28 @@
-"""The mini roofline: pure arithmetic on hardware and model profiles. No I/O."""
+"""The mini roofline: pure arithmetic on hardware and model profiles. No I/O.
+
+The model of work, in one place:
+
+- A token at position `t` (it attends to `t` earlier tokens) costs
+  `2·P_active + 4·L·w·t` FLOPs: two per active weight, plus the attention matmuls
+  Q·Kᵀ and A·V at `2·w·t` each per layer, `w` the attention width (the hidden size d for
+  Llama-style models). Summed over a fresh prompt of N tokens this is the seed's
+  `2·P·N + 2·L·d·N²`; for one decode token at context C it is `2·P + 4·L·d·C`.
+- A pass over T tokens reads the weights once: `bytes_per_param · min(P, T·P_active)`.
+  Each token touches at most its active parameters and no pass reads more than all of
+  them, so for a MoE this is an upper bound (every expert counted as soon as the tokens
+  could reach it); for a dense model it is simply all the weights.
+- A decode step at batch B and context C also rereads each sequence's KV cache: `B·C·k`.
+- Activations, KV writes and kernel overheads are left out, as in the seed: the roof is a
+  ceiling, not a prediction.
+- Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Bound = Literal["memory", "compute"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +42,25 @@ class Hardware:
         """Arithmetic intensity (FLOP/byte) where the memory slope meets the compute roof."""
         return self.peak_flops / self.bandwidth
 
+    def attainable(self, intensity: float) -> float:
+        """The roof at an intensity: min(peak, intensity · bandwidth), FLOP/s."""
+        return min(self.peak_flops, intensity * self.bandwidth)
+
+    def scaled(self, devices: int) -> Hardware:
+        """`devices` of these as one ideal tensor-parallel group (roofs and memory summed)."""
+        if devices < 1:
+            raise ValueError("devices must be at least 1")
+        if devices == 1:
+            return self
+        return replace(
+            self,
+            id=f"{self.id}x{devices}",
+            name=f"{devices}× {self.name}",
+            peak_flops=self.peak_flops * devices,
+            bandwidth=self.bandwidth * devices,
+            memory_bytes=self.memory_bytes * devices,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
@@ -37,3 +76,414 @@ class ModelProfile:
     layers: int
     hidden: int
     kv_bytes_per_token: float
+    attention_width: int | None = None
+    """Width of the attention matmuls (heads · head_dim); None means `hidden`."""
+
+    @property
+    def weight_bytes(self) -> float:
+        """All the weights, bytes."""
+        return self.params * self.bytes_per_param
+
+    @property
+    def attention_dim(self) -> int:
+        return self.attention_width if self.attention_width is not None else self.hidden
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params < self.params
+
+    def weight_bytes_read(self, tokens: float) -> float:
+        """Weight bytes one pass over `tokens` tokens reads (an upper bound for MoE)."""
+        return self.bytes_per_param * min(self.params, max(tokens, 0.0) * self.active_params)
+
+    def flops_per_token(self, position: float) -> float:
+        """FLOPs of one token that attends to `position` earlier tokens."""
+        return 2.0 * self.active_params + self.attention_flops_per_token(position)
+
+    def attention_flops_per_token(self, position: float) -> float:
+        return 4.0 * self.layers * self.attention_dim * position
+
+    def kv_bytes(self, tokens: float) -> float:
+        """KV cache bytes of a context of `tokens` tokens."""
+        return tokens * self.kv_bytes_per_token
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RoofPoint:
+    """Work done in some time, placed under a roof."""
+
+    flops: float
+    bytes_moved: float
+    seconds: float
+    peak_flops: float
+    bandwidth: float
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte moved."""
+        return self.flops / self.bytes_moved if self.bytes_moved > 0 else float("inf")
+
+    @property
+    def ridge(self) -> float:
+        return self.peak_flops / self.bandwidth
+
+    @property
+    def bound(self) -> Bound:
+        return "memory" if self.intensity < self.ridge else "compute"
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        return self.flops / self.seconds
+
+    @property
+    def achieved_bytes_per_s(self) -> float:
+        return self.bytes_moved / self.seconds
+
+    @property
+    def attainable_flops_per_s(self) -> float:
+        """The roof above this point's intensity."""
+        return min(self.peak_flops, self.intensity * self.bandwidth)
+
+    @property
+    def roof_fraction(self) -> float:
+        """Achieved over attainable FLOP/s: 1.0 on the roof."""
+        return self.achieved_flops_per_s / self.attainable_flops_per_s
+
+    @property
+    def pct_of_roof(self) -> float:
+        return 100.0 * self.roof_fraction
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillPoint(RoofPoint):
+    """One prefill pass of `tokens` tokens whose mean position is `mean_position`."""
+
+    tokens: float
+    mean_position: float
+    attention_flops: float
+
+    @property
+    def attention_share(self) -> float:
+        """Attention's share of the pass's FLOPs."""
+        return self.attention_flops / self.flops if self.flops > 0 else 0.0
+
+    @property
+    def flops_per_token(self) -> float:
+        return self.flops / self.tokens
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds
+
+
+@dataclass(frozen=True, slots=True)
+class DecodePoint(RoofPoint):
+    """One decode step of `batch` sequences at context `context`."""
+
+    batch: float
+    context: float
+    tokens_per_step: float
+    weight_bytes: float
+    kv_bytes: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens the whole batch emits per second."""
+        return self.batch * self.tokens_per_step / self.seconds
+
+    @property
+    def tokens_per_s_per_stream(self) -> float:
+        return self.tokens_per_step / self.seconds
+
+    @property
+    def kv_share(self) -> float:
+        """KV bytes as a share of the step's bytes."""
+        return self.kv_bytes / self.bytes_moved
+
+    @property
+    def kv_over_weights(self) -> float:
+        """KV bytes relative to the weight bytes (the seed's "13 % more bytes")."""
+        return self.kv_bytes / self.weight_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredPoint(RoofPoint):
+    """What the counters say the lane did per second (`seconds` is 1)."""
+
+    flops_ratio: float | None
+    """Measured over modelled FLOP/s (1.0 = the model agrees); None with no model point."""
+    bytes_ratio: float | None
+
+
+# --- the seed's formulas ----------------------------------------------------------------
+
+
+def ridge(hw: Hardware) -> float:
+    """FLOP/byte where the memory slope meets the compute roof."""
+    return hw.ridge
+
+
+def roof_seconds(hw: Hardware, flops: float, bytes_moved: float) -> float:
+    """Time on the roof: whichever of arithmetic and memory takes longer."""
+    return max(flops / hw.peak_flops, bytes_moved / hw.bandwidth)
+
+
+def _prefill_work(model: ModelProfile, tokens: float, mean_position: float) -> tuple[float, float]:
+    """(total FLOPs, attention FLOPs) of a pass; attention is linear in the position."""
+    attention = tokens * model.attention_flops_per_token(mean_position)
+    return tokens * 2.0 * model.active_params + attention, attention
+
+
+def prefill_pass(
+    hw: Hardware,
+    model: ModelProfile,
+    tokens: float,
+    *,
+    prefix: float = 0.0,
+    seconds: float | None = None,
+) -> PrefillPoint:
+    """Prefill of `tokens` new tokens after `prefix` cached ones; on the roof unless timed."""
+    if tokens <= 0:
+        raise ValueError("a prefill pass needs at least one token")
+    mean_position = prefix + tokens / 2.0
+    return _prefill_point(hw, model, tokens, mean_position, seconds)
+
+
+def _prefill_point(
+    hw: Hardware,
+    model: ModelProfile,
+    tokens: float,
+    mean_position: float,
+    seconds: float | None,
+) -> PrefillPoint:
+    flops, attention = _prefill_work(model, tokens, mean_position)
+    bytes_moved = model.weight_bytes_read(tokens)
+    return PrefillPoint(
+        flops=flops,
+        bytes_moved=bytes_moved,
+        seconds=seconds if seconds is not None else roof_seconds(hw, flops, bytes_moved),
+        peak_flops=hw.peak_flops,
+        bandwidth=hw.bandwidth,
+        tokens=tokens,
+        mean_position=mean_position,
+        attention_flops=attention,
+    )
+
+
+def attention_share_of_prefill(model: ModelProfile, tokens: float) -> float:
+    """Attention's share of the FLOPs of a fresh prefill of `tokens` tokens."""
+    flops, attention = _prefill_work(model, tokens, tokens / 2.0)
+    return attention / flops
+
+
+def decode_step(
+    hw: Hardware,
+    model: ModelProfile,
+    batch: float,
+    context: float,
+    *,
+    tokens_per_step: float = 1.0,
+    seconds: float | None = None,
+) -> DecodePoint:
+    """One decode step at batch B, context C; on the roof unless timed.
+
+    With speculative decoding each sequence keeps `tokens_per_step` tokens per step; the
+    FLOPs count those, the weights and each KV cache are read once per step.
+    """
+    if batch <= 0:
+        raise ValueError("a decode step needs a batch of at least one sequence")
+    tokens = batch * tokens_per_step
+    flops = tokens * model.flops_per_token(context)
+    weights = model.weight_bytes_read(tokens)
+    kv = batch * model.kv_bytes(context)
+    bytes_moved = weights + kv
+    return DecodePoint(
+        flops=flops,
+        bytes_moved=bytes_moved,
+        seconds=seconds if seconds is not None else roof_seconds(hw, flops, bytes_moved),
+        peak_flops=hw.peak_flops,
+        bandwidth=hw.bandwidth,
+        batch=batch,
+        context=context,
+        tokens_per_step=tokens_per_step,
+        weight_bytes=weights,
+        kv_bytes=kv,
+    )
+
+
+def decode_ceiling_tokens_per_s(
+    hw: Hardware,
+    model: ModelProfile,
+    batch: float,
+    context: float,
+    tokens_per_step: float = 1.0,
+) -> float:
+    """The most tokens per second a batch can emit on this roof."""
+    return decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step).tokens_per_s
+
+
+def kv_share_of_step(model: ModelProfile, batch: float, context: float) -> float:
+    """KV bytes as a share of a decode step's bytes."""
+    kv = batch * model.kv_bytes(context)
+    return kv / (model.weight_bytes_read(batch) + kv)
+
+
+# --- the lane's live operating points ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LaneLoad:
+    """The lane figures the operating points need; None where a figure is missing."""
+
+    effective_prefill_rate: float | None = None
+    """Prefill tokens computed per second of prefill time."""
+    mean_prompt: float | None = None
+    mean_fresh_prefill: float | None = None
+    """Prompt tokens per request not served from the prefix cache."""
+    mean_generated: float | None = None
+    running: float | None = None
+    """Mean running requests (the decode batch)."""
+    itl_s: float | None = None
+    """Mean inter-token step, seconds."""
+    tokens_per_step: float | None = None
+    """Tokens per decode step (> 1 with speculative decoding)."""
+    measured_flops_per_s: float | None = None
+    measured_bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OperatingPoints:
+    """Where the lane sits under the roof; a point is None with a reason when inputs lack."""
+
+    prefill: PrefillPoint | None
+    decode: DecodePoint | None
+    decode_ceiling: DecodePoint | None
+    """The roof's step at the lane's batch and context."""
+    measured: MeasuredPoint | None
+    prefill_reason: str = ""
+    decode_reason: str = ""
+    measured_reason: str = ""
+
+    @property
+    def decode_ceiling_tokens_per_s(self) -> float | None:
+        return self.decode_ceiling.tokens_per_s if self.decode_ceiling is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineView:
+    """Everything the roofline pane draws: the roofs and, when known, the lane's points."""
+
+    hw: Hardware
+    model: ModelProfile
+    points: OperatingPoints | None = None
+
+
+def _missing(value: float | None, what: str, idle: str) -> str:
+    """Why a figure can't be used: absent, or zero because nothing happened."""
+    return f"{what} missing" if value is None else idle
+
+
+def _operating_prefill(
+    load: LaneLoad, hw: Hardware, model: ModelProfile, chunk_tokens: int | None
+) -> tuple[PrefillPoint | None, str]:
+    """Prefill as the lane runs it: passes of the chunk (or the fresh prefill) at its rate.
+
+    The computed tokens of a request sit between its cached prefix and its end, so their
+    mean position is `prompt − fresh / 2`; attention FLOPs are linear in it, so one
+    representative pass at that position has the lane's mean FLOPs per token.
+    """
+    rate = load.effective_prefill_rate
+    if rate is None or rate <= 0:
+        return None, _missing(rate, "effective prefill rate", "no prefill in the window")
+    fresh = load.mean_fresh_prefill
+    tokens = float(chunk_tokens) if chunk_tokens else fresh
+    if tokens is None:
+        return None, "no chunk size and no mean fresh prefill per request"
+    if tokens <= 0:
+        return None, "no fresh prefill: every prompt token came from the cache"
+    prompt = load.mean_prompt
+    if prompt is not None and fresh is not None:
+        mean_position = max(prompt - fresh / 2.0, 0.0)
+    elif prompt is not None:
+        mean_position = prompt / 2.0
+    else:
+        mean_position = tokens / 2.0
+    return _prefill_point(hw, model, tokens, mean_position, seconds=tokens / rate), ""
+
+
+def _operating_decode(
+    load: LaneLoad, hw: Hardware, model: ModelProfile
+) -> tuple[DecodePoint | None, DecodePoint | None, str]:
+    """(lane's step, roof's step at the same batch and context, reason)."""
+    itl, running, prompt = load.itl_s, load.running, load.mean_prompt
+    if itl is None or itl <= 0:
+        return None, None, _missing(itl, "inter-token step", "no decode steps in the window")
+    if running is None or running <= 0:
+        return None, None, _missing(running, "running requests", "no requests running")
+    if prompt is None or prompt <= 0:
+        return None, None, _missing(prompt, "mean prompt length", "no prompts in the window")
+    if load.mean_generated is None:
+        return None, None, "mean generated length missing"
+    # A step runs whole sequences: a mean below 1 includes idle time, not fractional batches.
+    batch = max(running, 1.0)
+    context = prompt + max(load.mean_generated, 0.0) / 2.0
+    tokens_per_step = max(load.tokens_per_step or 1.0, 1.0)
+    lane = decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step, seconds=itl)
+    roof = decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step)
+    return lane, roof, ""
+
+
+def _ratio(measured: float, modelled: float) -> float | None:
+    return measured / modelled if modelled > 0 else None
+
+
+def _operating_measured(
+    load: LaneLoad, hw: Hardware, prefill: PrefillPoint | None, decode: DecodePoint | None
+) -> tuple[MeasuredPoint | None, str]:
+    """The counters' point, compared with prefill + decode as modelled (they run side by side
+    under chunked prefill, so their FLOP/s add)."""
+    flops = load.measured_flops_per_s
+    if flops is None or flops <= 0:
+        return None, _missing(flops, "measured FLOP/s", "measured counters are not moving")
+    moved = load.measured_bytes_per_s
+    if moved is None or moved <= 0:
+        return None, _missing(moved, "measured bytes/s", "measured byte counters are not moving")
+    modelled = [p for p in (prefill, decode) if p is not None]
+    flops_ratio = bytes_ratio = None
+    if modelled:
+        flops_ratio = _ratio(flops, sum(p.achieved_flops_per_s for p in modelled))
+        bytes_ratio = _ratio(moved, sum(p.achieved_bytes_per_s for p in modelled))
+    point = MeasuredPoint(
+        flops=flops,
+        bytes_moved=moved,
+        seconds=1.0,
+        peak_flops=hw.peak_flops,
+        bandwidth=hw.bandwidth,
+        flops_ratio=flops_ratio,
+        bytes_ratio=bytes_ratio,
+    )
+    return point, ""
+
+
+def operating_points(
+    load: LaneLoad,
+    hw: Hardware,
+    model: ModelProfile,
+    chunk_tokens: int | None = None,
+) -> OperatingPoints:
+    """The lane's prefill, decode and measured points under this hardware's roof."""
+    prefill, prefill_reason = _operating_prefill(load, hw, model, chunk_tokens)
+    decode, ceiling, decode_reason = _operating_decode(load, hw, model)
+    measured, measured_reason = _operating_measured(load, hw, prefill, decode)
+    return OperatingPoints(
+        prefill=prefill,
+        decode=decode,
+        decode_ceiling=ceiling,
+        measured=measured,
+        prefill_reason=prefill_reason,
+        decode_reason=decode_reason,
+        measured_reason=measured_reason,
+    )

@@ -1,0 +1,459 @@
+"""YAML text -> frozen dataclasses. Pure: the caller reads the file; errors name file:line:key."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, NoReturn, TypeVar
+from urllib.parse import urlsplit
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from cockpit.figures import Prices
+from cockpit.roofline import Hardware, ModelProfile
+from cockpit.timeutil import TimeParseError, parse_duration
+
+Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
+ENGINES: tuple[str, ...] = ("auto", "vllm", "vllm-legacy", "sglang")
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    """How to authenticate to a Prometheus; secrets are named, never written in the config."""
+
+    kind: Literal["bearer", "basic"]
+    username: str = ""
+    secret_env: str = ""
+    """Environment variable holding the token or password."""
+    secret_file: str = ""
+    """File holding the token or password (first line, stripped)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneConfig:
+    name: str
+    prometheus: str | None = None
+    """Prometheus HTTP API base URL (or Thanos, Mimir, VictoriaMetrics)."""
+    metrics_url: str | None = None
+    """The engine's own /metrics, scraped directly when no Prometheus is named."""
+    selector: str = ""
+    """PromQL label matchers without braces, e.g. `job="lane-a"`."""
+    engine: Engine = "auto"
+    hardware: Hardware | None = None
+    model: ModelProfile | None = None
+    gpus: int = 1
+    host_kv_tokens: float = 0.0
+    """KV tokens held by a host (CPU) tier, added to the GPU's resident tokens."""
+    chunk_tokens: int | None = None
+    """Chunked-prefill size; the prefill point's intensity when set."""
+    auth: Auth | None = None
+    ca_file: str | None = None
+    verify_tls: bool = True
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerConfig:
+    path: str
+    """A state.db path, or a Hermes profile name (`default`, `work`)."""
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    source: str = "<defaults>"
+    """The file this was read from, for messages."""
+    lanes: tuple[LaneConfig, ...] = ()
+    ledgers: tuple[LedgerConfig, ...] = ()
+    prices: Prices = field(default_factory=Prices)
+    refresh_s: float = 5.0
+    window: str = "1h"
+    windows: tuple[str, ...] = ("5m", "1h", "6h", "24h", "7d", "30d", "90d")
+    ledger_window: str | None = None
+    """A separate window for the ledger (e.g. 90d) while the lane shows 1h; None = same."""
+    theme: str = "cockpit-dark"
+    hardware_profiles: Mapping[str, Hardware] = field(default_factory=dict)
+    model_profiles: Mapping[str, ModelProfile] = field(default_factory=dict)
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+
+class ConfigError(Exception):
+    """A config problem, said in one line: `file:line: key: what was expected`."""
+
+    def __init__(self, source: str, line: int | None, key: str, problem: str) -> None:
+        self.source, self.line, self.key, self.problem = source, line, key, problem
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
+
+
+T = TypeVar("T")
+
+_MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
+
+
+class _Reader:
+    """Walks the YAML node tree so every value keeps its line for messages."""
+
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self._loader = yaml.SafeLoader(text)
+
+    def fail(self, node: Node | None, key: str, problem: str) -> NoReturn:
+        line = node.start_mark.line + 1 if node is not None else None
+        raise ConfigError(self.source, line, key, problem)
+
+    def root(self) -> MappingNode | None:
+        try:
+            node = self._loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else None
+            problem = (exc.problem or exc.context or "invalid YAML").strip()
+            raise ConfigError(self.source, line, "", f"YAML syntax error: {problem}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(self.source, None, "", f"YAML syntax error: {exc}") from None
+        finally:
+            self._loader.dispose()
+        if node is None:
+            return None
+        if not isinstance(node, MappingNode):
+            self.fail(node, "", "expected a mapping of options at the top level")
+        return node
+
+    def scalar(self, node: Node, key: str) -> Any:
+        if not isinstance(node, ScalarNode):
+            self.fail(node, key, "expected a single value, not a list or mapping")
+        try:
+            return self._loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.fail(node, key, f"unreadable value ({exc})")
+
+    def mapping(
+        self, node: Node, key: str, allowed: tuple[str, ...]
+    ) -> dict[str, tuple[Node, Node]]:
+        """`{name: (key node, value node)}`, rejecting unknown and repeated keys."""
+        if not isinstance(node, MappingNode):
+            self.fail(node, key, f"expected a mapping with keys: {', '.join(allowed)}")
+        items: dict[str, tuple[Node, Node]] = {}
+        for key_node, value_node in node.value:
+            name = self.scalar(key_node, key or "key")
+            path = f"{key}.{name}" if key else str(name)
+            if not isinstance(name, str):
+                self.fail(key_node, path, "expected a text key")
+            if name not in allowed:
+                self.fail(key_node, path, f"unknown option{_did_you_mean(name, allowed)}")
+            if name in items:
+                self.fail(key_node, path, "given twice")
+            items[name] = (key_node, value_node)
+        return items
+
+    def sequence(self, node: Node, key: str) -> list[Node]:
+        if not isinstance(node, SequenceNode):
+            self.fail(node, key, "expected a list")
+        return list(node.value)
+
+
+def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(name, allowed, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (expected one of: {', '.join(allowed)})"
+
+
+def _number(reader: _Reader, node: Node, key: str, *, positive: bool = True) -> float:
+    value = reader.scalar(node, key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        reader.fail(node, key, f"expected a number, got {value!r}")
+    if positive and not value > 0:
+        reader.fail(node, key, f"expected a positive number, got {value!r}")
+    if not positive and value < 0:
+        reader.fail(node, key, f"expected zero or more, got {value!r}")
+    return float(value)
+
+
+def _integer(reader: _Reader, node: Node, key: str) -> int:
+    value = reader.scalar(node, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        reader.fail(node, key, f"expected a whole number ≥ 1, got {value!r}")
+    return value
+
+
+def _text(reader: _Reader, node: Node, key: str) -> str:
+    value = reader.scalar(node, key)
+    if not isinstance(value, str) or not value.strip():
+        reader.fail(node, key, f"expected text, got {value!r}")
+    return value.strip()
+
+
+def _boolean(reader: _Reader, node: Node, key: str) -> bool:
+    value = reader.scalar(node, key)
+    if not isinstance(value, bool):
+        reader.fail(node, key, f"expected true or false, got {value!r}")
+    return value
+
+
+def _url(reader: _Reader, node: Node, key: str) -> str:
+    value = _text(reader, node, key)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        reader.fail(node, key, f"expected an http:// or https:// URL, got {value!r}")
+    if parts.username or parts.password:
+        reader.fail(node, key, "credentials don't go in the URL: use auth with *_env or *_file")
+    try:
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        reader.fail(node, key, f"expected a valid port in {value!r}")
+    return value.rstrip("/")
+
+
+def _window(reader: _Reader, node: Node, key: str) -> str:
+    value = str(reader.scalar(node, key)).strip()
+    try:
+        parse_duration(value)
+    except TimeParseError as exc:
+        reader.fail(node, key, str(exc))
+    return value
+
+
+def _selector(reader: _Reader, node: Node, key: str) -> str:
+    value = _text(reader, node, key).strip().strip("{}").strip()
+    if value and not _valid_selector(value):
+        reader.fail(node, key, f'expected label matchers such as job="lane-a", got {value!r}')
+    return value
+
+
+def _valid_selector(value: str) -> bool:
+    position = 0
+    while position < len(value):
+        match = _MATCHER.match(value, position)
+        if not match:
+            return False
+        position = match.end()
+    return True
+
+
+def _choice(reader: _Reader, node: Node, key: str, choices: tuple[str, ...]) -> str:
+    value = str(reader.scalar(node, key)).strip()
+    if value not in choices:
+        reader.fail(
+            node, key, f"expected one of {', '.join(choices)}{_did_you_mean(value, choices)}"
+        )
+    return value
+
+
+def _dataclass_from(
+    reader: _Reader, node: Node, key: str, cls: type[T], ident: str, ints: tuple[str, ...]
+) -> T:
+    names = tuple(f.name for f in fields(cls) if f.name != "id")  # type: ignore[arg-type]
+    items = reader.mapping(node, key, names)
+    values: dict[str, Any] = {"id": ident}
+    for name in names:
+        if name not in items:
+            if name == "active_params" and "params" in items:
+                continue
+            reader.fail(node, f"{key}.{name}", "is required")
+        path = f"{key}.{name}"
+        value_node = items[name][1]
+        if name == "name":
+            values[name] = _text(reader, value_node, path)
+        elif name in ints:
+            values[name] = _integer(reader, value_node, path)
+        else:
+            values[name] = _number(reader, value_node, path)
+    if "active_params" in names and "active_params" not in values:
+        values["active_params"] = values["params"]
+    return cls(**values)
+
+
+def _auth(reader: _Reader, node: Node, key: str) -> Auth:
+    allowed = ("bearer_env", "bearer_file", "username", "password_env", "password_file")
+    items = reader.mapping(node, key, allowed)
+    got = {name: _text(reader, value, f"{key}.{name}") for name, (_, value) in items.items()}
+    bearer = [name for name in ("bearer_env", "bearer_file") if name in got]
+    password = [name for name in ("password_env", "password_file") if name in got]
+    if bearer and (password or "username" in got):
+        reader.fail(node, key, "give either bearer_env/bearer_file or username + password_*")
+    if len(bearer) > 1 or len(password) > 1:
+        reader.fail(node, key, "name the secret once: an environment variable or a file")
+    if bearer:
+        return Auth("bearer", "", got.get("bearer_env", ""), got.get("bearer_file", ""))
+    if "username" not in got or not password:
+        reader.fail(node, key, "basic auth needs username and password_env or password_file")
+    return Auth("basic", got["username"], got.get("password_env", ""), got.get("password_file", ""))
+
+
+_LANE_KEYS = (
+    "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
+    "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
+)  # fmt: skip
+
+
+def _lane(
+    reader: _Reader,
+    node: Node,
+    key: str,
+    hardware: Mapping[str, Hardware],
+    models: Mapping[str, ModelProfile],
+) -> LaneConfig:
+    items = reader.mapping(node, key, _LANE_KEYS)
+    if "name" not in items:
+        reader.fail(node, f"{key}.name", "every lane needs a name")
+    name = _text(reader, items["name"][1], f"{key}.name")
+    values: dict[str, Any] = {"name": name}
+    parsers: dict[str, Callable[[Node, str], Any]] = {
+        "prometheus": lambda n, k: _url(reader, n, k),
+        "metrics_url": lambda n, k: _url(reader, n, k),
+        "selector": lambda n, k: _selector(reader, n, k),
+        "engine": lambda n, k: _choice(reader, n, k, ENGINES),
+        "hardware": lambda n, k: _profile(reader, n, k, hardware, "hardware"),
+        "model": lambda n, k: _profile(reader, n, k, models, "model"),
+        "gpus": lambda n, k: _integer(reader, n, k),
+        "host_kv_tokens": lambda n, k: _number(reader, n, k, positive=False),
+        "chunk_tokens": lambda n, k: _integer(reader, n, k),
+        "auth": lambda n, k: _auth(reader, n, k),
+        "ca_file": lambda n, k: _text(reader, n, k),
+        "verify_tls": lambda n, k: _boolean(reader, n, k),
+        "timeout": lambda n, k: _number(reader, n, k),
+    }
+    for option, (_, value_node) in items.items():
+        if option != "name":
+            field_name = "timeout_s" if option == "timeout" else option
+            values[field_name] = parsers[option](value_node, f"{key}.{option}")
+    if ("prometheus" in values) == ("metrics_url" in values):
+        reader.fail(node, key, f"lane {name!r} needs exactly one of prometheus or metrics_url")
+    if values.get("auth") and "prometheus" not in values:
+        reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
+    return LaneConfig(**values)
+
+
+def _profile(reader: _Reader, node: Node, key: str, known: Mapping[str, T], kind: str) -> T:
+    ident = _text(reader, node, key).lower()
+    if ident not in known:
+        names = ", ".join(sorted(known))
+        reader.fail(node, key, f"unknown {kind} profile {ident!r} (known: {names})")
+    return known[ident]
+
+
+def _ledger(reader: _Reader, node: Node, key: str) -> LedgerConfig:
+    if isinstance(node, ScalarNode):
+        return LedgerConfig(_text(reader, node, key))
+    items = reader.mapping(node, key, ("path", "profile"))
+    if "path" not in items:
+        reader.fail(node, f"{key}.path", "every ledger needs a path (or a Hermes profile name)")
+    profile = items.get("profile")
+    return LedgerConfig(
+        _text(reader, items["path"][1], f"{key}.path"),
+        _text(reader, profile[1], f"{key}.profile") if profile else None,
+    )
+
+
+def _prices(reader: _Reader, node: Node, key: str) -> Prices:
+    names = tuple(f.name for f in fields(Prices))
+    items = reader.mapping(node, key, names)
+    values = {
+        name: _number(reader, value, f"{key}.{name}", positive=False)
+        for name, (_, value) in items.items()
+    }
+    return Prices(**values)
+
+
+_TOP_KEYS = (
+    "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
+    "hardware_profiles", "model_profiles",
+)  # fmt: skip
+
+
+def parse_config(
+    text: str,
+    source: str,
+    hardware: Mapping[str, Hardware] | None = None,
+    models: Mapping[str, ModelProfile] | None = None,
+) -> Config:
+    """Read config YAML. `hardware`/`models` are the known profiles (from profiles.yaml)."""
+    reader = _Reader(source, text)
+    root = reader.root()
+    if root is None:
+        return Config(source=source)
+    items = reader.mapping(root, "", _TOP_KEYS)
+    known_hw: dict[str, Hardware] = {k.lower(): v for k, v in (hardware or {}).items()}
+    known_models: dict[str, ModelProfile] = {k.lower(): v for k, v in (models or {}).items()}
+    custom_hw = _custom(reader, items, "hardware_profiles", Hardware, ())
+    custom_models = _custom(reader, items, "model_profiles", ModelProfile, ("layers", "hidden"))
+    known_hw.update(custom_hw)
+    known_models.update(custom_models)
+    values: dict[str, Any] = {
+        "source": source,
+        "hardware_profiles": custom_hw,
+        "model_profiles": custom_models,
+    }
+    if "refresh" in items:
+        values["refresh_s"] = _number(reader, items["refresh"][1], "refresh")
+    if "window" in items:
+        values["window"] = _window(reader, items["window"][1], "window")
+    if "ledger_window" in items:
+        values["ledger_window"] = _window(reader, items["ledger_window"][1], "ledger_window")
+    if "windows" in items:
+        nodes = reader.sequence(items["windows"][1], "windows")
+        if not nodes:
+            reader.fail(items["windows"][1], "windows", "expected at least one window")
+        windows = [_window(reader, n, f"windows[{i}]") for i, n in enumerate(nodes)]
+        values["windows"] = tuple(sorted(set(windows), key=parse_duration))
+    if "theme" in items:
+        values["theme"] = _text(reader, items["theme"][1], "theme")
+    if "prices" in items:
+        values["prices"] = _prices(reader, items["prices"][1], "prices")
+    if "ledgers" in items:
+        nodes = reader.sequence(items["ledgers"][1], "ledgers")
+        values["ledgers"] = tuple(_ledger(reader, n, f"ledgers[{i}]") for i, n in enumerate(nodes))
+    if "lanes" in items:
+        values["lanes"] = _lanes(reader, items["lanes"][1], known_hw, known_models)
+    config = Config(**values)
+    if config.window not in config.windows:
+        config = _with_window(config)
+    return config
+
+
+def _with_window(config: Config) -> Config:
+    windows = tuple(sorted({*config.windows, config.window}, key=parse_duration))
+    return Config(
+        **{**{f.name: getattr(config, f.name) for f in fields(config)}, "windows": windows}
+    )
+
+
+def _lanes(
+    reader: _Reader,
+    node: Node,
+    hardware: Mapping[str, Hardware],
+    models: Mapping[str, ModelProfile],
+) -> tuple[LaneConfig, ...]:
+    lanes: list[LaneConfig] = []
+    for index, lane_node in enumerate(reader.sequence(node, "lanes")):
+        lane = _lane(reader, lane_node, f"lanes[{index}]", hardware, models)
+        if any(existing.name == lane.name for existing in lanes):
+            reader.fail(lane_node, f"lanes[{index}].name", f"duplicate lane name {lane.name!r}")
+        lanes.append(lane)
+    return tuple(lanes)
+
+
+def _custom(
+    reader: _Reader,
+    items: dict[str, tuple[Node, Node]],
+    key: str,
+    cls: type[T],
+    ints: tuple[str, ...],
+) -> dict[str, T]:
+    if key not in items:
+        return {}
+    node = items[key][1]
+    if not isinstance(node, MappingNode):
+        reader.fail(node, key, "expected a mapping of profile id -> numbers")
+    profiles: dict[str, T] = {}
+    for key_node, value_node in node.value:
+        ident = str(reader.scalar(key_node, key)).strip().lower()
+        profiles[ident] = _dataclass_from(reader, value_node, f"{key}.{ident}", cls, ident, ints)
+    return profiles

@@ -1,0 +1,400 @@
+"""Engine dialects: which metric answers each raw lane key, and the PromQL that reads it.
+
+Pure: no I/O. The Prometheus source renders these specs as PromQL; the scrape source evaluates
+the same specs over its own samples, so both paths agree on names and meanings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.timeutil import promql_duration
+
+DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
+KV_CAPACITY = "kv_capacity"
+"""Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
+DATA_START = "data_start"
+"""Expression key for the timestamp of the lane's oldest sample in the window."""
+
+
+class DialectError(ValueError):
+    """An unknown dialect, or metric names that belong to no known engine."""
+
+
+# --- specs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """`sum(increase(metric{S,extra}[W]))`; `metric` is the exposed name (with `_total`)."""
+
+    metric: str
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """`a - b`, both counters (SGLang's computed prefill = prompt - cached)."""
+
+    a: Counter
+    b: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class Gauge:
+    """A gauge averaged over W: summed over series (`sum`) or a mean fraction (`avg`)."""
+
+    metric: str
+    across: Literal["sum", "avg"]
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Cumulative increase per `le` of `base_bucket`."""
+
+    base: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """The engine has no metric for this key; `reason` says so."""
+
+    reason: str
+
+
+Spec = Counter | Difference | Gauge | Histogram | Unavailable
+
+
+def required_metrics(spec: Spec) -> tuple[str, ...]:
+    """The exposed sample names a spec reads (for the 'not exposed' check)."""
+    if isinstance(spec, Counter | Gauge):
+        return (spec.metric,)
+    if isinstance(spec, Difference):
+        return (spec.a.metric, spec.b.metric)
+    if isinstance(spec, Histogram):
+        return (f"{spec.base}_bucket",)
+    return ()
+
+
+def _phase(base: str) -> tuple[Counter, Counter]:
+    return Counter(f"{base}_sum"), Counter(f"{base}_count")
+
+
+def _vllm_specs() -> dict[str, Spec]:
+    specs: dict[str, Spec] = {
+        "requests": Counter("vllm:request_success_total"),
+        "prompt_tokens": Counter("vllm:prompt_tokens_total"),
+        "generation_tokens": Counter("vllm:generation_tokens_total"),
+        "prefix_cache_queries": Counter("vllm:prefix_cache_queries_total"),
+        "prefix_cache_hits": Counter("vllm:prefix_cache_hits_total"),
+        "prompt_computed": Counter(
+            "vllm:prompt_tokens_by_source_total", (("source", "local_compute"),)
+        ),
+        "spec_drafts": Counter("vllm:spec_decode_num_drafts_total"),
+        "spec_draft_tokens": Counter("vllm:spec_decode_num_draft_tokens_total"),
+        "spec_accepted": Counter("vllm:spec_decode_num_accepted_tokens_total"),
+        "preemptions": Counter("vllm:num_preemptions_total"),
+        "flops": Counter("vllm:estimated_flops_per_gpu_total"),
+        "read_bytes": Counter("vllm:estimated_read_bytes_per_gpu_total"),
+        "write_bytes": Counter("vllm:estimated_write_bytes_per_gpu_total"),
+        "running": Gauge("vllm:num_requests_running", "sum"),
+        "waiting": Gauge("vllm:num_requests_waiting", "sum"),
+        "kv_usage": Gauge("vllm:kv_cache_usage_perc", "avg"),
+        "prompt_len": Histogram("vllm:request_prompt_tokens"),
+        "gen_len": Histogram("vllm:request_generation_tokens"),
+    }
+    phases = {
+        "kv_computed": "vllm:request_prefill_kv_computed_tokens",
+        "prompt_len": "vllm:request_prompt_tokens",
+        "gen_len": "vllm:request_generation_tokens",
+        "queue": "vllm:request_queue_time_seconds",
+        "prefill": "vllm:request_prefill_time_seconds",
+        "decode": "vllm:request_decode_time_seconds",
+        "ttft": "vllm:time_to_first_token_seconds",
+        "itl": "vllm:inter_token_latency_seconds",
+    }
+    for key, base in phases.items():
+        specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
+    return specs
+
+
+def _vllm_legacy_specs() -> dict[str, Spec]:
+    specs = _vllm_specs()
+    specs["prefix_cache_queries"] = Counter("vllm:gpu_prefix_cache_queries_total")
+    specs["prefix_cache_hits"] = Counter("vllm:gpu_prefix_cache_hits_total")
+    specs["kv_usage"] = Gauge("vllm:gpu_cache_usage_perc", "avg")
+    specs["itl_sum"], specs["itl_count"] = _phase("vllm:time_per_output_token_seconds")
+    return specs
+
+
+def _sglang_specs() -> dict[str, Spec]:
+    prompt = Counter("sglang:prompt_tokens_total")
+    generated = Counter("sglang:generation_tokens_total")
+    verify = Counter("sglang:spec_verify_calls_total")
+    no_decode = Unavailable("SGLang exposes no per-request decode time")
+    specs: dict[str, Spec] = {
+        "requests": Counter("sglang:num_requests_total"),
+        "prompt_tokens": prompt,
+        "generation_tokens": generated,
+        "prefix_cache_queries": prompt,
+        "prefix_cache_hits": Counter("sglang:cached_tokens_total"),
+        "prompt_computed": Difference(prompt, Counter("sglang:cached_tokens_total")),
+        # Verify calls are decode steps; tokens/step = 1 + accepted/drafts = generated/steps.
+        "spec_drafts": verify,
+        "spec_draft_tokens": Unavailable("SGLang exposes no draft-token counter"),
+        "spec_accepted": Difference(generated, verify),
+        "preemptions": Unavailable("SGLang exposes no preemption counter"),
+        "flops": Counter("sglang:estimated_flops_per_gpu_total"),
+        "read_bytes": Counter("sglang:estimated_read_bytes_per_gpu_total"),
+        "write_bytes": Counter("sglang:estimated_write_bytes_per_gpu_total"),
+        "running": Gauge("sglang:num_running_reqs", "sum"),
+        "waiting": Gauge("sglang:num_queue_reqs", "sum"),
+        "kv_usage": Gauge("sglang:token_usage", "avg"),
+        "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
+        "gen_len": Histogram("sglang:generation_tokens_histogram"),
+        "decode_sum": no_decode,
+        "decode_count": no_decode,
+    }
+    phases = {
+        "kv_computed": "sglang:uncached_prompt_tokens_histogram",
+        "prompt_len": "sglang:prompt_tokens_histogram",
+        "gen_len": "sglang:generation_tokens_histogram",
+        "queue": "sglang:queue_time_seconds",
+        "ttft": "sglang:time_to_first_token_seconds",
+        "itl": "sglang:inter_token_latency_seconds",
+    }
+    for key, base in phases.items():
+        specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
+    stage = (("stage", "prefill_forward"),)
+    specs["prefill_sum"] = Counter("sglang:per_stage_req_latency_seconds_sum", stage)
+    specs["prefill_count"] = Counter("sglang:per_stage_req_latency_seconds_count", stage)
+    return specs
+
+
+_SPECS: dict[str, dict[str, Spec]] = {
+    "vllm": _vllm_specs(),
+    "vllm-legacy": _vllm_legacy_specs(),
+    "sglang": _sglang_specs(),
+}
+_PRESENCE_METRIC = {
+    "vllm": "vllm:num_requests_running",
+    "vllm-legacy": "vllm:num_requests_running",
+    "sglang": "sglang:num_running_reqs",
+}
+LANE_KEYS: tuple[str, ...] = LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS
+
+
+def lane_specs(dialect: str) -> Mapping[str, Spec]:
+    """Raw lane key -> spec for a dialect (every key of LANE_KEYS is present)."""
+    try:
+        return _SPECS[dialect]
+    except KeyError:
+        raise DialectError(
+            f"unknown engine dialect {dialect!r} (expected one of {', '.join(DIALECTS)})"
+        ) from None
+
+
+def presence_metric(dialect: str) -> str:
+    """A gauge every lane of this dialect exposes, used to find when its data starts."""
+    lane_specs(dialect)
+    return _PRESENCE_METRIC[dialect]
+
+
+def detect_dialect(metric_names: Iterable[str]) -> str:
+    """The dialect whose names these are: SGLang, vLLM V1, or vLLM before 0.12."""
+    names = set(metric_names)
+    if any(name.startswith("sglang:") for name in names):
+        return "sglang"
+    modern = {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total"}
+    legacy = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total"}
+    if names & modern:
+        return "vllm"
+    if names & legacy:
+        return "vllm-legacy"
+    if any(name.startswith("vllm:") for name in names):
+        return "vllm"
+    raise DialectError("no vllm: or sglang: metrics found for this lane")
+
+
+def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
+    """Why a key can't have a value before querying: unavailable, or a name not exposed."""
+    if isinstance(spec, Unavailable):
+        return spec.reason
+    if exposed is None:
+        return None
+    names = set(exposed)
+    absent = [name for name in required_metrics(spec) if name not in names]
+    if absent:
+        return f"not exposed by this engine ({', '.join(absent)})"
+    return None
+
+
+# --- selectors and escaping --------------------------------------------------------------
+
+
+def escape_label_value(value: str) -> str:
+    """A label value ready to sit between double quotes in PromQL."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _inner(selector: str) -> str:
+    text = selector.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return text.strip().rstrip(",").strip()
+
+
+def selector_with(selector: str, **labels: str) -> str:
+    """`{selector,label="value",...}` with the values escaped."""
+    parts = [_inner(selector)] if _inner(selector) else []
+    parts += [f'{name}="{escape_label_value(value)}"' for name, value in labels.items()]
+    return "{" + ",".join(parts) + "}"
+
+
+MatchOp = Literal["=", "!=", "=~", "!~"]
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One label matcher of a selector; regexes are fully anchored, as in PromQL."""
+
+    name: str
+    op: MatchOp
+    value: str
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        actual = labels.get(self.name, "")
+        if self.op == "=":
+            return actual == self.value
+        if self.op == "!=":
+            return actual != self.value
+        hit = re.fullmatch(self.value, actual) is not None
+        return hit if self.op == "=~" else not hit
+
+
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
+
+
+def parse_selector(selector: str) -> tuple[Matcher, ...]:
+    """The matchers of `{a="b",c=~"re"}` (braces optional); ValueError names the bad part."""
+    text = _inner(selector)
+    matchers: list[Matcher] = []
+    position = 0
+    while position < len(text):
+        match = _MATCHER.match(text, position)
+        if not match:
+            raise ValueError(f"cannot read selector {selector!r} at {text[position:]!r}")
+        op: MatchOp = match.group(2)  # type: ignore[assignment]
+        matchers.append(Matcher(match.group(1), op, _unescape(match.group(3))))
+        position = match.end()
+    return tuple(matchers)
+
+
+def selector_without(selector: str, *names: str) -> str:
+    """The selector with matchers on `names` dropped (`cache_config_info` has no model_name)."""
+    kept = [m for m in parse_selector(selector) if m.name not in names]
+    return "{" + ",".join(f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in kept) + "}"
+
+
+# --- PromQL -----------------------------------------------------------------------------
+
+
+def _with_extra(metric: str, selector: str, extra: tuple[tuple[str, str], ...]) -> str:
+    return metric + selector_with(selector, **dict(extra))
+
+
+def spec_expression(spec: Spec, selector: str, window: str) -> str | None:
+    """One spec as PromQL returning a single sample (a `le` vector for histograms)."""
+    if isinstance(spec, Counter):
+        return f"sum(increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]))"
+    if isinstance(spec, Difference):
+        a = spec_expression(spec.a, selector, window)
+        b = spec_expression(spec.b, selector, window)
+        return f"({a} - {b})"
+    if isinstance(spec, Gauge):
+        return f"{spec.across}(avg_over_time({spec.metric}{selector_with(selector)}[{window}]))"
+    if isinstance(spec, Histogram):
+        return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]))"
+    return None
+
+
+def capacity_expression(dialect: str, selector: str) -> str:
+    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge."""
+    if dialect == "sglang":
+        return f"sum(sglang:max_total_num_tokens{selector_with(selector)})"
+    lane_specs(dialect)
+    return "vllm:cache_config_info" + selector_without(selector, "model_name")
+
+
+def data_start_expression(dialect: str, selector: str, window_s: float) -> str:
+    """Epoch of the lane's oldest sample inside the window (exact while the step <= 5m)."""
+    step = max(300.0, window_s / 2000)
+    metric = presence_metric(dialect) + selector_with(selector)
+    return (
+        f"min(min_over_time(timestamp({metric})"
+        f"[{promql_duration(window_s)}:{promql_duration(step)}]))"
+    )
+
+
+def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
+    """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
+    expressions: dict[str, str] = {}
+    for key, spec in lane_specs(dialect).items():
+        expression = spec_expression(spec, selector, window)
+        if expression is not None:
+            expressions[key] = expression
+    expressions[KV_CAPACITY] = capacity_expression(dialect, selector)
+    return expressions
+
+
+def combined_query(exprs: Mapping[str, str]) -> str:
+    """All expressions as one vector, each sample labelled `fig="<key>"`."""
+    return " or ".join(
+        f'label_replace({expr}, "fig", "{escape_label_value(key)}", "", "")'
+        for key, expr in exprs.items()
+    )
+
+
+# --- reading answers --------------------------------------------------------------------
+
+
+def parse_le(text: str) -> float:
+    """A bucket bound as a float (`"1000.0"`, `"1e+03"`, `"+Inf"`)."""
+    return float(text)
+
+
+def sorted_buckets(pairs: Iterable[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """(le, cumulative count) sorted by bound, `inf` last."""
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+def capacity_from_info(labels: Mapping[str, str]) -> float | None:
+    """Tokens of GPU KV from one `cache_config_info` label set, or None when unset."""
+    size = _number(labels.get("kv_cache_size_tokens"))
+    if size is not None:
+        return size
+    blocks = _number(labels.get("num_gpu_blocks"))
+    block_size = _number(labels.get("block_size"))
+    if blocks is None or block_size is None:
+        return None
+    return blocks * block_size
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None

@@ -1,0 +1,505 @@
+"""Pure arithmetic: window totals in, figures out. The TUI and `cockpit report` both use it.
+
+Definitions follow DESIGN.md ("Figures"). A figure whose inputs are absent is missing with a
+reason, never zero; a ratio whose denominator is zero is missing too ("no output in window").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cockpit.model import Bucket, Figure, LaneTotals, LedgerTotals, TokenCounts, Unit, frozen_map
+
+# --- formatting ---------------------------------------------------------------------------
+
+_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float, digits: int = 4) -> str:
+    """`13.96 B`, `75.6 M`, `1.107 B`: `digits` significant figures, trailing zeros dropped."""
+    for scale, suffix in _SCALES:
+        if abs(value) >= scale:
+            return f"{_significant(value / scale, digits)} {suffix}"
+    return _significant(value, digits)
+
+
+def _significant(value: float, digits: int) -> str:
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_value(value: float | None, unit: Unit) -> str:
+    """How a figure reads on screen and in receipts; `—` when missing."""
+    if value is None:
+        return "—"
+    if unit == "share":
+        return f"{value * 100:.1f}%"
+    if unit == "ratio":
+        return f"{value:,.1f} : 1" if value < 100 else f"{value:,.0f} : 1"
+    if unit == "seconds":
+        return _seconds(value)
+    if unit in ("tokens", "count", "units"):
+        return f"{value:,.0f}" if abs(value) < 1e6 else si(value)
+    if unit == "tok/s":
+        return f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s"
+    if unit == "flop/s":
+        return f"{si(value)}FLOP/s"
+    if unit == "bytes/s":
+        return f"{si(value)}B/s"
+    if unit == "bytes":
+        return f"{si(value)}B"
+    return f"{value:,.3g}"
+
+
+def _seconds(value: float) -> str:
+    if value < 0.1:
+        return f"{value * 1000:.1f} ms"
+    if value < 100:
+        return f"{value:.2f} s"
+    return f"{value:,.0f} s"
+
+
+def format_figure(figure: Figure) -> str:
+    return format_value(figure.value, figure.unit)
+
+
+# --- small helpers --------------------------------------------------------------------------
+
+
+def divide(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, or None when either is missing or the denominator is zero."""
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return numerator / denominator
+
+
+def _figure(
+    key: str, label: str, value: float | None, unit: Unit, why: str = "", query: str = ""
+) -> Figure:
+    if value is not None and not math.isfinite(value):
+        return Figure(key, label, None, unit, f"not a finite number ({value})", query)
+    return Figure(key, label, value, unit, "" if value is not None else why, query)
+
+
+# --- the agent ledger -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Spend-unit ratios per token bucket, input = 1 (the seed's public frontier-API set)."""
+
+    input: float = 1.0
+    cache_read: float = 0.1
+    cache_write: float = 1.25
+    output: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRatio:
+    """One row of a per-source / per-model / per-profile table."""
+
+    name: str
+    counts: TokenCounts
+    prompt_output: float | None
+    fresh_output: float | None
+    cache_read_share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRow:
+    bucket: str
+    tokens: int
+    units: float
+    share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerFigures:
+    figures: Mapping[str, Figure]
+    by_source: tuple[GroupRatio, ...]
+    by_model: tuple[GroupRatio, ...]
+    by_profile: tuple[GroupRatio, ...]
+    spend: tuple[SpendRow, ...]
+    busiest_source: str | None
+    """The source that carries most API calls."""
+
+    def __getitem__(self, key: str) -> Figure:
+        return self.figures[key]
+
+
+LEDGER_TABLE: tuple[str, ...] = (
+    "sessions",
+    "api_calls",
+    "prompt_tokens",
+    "cache_read_tokens",
+    "cache_read_share",
+    "fresh_prefill_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "prompt_output",
+    "fresh_output",
+    "mean_prompt_per_call",
+    "mean_output_per_call",
+)
+"""The seed's section-1 table, in its order."""
+
+SPEND_TABLE: tuple[str, ...] = ("prompt_side_share", "prompt_side_share_uncached")
+
+
+def _group_ratio(name: str, counts: TokenCounts) -> GroupRatio:
+    return GroupRatio(
+        name,
+        counts,
+        divide(counts.prompt, counts.output),
+        divide(counts.fresh_prefill, counts.output),
+        divide(counts.cache_read, counts.prompt),
+    )
+
+
+def group_ratios(groups: Mapping[str, TokenCounts]) -> tuple[GroupRatio, ...]:
+    """Per-group ratios, the group carrying most API calls first."""
+    ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
+    return tuple(_group_ratio(name, counts) for name, counts in ordered)
+
+
+def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] | None:
+    """The groups with the lowest and the highest prompt : output ratio."""
+    rated = [group for group in groups if group.prompt_output is not None]
+    if not rated:
+        return None
+    rated.sort(key=lambda group: group.prompt_output or 0.0)
+    return rated[0], rated[-1]
+
+
+def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
+    buckets = (
+        ("Input (fresh)", counts.input, prices.input),
+        ("Cache read", counts.cache_read, prices.cache_read),
+        ("Cache write", counts.cache_write, prices.cache_write),
+        ("Output", counts.output, prices.output),
+    )
+    total = sum(tokens * price for _, tokens, price in buckets)
+    return tuple(
+        SpendRow(name, tokens, tokens * price, divide(tokens * price, total))
+        for name, tokens, price in buckets
+    )
+
+
+def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> LedgerFigures:
+    prices = prices or Prices()
+    counts = totals.total
+    no_output = "no output tokens in window"
+    no_calls = "no API calls in window"
+    prompt_units = (
+        counts.input * prices.input
+        + counts.cache_read * prices.cache_read
+        + counts.cache_write * prices.cache_write
+    )
+    output_units = counts.output * prices.output
+    uncached_prompt_units = counts.prompt * prices.input
+    sql = totals.queries[0] if totals.queries else ""
+    rows = [
+        _figure("sessions", "Sessions", counts.sessions, "count", query=sql),
+        _figure("api_calls", "API calls", counts.api_calls, "count", query=sql),
+        _figure("prompt_tokens", "Prompt tokens (input + cache read + cache write)",
+                counts.prompt, "tokens", query=sql),
+        _figure("input_tokens", "Input tokens (uncached)", counts.input, "tokens", query=sql),
+        _figure("cache_read_tokens", "of which cache read", counts.cache_read, "tokens", query=sql),
+        _figure("cache_write_tokens", "Cache write", counts.cache_write, "tokens", query=sql),
+        _figure("cache_read_share", "Cache-read share of prompt",
+                divide(counts.cache_read, counts.prompt), "share", "no prompt tokens in window"),
+        _figure("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
+                counts.fresh_prefill, "tokens", query=sql),
+        _figure("output_tokens", "Output tokens (incl. reasoning)", counts.output, "tokens",
+                query=sql),
+        _figure("reasoning_tokens", "Reasoning tokens (subset of output)",
+                None if "reasoning" in totals.missing else counts.reasoning, "tokens",
+                totals.missing.get("reasoning", ""), sql),
+        _figure("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
+                "ratio", no_output),
+        _figure("fresh_output", "Fresh prefill : output",
+                divide(counts.fresh_prefill, counts.output), "ratio", no_output),
+        _figure("mean_prompt_per_call", "Mean prompt tokens per API call",
+                divide(counts.prompt, counts.api_calls), "tokens", no_calls),
+        _figure("mean_output_per_call", "Mean output tokens per API call",
+                divide(counts.output, counts.api_calls), "tokens", no_calls),
+        _figure("spend_units", "Spend units", prompt_units + output_units, "units"),
+        _figure("prompt_side_share", "Prompt-side share of spend (caching as measured)",
+                divide(prompt_units, prompt_units + output_units), "share", "no tokens in window"),
+        _figure("prompt_side_share_uncached",
+                "Prompt-side share without caching (every prompt token at input price)",
+                divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
+                "no tokens in window"),
+    ]  # fmt: skip
+    by_source = group_ratios(totals.by_source)
+    return LedgerFigures(
+        figures=frozen_map({figure.key: figure for figure in rows}),
+        by_source=by_source,
+        by_model=group_ratios(totals.by_model),
+        by_profile=group_ratios(totals.by_profile),
+        spend=spend_split(counts, prices),
+        busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
+    )
+
+
+# --- the lane -------------------------------------------------------------------------------
+
+LANE_VOLUME_TABLE: tuple[str, ...] = (
+    "requests",
+    "prompt_tokens",
+    "generation_tokens",
+    "prompt_generated",
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+    "prefix_cache_hit_rate",
+    "prefill_computed",
+    "computed_generated",
+    "mean_prompt",
+    "mean_fresh_prefill",
+    "mean_generated",
+    "prompt_share_short",
+    "prompt_share_long",
+    "prompt_share_huge",
+    "gen_share_short",
+    "gen_share_medium",
+    "kv_usage",
+    "kv_resident_tokens",
+)
+"""The seed's section-2 table, in its order."""
+
+LANE_TIMING_TABLE: tuple[str, ...] = (
+    "queue_mean",
+    "prefill_mean",
+    "decode_mean",
+    "ttft_mean",
+    "decode_share",
+    "itl_mean",
+    "tokens_per_step",
+    "draft_acceptance",
+    "stream_tok_s",
+    "effective_prefill_rate",
+    "cache_off_prefill",
+    "running",
+    "waiting",
+    "preemptions",
+    "measured_flops",
+    "measured_bytes",
+)
+"""The seed's section-3 table (and what the lane adds), in its order."""
+
+LENGTH_THRESHOLDS: Mapping[str, tuple[str, float, bool]] = frozen_map(
+    {
+        "prompt_share_short": ("prompt_len", 500, False),
+        "prompt_share_long": ("prompt_len", 10_000, True),
+        "prompt_share_huge": ("prompt_len", 100_000, True),
+        "gen_share_short": ("gen_len", 500, False),
+        "gen_share_medium": ("gen_len", 5_000, False),
+    }
+)
+"""figure -> (histogram, threshold, above?); the nearest bound the server has is used."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaneFigures:
+    figures: Mapping[str, Figure] = field(default_factory=frozen_map)
+
+    def __getitem__(self, key: str) -> Figure:
+        return self.figures[key]
+
+    def value(self, key: str) -> float | None:
+        figure = self.figures.get(key)
+        return figure.value if figure else None
+
+
+def bucket_share(
+    buckets: tuple[Bucket, ...], threshold: float, above: bool
+) -> tuple[float | None, float | None]:
+    """Share of observations ≤ (or >) the largest bucket bound ≤ threshold, and that bound.
+
+    Bounds come from the server (`le` values), so a lane with custom buckets is read honestly:
+    the bound actually used is returned for the label.
+    """
+    if not buckets:
+        return None, None
+    total = buckets[-1][1] if math.isinf(buckets[-1][0]) else None
+    bounds = [(le, count) for le, count in buckets if le <= threshold]
+    if total is None or total == 0 or not bounds:
+        return None, None
+    bound, below = bounds[-1]
+    share = below / total
+    return (1 - share if above else share), bound
+
+
+def _length_label(name: str, bound: float, above: bool) -> str:
+    what = "prompt" if name.startswith("prompt") else "generation"
+    sign = ">" if above else "≤"
+    return f"Requests with {what} {sign} {bound:,.0f} tokens"
+
+
+def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures:
+    """Every lane figure of DESIGN.md from one refresh's raw totals."""
+    v = totals.values.get
+    q = totals.queries.get
+    gone = totals.missing.get
+
+    def why(*keys: str) -> str:
+        reasons = [f"{gone(key)}" for key in keys if gone(key)]
+        return "; ".join(reasons) if reasons else "no data in window"
+
+    def mean(prefix: str) -> float | None:
+        return divide(v(f"{prefix}_sum"), v(f"{prefix}_count"))
+
+    window = totals.covered_s or totals.window_s
+    computed = v("prompt_computed")
+    computed_query = q("prompt_computed", "")
+    if computed is None and v("prefix_cache_queries") is not None and v("prefix_cache_hits"):
+        computed = (v("prefix_cache_queries") or 0.0) - (v("prefix_cache_hits") or 0.0)
+        computed_query = "queries − hits"
+    mean_prompt = mean("prompt_len")
+    if mean_prompt is None:
+        mean_prompt = divide(v("prompt_tokens"), v("requests"))
+    mean_fresh = mean("kv_computed")
+    if mean_fresh is None:
+        mean_fresh = divide(computed, v("requests"))
+    mean_generated = mean("gen_len")
+    if mean_generated is None:
+        mean_generated = divide(v("generation_tokens"), v("requests"))
+    prefill_rate = divide(computed, v("prefill_sum"))
+    spec_missing = v("spec_drafts") is None
+    tokens_per_step = (
+        1.0 if spec_missing else _tokens_per_step(v("spec_accepted"), v("spec_drafts"))
+    )
+    step = mean("itl")
+    kv_usage = v("kv_usage")
+    capacity = totals.kv_capacity_tokens
+    resident = None if kv_usage is None or capacity is None else kv_usage * capacity
+    if resident is not None:
+        resident += host_kv_tokens
+    flops, bytes_moved = _measured(totals)
+
+    rows = [
+        _figure("requests", "Requests completed", v("requests"), "count", why("requests"),
+                q("requests", "")),
+        _figure("prompt_tokens", "Prompt tokens", v("prompt_tokens"), "tokens",
+                why("prompt_tokens"), q("prompt_tokens", "")),
+        _figure("generation_tokens", "Generated tokens", v("generation_tokens"), "tokens",
+                why("generation_tokens"), q("generation_tokens", "")),
+        _figure("prompt_generated", "Prompt : generated",
+                divide(v("prompt_tokens"), v("generation_tokens")), "ratio",
+                why("prompt_tokens", "generation_tokens")),
+        _figure("prefix_cache_hits", "Prefix-cache hits (tokens)", v("prefix_cache_hits"),
+                "tokens", why("prefix_cache_hits"), q("prefix_cache_hits", "")),
+        _figure("prefix_cache_queries", "Prefix-cache queries (tokens)",
+                v("prefix_cache_queries"), "tokens", why("prefix_cache_queries"),
+                q("prefix_cache_queries", "")),
+        _figure("prefix_cache_hit_rate", "Prefix-cache hit rate",
+                divide(v("prefix_cache_hits"), v("prefix_cache_queries")), "share",
+                why("prefix_cache_hits", "prefix_cache_queries")),
+        _figure("prefill_computed", "Prefill actually computed", computed, "tokens",
+                why("prompt_computed", "prefix_cache_queries"), computed_query),
+        _figure("computed_generated", "Computed prefill : generated",
+                divide(computed, v("generation_tokens")), "ratio",
+                why("prompt_computed", "generation_tokens")),
+        _figure("mean_prompt", "Mean prompt per request", mean_prompt, "tokens",
+                why("prompt_len_sum")),
+        _figure("mean_fresh_prefill", "Mean fresh prefill per request", mean_fresh, "tokens",
+                why("kv_computed_sum")),
+        _figure("mean_generated", "Mean generated per request", mean_generated, "tokens",
+                why("gen_len_sum")),
+        _figure("queue_mean", "Queue (mean)", mean("queue"), "seconds", why("queue_sum"),
+                q("queue_sum", "")),
+        _figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
+                why("prefill_sum"), q("prefill_sum", "")),
+        _figure("decode_mean", "Decode (mean)", mean("decode"), "seconds", why("decode_sum"),
+                q("decode_sum", "")),
+        _figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
+                why("ttft_sum"), q("ttft_sum", "")),
+        _figure("decode_share", "Decode share of inference time",
+                divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
+                why("prefill_sum", "decode_sum")),
+        _figure("itl_mean", "Inter-token step (mean)", step, "seconds", why("itl_sum"),
+                q("itl_sum", "")),
+        Figure("tokens_per_step", "Tokens per step", 1.0, "count",
+               "no speculative decoding: 1 token per step") if spec_missing
+        else _figure("tokens_per_step", "Tokens per step", tokens_per_step, "count",
+                     "no drafts in window"),
+        _figure("draft_acceptance", "Draft acceptance",
+                divide(v("spec_accepted"), v("spec_draft_tokens")), "share",
+                why("spec_accepted", "spec_draft_tokens")),
+        _figure("stream_tok_s", "Decode tok/s per stream", divide(tokens_per_step, step),
+                "tok/s", why("itl_sum")),
+        _figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
+                why("prompt_computed", "prefill_sum")),
+        _figure("cache_off_prefill", "Prefill per request with the cache off",
+                divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
+        _figure("running", "Running requests (mean)", v("running"), "count", why("running"),
+                q("running", "")),
+        _figure("waiting", "Waiting requests (mean)", v("waiting"), "count", why("waiting"),
+                q("waiting", "")),
+        _figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
+                q("kv_usage", "")),
+        _figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
+                "no cache_config_info"),
+        _figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
+                "tokens", why("kv_usage") if kv_usage is None else "no KV capacity known"),
+        _figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
+                q("preemptions", "")),
+        _figure("prompt_tok_s", "Prompt tok/s (window mean)", divide(v("prompt_tokens"), window),
+                "tok/s", why("prompt_tokens")),
+        _figure("generation_tok_s", "Generated tok/s (window mean)",
+                divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
+        _figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
+                divide(flops, window), "flop/s", _mfu_reason(totals)),
+        _figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
+                divide(bytes_moved, window), "bytes/s", _mfu_reason(totals)),
+    ]  # fmt: skip
+    rows.extend(_length_shares(totals))
+    return LaneFigures(frozen_map({figure.key: figure for figure in rows}))
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def _tokens_per_step(accepted: float | None, drafts: float | None) -> float | None:
+    per_draft = divide(accepted, drafts)
+    return None if per_draft is None else 1.0 + per_draft
+
+
+def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
+    """FLOPs and bytes from the engine's MFU counters, only when they moved in the window."""
+    flops = totals.values.get("flops")
+    read = totals.values.get("read_bytes")
+    write = totals.values.get("write_bytes")
+    moved = flops is not None and flops > 0
+    bytes_moved = _sum(read, write)
+    return (flops if moved else None), (bytes_moved if moved and bytes_moved else None)
+
+
+def _mfu_reason(totals: LaneTotals) -> str:
+    if "flops" in totals.missing:
+        return totals.missing["flops"]
+    return "MFU counters not moving (engine started without --enable-mfu-metrics)"
+
+
+def _length_shares(totals: LaneTotals) -> list[Figure]:
+    shares = []
+    for key, (histogram, threshold, above) in LENGTH_THRESHOLDS.items():
+        buckets = totals.histograms.get(histogram, ())
+        share, bound = bucket_share(buckets, threshold, above)
+        if share is None or bound is None:
+            label = _length_label(key, threshold, above)
+            reason = totals.missing.get(histogram, "no requests in window")
+            shares.append(
+                Figure(key, label, None, "share", reason, totals.queries.get(histogram, ""))
+            )
+        else:
+            label = _length_label(key, bound, above)
+            shares.append(Figure(key, label, share, "share", "", totals.queries.get(histogram, "")))
+    return shares

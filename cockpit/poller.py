@@ -1,0 +1,241 @@
+"""One feed's refresh cycle: read, compute figures, track freshness and back-off. No Textual.
+
+The app runs one `cycle()` at a time per feed and arms the next one `delay` seconds after the
+last ended, so reads never overlap and a failing source is asked less often.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from cockpit.figures import LaneFigures, LedgerFigures, Prices, lane_figures, ledger_figures
+from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals
+from cockpit.roofline import Hardware, ModelProfile
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.timeutil import parse_duration
+
+MAX_DELAY_S = 60.0
+"""The longest pause between two reads of a failing source."""
+
+
+class LaneFeed(Protocol):
+    """One lane's source, as the app sees it."""
+
+    name: str
+    hardware: Hardware | None
+    model: ModelProfile | None
+    host_kv_tokens: float
+    chunk_tokens: int | None
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        """Window totals ending at `end` (None = now); raises with a one-line reason."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LedgerFeed(Protocol):
+    """The agent ledger(s), as the app sees them."""
+
+    async def read(self, window_s: float, end: float | None) -> LedgerTotals:
+        """Totals of sessions started in the window; raises with a one-line reason."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def failure_reason(error: BaseException) -> str:
+    """The error's own one-line message, or its type when it has none."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+class Backoff:
+    """Refresh interval on success; after failures refresh, ×2, ×4 … capped at `max_s`."""
+
+    def __init__(self, refresh_s: float, max_s: float = MAX_DELAY_S) -> None:
+        self.refresh_s = refresh_s
+        self.max_s = max(max_s, refresh_s)
+        self.failures = 0
+        self.retry_after: float | None = None
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.retry_after = None
+
+    def failed(self, retry_after: float | None = None) -> None:
+        self.failures += 1
+        self.retry_after = retry_after
+
+    @property
+    def delay(self) -> float:
+        if self.failures == 0:
+            return self.refresh_s
+        delay = min(self.refresh_s * 2.0 ** (self.failures - 1), self.max_s)
+        if self.retry_after is not None:
+            delay = max(delay, self.retry_after)
+        return delay
+
+
+def _retry_after(error: BaseException) -> float | None:
+    value = getattr(error, "retry_after", None)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+TotalsT = TypeVar("TotalsT", LaneTotals, LedgerTotals)
+FiguresT = TypeVar("FiguresT", LaneFigures, LedgerFigures)
+
+
+@dataclass(frozen=True, slots=True)
+class _Good(Generic[TotalsT, FiguresT]):
+    totals: TotalsT
+    figures: FiguresT
+    read_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome(Generic[TotalsT, FiguresT]):
+    good: _Good[TotalsT, FiguresT] | None
+    freshness: Freshness
+    latency_s: float | None
+
+
+class _Tracker(Generic[TotalsT, FiguresT]):
+    """Read timing, last good result per window, failure streak and back-off."""
+
+    def __init__(
+        self,
+        read: Callable[[float, float | None], Awaitable[TotalsT]],
+        compute: Callable[[TotalsT], FiguresT],
+        refresh_s: float,
+        now: Callable[[], float],
+        max_delay_s: float,
+    ) -> None:
+        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
+        self._compute: Callable[[TotalsT], FiguresT] = compute
+        self._now = now
+        self.backoff = Backoff(refresh_s, max_delay_s)
+        self._good: dict[str, _Good[TotalsT, FiguresT]] = {}
+        self._failing_since: float | None = None
+
+    async def run(self, window: str, end: float | None) -> _Outcome[TotalsT, FiguresT]:
+        window_s = parse_duration(window)
+        started = time.perf_counter()
+        try:
+            totals = await self._read(window_s, end)
+        # The feed is the I/O boundary: every source raises its own error types, each with a
+        # one-line message. Whatever it is, the user sees that message and the app goes on.
+        except Exception as error:
+            latency = time.perf_counter() - started
+            return self._failed(window, error, latency)
+        latency = time.perf_counter() - started
+        good = _Good(totals, self._compute(totals), self._now())
+        self._good[window] = good
+        self._failing_since = None
+        self.backoff.succeeded()
+        return _Outcome(good, FRESH, latency)
+
+    def _failed(self, window: str, error: Exception, latency: float) -> _Outcome[TotalsT, FiguresT]:
+        if self._failing_since is None:
+            self._failing_since = self._now()
+        self.backoff.failed(_retry_after(error))
+        reason = failure_reason(error)
+        good = self._good.get(window)
+        if good is None:
+            return _Outcome(None, Freshness("missing", reason=reason), latency)
+        return _Outcome(good, Freshness("stale", since=self._failing_since, reason=reason), latency)
+
+
+class LanePoller:
+    """Refresh cycles of one lane feed."""
+
+    def __init__(
+        self,
+        feed: LaneFeed,
+        refresh_s: float,
+        *,
+        replay_at: float | None = None,
+        now: Callable[[], float] = time.time,
+        max_delay_s: float = MAX_DELAY_S,
+    ) -> None:
+        self.feed = feed
+        self.replay_at = replay_at
+        self._tracker: _Tracker[LaneTotals, LaneFigures] = _Tracker(
+            feed.read, self._figures, refresh_s, now, max_delay_s
+        )
+
+    def _figures(self, totals: LaneTotals) -> LaneFigures:
+        return lane_figures(totals, self.feed.host_kv_tokens)
+
+    @property
+    def delay(self) -> float:
+        """Seconds to wait before the next cycle."""
+        return self._tracker.backoff.delay
+
+    @property
+    def failures(self) -> int:
+        return self._tracker.backoff.failures
+
+    async def cycle(self, window: str) -> LaneSnapshot:
+        outcome = await self._tracker.run(window, self.replay_at)
+        good = outcome.good
+        return LaneSnapshot(
+            lane=self.feed.name,
+            window=window,
+            totals=good.totals if good else None,
+            figures=good.figures if good else None,
+            hardware=self.feed.hardware,
+            model=self.feed.model,
+            freshness=outcome.freshness,
+            latency_s=outcome.latency_s,
+            updated_at=good.read_at if good else None,
+            replay_at=self.replay_at,
+        )
+
+
+class LedgerPoller:
+    """Refresh cycles of the agent ledger feed."""
+
+    def __init__(
+        self,
+        feed: LedgerFeed,
+        refresh_s: float,
+        *,
+        prices: Prices | None = None,
+        replay_at: float | None = None,
+        now: Callable[[], float] = time.time,
+        max_delay_s: float = MAX_DELAY_S,
+    ) -> None:
+        self.feed = feed
+        self.prices = prices or Prices()
+        self.replay_at = replay_at
+        self._tracker: _Tracker[LedgerTotals, LedgerFigures] = _Tracker(
+            feed.read, self._figures, refresh_s, now, max_delay_s
+        )
+
+    def _figures(self, totals: LedgerTotals) -> LedgerFigures:
+        return ledger_figures(totals, self.prices)
+
+    @property
+    def delay(self) -> float:
+        return self._tracker.backoff.delay
+
+    @property
+    def failures(self) -> int:
+        return self._tracker.backoff.failures
+
+    async def cycle(self, window: str) -> LedgerSnapshot:
+        outcome = await self._tracker.run(window, self.replay_at)
+        good = outcome.good
+        return LedgerSnapshot(
+            window=window,
+            totals=good.totals if good else None,
+            figures=good.figures if good else None,
+            freshness=outcome.freshness,
+            latency_s=outcome.latency_s,
+            updated_at=good.read_at if good else None,
+            replay_at=self.replay_at,
+        )

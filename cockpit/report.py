@@ -1,0 +1,332 @@
+"""Receipts: the cockpit's figures as markdown or JSON tables, with provenance.
+
+`cockpit report` and the TUI's `e` export both call these, on the same snapshots, so the
+screen and the receipt can't disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cockpit.figures import (
+    LANE_TIMING_TABLE,
+    LANE_VOLUME_TABLE,
+    GroupRatio,
+    LaneFigures,
+    LedgerFigures,
+    Prices,
+    format_figure,
+    format_value,
+)
+from cockpit.model import Figure, LaneTotals, LedgerTotals
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.timeutil import stamp
+
+
+def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _value(figure: Figure) -> str:
+    if figure.missing:
+        return f"— ({figure.reason})" if figure.reason else "—"
+    text = format_figure(figure)
+    return f"{text} ({figure.reason})" if figure.reason else text
+
+
+def _freshness_note(state: str, described: str) -> list[str]:
+    return (
+        [] if state == "ok" else [f"> **Source {described}** — figures are the last good read.", ""]
+    )
+
+
+# --- the ledger -----------------------------------------------------------------------------
+
+
+def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
+    f = figures.figures
+    calls = f["api_calls"]
+    reasoning = f["reasoning_tokens"]
+    output_label = "Output tokens"
+    if not reasoning.missing:
+        output_label += f" (incl. {format_figure(reasoning)} reasoning)"
+    share = f["cache_read_share"]
+    return [
+        ("Sessions / API calls", f"{format_figure(f['sessions'])} / {format_figure(calls)}"),
+        (f["prompt_tokens"].label, format_figure(f["prompt_tokens"])),
+        ("of which cache read", f"{format_figure(f['cache_read_tokens'])} ({_value(share)})"),
+        (f["fresh_prefill_tokens"].label, format_figure(f["fresh_prefill_tokens"])),
+        (output_label, format_figure(f["output_tokens"])),
+        ("Prompt : output", _value(f["prompt_output"])),
+        ("Fresh prefill : output (after provider caching)", _value(f["fresh_output"])),
+        (
+            "Mean per API call",
+            f"{_value(f['mean_prompt_per_call'])} prompt tokens in, "
+            f"{_value(f['mean_output_per_call'])} out",
+        ),
+    ]
+
+
+def _ratio(value: float | None) -> str:
+    return format_value(value, "ratio")
+
+
+def _group_rows(groups: tuple[GroupRatio, ...]) -> list[tuple[str, ...]]:
+    return [
+        (
+            group.name,
+            format_value(group.counts.sessions, "count"),
+            format_value(group.counts.api_calls, "count"),
+            format_value(group.counts.prompt, "tokens"),
+            format_value(group.counts.output, "tokens"),
+            _ratio(group.prompt_output),
+            _ratio(group.fresh_output),
+            format_value(group.cache_read_share, "share"),
+        )
+        for group in groups
+    ]
+
+
+_GROUP_HEADER = (
+    "sessions", "API calls", "prompt", "output", "prompt : output", "fresh : output",
+    "cache-read share",
+)  # fmt: skip
+
+
+def _model_heading(totals: LedgerTotals) -> str:
+    if totals.model_basis == "session_model_usage":
+        return "### Per model (exact, from session_model_usage, main loop)"
+    return "### Per model (from sessions.model: a session that switched models counts as its first)"
+
+
+def ledger_markdown(
+    figures: LedgerFigures, totals: LedgerTotals, window: str, prices: Prices
+) -> list[str]:
+    lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
+    lines += _table((f"Metric ({window})", "Value"), _ledger_rows(figures))
+    if figures.busiest_source:
+        lines += ["", f"Most API calls come from **{figures.busiest_source}**."]
+    for heading, groups, missing_key in (
+        ("### Per source", figures.by_source, ""),
+        (_model_heading(totals), figures.by_model, ""),
+        ("### Per profile", figures.by_profile, "by_profile"),
+    ):
+        lines += ["", heading, ""]
+        if missing_key and missing_key in totals.missing:
+            lines.append(f"Missing: {totals.missing[missing_key]}")
+            continue
+        lines += _table((heading.split()[2].capitalize(), *_GROUP_HEADER), _group_rows(groups))
+    if totals.side_calls is not None and totals.side_calls.api_calls:
+        side = totals.side_calls
+        lines += [
+            "",
+            f"Side calls outside the main loop (title generation, …): "
+            f"{format_value(side.api_calls, 'count')} calls, "
+            f"{format_value(side.prompt, 'tokens')} prompt, "
+            f"{format_value(side.output, 'tokens')} output (not in the totals above).",
+        ]
+    lines += ["", *spend_markdown(figures, prices)]
+    return lines
+
+
+def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
+    ratios = (
+        f"input {prices.input:g}, cache read {prices.cache_read:g}, "
+        f"cache write {prices.cache_write:g}, output {prices.output:g}"
+    )
+    lines = [f"## Where the money goes (spend units: {ratios})", ""]
+    lines += _table(
+        ("Bucket", "Tokens", "Share of spend units"),
+        [
+            (row.bucket, format_value(row.tokens, "tokens"), format_value(row.share, "share"))
+            for row in figures.spend
+        ],
+    )
+    cached = figures["prompt_side_share"]
+    uncached = figures["prompt_side_share_uncached"]
+    lines += [
+        "",
+        f"Prompt-side share of spend: {_value(cached)} with caching as measured, "
+        f"{_value(uncached)} with every prompt token at the input price.",
+    ]
+    return lines
+
+
+# --- the lane -------------------------------------------------------------------------------
+
+
+def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list[str]:
+    coverage = f" ({totals.coverage_note})" if totals.coverage_note else ""
+    lines = [
+        f"## The lane {totals.lane}: what the engine computed, {window} to "
+        f"{stamp(totals.end)}{coverage}",
+        "",
+    ]
+    volume = [figures[key] for key in LANE_VOLUME_TABLE if key in figures.figures]
+    lines += _table((f"Metric ({window})", "Value"), [(f.label, _value(f)) for f in volume])
+    lines += ["", f"### Where the time goes (per-request means, {window})", ""]
+    timing = [figures[key] for key in LANE_TIMING_TABLE if key in figures.figures]
+    lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
+    return lines
+
+
+# --- provenance -----------------------------------------------------------------------------
+
+
+def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> list[str]:
+    lines = ["## Provenance", ""]
+    if ledger is not None and ledger.totals is not None:
+        totals = ledger.totals
+        for info in totals.ledgers:
+            version = info.schema_version if info.schema_version is not None else "unknown"
+            lines.append(
+                f"- Ledger `{info.path}` (profile {info.profile}, schema {version}), opened "
+                f"read-only; sessions with started_at in ({totals.end - totals.window_s:.0f}, "
+                f"{totals.end:.0f}] (epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
+            )
+        for name, reason in totals.missing.items():
+            lines.append(f"- Missing `{name}`: {reason}")
+        if totals.queries:
+            lines += ["", "```sql", *(q.strip() + ";" for q in totals.queries), "```", ""]
+    if lane is not None and lane.totals is not None:
+        lane_totals = lane.totals
+        lines.append(
+            f"- Lane `{lane_totals.lane}`: {lane_totals.server or 'unknown server'}, selector "
+            f"`{{{lane_totals.selector}}}`, dialect {lane_totals.dialect}, evaluated at "
+            f"{stamp(lane_totals.end)}; freshness: {lane.freshness.describe()}"
+        )
+        if lane_totals.coverage_note:
+            lines.append(f"- Window coverage: {lane_totals.coverage_note}")
+        for name, reason in sorted(lane_totals.missing.items()):
+            lines.append(f"- Missing `{name}`: {reason}")
+        if lane_totals.queries:
+            lines += ["", "```promql"]
+            lines += [f"{key}: {expr}" for key, expr in sorted(lane_totals.queries.items())]
+            lines += ["```"]
+    return lines
+
+
+def markdown_receipt(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
+) -> str:
+    """The receipt as markdown: ledger, spend, lane, provenance."""
+    prices = prices or Prices()
+    lines = ["# lane-cockpit receipt", ""]
+    if ledger is not None and ledger.figures is not None and ledger.totals is not None:
+        lines += _freshness_note(ledger.freshness.state, ledger.freshness.describe())
+        lines += [*ledger_markdown(ledger.figures, ledger.totals, ledger.window, prices), ""]
+    elif ledger is not None:
+        lines += [f"## The agent ledger: {ledger.freshness.describe()}", ""]
+    if lane is not None and lane.figures is not None and lane.totals is not None:
+        lines += _freshness_note(lane.freshness.state, lane.freshness.describe())
+        lines += [*lane_markdown(lane.figures, lane.totals, lane.window), ""]
+    elif lane is not None:
+        lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
+    lines += _provenance(lane, ledger)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --- JSON -----------------------------------------------------------------------------------
+
+
+def _figure_json(figure: Figure) -> dict[str, Any]:
+    data: dict[str, Any] = {"label": figure.label, "value": figure.value, "unit": figure.unit}
+    if figure.value is not None:
+        data["text"] = format_figure(figure)
+    if figure.reason:
+        data["reason" if figure.missing else "note"] = figure.reason
+    if figure.query:
+        data["query"] = figure.query
+    return data
+
+
+def _group_json(groups: tuple[GroupRatio, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": group.name,
+            "sessions": group.counts.sessions,
+            "api_calls": group.counts.api_calls,
+            "prompt_tokens": group.counts.prompt,
+            "output_tokens": group.counts.output,
+            "prompt_output": group.prompt_output,
+            "fresh_output": group.fresh_output,
+            "cache_read_share": group.cache_read_share,
+        }
+        for group in groups
+    ]
+
+
+def json_receipt(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
+) -> dict[str, Any]:
+    prices = prices or Prices()
+    receipt: dict[str, Any] = {}
+    if ledger is not None:
+        receipt["ledger"] = _ledger_json(ledger, prices)
+    if lane is not None:
+        receipt["lane"] = _lane_json(lane)
+    return receipt
+
+
+def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
+    data: dict[str, Any] = {"window": ledger.window, "freshness": ledger.freshness.describe()}
+    if ledger.figures is None or ledger.totals is None:
+        return data
+    totals = ledger.totals
+    data.update(
+        end=totals.end,
+        figures={key: _figure_json(f) for key, f in ledger.figures.figures.items()},
+        by_source=_group_json(ledger.figures.by_source),
+        by_model=_group_json(ledger.figures.by_model),
+        model_basis=totals.model_basis,
+        by_profile=_group_json(ledger.figures.by_profile),
+        busiest_source=ledger.figures.busiest_source,
+        spend={
+            "prices": {
+                "input": prices.input,
+                "cache_read": prices.cache_read,
+                "cache_write": prices.cache_write,
+                "output": prices.output,
+            },
+            "rows": [
+                {"bucket": r.bucket, "tokens": r.tokens, "units": r.units, "share": r.share}
+                for r in ledger.figures.spend
+            ],
+        },
+        missing=dict(totals.missing),
+        provenance={
+            "ledgers": [
+                {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
+                for i in totals.ledgers
+            ],
+            "sql": list(totals.queries),
+        },
+    )
+    return data
+
+
+def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "lane": lane.lane,
+        "window": lane.window,
+        "freshness": lane.freshness.describe(),
+    }
+    if lane.figures is None or lane.totals is None:
+        return data
+    totals = lane.totals
+    data.update(
+        end=totals.end,
+        coverage=totals.coverage_note or None,
+        figures={key: _figure_json(f) for key, f in lane.figures.figures.items()},
+        missing=dict(totals.missing),
+        provenance={
+            "server": totals.server,
+            "selector": totals.selector,
+            "dialect": totals.dialect,
+            "queries": dict(totals.queries),
+        },
+    )
+    return data

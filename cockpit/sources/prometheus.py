@@ -1,0 +1,379 @@
+"""A lane's window totals from anything that speaks the Prometheus HTTP API.
+
+One long-lived `httpx.AsyncClient` per server; one `/api/v1/query` request per lane refresh
+carries every figure (joined with `or`, split again by the `fig` label).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from cockpit import dialects
+from cockpit.model import LANE_HISTOGRAMS, Bucket, LaneTotals, frozen_map
+from cockpit.timeutil import promql_duration, stamp
+
+NAMES_TTL_S = 300.0
+"""How long a lane's list of exposed metric names is trusted."""
+START_TTL_S = 3600.0
+"""How long a lane's known data start is trusted before it is looked up again."""
+
+
+class SourceError(Exception):
+    """A refresh failed; `str()` is one line for the user, free of secrets."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password@."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One decoded `/api/v1/query` answer."""
+
+    result: list[dict[str, Any]]
+    warnings: tuple[str, ...]
+    client_seconds: float
+    eval_seconds: float | None
+    samples: int | None
+    """Samples the server touched (`stats=all`), when reported."""
+
+
+@dataclass(slots=True)
+class _LaneMemory:
+    dialect: str | None = None
+    names: frozenset[str] | None = None
+    names_at: float = 0.0
+    start: float | None = None
+    start_at: float = 0.0
+
+
+class PrometheusSource:
+    """One Prometheus-compatible server; `read_lane` serves every lane on it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        bearer: str | None = None,
+        auth: tuple[str, str] | None = None,
+        verify: bool | str = True,
+        timeout: float = 10.0,
+        stats: bool = False,
+    ) -> None:
+        parts = urlsplit(url)
+        if auth is None and parts.username is not None:
+            auth = (parts.username, parts.password or "")
+        self.url = redact_url(url).rstrip("/")
+        self.stats = stats
+        self._timeout = timeout
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        self._client = httpx.AsyncClient(
+            base_url=self.url,
+            headers=headers,
+            auth=httpx.BasicAuth(*auth) if auth else None,
+            verify=verify,
+            timeout=timeout,
+        )
+        self._lanes: dict[str, _LaneMemory] = {}
+        self.requests = 0
+        """HTTP requests sent so far (the benchmark counts them)."""
+
+    def __repr__(self) -> str:
+        return f"PrometheusSource({self.url!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # --- the lane read ------------------------------------------------------------------
+
+    async def read_lane(
+        self,
+        lane: str,
+        dialect: str | None,
+        selector: str,
+        window_s: float,
+        end: float | None = None,
+    ) -> LaneTotals:
+        """The lane's raw totals over (end - window, end]; `dialect=None` detects it."""
+        end = time.time() if end is None else end
+        memory = self._lanes.setdefault(f"{lane}\0{selector}", _LaneMemory())
+        names = await self._names(memory, selector, end)
+        dialect = dialect or memory.dialect or dialects.detect_dialect(names or ())
+        memory.dialect = dialect
+        window = promql_duration(window_s)
+        specs = dialects.lane_specs(dialect)
+        missing: dict[str, str] = {}
+        exprs: dict[str, str] = {}
+        for key, expr in dialects.lane_expressions(dialect, selector, window).items():
+            reason = dialects.missing_reason(specs[key], names) if key in specs else None
+            if reason:
+                missing[key] = reason
+            else:
+                exprs[key] = expr
+        for key, spec in specs.items():
+            if key not in exprs and key not in missing:
+                missing[key] = dialects.missing_reason(spec, None) or "no query"
+        if self._needs_start(memory, end, window_s):
+            exprs[dialects.DATA_START] = dialects.data_start_expression(dialect, selector, window_s)
+        answer = await self.query(dialects.combined_query(exprs), end)
+        return self._totals(lane, dialect, selector, window_s, end, exprs, missing, answer, memory)
+
+    def _needs_start(self, memory: _LaneMemory, end: float, window_s: float) -> bool:
+        if memory.start is None or end - memory.start_at > START_TTL_S:
+            return True
+        return memory.start > end - window_s
+
+    def _totals(
+        self,
+        lane: str,
+        dialect: str,
+        selector: str,
+        window_s: float,
+        end: float,
+        exprs: Mapping[str, str],
+        missing: dict[str, str],
+        answer: Answer,
+        memory: _LaneMemory,
+    ) -> LaneTotals:
+        by_fig: dict[str, list[dict[str, Any]]] = {}
+        for sample in answer.result:
+            by_fig.setdefault(sample.get("metric", {}).get("fig", ""), []).append(sample)
+        values: dict[str, float] = {}
+        histograms: dict[str, tuple[Bucket, ...]] = {}
+        for key in exprs:
+            if key in (dialects.KV_CAPACITY, dialects.DATA_START):
+                continue
+            samples = by_fig.get(key, [])
+            if not samples:
+                missing[key] = "no samples in window"
+            elif key in LANE_HISTOGRAMS:
+                buckets = _buckets(samples)
+                if isinstance(buckets, str):
+                    missing[key] = buckets
+                else:
+                    histograms[key] = buckets
+            else:
+                number = _value(samples[0])
+                if isinstance(number, str):
+                    missing[key] = number
+                else:
+                    values[key] = number
+        capacity = _capacity(dialect, by_fig.get(dialects.KV_CAPACITY, []))
+        if capacity is None:
+            missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
+        covered, note = self._coverage(memory, by_fig.get(dialects.DATA_START), end, window_s)
+        return LaneTotals(
+            lane=lane,
+            dialect=dialect,
+            window_s=window_s,
+            end=end,
+            values=frozen_map(values),
+            missing=frozen_map(missing),
+            histograms=frozen_map(histograms),
+            queries=frozen_map(dict(exprs)),
+            kv_capacity_tokens=capacity,
+            covered_s=covered,
+            coverage_note=note,
+            server=self.url,
+            selector=selector,
+            warnings=answer.warnings,
+            query_seconds=answer.client_seconds,
+            eval_seconds=answer.eval_seconds,
+        )
+
+    def _coverage(
+        self,
+        memory: _LaneMemory,
+        samples: list[dict[str, Any]] | None,
+        end: float,
+        window_s: float,
+    ) -> tuple[float | None, str]:
+        if samples:
+            found = _value(samples[0])
+            if isinstance(found, float):
+                memory.start, memory.start_at = found, end
+        start = memory.start
+        # The oldest sample sits within one scrape of the window's start when data covers it.
+        if start is None or start <= end - window_s + 60:
+            return None, ""
+        return max(end - start, 0.0), f"data since {stamp(start)}"
+
+    # --- HTTP ---------------------------------------------------------------------------
+
+    async def _names(self, memory: _LaneMemory, selector: str, now: float) -> frozenset[str]:
+        if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
+            return memory.names
+        match = selector if dialects.parse_selector(selector) else '{__name__=~"(vllm|sglang):.+"}'
+        body = await self._request("GET", "/api/v1/label/__name__/values", {"match[]": match})
+        data = body.get("data")
+        if not isinstance(data, list):
+            raise SourceError(f"{self.url}: label values answer has no list of names")
+        if not data:
+            raise SourceError(f"{self.url}: no series match {selector}")
+        memory.names = frozenset(str(name) for name in data)
+        memory.names_at = time.monotonic()
+        return memory.names
+
+    async def query(self, expr: str, at: float) -> Answer:
+        """One instant query (POST form) at `at`; raises SourceError with a one-line reason."""
+        form = {"query": expr, "time": f"{at:.3f}"}
+        if self.stats:
+            form["stats"] = "all"
+        started = time.perf_counter()
+        body = await self._request("POST", "/api/v1/query", form)
+        client_seconds = time.perf_counter() - started
+        data = body.get("data")
+        if not isinstance(data, dict) or data.get("resultType") != "vector":
+            raise SourceError(f"{self.url}: answer is not an instant vector")
+        stats = data.get("stats") or {}
+        timings = stats.get("timings") or {}
+        samples = (stats.get("samples") or {}).get("totalQueryableSamples")
+        return Answer(
+            result=list(data.get("result") or []),
+            warnings=tuple(str(w) for w in body.get("warnings") or ()),
+            client_seconds=client_seconds,
+            eval_seconds=timings.get("evalTotalTime"),
+            samples=int(samples) if isinstance(samples, int | float) else None,
+        )
+
+    async def _request(self, method: str, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        self.requests += 1
+        try:
+            if method == "POST":
+                response = await self._client.post(path, data=dict(params))
+            else:
+                response = await self._client.get(path, params=dict(params))
+        except httpx.TimeoutException:
+            raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise SourceError(f"{self.url}: {_transport_reason(exc)}") from None
+        return self._decode(response)
+
+    def _decode(self, response: httpx.Response) -> dict[str, Any]:
+        text = response.text
+        body = _json(text)
+        if isinstance(body, dict) and body.get("status") == "error":
+            kind = body.get("errorType", "error")
+            message = str(body.get("error", "")).splitlines()[0] if body.get("error") else ""
+            raise SourceError(f"{self.url}: {kind}: {message}", _retry_after(response))
+        if response.status_code >= 400:
+            reason = f"{self.url}: HTTP {response.status_code} {response.reason_phrase}".rstrip()
+            retry = _retry_after(response)
+            if retry is not None:
+                reason += f" (retry after {retry:g} s)"
+            raise SourceError(reason, retry)
+        if body is None:
+            if text.lstrip()[:1] == "<":
+                raise SourceError(
+                    f"{self.url}: answered an HTML page, not the Prometheus API "
+                    "(wrong URL or a login page?)"
+                )
+            raise SourceError(f"{self.url}: answered invalid JSON")
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise SourceError(f"{self.url}: answer is not a Prometheus API response")
+        return body
+
+
+# --- decoding helpers -------------------------------------------------------------------
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    header = response.headers.get("Retry-After")
+    if header is None:
+        return None
+    try:
+        return max(float(header), 0.0)
+    except ValueError:
+        return None
+
+
+def _transport_reason(exc: httpx.HTTPError) -> str:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return "TLS certificate not trusted (self-signed? set ca_file)"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS error ({cause.reason or 'handshake failed'})"
+        if isinstance(cause, socket.gaierror):
+            return "unknown host"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc).lower()
+    if "certificate verify failed" in text:
+        return "TLS certificate not trusted (self-signed? set ca_file)"
+    if "name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    if "connection refused" in text or "connect call failed" in text:
+        return "connection refused"
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'request failed'}"
+
+
+def _value(sample: Mapping[str, Any]) -> float | str:
+    """The sample's number, or the reason it is not one."""
+    try:
+        number = float(sample["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return "answer carried no readable value"
+    if math.isnan(number):
+        return "not a number (NaN) in window"
+    if math.isinf(number):
+        return "infinite value in window"
+    return number
+
+
+def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | str:
+    pairs: list[Bucket] = []
+    for sample in samples:
+        number = _value(sample)
+        if isinstance(number, str):
+            return number
+        try:
+            bound = dialects.parse_le(sample["metric"]["le"])
+        except (KeyError, ValueError):
+            return "histogram bucket without a readable le"
+        pairs.append((bound, number))
+    return dialects.sorted_buckets(pairs)
+
+
+def _capacity(dialect: str, samples: list[dict[str, Any]]) -> float | None:
+    if not samples:
+        return None
+    if dialect == "sglang":
+        number = _value(samples[0])
+        return number if isinstance(number, float) and number > 0 else None
+    total = 0.0
+    for sample in samples:
+        capacity = dialects.capacity_from_info(sample.get("metric", {}))
+        if capacity is None:
+            return None
+        total += capacity
+    return total
