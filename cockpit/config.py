@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -13,6 +14,12 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cockpit.figures import Prices
+from cockpit.profiles import (
+    ProfileFieldError,
+    hardware_from_mapping,
+    model_from_mapping,
+    normalize_id,
+)
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import TimeParseError, parse_duration
 
@@ -93,6 +100,7 @@ class ConfigError(Exception):
 
 T = TypeVar("T")
 
+_E_NOTATION = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
 
 
@@ -167,13 +175,25 @@ def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
 
 def _number(reader: _Reader, node: Node, key: str, *, positive: bool = True) -> float:
     value = reader.scalar(node, key)
+    if isinstance(value, str):
+        value = _e_notation(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         reader.fail(node, key, f"expected a number, got {value!r}")
+    if not math.isfinite(value):
+        reader.fail(node, key, f"expected a finite number, got {value!r}")
     if positive and not value > 0:
         reader.fail(node, key, f"expected a positive number, got {value!r}")
     if not positive and value < 0:
         reader.fail(node, key, f"expected zero or more, got {value!r}")
     return float(value)
+
+
+def _e_notation(text: str) -> float | str:
+    """YAML 1.1 reads `8.9e14` (no exponent sign) as text; people mean the number."""
+    try:
+        return float(text) if _E_NOTATION.fullmatch(text.strip()) else text
+    except ValueError:
+        return text
 
 
 def _integer(reader: _Reader, node: Node, key: str) -> int:
@@ -246,30 +266,6 @@ def _choice(reader: _Reader, node: Node, key: str, choices: tuple[str, ...]) -> 
     return value
 
 
-def _dataclass_from(
-    reader: _Reader, node: Node, key: str, cls: type[T], ident: str, ints: tuple[str, ...]
-) -> T:
-    names = tuple(f.name for f in fields(cls) if f.name != "id")  # type: ignore[arg-type]
-    items = reader.mapping(node, key, names)
-    values: dict[str, Any] = {"id": ident}
-    for name in names:
-        if name not in items:
-            if name == "active_params" and "params" in items:
-                continue
-            reader.fail(node, f"{key}.{name}", "is required")
-        path = f"{key}.{name}"
-        value_node = items[name][1]
-        if name == "name":
-            values[name] = _text(reader, value_node, path)
-        elif name in ints:
-            values[name] = _integer(reader, value_node, path)
-        else:
-            values[name] = _number(reader, value_node, path)
-    if "active_params" in names and "active_params" not in values:
-        values["active_params"] = values["params"]
-    return cls(**values)
-
-
 def _auth(reader: _Reader, node: Node, key: str) -> Auth:
     allowed = ("bearer_env", "bearer_file", "username", "password_env", "password_file")
     items = reader.mapping(node, key, allowed)
@@ -297,8 +293,8 @@ def _lane(
     reader: _Reader,
     node: Node,
     key: str,
-    hardware: Mapping[str, Hardware],
-    models: Mapping[str, ModelProfile],
+    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
+    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
 ) -> LaneConfig:
     items = reader.mapping(node, key, _LANE_KEYS)
     if "name" not in items:
@@ -310,8 +306,8 @@ def _lane(
         "metrics_url": lambda n, k: _url(reader, n, k),
         "selector": lambda n, k: _selector(reader, n, k),
         "engine": lambda n, k: _choice(reader, n, k, ENGINES),
-        "hardware": lambda n, k: _profile(reader, n, k, hardware, "hardware"),
-        "model": lambda n, k: _profile(reader, n, k, models, "model"),
+        "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
+        "model": lambda n, k: _profile(reader, n, k, *models, "model"),
         "gpus": lambda n, k: _integer(reader, n, k),
         "host_kv_tokens": lambda n, k: _number(reader, n, k, positive=False),
         "chunk_tokens": lambda n, k: _integer(reader, n, k),
@@ -331,12 +327,22 @@ def _lane(
     return LaneConfig(**values)
 
 
-def _profile(reader: _Reader, node: Node, key: str, known: Mapping[str, T], kind: str) -> T:
-    ident = _text(reader, node, key).lower()
-    if ident not in known:
-        names = ", ".join(sorted(known))
+def _profile(
+    reader: _Reader,
+    node: Node,
+    key: str,
+    known: Mapping[str, T],
+    custom: Mapping[str, T],
+    kind: str,
+) -> T:
+    ident = _text(reader, node, key)
+    if normalize_id(ident) in custom:
+        return custom[normalize_id(ident)]
+    try:
+        return known[ident]
+    except KeyError:
+        names = ", ".join(sorted([*known, *custom]))
         reader.fail(node, key, f"unknown {kind} profile {ident!r} (known: {names})")
-    return known[ident]
 
 
 def _ledger(reader: _Reader, node: Node, key: str) -> LedgerConfig:
@@ -380,12 +386,8 @@ def parse_config(
     if root is None:
         return Config(source=source)
     items = reader.mapping(root, "", _TOP_KEYS)
-    known_hw: dict[str, Hardware] = {k.lower(): v for k, v in (hardware or {}).items()}
-    known_models: dict[str, ModelProfile] = {k.lower(): v for k, v in (models or {}).items()}
-    custom_hw = _custom(reader, items, "hardware_profiles", Hardware, ())
-    custom_models = _custom(reader, items, "model_profiles", ModelProfile, ("layers", "hidden"))
-    known_hw.update(custom_hw)
-    known_models.update(custom_models)
+    custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
+    custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
     values: dict[str, Any] = {
         "source": source,
         "hardware_profiles": custom_hw,
@@ -411,7 +413,9 @@ def parse_config(
         nodes = reader.sequence(items["ledgers"][1], "ledgers")
         values["ledgers"] = tuple(_ledger(reader, n, f"ledgers[{i}]") for i, n in enumerate(nodes))
     if "lanes" in items:
-        values["lanes"] = _lanes(reader, items["lanes"][1], known_hw, known_models)
+        values["lanes"] = _lanes(
+            reader, items["lanes"][1], (hardware or {}, custom_hw), (models or {}, custom_models)
+        )
     config = Config(**values)
     if config.window not in config.windows:
         config = _with_window(config)
@@ -428,8 +432,8 @@ def _with_window(config: Config) -> Config:
 def _lanes(
     reader: _Reader,
     node: Node,
-    hardware: Mapping[str, Hardware],
-    models: Mapping[str, ModelProfile],
+    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
+    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
 ) -> tuple[LaneConfig, ...]:
     lanes: list[LaneConfig] = []
     for index, lane_node in enumerate(reader.sequence(node, "lanes")):
@@ -444,16 +448,29 @@ def _custom(
     reader: _Reader,
     items: dict[str, tuple[Node, Node]],
     key: str,
-    cls: type[T],
-    ints: tuple[str, ...],
+    build: Callable[[str, Mapping[str, Any]], T],
 ) -> dict[str, T]:
+    """Profiles defined in the config; a bad field is reported at its own line."""
     if key not in items:
         return {}
     node = items[key][1]
     if not isinstance(node, MappingNode):
-        reader.fail(node, key, "expected a mapping of profile id -> numbers")
+        reader.fail(node, key, "expected a mapping of profile id -> fields")
     profiles: dict[str, T] = {}
     for key_node, value_node in node.value:
-        ident = str(reader.scalar(key_node, key)).strip().lower()
-        profiles[ident] = _dataclass_from(reader, value_node, f"{key}.{ident}", cls, ident, ints)
+        ident = normalize_id(str(reader.scalar(key_node, key)))
+        path = f"{key}.{ident}"
+        if not isinstance(value_node, MappingNode):
+            reader.fail(value_node, path, "expected a mapping of fields")
+        fields_by_name = {str(reader.scalar(k, path)): (k, v) for k, v in value_node.value}
+        mapping = {
+            name: _e_notation(value) if isinstance(value, str) else value
+            for name, (_, v) in fields_by_name.items()
+            for value in [reader.scalar(v, f"{path}.{name}")]
+        }
+        try:
+            profiles[ident] = build(ident, mapping)
+        except ProfileFieldError as error:
+            at = fields_by_name.get(error.field, (value_node, value_node))[1]
+            reader.fail(at, f"{path}.{error.field}", str(error).split(": ", 1)[-1])
     return profiles

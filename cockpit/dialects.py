@@ -336,9 +336,18 @@ def capacity_expression(dialect: str, selector: str) -> str:
     return "vllm:cache_config_info" + selector_without(selector, "model_name")
 
 
+def data_start_step(window_s: float) -> float:
+    """Subquery step for `data_start_expression`: 15 s, or 1/2000 of long windows."""
+    return float(max(15, round(window_s / 2000)))
+
+
 def data_start_expression(dialect: str, selector: str, window_s: float) -> str:
-    """Epoch of the lane's oldest sample inside the window (exact while the step <= 5m)."""
-    step = max(300.0, window_s / 2000)
+    """Epoch of the lane's oldest sample in the window, to within `data_start_step`.
+
+    Each subquery step sees the newest sample within the 5 m lookback, so when data covers
+    the window's start the answer is at or before it; otherwise it is the first sample.
+    """
+    step = data_start_step(window_s)
     metric = presence_metric(dialect) + selector_with(selector)
     return (
         f"min(min_over_time(timestamp({metric})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import time
@@ -11,7 +12,17 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import require_binary
+
+def require_binary(name: str) -> str:
+    """conftest's rule under pytest (skip, or fail under CI); a plain error elsewhere."""
+    try:
+        from conftest import require_binary as pytest_require
+    except ImportError:
+        path = shutil.which(name)
+        if path is None:
+            raise RuntimeError(f"{name} is not installed (apt-get install -y {name})") from None
+        return path
+    return pytest_require(name)
 
 
 def free_port() -> int:

@@ -101,7 +101,7 @@ def model_name(raw: str | None) -> str:
     """The model as Hermes shows it: the last `/` part (`openrouter/a/b` -> `b`)."""
     if not raw:
         return "unknown"
-    return raw.rsplit("/", 1)[-1] or raw
+    return raw.rsplit("/", 1)[-1] or "unknown"
 
 
 # --- the file before SQLite sees it -----------------------------------------------------
@@ -277,15 +277,21 @@ def _session_groups(schema: _Schema, sign: int, where: str) -> str:
     )
 
 
+def _short_model_sql(column: str) -> str:
+    """SQL for the last `/` part of a model name (what `model_name` does in Python)."""
+    return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
+
+
 def _usage_groups(schema: _Schema, sign: int, where: str) -> str:
-    """session_model_usage summed per (model, main loop?) for the sessions `where` selects."""
+    """session_model_usage per model (main loop) or all side calls together, for `where`."""
     sums = ", ".join(f"SUM({_counter(schema, column, 'u')})" for _, column in COUNTER_COLUMNS)
     main = _main_expr(schema)
+    model = f"CASE WHEN {main} THEN {_short_model_sql('u.model')} ELSE '' END"
     return (
-        f"SELECT 'U', {sign}, NULL, NULL, NULL, NULL, u.model, {main}, NULL, 1, "
+        f"SELECT 'U', {sign}, NULL, NULL, NULL, NULL, {model}, {main}, NULL, 1, "
         f"COUNT(DISTINCT u.session_id), {sums} FROM sessions AS s "
         f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} "
-        f"GROUP BY u.model, {main}"
+        f"GROUP BY {model}, {main}"
     )
 
 
@@ -321,7 +327,7 @@ _CHANGED = "(s.rowid > ? OR s.id IN (SELECT value FROM json_each(?)))"
 
 
 @dataclass(frozen=True, slots=True)
-class _Reading:
+class LedgerReading:
     """One tailer's figures, with both per-model bases so a set can pick one."""
 
     totals: LedgerTotals
@@ -344,7 +350,7 @@ class LedgerTailer:
         self._max_rowid = 0
         self._first_started: float | None = None
         self._queries: dict[str, str] = {}
-        self._cached: _Reading | None = None
+        self._cached: LedgerReading | None = None
         self._cache_key: tuple[float, float, float, float] | None = None
         self.stats: dict[str, int] = {"full_reads": 0, "change_reads": 0, "slides": 0, "cached": 0}
         """How refreshes were served (for benchmarks and tests)."""
@@ -353,7 +359,8 @@ class LedgerTailer:
         """Totals for sessions with `started_at` in (end - window_s, end]."""
         return (await self.read(window_s, end)).totals
 
-    async def read(self, window_s: float, end: float | None = None) -> _Reading:
+    async def read(self, window_s: float, end: float | None = None) -> LedgerReading:
+        """The totals plus the per-model split by `sessions.model` (for sets of mixed schemas)."""
         if end is None:
             end = math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
         low, high = float(end) - float(window_s), float(end)
@@ -383,7 +390,7 @@ class LedgerTailer:
 
     # -- the refresh steps ---------------------------------------------------------------
 
-    async def _refresh(self, window_s: float, low: float, high: float) -> _Reading:
+    async def _refresh(self, window_s: float, low: float, high: float) -> LedgerReading:
         if self._conn is None or self._file_replaced():
             await self.close()
             await self._open_file()
@@ -578,7 +585,8 @@ class LedgerTailer:
         for row in rows:
             if row[0] == "V":
                 per_session = usage.setdefault(str(row[2]), {})
-                key = (model_name(row[6]), bool(row[7]))
+                main = bool(row[7])
+                key = (model_name(row[6]) if main else "", main)
                 vector = per_session.setdefault(key, _zero())
                 for index, value in enumerate(row[11:], start=1):
                     vector[index] += int(value or 0)
@@ -611,7 +619,7 @@ class LedgerTailer:
         for (model, main), values in session.usage.items():
             sums.add(("model_u", model) if main else ("side", ""), values)
 
-    def _build(self, window_s: float, end: float) -> _Reading:
+    def _build(self, window_s: float, end: float) -> LedgerReading:
         sums = _Sums()
         sums.merge(self._closed)
         for session in self._open.values():
@@ -620,7 +628,7 @@ class LedgerTailer:
         schema = self._require_schema()
         total = sums.total()
         info = LedgerInfo(str(self.path), self.profile, schema.version, schema.journal_mode)
-        by_profile = sums.counts("profile")  # without profile_name: all under self.profile
+        by_profile = sums.counts("profile")  # no profile_name column: all under self.profile
         totals = LedgerTotals(
             window_s=window_s,
             end=end,
@@ -636,7 +644,7 @@ class LedgerTailer:
             queries=tuple(self._queries[name] for name in _QUERY_ORDER if name in self._queries),
             first_started_at=self._first_started,
         )
-        reading = _Reading(totals, frozen_map(sums.counts("model_s")))
+        reading = LedgerReading(totals, frozen_map(sums.counts("model_s")))
         self._cached = reading
         assert self._data_version is not None
         self._cache_key = (window_s, end, end - window_s, float(self._data_version))
@@ -709,7 +717,7 @@ class LedgerSet:
             await tailer.close()
 
 
-def _combine(readings: Sequence[_Reading], window_s: float, end: float) -> LedgerTotals:
+def _combine(readings: Sequence[LedgerReading], window_s: float, end: float) -> LedgerTotals:
     parts = [reading.totals for reading in readings]
     exact = all(part.model_basis == "session_model_usage" for part in parts)
     by_model = [p.by_model for p in parts] if exact else [r.by_model_sessions for r in readings]

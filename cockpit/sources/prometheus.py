@@ -66,6 +66,8 @@ class _LaneMemory:
     names_at: float = 0.0
     start: float | None = None
     start_at: float = 0.0
+    start_from: float = 0.0
+    """The window start of the query that found `start`."""
 
 
 class PrometheusSource:
@@ -92,7 +94,7 @@ class PrometheusSource:
             base_url=self.url,
             headers=headers,
             auth=httpx.BasicAuth(*auth) if auth else None,
-            verify=verify,
+            verify=ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify,
             timeout=timeout,
         )
         self._lanes: dict[str, _LaneMemory] = {}
@@ -140,9 +142,11 @@ class PrometheusSource:
         return self._totals(lane, dialect, selector, window_s, end, exprs, missing, answer, memory)
 
     def _needs_start(self, memory: _LaneMemory, end: float, window_s: float) -> bool:
+        """Look the data start up again only when a wider window could find an older one."""
         if memory.start is None or end - memory.start_at > START_TTL_S:
             return True
-        return memory.start > end - window_s
+        start_is_exact = memory.start > memory.start_from + dialects.data_start_step(window_s)
+        return not start_is_exact and end - window_s < memory.start_from
 
     def _totals(
         self,
@@ -212,10 +216,9 @@ class PrometheusSource:
         if samples:
             found = _value(samples[0])
             if isinstance(found, float):
-                memory.start, memory.start_at = found, end
+                memory.start, memory.start_at, memory.start_from = found, end, end - window_s
         start = memory.start
-        # The oldest sample sits within one scrape of the window's start when data covers it.
-        if start is None or start <= end - window_s + 60:
+        if start is None or start <= end - window_s + dialects.data_start_step(window_s):
             return None, ""
         return max(end - start, 0.0), f"data since {stamp(start)}"
 

@@ -1,0 +1,306 @@
+"""`cockpit`: the command line. Everything heavy is imported only by the command that needs it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from cockpit import __version__
+from cockpit.config import Config, ConfigError, LaneConfig, LedgerConfig, parse_config
+from cockpit.timeutil import TimeParseError, parse_duration, parse_time
+
+COMMANDS = ("run", "demo", "report", "roofline", "check")
+
+DESCRIPTION = """\
+A terminal cockpit for an LLM inference lane and the agents that feed it: token ratios,
+the prefix-cache hit rate, where each request's time goes, the spend split and a mini
+roofline, from the engine's Prometheus counters and the Hermes agent's state.db.
+
+commands:
+  run        the cockpit (the default when no command is given)
+  demo       the cockpit on an embedded simulated lane and ledger: nothing to set up
+  report     the receipts, headless, as markdown or JSON tables with provenance
+  roofline   the back-of-envelope roofline for a GPU and a model
+  check      validate the config and reach every source; exit 0 when all answer
+"""
+
+EPILOG = """\
+examples:
+  cockpit demo
+  cockpit --prometheus http://127.0.0.1:9090 --selector 'job="lane-a"' --ledger ~/.hermes/state.db
+  cockpit report --lane lane-a --window 7d --at 2026-10-26T11:19:00Z --format md
+  cockpit roofline --hardware h100 --model llama-3.1-8b --prompt 2000 --batch 64
+"""
+
+
+def default_config_path() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("lane-cockpit")) / "config.yaml"
+
+
+# --- arguments ------------------------------------------------------------------------------
+
+
+def _source_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("sources")
+    group.add_argument("--config", metavar="PATH", help="config file (default: %(default)s)",
+                       default=None)
+    group.add_argument("--lane", metavar="NAME", help="the lane to show first / report")
+    group.add_argument("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
+    group.add_argument("--at", metavar="TIME",
+                       help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
+    group.add_argument("--prometheus", metavar="URL",
+                       help="ad-hoc lane: a Prometheus (or compatible) server, no config needed")
+    group.add_argument("--metrics-url", metavar="URL",
+                       help="ad-hoc lane: scrape an engine's /metrics directly")
+    group.add_argument("--selector", metavar="MATCHERS", default="",
+                       help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'")
+    group.add_argument("--engine", default="auto",
+                       choices=("auto", "vllm", "vllm-legacy", "sglang"),
+                       help="ad-hoc lane's engine dialect (default: detect)")
+    group.add_argument("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
+    group.add_argument("--model", metavar="ID", help="ad-hoc lane's model profile")
+    group.add_argument("--ledger", metavar="PATH", action="append", default=[],
+                       help="a Hermes state.db or profile name (repeatable)")
+    return common  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cockpit",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lane-cockpit {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    sources = _source_options()
+    run = commands.add_parser("run", parents=[sources], help="the cockpit (default)")
+    run.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period (default 5)")
+    demo = commands.add_parser("demo", help="the cockpit on a simulated lane and ledger")
+    demo.add_argument("--prometheus", action="store_true",
+                      help="run a real Prometheus scraping the simulated lanes (needs prometheus)")
+    demo.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period")
+    report = commands.add_parser("report", parents=[sources], help="receipts, headless")
+    report.add_argument("--format", choices=("md", "json"), default="md")
+    roofline = commands.add_parser("roofline", help="roofline back-of-envelope")
+    roofline.add_argument("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
+    roofline.add_argument("--model", metavar="ID", help="e.g. llama-3.1-8b")
+    roofline.add_argument("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
+    roofline.add_argument("--batch", type=int, default=1, metavar="B", help="decode batch")
+    roofline.add_argument("--context", type=int, metavar="C", help="decode context tokens")
+    roofline.add_argument("--list", action="store_true", help="list the known profiles")
+    commands.add_parser("check", parents=[sources], help="validate config, reach every source")
+    return parser  # fmt: skip
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    argv = list(argv)
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    wants_help = any(arg in ("-h", "--help", "--version") for arg in argv)
+    if first not in COMMANDS and not (wants_help and first is None):
+        argv.insert(0, "run")
+    return build_parser().parse_args(argv)
+
+
+# --- config ---------------------------------------------------------------------------------
+
+
+def _profiles() -> tuple[dict[str, object], dict[str, object]]:
+    from cockpit.profiles import hardware_profiles, model_profiles
+
+    return dict(hardware_profiles()), dict(model_profiles())
+
+
+def read_config(path: Path | None) -> Config:
+    """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
+    explicit = path is not None
+    path = path or default_config_path()
+    if not explicit and not path.exists():
+        return Config(source="<no config file>")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
+    hardware, models = _profiles()
+    return parse_config(text, str(path), hardware, models)  # type: ignore[arg-type]
+
+
+def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
+    if not (args.prometheus or args.metrics_url):
+        return None
+    import yaml
+
+    lane: dict[str, object] = {"name": _adhoc_name(args.selector), "engine": args.engine}
+    if args.prometheus:
+        lane["prometheus"] = args.prometheus
+    if args.metrics_url:
+        lane["metrics_url"] = args.metrics_url
+    for option in ("selector", "hardware", "model"):
+        if getattr(args, option):
+            lane[option] = getattr(args, option)
+    hardware, models = _profiles()
+    text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
+    parsed = parse_config(text, "<command line>", hardware, models)  # type: ignore[arg-type]
+    return parsed.lanes[0]
+
+
+def _adhoc_name(selector: str) -> str:
+    for matcher in selector.split(","):
+        name, _, value = matcher.partition("=")
+        if name.strip() == "job" and value.strip().startswith('"'):
+            return value.strip().strip('"') or "lane"
+    return "lane"
+
+
+def effective_config(args: argparse.Namespace) -> Config:
+    """Config file + command-line sources. Ad-hoc sources replace the file's of their kind."""
+    config = read_config(Path(args.config).expanduser() if args.config else None)
+    adhoc = _adhoc_lane(args)
+    if adhoc is not None:
+        config = replace(config, lanes=(adhoc,))
+    if args.ledger:
+        config = replace(config, ledgers=tuple(LedgerConfig(path) for path in args.ledger))
+    if args.window:
+        try:
+            parse_duration(args.window)
+        except TimeParseError as exc:
+            raise ConfigError("<command line>", None, "--window", str(exc)) from None
+        config = replace(config, window=args.window)
+    if args.lane and args.lane not in [lane.name for lane in config.lanes]:
+        names = ", ".join(lane.name for lane in config.lanes) or "none configured"
+        raise ConfigError(config.source, None, "--lane", f"unknown lane {args.lane!r} ({names})")
+    return config
+
+
+def replay_time(args: argparse.Namespace) -> float | None:
+    if not getattr(args, "at", None):
+        return None
+    try:
+        return parse_time(args.at)
+    except TimeParseError as exc:
+        raise ConfigError("<command line>", None, "--at", str(exc)) from None
+
+
+def _require_sources(config: Config) -> None:
+    if not config.lanes and not config.ledgers:
+        raise ConfigError(
+            config.source,
+            None,
+            "",
+            "no lane and no ledger to read: write a config (see config.example.yaml), or pass "
+            "--prometheus URL --selector ... / --metrics-url URL / --ledger PATH, "
+            "or try `cockpit demo`",
+        )
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def command_run(args: argparse.Namespace) -> int:
+    config = effective_config(args)
+    _require_sources(config)
+    at = replay_time(args)
+    if args.refresh is not None and args.refresh <= 0:
+        raise ConfigError("<command line>", None, "--refresh", "expected a positive number")
+    from cockpit.app import make_app
+    from cockpit.feeds import build_feeds
+
+    lanes, ledger = build_feeds(config, first_lane=args.lane)
+    app = make_app(config, lanes, ledger, replay_at=at, refresh_s=args.refresh)
+    app.run()
+    return app.return_code or 0
+
+
+def command_demo(args: argparse.Namespace) -> int:
+    from cockpit.app import make_app
+    from cockpit.demo import Demo, demo_config
+    from cockpit.feeds import build_feeds
+
+    hardware, models = _profiles()
+    with Demo(with_prometheus=args.prometheus) as demo:
+        config = demo_config(demo, hardware, models)
+        lanes, ledger = build_feeds(config)
+        app = make_app(config, lanes, ledger, refresh_s=args.refresh)
+        app.run()
+    return app.return_code or 0
+
+
+def command_report(args: argparse.Namespace) -> int:
+    config = effective_config(args)
+    _require_sources(config)
+    at = replay_time(args)
+    from cockpit.feeds import read_once
+    from cockpit.report import json_receipt, markdown_receipt
+
+    lane, ledger, errors = asyncio.run(read_once(config, args.lane, at))
+    if args.format == "json":
+        print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
+    else:
+        print(markdown_receipt(lane, ledger, config.prices), end="")
+    for error in errors:
+        print(f"cockpit: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def command_roofline(args: argparse.Namespace) -> int:
+    from cockpit.profiles import find_hardware, find_model
+    from cockpit.roofline_table import profiles_listing, roofline_table
+
+    if args.list:
+        print(profiles_listing())
+        return 0
+    if not args.hardware or not args.model:
+        raise ConfigError("<command line>", None, "roofline", "needs --hardware ID and --model ID "
+                          "(see cockpit roofline --list)")  # fmt: skip
+    for option, value in (("--prompt", args.prompt), ("--batch", args.batch),
+                          ("--context", args.context)):  # fmt: skip
+        if value is not None and value < 1:
+            raise ConfigError("<command line>", None, option, "expected a whole number ≥ 1")
+    try:
+        hardware = find_hardware(args.hardware)
+        model = find_model(args.model)
+    except KeyError as exc:
+        raise ConfigError("<command line>", None, "roofline", str(exc.args[0])) from None
+    print(roofline_table(hardware, model, args.prompt, args.batch, args.context))
+    return 0
+
+
+def command_check(args: argparse.Namespace) -> int:
+    config = effective_config(args)
+    _require_sources(config)
+    from cockpit.feeds import check_sources
+
+    print(f"config: {config.source}: ok ({len(config.lanes)} lanes, {len(config.ledgers)} ledgers)")
+    results = asyncio.run(check_sources(config))
+    for ok, line in results:
+        print(f"{'ok  ' if ok else 'FAIL'} {line}")
+    return 0 if all(ok for ok, _ in results) else 1
+
+
+HANDLERS = {
+    "run": command_run,
+    "demo": command_demo,
+    "report": command_report,
+    "roofline": command_roofline,
+    "check": command_check,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return HANDLERS[args.command](args)
+    except ConfigError as error:
+        print(f"cockpit: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,259 @@
+"""Config -> the feeds the app and the headless commands read: the real sources, wired."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cockpit.config import Auth, Config, LaneConfig
+from cockpit.model import LaneTotals, LedgerTotals
+from cockpit.poller import LaneFeed, LanePoller, LedgerFeed, LedgerPoller, failure_reason
+from cockpit.roofline import Hardware, ModelProfile
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
+from cockpit.sources.prometheus import PrometheusSource, SourceError
+from cockpit.sources.scrape import ScrapeSource
+from cockpit.timeutil import parse_duration
+
+
+def read_secret(auth: Auth) -> str:
+    """The token or password an Auth names; SourceError (naming no secret) when absent."""
+    if auth.secret_env:
+        value = os.environ.get(auth.secret_env)
+        if not value:
+            raise SourceError(f"auth: environment variable {auth.secret_env} is not set")
+        return value
+    try:
+        lines = Path(auth.secret_file).expanduser().read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SourceError(f"auth: cannot read {auth.secret_file}: {exc.strerror}") from None
+    if not lines or not lines[0].strip():
+        raise SourceError(f"auth: {auth.secret_file} is empty")
+    return lines[0].strip()
+
+
+@dataclass(eq=False)
+class PrometheusLaneFeed:
+    """A lane read with PromQL from a Prometheus-compatible server."""
+
+    lane: LaneConfig
+    source: PrometheusSource | None
+    setup_error: str = ""
+    """Why the source could not be built (a missing secret): every read says so."""
+
+    @property
+    def name(self) -> str:
+        return self.lane.name
+
+    @property
+    def hardware(self) -> Hardware | None:
+        return self.lane.hardware
+
+    @property
+    def model(self) -> ModelProfile | None:
+        return self.lane.model
+
+    @property
+    def host_kv_tokens(self) -> float:
+        return self.lane.host_kv_tokens
+
+    @property
+    def chunk_tokens(self) -> int | None:
+        return self.lane.chunk_tokens
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        if self.source is None:
+            raise SourceError(self.setup_error)
+        dialect = None if self.lane.engine == "auto" else self.lane.engine
+        return await self.source.read_lane(
+            self.lane.name, dialect, self.lane.selector, window_s, end
+        )
+
+    async def close(self) -> None:
+        """The server's client is shared between lanes; `close_all` closes it."""
+
+
+@dataclass(eq=False)
+class ScrapeLaneFeed:
+    """A lane read by scraping the engine's /metrics directly (no Prometheus)."""
+
+    lane: LaneConfig
+    source: ScrapeSource
+
+    name = property(lambda self: self.lane.name)
+    hardware = property(lambda self: self.lane.hardware)
+    model = property(lambda self: self.lane.model)
+    host_kv_tokens = property(lambda self: self.lane.host_kv_tokens)
+    chunk_tokens = property(lambda self: self.lane.chunk_tokens)
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        dialect = None if self.lane.engine == "auto" else self.lane.engine
+        return await self.source.read_lane(
+            self.lane.name, dialect, self.lane.selector, window_s, end
+        )
+
+    async def close(self) -> None:
+        await self.source.aclose()
+
+
+@dataclass(eq=False)
+class LedgerSetFeed:
+    ledgers: LedgerSet
+
+    async def read(self, window_s: float, end: float | None) -> LedgerTotals:
+        return await self.ledgers.refresh(window_s, end)
+
+    async def close(self) -> None:
+        await self.ledgers.close()
+
+
+@dataclass
+class _Servers:
+    """One PrometheusSource per (server, credentials, TLS): lanes on one server share it."""
+
+    by_key: dict[tuple[object, ...], PrometheusSource] = field(default_factory=dict)
+
+    def get(self, lane: LaneConfig) -> PrometheusSource:
+        assert lane.prometheus is not None
+        bearer: str | None = None
+        basic: tuple[str, str] | None = None
+        if lane.auth is not None:
+            secret = read_secret(lane.auth)
+            if lane.auth.kind == "bearer":
+                bearer = secret
+            else:
+                basic = (lane.auth.username, secret)
+        verify: bool | str = lane.ca_file if lane.ca_file else lane.verify_tls
+        key = (lane.prometheus, bearer, basic, verify, lane.timeout_s)
+        if key not in self.by_key:
+            self.by_key[key] = PrometheusSource(
+                lane.prometheus, bearer=bearer, auth=basic, verify=verify, timeout=lane.timeout_s
+            )
+        return self.by_key[key]
+
+
+def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[LaneFeed]:
+    servers = servers or _Servers()
+    feeds: list[LaneFeed] = []
+    for lane in config.lanes:
+        if lane.prometheus:
+            try:
+                feeds.append(PrometheusLaneFeed(lane, servers.get(lane)))
+            except SourceError as error:
+                feeds.append(PrometheusLaneFeed(lane, None, str(error)))
+        else:
+            assert lane.metrics_url is not None
+            feeds.append(ScrapeLaneFeed(lane, ScrapeSource(lane.metrics_url, timeout=lane.timeout_s)))
+    return feeds
+
+
+def build_ledger_feed(config: Config) -> LedgerFeed | None:
+    if not config.ledgers:
+        return None
+    tailers = [
+        LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
+        for ledger in config.ledgers
+    ]
+    return LedgerSetFeed(LedgerSet(tailers))
+
+
+def build_feeds(
+    config: Config, first_lane: str | None = None
+) -> tuple[list[LaneFeed], LedgerFeed | None]:
+    """The lane feeds (the one named `first_lane` first) and the ledger feed."""
+    lanes = build_lane_feeds(config)
+    if first_lane:
+        lanes.sort(key=lambda feed: feed.name != first_lane)
+    return lanes, build_ledger_feed(config)
+
+
+async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> None:
+    closed: set[int] = set()
+    for feed in lanes:
+        await feed.close()
+        source = getattr(feed, "source", None)
+        if isinstance(source, PrometheusSource) and id(source) not in closed:
+            closed.add(id(source))
+            await source.aclose()
+    if ledger is not None:
+        await ledger.close()
+
+
+# --- headless: one read of everything -------------------------------------------------------
+
+
+async def read_once(
+    config: Config, lane_name: str | None, at: float | None
+) -> tuple[LaneSnapshot | None, LedgerSnapshot | None, list[str]]:
+    """One cycle of the chosen lane and the ledger, through the same pollers as the app."""
+    lanes, ledger = build_feeds(config, lane_name)
+    errors: list[str] = []
+    lane_snapshot = ledger_snapshot = None
+    window = config.window
+    try:
+        if lanes:
+            scrape = getattr(lanes[0], "source", None)
+            if isinstance(scrape, ScrapeSource):
+                await scrape.poll()
+            lane_snapshot = await LanePoller(lanes[0], config.refresh_s, replay_at=at).cycle(
+                window
+            )
+            if lane_snapshot.freshness.state != "ok":
+                errors.append(f"lane {lanes[0].name}: {lane_snapshot.freshness.reason}")
+        if ledger is not None:
+            ledger_window = config.ledger_window or window
+            poller = LedgerPoller(ledger, config.refresh_s, prices=config.prices, replay_at=at)
+            ledger_snapshot = await poller.cycle(ledger_window)
+            if ledger_snapshot.freshness.state != "ok":
+                errors.append(f"ledger: {ledger_snapshot.freshness.reason}")
+    finally:
+        await close_all(lanes, ledger)
+    return lane_snapshot, ledger_snapshot, errors
+
+
+async def check_sources(config: Config) -> list[tuple[bool, str]]:
+    """Reach every source once; a line each, as `cockpit check` prints them."""
+    results: list[tuple[bool, str]] = []
+    lanes, ledger = build_feeds(config)
+    window_s = parse_duration("5m")
+    try:
+        for feed in lanes:
+            where = feed.lane.prometheus or feed.lane.metrics_url  # type: ignore[attr-defined]
+            started = time.perf_counter()
+            try:
+                scrape = getattr(feed, "source", None)
+                if isinstance(scrape, ScrapeSource):
+                    await scrape.poll()
+                totals = await feed.read(window_s, None)
+            except (SourceError, OSError) as error:
+                results.append((False, f"lane {feed.name}: {where}: {failure_reason(error)}"))
+                continue
+            elapsed = (time.perf_counter() - started) * 1000
+            missing = f", {len(totals.missing)} figures missing" if totals.missing else ""
+            results.append(
+                (True, f"lane {feed.name}: {where} ({totals.dialect}, {elapsed:.0f} ms{missing})")
+            )
+        for ledger_config in config.ledgers:
+            results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
+    finally:
+        await close_all(lanes, ledger)
+    return results
+
+
+async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:
+    from cockpit.sources.ledger import LedgerError
+
+    resolved = resolve_ledger(path)
+    tailer = LedgerTailer(resolved, profile or profile_of(path))
+    try:
+        totals = await tailer.refresh(parse_duration("90d"))
+    except LedgerError as error:
+        return False, f"ledger {resolved}: {error}"
+    finally:
+        await tailer.close()
+    info = totals.ledgers[0] if totals.ledgers else None
+    schema = f"schema {info.schema_version}" if info else "schema unknown"
+    return True, f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"

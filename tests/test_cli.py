@@ -1,0 +1,119 @@
+"""The real `cockpit` command: help, version, bad config (exit 2, one line), packaging."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cockpit import __version__
+from tests.conftest import REPO
+
+COCKPIT = str(Path(sys.executable).with_name("cockpit"))
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "HOME": str(cwd or REPO), **(env or {})}
+    return subprocess.run(
+        [COCKPIT, *args], capture_output=True, text=True, timeout=60, env=environment, cwd=cwd
+    )
+
+
+def test_version_and_help() -> None:
+    assert run("--version").stdout.strip() == f"lane-cockpit {__version__}"
+    help_text = run("--help").stdout
+    for command in ("run", "demo", "report", "roofline", "check"):
+        assert command in help_text
+    assert "--prometheus" in run("report", "--help").stdout
+
+
+BROKEN = {
+    "unknown key": ("refresh: 5\nrefrsh: 2\n", 2, "refrsh", "did you mean"),
+    "wrong type": ("refresh: [1]\n", 1, "refresh", "single value"),
+    "bad url": ("lanes:\n  - name: a\n    prometheus: 'not a url'\n", 3, "lanes[0].prometheus", "URL"),
+    "negative refresh": ("refresh: -2\n", 1, "refresh", "positive"),
+    "unknown hardware": ("lanes:\n  - name: a\n    metrics_url: http://x/m\n    hardware: tpu9\n",
+                         4, "lanes[0].hardware", "known: "),
+    "duplicate lane": ("lanes:\n  - {name: a, metrics_url: 'http://x/m'}\n"
+                       "  - {name: a, metrics_url: 'http://x/n'}\n", 3, "lanes[1].name", "duplicate"),
+    "yaml syntax": ("lanes:\n  - name: a\n   bad: [\n", None, "", "YAML syntax error"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_config_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None:
+    text, line, key, words = BROKEN[case]
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    result = run("--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"cockpit: {path}:")
+    if line is not None:
+        assert lines[0].startswith(f"cockpit: {path}:{line}: {key}: ")
+    assert words in lines[0]
+
+
+def test_unreadable_config(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    result = run("--config", str(missing), cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == f"cockpit: {missing}: cannot read the config file: No such file or directory"
+    )
+    folder = run("report", "--config", str(tmp_path), cwd=tmp_path)
+    assert folder.returncode == 2 and "Is a directory" in folder.stderr
+
+
+def test_not_utf8_config(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe\x00bad")
+    result = run("check", "--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_nothing_to_read_says_what_to_do(tmp_path: Path) -> None:
+    result = run("report", cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert result.returncode == 2
+    assert "cockpit demo" in result.stderr and "--prometheus" in result.stderr
+
+
+def test_adhoc_flags_are_validated(tmp_path: Path) -> None:
+    result = run("report", "--prometheus", "ftp://x", cwd=tmp_path)
+    assert result.returncode == 2 and "<command line>" in result.stderr and "URL" in result.stderr
+    bad_at = run("report", "--ledger", "x.db", "--at", "yesterday-ish", cwd=tmp_path)
+    assert bad_at.returncode == 2 and "--at" in bad_at.stderr
+
+
+def test_unknown_lane(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lanes:\n  - {name: a, metrics_url: 'http://127.0.0.1:9/metrics'}\n")
+    result = run("report", "--config", str(path), "--lane", "b", cwd=tmp_path)
+    assert result.returncode == 2 and "unknown lane 'b' (a)" in result.stderr
+
+
+@pytest.mark.slow
+def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("lane_cockpit-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {
+        name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")
+    }
+    assert top_level == {"cockpit"}
+    assert "cockpit/widgets/__init__.py" in names
+    assert "cockpit/themes/__init__.py" in names
+    assert "cockpit/profiles.yaml" in names

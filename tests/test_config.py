@@ -1,0 +1,123 @@
+"""Config: the example loads; every kind of mistake is one line naming file:line:key."""
+
+from __future__ import annotations
+
+import pytest
+
+from cockpit.config import ConfigError, parse_config
+from cockpit.profiles import hardware_profiles, model_profiles
+from tests.conftest import REPO
+
+
+def parse(text: str, source: str = "c.yaml"):  # type: ignore[no-untyped-def]
+    return parse_config(text, source, hardware_profiles(), model_profiles())
+
+
+def error_of(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        parse(text)
+    return caught.value
+
+
+def test_example_config_loads_every_option() -> None:
+    path = REPO / "config.example.yaml"
+    config = parse(path.read_text(), str(path))
+    assert [lane.name for lane in config.lanes] == ["dsv41", "bench-h100"]
+    first, second = config.lanes
+    assert first.prometheus == "http://127.0.0.1:9090" and first.selector == 'job="dsv41-lane"'
+    assert first.hardware is not None and first.hardware.id == "gb300"
+    assert first.auth is not None and first.auth.kind == "bearer"
+    assert first.auth.secret_env == "PROM_TOKEN"
+    assert second.metrics_url and second.hardware and second.hardware.id == "my-h100"
+    assert config.model_profiles["my-model"].layers == 32
+    assert config.prices.cache_write == 1.25
+    assert config.ledger_window == "90d"
+    assert len(config.ledgers) == 2 and config.ledgers[1].path == "work"
+
+
+def test_empty_config_is_defaults() -> None:
+    config = parse("")
+    assert config.lanes == () and config.refresh_s == 5.0
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "words"),
+    [
+        ("refresh: 5\nwindw: 1h\n", 2, "windw", "did you mean 'window'"),
+        ("refresh: fast\n", 1, "refresh", "expected a number"),
+        ("refresh: -1\n", 1, "refresh", "positive"),
+        ("refresh: 0\n", 1, "refresh", "positive"),
+        ("lanes:\n  - name: a\n    prometheus: localhost:9090\n", 3, "lanes[0].prometheus", "URL"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    hardware: h900\n", 4,
+         "lanes[0].hardware", "known: "),
+        ("lanes:\n  - {name: a, metrics_url: 'http://x/m'}\n  - {name: a, metrics_url: 'http://y/m'}\n",
+         3, "lanes[1].name", "duplicate lane name"),
+        ("lanes: [\n", 2, "", "YAML syntax error"),
+        ("lanes:\n  - name: a\n    selector: job=x\n    prometheus: http://x\n", 3,
+         "lanes[0].selector", "label matchers"),
+        ("lanes:\n  - name: a\n", 2, "lanes[0]", "exactly one of prometheus or metrics_url"),
+        ("lanes:\n  - name: a\n    prometheus: http://u:p@x\n", 3, "lanes[0].prometheus",
+         "credentials"),
+        ("window: soon\n", 1, "window", "duration"),
+        ("theme: [a]\n", 1, "theme", "single value"),
+        ("prices:\n  output: -5\n", 2, "prices.output", "zero or more"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    engine: vlm\n", 4, "lanes[0].engine",
+         "did you mean 'vllm'"),
+        ("model_profiles:\n  m:\n    params: 8\n    bytes_per_param: 2\n    layers: -3\n", 5,
+         "model_profiles.m.layers", ""),
+        ("refresh: 1\nrefresh: 2\n", 2, "refresh", "given twice"),
+        ("- a\n- b\n", 1, "", "mapping"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    auth: {bearer_env: T, username: u}\n",
+         4, "lanes[0].auth", "either"),
+    ],
+)  # fmt: skip
+def test_each_mistake_names_line_and_key(text: str, line: int, key: str, words: str) -> None:
+    error = error_of(text)
+    assert error.line == line, str(error)
+    assert error.key == key, str(error)
+    assert words in str(error)
+    assert str(error).startswith(f"c.yaml:{line}: ")
+    assert "\n" not in str(error)
+
+
+def test_e_notation_without_sign_is_a_number() -> None:
+    config = parse(
+        "hardware_profiles:\n  g:\n    peak_flops: 1e15\n    bandwidth: 2e12\n"
+        "    memory_bytes: 8e10\n"
+        "lanes:\n  - {name: a, metrics_url: 'http://x/m', hardware: g}\n"
+    )
+    hardware = config.lanes[0].hardware
+    assert hardware is not None and hardware.ridge == 500.0
+
+
+def test_profile_ids_are_case_insensitive() -> None:
+    config = parse(
+        "lanes:\n  - {name: a, metrics_url: 'http://x/m', hardware: H100, model: LLAMA-3.1-8B}\n"
+    )
+    assert config.lanes[0].hardware is not None and config.lanes[0].model is not None
+
+
+def test_window_outside_the_list_joins_it() -> None:
+    config = parse("window: 2h\nwindows: [1h, 5m]\n")
+    assert config.windows == ("5m", "1h", "2h")
+
+
+def test_example_shows_every_option() -> None:
+    """Every option the loader accepts appears in config.example.yaml (set or commented)."""
+    from cockpit import config as module
+
+    text = (REPO / "config.example.yaml").read_text()
+    options = [
+        *module._TOP_KEYS,
+        *module._LANE_KEYS,
+        "bearer_env",
+        "bearer_file",
+        "username",
+        "password_env",
+        "password_file",
+        "cache_read",
+        "cache_write",
+        "active_params",
+    ]
+    absent = [option for option in options if f"{option}:" not in text]
+    assert absent == []

@@ -1,0 +1,205 @@
+"""PrometheusSource against servers that misbehave: a real HTTP server on loopback per case."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from promharness import free_port
+
+from cockpit.sources.prometheus import PrometheusSource, SourceError, redact_url
+
+NAMES = ["vllm:prompt_tokens_total", "vllm:request_success_total", "vllm:num_requests_running"]
+
+
+class Behaviour:
+    """What the fake server answers to /api/v1/query; the handler reads it."""
+
+    status = 200
+    body: bytes = b""
+    headers: dict[str, str] = {}  # noqa: RUF012
+    delay = 0.0
+    seen_auth: list[str] = []  # noqa: RUF012
+
+
+def _vector(samples: list[tuple[str, str]], warnings: list[str] | None = None) -> bytes:
+    result = [{"metric": {"fig": fig}, "value": [1.0, value]} for fig, value in samples]
+    body: dict[str, Any] = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    if warnings:
+        body["warnings"] = warnings
+    return json.dumps(body).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    behaviour = Behaviour
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.behaviour.seen_auth.append(self.headers.get("Authorization", ""))
+        if self.path.startswith("/api/v1/label/__name__/values"):
+            body = json.dumps({"status": "success", "data": NAMES}).encode()
+            self._answer(200, body, {"Content-Type": "application/json"})
+        else:
+            self._answer(404, b"not found", {})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        time.sleep(self.behaviour.delay)
+        self._answer(self.behaviour.status, self.behaviour.body, self.behaviour.headers)
+
+
+def _serve(context: ssl.SSLContext | None = None) -> Iterator[tuple[str, type[Behaviour]]]:
+    behaviour = type("B", (Behaviour,), {"seen_auth": [], "headers": {}})
+    handler = type("H", (Handler,), {"behaviour": behaviour})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    server.block_on_close = False
+    scheme = "http"
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield f"{scheme}://127.0.0.1:{server.server_address[1]}", behaviour
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[str, type[Behaviour]]]:
+    yield from _serve()
+
+
+async def _read(url: str, **options: Any) -> Any:
+    source = PrometheusSource(url, timeout=options.pop("timeout", 2.0), **options)
+    try:
+        return await source.read_lane("l", "vllm", '{job="x"}', 300, 1_800_000_000)
+    finally:
+        await source.aclose()
+
+
+async def test_connection_refused() -> None:
+    with pytest.raises(SourceError, match="connection refused"):
+        await _read(f"http://127.0.0.1:{free_port()}")
+
+
+@pytest.mark.parametrize(
+    "status, body, headers, expected, retry",
+    [
+        (500, b"boom", {}, "HTTP 500", None),
+        (503, b"busy", {"Retry-After": "7"}, r"HTTP 503 .*retry after 7 s", 7.0),
+        (200, b"<html><body>Sign in</body></html>", {"Content-Type": "text/html"}, "HTML page",
+         None),
+        (200, b'{"status": "success", "data": ', {}, "invalid JSON", None),
+        (400, json.dumps({"status": "error", "errorType": "bad_data",
+                          "error": "parse error at char 5"}).encode(), {},
+         "bad_data: parse error at char 5", None),
+        (200, json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}})
+         .encode(), {}, "not an instant vector", None),
+    ],
+)
+async def test_bad_answers_give_one_line_reasons(
+    fake: tuple[str, type[Behaviour]],
+    status: int,
+    body: bytes,
+    headers: dict[str, str],
+    expected: str,
+    retry: float | None,
+) -> None:
+    url, behaviour = fake
+    behaviour.status, behaviour.body, behaviour.headers = status, body, headers
+    with pytest.raises(SourceError, match=expected) as caught:
+        await _read(url)
+    assert "\n" not in str(caught.value)
+    assert caught.value.retry_after == retry
+
+
+async def test_timeout(fake: tuple[str, type[Behaviour]]) -> None:
+    url, behaviour = fake
+    behaviour.body, behaviour.delay = _vector([]), 1.0
+    with pytest.raises(SourceError, match=r"timed out after 0.2 s"):
+        await _read(url, timeout=0.2)
+
+
+async def test_nan_and_inf_are_missing_never_numbers(fake: tuple[str, type[Behaviour]]) -> None:
+    url, behaviour = fake
+    behaviour.body = _vector(
+        [("requests", "NaN"), ("running", "+Inf"), ("prompt_tokens", "5")], ["partial answer"]
+    )
+    totals = await _read(url)
+    assert "requests" not in totals.values and "NaN" in totals.missing["requests"]
+    assert "running" not in totals.values and "infinite" in totals.missing["running"]
+    assert totals.values["prompt_tokens"] == 5.0
+    assert totals.warnings == ("partial answer",)
+    assert totals.missing["generation_tokens"].startswith("not exposed by this engine")
+
+
+async def test_empty_vector_means_no_samples(fake: tuple[str, type[Behaviour]]) -> None:
+    url, behaviour = fake
+    behaviour.body = _vector([])
+    totals = await _read(url)
+    assert not totals.values
+    assert totals.missing["requests"] == "no samples in window"
+
+
+async def test_secrets_never_in_messages(fake: tuple[str, type[Behaviour]]) -> None:
+    url, behaviour = fake
+    behaviour.status, behaviour.body = 500, b"boom"
+    with_userinfo = url.replace("http://", "http://ada:s3cr3t-pw@")
+    source = PrometheusSource(with_userinfo, bearer=None)
+    assert "s3cr3t" not in repr(source) and "s3cr3t" not in source.url
+    with pytest.raises(SourceError) as caught:
+        await source.read_lane("l", "vllm", '{job="x"}', 300, 1_800_000_000)
+    await source.aclose()
+    assert "s3cr3t" not in str(caught.value)
+    assert behaviour.seen_auth[-1].startswith("Basic ")
+    with pytest.raises(SourceError) as caught:
+        await _read(url, bearer="tok-XYZ-123")
+    assert "tok-XYZ-123" not in str(caught.value)
+    assert behaviour.seen_auth[-1] == "Bearer tok-XYZ-123"
+    assert redact_url("https://u:p@h:9/x?q=1") == "https://h:9/x?q=1"
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Iterator[tuple[str, type[Behaviour], Path]]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=30,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    for url, behaviour in _serve(context):
+        yield url, behaviour, cert
+
+
+async def test_tls_self_signed_refused_then_trusted_with_ca_file(
+    tls: tuple[str, type[Behaviour], Path],
+) -> None:
+    url, behaviour, cert = tls
+    behaviour.body = _vector([("requests", "3")])
+    with pytest.raises(SourceError, match="TLS certificate not trusted"):
+        await _read(url)
+    totals = await _read(url, verify=str(cert))
+    assert totals.values["requests"] == 3.0

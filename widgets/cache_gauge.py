@@ -1,0 +1,77 @@
+"""Prefix-cache hit rate: the first thing to read on an agent lane."""
+
+from __future__ import annotations
+
+from cockpit.figures import format_value
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+
+from .pane import (
+    MISSING,
+    Bar,
+    Line,
+    Note,
+    Pane,
+    PaneView,
+    Row,
+    Segment,
+    Source,
+    band_tone,
+    lane_source,
+    ledger_source,
+)
+
+LOW = 0.70
+"""Below this the lane is doing its prompts twice."""
+HIGH = 0.90
+
+BAND_WORDS = {
+    "good": "good: above 90%",
+    "warn": "fair: 70–90%",
+    "bad": "low: under 70%, prompts computed twice",
+}
+"""The band in words too, so the gauge reads without colour."""
+
+
+class CacheGauge(Pane):
+    """Hit rate gauge (red < 70 %, green > 90 %), hits / queries, and the ledger's share."""
+
+    TITLE = "Prefix cache"
+
+    def show(
+        self,
+        lane: LaneSnapshot | None,
+        ledger: LedgerSnapshot | None,
+        ledger_configured: bool = True,
+    ) -> None:
+        self.view = cache_view(lane, ledger, ledger_configured)
+
+
+def _hits_row(engine: Source) -> Row:
+    hits, queries = engine.value("prefix_cache_hits"), engine.value("prefix_cache_queries")
+    label = "Hits / queries (tokens)"
+    if hits is None or queries is None:
+        figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
+        reason = figure.reason if figure and figure.reason else engine.absent
+        return Row(label, MISSING, "muted", engine.stale, reason)
+    text = f"{format_value(hits, 'tokens')} / {format_value(queries, 'tokens')}"
+    return Row(label, text, stale=engine.stale)
+
+
+def cache_view(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, ledger_configured: bool = True
+) -> PaneView:
+    engine = lane_source(lane)
+    agent = ledger_source(ledger, ledger_configured)
+    rate = engine.value("prefix_cache_hit_rate")
+    tone = band_tone(rate, LOW, HIGH)
+    rate_figure = engine.get("prefix_cache_hit_rate")
+    band = BAND_WORDS.get(tone) or (rate_figure.reason if rate_figure else engine.absent)
+    lines: tuple[Line, ...] = (
+        Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
+        Note(band, tone),
+        engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
+        _hits_row(engine),
+        engine.row("prefill_computed", "Prefill computed"),
+        agent.row("cache_read_share", "Provider cache-read share (ledger)"),
+    )
+    return PaneView(lines, (("lane", engine.freshness), ("ledger", agent.freshness)))

@@ -1,0 +1,284 @@
+"""The shared pane: a titled box of `label … value` rows and bars, drawn from a frozen view.
+
+A pane's `show()` turns a snapshot into a `PaneView`; the view is a reactive attribute, so an
+unchanged view (same text, same tones, same freshness) causes no re-render at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rich.cells import cell_len
+from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from cockpit.figures import format_figure
+from cockpit.model import Figure, Freshness
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.timeutil import clock
+
+Tone = Literal["plain", "good", "warn", "bad", "muted", "primary", "secondary", "accent"]
+
+TONE_STYLE: dict[str, str] = {
+    "plain": "bold",
+    "good": "bold $success",
+    "warn": "bold $warning",
+    "bad": "bold $error",
+    "muted": "$text-muted",
+    "primary": "$primary",
+    "secondary": "$secondary",
+    "accent": "$accent",
+}
+"""Row tones as Textual styles: theme variables only, so every theme (and NO_COLOR) applies."""
+
+MISSING = "—"
+DEFAULT_WIDTH = 40
+"""Width used before the pane has been laid out (the height never depends on it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One `label … value` line. `stale` dims the value; `reason` explains a `—`."""
+
+    label: str
+    value: str
+    tone: Tone = "plain"
+    stale: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    fraction: float
+    tone: Tone
+    char: str = "█"
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """A horizontal bar of segments (fractions of the full width), then a caption."""
+
+    segments: tuple[Segment, ...]
+    caption: str = ""
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A line of prose: a freshness remark or a legend."""
+
+    text: str
+    tone: Tone = "muted"
+
+
+Line = Row | Bar | Note
+
+
+@dataclass(frozen=True, slots=True)
+class PaneView:
+    lines: tuple[Line, ...]
+    sources: tuple[tuple[str, Freshness], ...] = ()
+    """(source name, freshness) of every source the pane draws on."""
+
+
+def freshness_note(name: str, freshness: Freshness) -> str:
+    """`lane stale since 12:01:03`, `ledger missing: why`, or "" when ok."""
+    if freshness.state == "ok":
+        return ""
+    if freshness.state == "stale":
+        since = f" since {clock(freshness.since)}" if freshness.since is not None else ""
+        return f"{name} stale{since}"
+    return f"{name} missing: {freshness.reason}" if freshness.reason else f"{name} missing"
+
+
+def figure_row(
+    figure: Figure | None,
+    label: str | None = None,
+    *,
+    tone: Tone = "plain",
+    stale: bool = False,
+    absent: str = "",
+    value: str | None = None,
+) -> Row:
+    """A row for one figure; `—` with the figure's reason (or `absent`) when it is missing."""
+    if figure is None:
+        return Row(label or "", MISSING, "muted", stale, absent or "no data yet")
+    name = label or figure.label
+    if figure.missing:
+        return Row(name, MISSING, "muted", stale, figure.reason or absent)
+    return Row(name, value if value is not None else format_figure(figure), tone, stale)
+
+
+def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Tone:
+    """Red below `low`, green above `high`, amber between (the hit-rate bands)."""
+    if share is None:
+        return "muted"
+    if share < low:
+        return "bad"
+    if share > high:
+        return "good"
+    return "warn"
+
+
+def _row_content(row: Row, width: int) -> Content:
+    style = TONE_STYLE[row.tone] + (" dim" if row.stale else "")
+    value = row.value
+    room = width - cell_len(value) - 1
+    if room < 1:
+        return Content.styled(value, style)
+    label = Content(row.label).truncate(room, ellipsis=True)
+    gap = width - label.cell_length - cell_len(value)
+    return Content.assemble(label, " " * gap, (value, style))
+
+
+def _bar_content(bar: Bar, width: int) -> Content:
+    caption = f" {bar.caption}" if bar.caption else ""
+    room = max(width - cell_len(caption), 4)
+    cells = _apportion([segment.fraction for segment in bar.segments], room)
+    parts: list[tuple[str, str]] = []
+    used = 0
+    for segment, count in zip(bar.segments, cells, strict=True):
+        style = TONE_STYLE[segment.tone] + (" dim" if bar.stale else "")
+        parts.append((segment.char * count, style))
+        used += count
+    parts.append(("░" * (room - used), "$text-muted"))
+    line = Content.assemble(*parts, (caption, "dim" if bar.stale else ""))
+    return line.truncate(width)
+
+
+def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
+    """Whole cells per fraction (largest remainder), never more than `cells` in total."""
+    wanted = [max(0.0, min(1.0, fraction)) * cells for fraction in fractions]
+    counts = [int(value) for value in wanted]
+    spare = min(cells, round(sum(wanted))) - sum(counts)
+    by_remainder = sorted(range(len(wanted)), key=lambda i: counts[i] - wanted[i])
+    for index in by_remainder[: max(spare, 0)]:
+        counts[index] += 1
+    return counts
+
+
+def _note_content(note: Note, width: int) -> Content:
+    return Content.styled(note.text, TONE_STYLE[note.tone]).truncate(width, ellipsis=True)
+
+
+def render_line(line: Line, width: int) -> Content:
+    if isinstance(line, Row):
+        return _row_content(line, width)
+    if isinstance(line, Bar):
+        return _bar_content(line, width)
+    return _note_content(line, width)
+
+
+def tooltip_for(view: PaneView) -> str | None:
+    """Why each `—` is missing and what is stale: the reasons the rows have no room for."""
+    notes = [
+        f"{line.label}: {line.reason}"
+        for line in view.lines
+        if isinstance(line, Row) and line.value == MISSING and line.reason
+    ]
+    for name, freshness in view.sources:
+        if freshness.state != "ok":
+            notes.insert(0, f"{name}: {freshness.describe()}")
+    return "\n".join(notes) if notes else None
+
+
+class Pane(Widget):
+    """A bordered box that draws its `view`; subclasses build the view in `show()`."""
+
+    DEFAULT_CSS = """
+    Pane {
+        height: auto;
+        border: round $panel-lighten-2;
+        border-title-color: $primary;
+        border-title-style: bold;
+        border-subtitle-color: $warning;
+        padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: clip;
+    }
+    Pane.-missing { border-subtitle-color: $error; }
+    """
+
+    view: reactive[PaneView | None] = reactive(None, layout=True)
+    """What the pane shows; set by `show()`. Equal views do not redraw."""
+
+    TITLE = ""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.border_title = self.TITLE
+        self.view = self.placeholder()
+
+    def placeholder(self) -> PaneView:
+        """The view before any data arrives."""
+        return PaneView((Note("waiting for the first read…"),))
+
+    def watch_view(self, view: PaneView | None) -> None:
+        if view is None:
+            return
+        notes = [freshness_note(name, fresh) for name, fresh in view.sources]
+        self.border_subtitle = " · ".join(note for note in notes if note)
+        states = {fresh.state for _, fresh in view.sources}
+        self.set_class("stale" in states, "-stale")
+        self.set_class("missing" in states, "-missing")
+        self.tooltip = tooltip_for(view)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.view.lines) if self.view else 1
+
+    def render(self) -> Content:
+        if self.view is None:
+            return Content("")
+        width = self.size.width or DEFAULT_WIDTH
+        return Content("\n").join(render_line(line, width) for line in self.view.lines)
+
+
+# --- reading snapshots ----------------------------------------------------------------------
+
+NO_LEDGER = Freshness("missing", reason="no ledger configured")
+WAITING = "waiting for the first read"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One snapshot's figures as a pane reads them."""
+
+    name: str
+    figures: Mapping[str, Figure]
+    freshness: Freshness
+    absent: str
+    """Why every figure is `—` when the source has none."""
+
+    @property
+    def stale(self) -> bool:
+        return self.freshness.state == "stale"
+
+    def get(self, key: str) -> Figure | None:
+        return self.figures.get(key)
+
+    def value(self, key: str) -> float | None:
+        figure = self.figures.get(key)
+        return figure.value if figure else None
+
+    def row(self, key: str, label: str | None = None, **options: Any) -> Row:
+        options.setdefault("absent", self.absent)
+        return figure_row(self.get(key), label, stale=self.stale, **options)
+
+
+def lane_source(snapshot: LaneSnapshot | None) -> Source:
+    if snapshot is None:
+        return Source("lane", {}, Freshness("missing", reason=WAITING), WAITING)
+    figures = snapshot.figures.figures if snapshot.figures else {}
+    return Source("lane", figures, snapshot.freshness, snapshot.freshness.reason or WAITING)
+
+
+def ledger_source(snapshot: LedgerSnapshot | None, configured: bool = True) -> Source:
+    if snapshot is None:
+        freshness = Freshness("missing", reason=WAITING) if configured else NO_LEDGER
+        return Source("ledger", {}, freshness, freshness.reason)
+    figures = snapshot.figures.figures if snapshot.figures else {}
+    return Source("ledger", figures, snapshot.freshness, snapshot.freshness.reason or WAITING)

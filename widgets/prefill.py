@@ -1,0 +1,67 @@
+"""Prefill first: the rate at the real prompt length, what the cache saves, KV resident."""
+
+from __future__ import annotations
+
+from cockpit.figures import divide, format_value
+from cockpit.snapshot import LaneSnapshot
+
+from .pane import MISSING, Line, Pane, PaneView, Row, Source, lane_source
+
+LENGTH_SHARES: tuple[tuple[str, str], ...] = (
+    ("prompt_share_short", "Prompts ≤ {bound}"),
+    ("prompt_share_long", "Prompts > {bound}"),
+    ("prompt_share_huge", "Prompts > {bound}"),
+)
+
+
+class PrefillPane(Pane):
+    """Effective prefill rate, prompt vs fresh prefill, cache-off time, TTFT, lengths, KV."""
+
+    TITLE = "Prefill"
+
+    def show(self, lane: LaneSnapshot | None) -> None:
+        self.view = prefill_view(lane)
+
+
+def _share_label(engine: Source, key: str, pattern: str) -> str:
+    figure = engine.get(key)
+    # The figure's label names the bucket bound the server actually has ("… ≤ 512 tokens").
+    bound = figure.label.rsplit(" ", 2)[-2] if figure else "?"
+    return pattern.format(bound=bound) + " tok"
+
+
+def _contexts_row(engine: Source) -> Row:
+    prompt, generated = engine.value("mean_prompt"), engine.value("mean_generated")
+    resident = engine.value("kv_resident_tokens")
+    context = None if prompt is None or generated is None else prompt + generated
+    held = divide(resident, context)
+    label = "Mean contexts resident"
+    if held is None:
+        reason = "needs KV resident and mean context"
+        return Row(label, MISSING, "muted", engine.stale, reason)
+    return Row(label, f"{held:,.1f}", stale=engine.stale)
+
+
+def _mean_context_row(engine: Source) -> Row:
+    prompt, generated = engine.value("mean_prompt"), engine.value("mean_generated")
+    label = "Mean context (prompt + generated)"
+    if prompt is None or generated is None:
+        return Row(label, MISSING, "muted", engine.stale, "needs mean prompt and generated")
+    return Row(label, format_value(prompt + generated, "tokens"), stale=engine.stale)
+
+
+def prefill_view(lane: LaneSnapshot | None) -> PaneView:
+    engine = lane_source(lane)
+    lines: tuple[Line, ...] = (
+        engine.row("effective_prefill_rate", "Effective prefill rate", tone="primary"),
+        engine.row("mean_prompt", "Mean prompt / request"),
+        engine.row("mean_fresh_prefill", "Fresh prefill / request"),
+        engine.row("computed_generated", "Prefill computed : generated"),
+        engine.row("cache_off_prefill", "Prefill with cache off"),
+        engine.row("ttft_mean", "TTFT (mean)"),
+        *(engine.row(key, _share_label(engine, key, pattern)) for key, pattern in LENGTH_SHARES),
+        engine.row("kv_resident_tokens", "KV tokens resident"),
+        _mean_context_row(engine),
+        _contexts_row(engine),
+    )
+    return PaneView(lines, (("lane", engine.freshness),))

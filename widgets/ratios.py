@@ -1,0 +1,83 @@
+"""Token ratios: what the agents send against what comes back, ledger and lane side by side."""
+
+from __future__ import annotations
+
+from cockpit.figures import GroupRatio, divide, format_value, ratio_range
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+
+from .pane import MISSING, Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
+
+NAME_WIDTH = 12
+"""Group names are shortened to this many cells so the ratio beside them always fits."""
+
+
+class RatiosPane(Pane):
+    """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
+
+    TITLE = "Token ratios"
+
+    def show(
+        self,
+        lane: LaneSnapshot | None,
+        ledger: LedgerSnapshot | None,
+        ledger_configured: bool = True,
+    ) -> None:
+        self.view = ratios_view(lane, ledger, ledger_configured)
+
+
+def short_name(name: str, width: int = NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _group_text(group: GroupRatio) -> str:
+    return f"{format_value(group.prompt_output, 'ratio')} {short_name(group.name)}"
+
+
+def _range_rows(kind: str, groups: tuple[GroupRatio, ...], agent: Source) -> tuple[Row, ...]:
+    extremes = ratio_range(groups)
+    if extremes is None:
+        reason = agent.absent if not agent.figures else f"no {kind} with output in window"
+        return tuple(
+            Row(f"{kind.capitalize()} {end}", MISSING, "muted", agent.stale, reason)
+            for end in ("lowest", "highest")
+        )
+    low, high = extremes
+    return (
+        Row(f"{kind.capitalize()} lowest", _group_text(low), stale=agent.stale),
+        Row(f"{kind.capitalize()} highest", _group_text(high), stale=agent.stale),
+    )
+
+
+def _busiest_row(groups: tuple[GroupRatio, ...], agent: Source) -> Row:
+    calls = sum(group.counts.api_calls for group in groups)
+    if not groups or not calls:
+        reason = agent.absent if not agent.figures else "no API calls in window"
+        return Row("Most calls", MISSING, "muted", agent.stale, reason)
+    busiest = groups[0]  # group_ratios puts the group with most calls first
+    share = format_value(divide(busiest.counts.api_calls, calls), "share")
+    return Row("Most calls", f"{short_name(busiest.name)} {share}", stale=agent.stale)
+
+
+def ratios_view(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, ledger_configured: bool = True
+) -> PaneView:
+    engine = lane_source(lane)
+    agent = ledger_source(ledger, ledger_configured)
+    figures = ledger.figures if ledger else None
+    by_source = figures.by_source if figures else ()
+    by_model = figures.by_model if figures else ()
+    lines: tuple[Line, ...] = (
+        Note("agent ledger"),
+        agent.row("prompt_output", "Prompt : output", tone="primary"),
+        agent.row("fresh_output", "Fresh prefill : output"),
+        agent.row("cache_read_share", "Cache-read share"),
+        agent.row("mean_prompt_per_call", "Prompt per API call"),
+        agent.row("mean_output_per_call", "Output per API call"),
+        *_range_rows("source", by_source, agent),
+        _busiest_row(by_source, agent),
+        *_range_rows("model", by_model, agent),
+        Note("lane"),
+        engine.row("prompt_generated", "Prompt : generated", tone="primary"),
+        engine.row("computed_generated", "Computed : generated"),
+    )
+    return PaneView(lines, (("ledger", agent.freshness), ("lane", engine.freshness)))
