@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from cockpit import __version__
 from cockpit.config import Config, ConfigError, LaneConfig, LedgerConfig, parse_config
+from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
@@ -50,25 +51,43 @@ def default_config_path() -> Path:
 def _source_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("sources")
-    group.add_argument("--config", metavar="PATH", help="config file (default: %(default)s)",
-                       default=None)
+    group.add_argument(
+        "--config", metavar="PATH", help="config file (default: %(default)s)", default=None
+    )
     group.add_argument("--lane", metavar="NAME", help="the lane to show first / report")
     group.add_argument("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
-    group.add_argument("--at", metavar="TIME",
-                       help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
-    group.add_argument("--prometheus", metavar="URL",
-                       help="ad-hoc lane: a Prometheus (or compatible) server, no config needed")
-    group.add_argument("--metrics-url", metavar="URL",
-                       help="ad-hoc lane: scrape an engine's /metrics directly")
-    group.add_argument("--selector", metavar="MATCHERS", default="",
-                       help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'")
-    group.add_argument("--engine", default="auto",
-                       choices=("auto", "vllm", "vllm-legacy", "sglang"),
-                       help="ad-hoc lane's engine dialect (default: detect)")
+    group.add_argument(
+        "--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h"
+    )
+    group.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="ad-hoc lane: a Prometheus (or compatible) server, no config needed",
+    )
+    group.add_argument(
+        "--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly"
+    )
+    group.add_argument(
+        "--selector",
+        metavar="MATCHERS",
+        default="",
+        help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'",
+    )
+    group.add_argument(
+        "--engine",
+        default="auto",
+        choices=("auto", "vllm", "vllm-legacy", "sglang"),
+        help="ad-hoc lane's engine dialect (default: detect)",
+    )
     group.add_argument("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
     group.add_argument("--model", metavar="ID", help="ad-hoc lane's model profile")
-    group.add_argument("--ledger", metavar="PATH", action="append", default=[],
-                       help="a Hermes state.db or profile name (repeatable)")
+    group.add_argument(
+        "--ledger",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="a Hermes state.db or profile name (repeatable)",
+    )
     return common  # fmt: skip
 
 
@@ -85,8 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", parents=[sources], help="the cockpit (default)")
     run.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period (default 5)")
     demo = commands.add_parser("demo", help="the cockpit on a simulated lane and ledger")
-    demo.add_argument("--prometheus", action="store_true",
-                      help="run a real Prometheus scraping the simulated lanes (needs prometheus)")
+    demo.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="run a real Prometheus scraping the simulated lanes (needs prometheus)",
+    )
     demo.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period")
     report = commands.add_parser("report", parents=[sources], help="receipts, headless")
     report.add_argument("--format", choices=("md", "json"), default="md")
@@ -113,10 +135,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 # --- config ---------------------------------------------------------------------------------
 
 
-def _profiles() -> tuple[dict[str, object], dict[str, object]]:
+def _profiles() -> tuple[Mapping[str, Hardware], Mapping[str, ModelProfile]]:
     from cockpit.profiles import hardware_profiles, model_profiles
 
-    return dict(hardware_profiles()), dict(model_profiles())
+    return hardware_profiles(), model_profiles()
 
 
 def read_config(path: Path | None) -> Config:
@@ -131,7 +153,7 @@ def read_config(path: Path | None) -> Config:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
     hardware, models = _profiles()
-    return parse_config(text, str(path), hardware, models)  # type: ignore[arg-type]
+    return parse_config(text, str(path), hardware, models)
 
 
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
@@ -149,7 +171,7 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
             lane[option] = getattr(args, option)
     hardware, models = _profiles()
     text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
-    parsed = parse_config(text, "<command line>", hardware, models)  # type: ignore[arg-type]
+    parsed = parse_config(text, "<command line>", hardware, models)
     return parsed.lanes[0]
 
 

@@ -23,15 +23,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import start_http_server
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, ThreadingWSGIServer
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -41,6 +42,9 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
+
+from cockpit.config import Config, parse_config
+from cockpit.roofline import Hardware, ModelProfile
 
 LOOPBACK = "127.0.0.1"
 DAY = 86400.0
@@ -737,6 +741,38 @@ def cache_config_info(p: LanePreset) -> GaugeMetricFamily:
 # --- the simulated lane -----------------------------------------------------------------
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """No request log on stderr: the demo shares its terminal with the cockpit."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def serve_metrics(
+    registry: CollectorRegistry, port: int = 0
+) -> tuple[ThreadingWSGIServer, threading.Thread]:
+    """Serve the registry on 127.0.0.1 in a daemon thread, always as text format 0.0.4.
+
+    vLLM's `/metrics` negotiates: asked for OpenMetrics 1.0 (Prometheus 2.x asks first),
+    prometheus_client 0.26 writes `vllm_prompt_tokens_total` for `vllm:prompt_tokens_total`
+    on sample lines. The demo serves the classic text so its names are the catalogue's.
+    """
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if environ.get("PATH_INFO", "/") not in ("/metrics", "/"):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found: try /metrics\n"]
+        body = generate_latest(registry)
+        # a fresh header list each time: wsgiref appends Content-Length to the one it is given
+        start_response("200 OK", [("Content-Type", CONTENT_TYPE_PLAIN_0_0_4)])
+        return [body]
+
+    server = make_server(LOOPBACK, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name="demo-metrics", daemon=True)
+    thread.start()
+    return server, thread
+
+
 class SimulatedLane:
     """A vLLM V1 lane on a free loopback port whose metrics advance with time.
 
@@ -762,7 +798,7 @@ class SimulatedLane:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stepper: threading.Thread | None = None
-        self._server: Any = None
+        self._server: ThreadingWSGIServer | None = None
         self._server_thread: threading.Thread | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_LaneCollector(self))
@@ -800,7 +836,7 @@ class SimulatedLane:
 
     def start(self, port: int = 0) -> str:
         """Serve `/metrics` on 127.0.0.1 (port 0: any free one), start stepping; return the URL."""
-        self._server, self._server_thread = start_http_server(port, LOOPBACK, self.registry)
+        self._server, self._server_thread = serve_metrics(self.registry, port)
         self._stop.clear()
         self._stepper = threading.Thread(
             target=self._run, name=f"demo-lane-{self.name}", daemon=True
@@ -1192,6 +1228,7 @@ END_REASONS: dict[str, str] = {
     "desktop": "agent_close", "cli": "cli_close", "tui": "cli_close",
     "telegram": "session_reset", "cron": "cron_complete", "subagent": "agent_close",
 }  # fmt: skip
+INTERACTIVE = frozenset({"desktop", "cli", "tui", "telegram"})
 TITLE_VERBS = (
     "Fix",
     "Refactor",
@@ -1467,7 +1504,7 @@ class SimulatedHermes:
                 s.parent_id = parent.id
                 s.started_at = parent.started_at + rng.uniform(60, 900)
         sessions.sort(key=lambda s: s.started_at)
-        interactive = [s for s in sessions if s.source in ("desktop", "cli", "tui", "telegram")]
+        interactive = [s for s in sessions if s.source in INTERACTIVE]
         for s in rng.sample(interactive, min(self.open_sessions, len(interactive))):
             s.started_at = now - rng.uniform(15 * 60, 3 * 3600)
             s.calls = max(s.calls, 40)  # still going: the live writer continues it
@@ -1490,7 +1527,7 @@ class SimulatedHermes:
                     if t > now - 30:
                         break
                     self._record_call(c, s, t)
-                if s.source in ("desktop", "cli", "tui", "telegram") and self._rng.random() < 0.6:
+                if s.source in INTERACTIVE and self._rng.random() < 0.6:
                     self._title(c, s, s.started_at + self._rng.uniform(3, 12))
                 if s.id not in live_ids:
                     c.execute(END_SESSION_SQL, (min(t + 30, now - 30), END_REASONS[s.source], s.id))
@@ -1508,6 +1545,8 @@ class SimulatedHermes:
             self._live.append(s)
         s = self._rng.choice(self._live)
         self._execute_write(lambda c: self._record_call(c, s, now))
+        if s.done == 1 and s.source in INTERACTIVE and self._rng.random() < 0.6:
+            self._execute_write(lambda c: self._title(c, s, now))
         if s.done >= s.calls:
             self._live.remove(s)
             self._execute_write(
@@ -1651,6 +1690,8 @@ class DemoLaneConfig:
     metrics_url: str
     prometheus_url: str | None
     selector: str
+    gpus: int
+    chunk_tokens: int
 
 
 @dataclass(slots=True)
@@ -1721,6 +1762,8 @@ class Demo:
                 metrics_url=self.lane_urls[name],
                 prometheus_url=self.prometheus_url,
                 selector=f'job="{name}"',
+                gpus=lane.preset.gpus,
+                chunk_tokens=lane.preset.chunk_tokens,
             )
             for name, lane in self.lanes.items()
         ]
@@ -1753,8 +1796,8 @@ class Demo:
         self.stop()
 
 
-def demo_config(demo: Demo) -> dict[str, Any]:
-    """The data a config for the demo needs: lanes (direct URL or Prometheus + selector), ledger."""
+def demo_config_data(demo: Demo) -> dict[str, Any]:
+    """The demo as config data: each lane (Prometheus + selector, or its /metrics), the ledger."""
     lanes: list[dict[str, Any]] = []
     for lane in demo.lane_configs():
         entry: dict[str, Any] = {
@@ -1762,9 +1805,12 @@ def demo_config(demo: Demo) -> dict[str, Any]:
             "engine": lane.engine,
             "hardware": lane.hardware,
             "model": lane.model,
+            "gpus": lane.gpus,
+            "chunk_tokens": lane.chunk_tokens,
         }
         if lane.prometheus_url is not None:
-            entry["prometheus"] = {"url": lane.prometheus_url, "selector": lane.selector}
+            entry["prometheus"] = lane.prometheus_url
+            entry["selector"] = lane.selector
         else:
             entry["metrics_url"] = lane.metrics_url
         lanes.append(entry)
@@ -1772,4 +1818,14 @@ def demo_config(demo: Demo) -> dict[str, Any]:
 
 
 def demo_config_yaml(demo: Demo) -> str:
-    return yaml.safe_dump(demo_config(demo), sort_keys=False)
+    """`demo_config_data` as config-file YAML."""
+    return yaml.safe_dump(demo_config_data(demo), sort_keys=False)
+
+
+def demo_config(
+    demo: Demo,
+    hardware: Mapping[str, Hardware] | None = None,
+    models: Mapping[str, ModelProfile] | None = None,
+) -> Config:
+    """The cockpit's config for the running demo, parsed like a config file would be."""
+    return parse_config(demo_config_yaml(demo), "<cockpit demo>", hardware, models)

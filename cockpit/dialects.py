@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
@@ -189,25 +189,73 @@ _PRESENCE_METRIC = {
 LANE_KEYS: tuple[str, ...] = LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS
 
 
-def lane_specs(dialect: str) -> Mapping[str, Spec]:
-    """Raw lane key -> spec for a dialect (every key of LANE_KEYS is present)."""
+def lane_specs(dialect: str, escaped: bool = False) -> Mapping[str, Spec]:
+    """Raw lane key -> spec for a dialect (every key of LANE_KEYS is present).
+
+    `escaped`: the names as stored after an OpenMetrics scrape that turned `:` into `_`
+    (see `names_escaped`).
+    """
     try:
-        return _SPECS[dialect]
+        specs = _SPECS[dialect]
     except KeyError:
         raise DialectError(
             f"unknown engine dialect {dialect!r} (expected one of {', '.join(DIALECTS)})"
         ) from None
+    if not escaped:
+        return specs
+    return {key: _escaped_spec(spec) for key, spec in specs.items()}
 
 
-def presence_metric(dialect: str) -> str:
+def escape_name(metric: str) -> str:
+    """`vllm:x` -> `vllm_x`, as prometheus_client writes it under `escaping=underscores`."""
+    return metric.replace(":", "_")
+
+
+def _escaped_spec(spec: Spec) -> Spec:
+    if isinstance(spec, Counter | Gauge):
+        return replace(spec, metric=escape_name(spec.metric))
+    if isinstance(spec, Difference):
+        return Difference(
+            replace(spec.a, metric=escape_name(spec.a.metric)),
+            replace(spec.b, metric=escape_name(spec.b.metric)),
+        )
+    if isinstance(spec, Histogram):
+        return Histogram(escape_name(spec.base))
+    return spec
+
+
+def names_escaped(metric_names: Iterable[str]) -> bool:
+    """True when the engine's names arrived as `vllm_...`/`sglang_...` instead of `vllm:...`.
+
+    prometheus_client (0.2x) answers an OpenMetrics scrape with `escaping=underscores` and
+    replaces the colon in sample names (client_python issue #1177), so a Prometheus that
+    negotiates OpenMetrics stores `vllm_prompt_tokens_total`.
+    """
+    names = list(metric_names)
+    if any(name.startswith(("vllm:", "sglang:")) for name in names):
+        return False
+    return any(name.startswith(("vllm_", "sglang_")) for name in names)
+
+
+def _unescaped(names: Iterable[str]) -> set[str]:
+    return {
+        re.sub(r"^(vllm|sglang)_", r"\1:", name) if name.startswith(("vllm_", "sglang_")) else name
+        for name in names
+    }
+
+
+def presence_metric(dialect: str, escaped: bool = False) -> str:
     """A gauge every lane of this dialect exposes, used to find when its data starts."""
     lane_specs(dialect)
-    return _PRESENCE_METRIC[dialect]
+    metric = _PRESENCE_METRIC[dialect]
+    return escape_name(metric) if escaped else metric
 
 
 def detect_dialect(metric_names: Iterable[str]) -> str:
     """The dialect whose names these are: SGLang, vLLM V1, or vLLM before 0.12."""
     names = set(metric_names)
+    if names_escaped(names):
+        names = _unescaped(names)
     if any(name.startswith("sglang:") for name in names):
         return "sglang"
     modern = {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total"}
@@ -328,12 +376,16 @@ def spec_expression(spec: Spec, selector: str, window: str) -> str | None:
     return None
 
 
-def capacity_expression(dialect: str, selector: str) -> str:
+def capacity_expression(dialect: str, selector: str, escaped: bool = False) -> str:
     """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge."""
-    if dialect == "sglang":
-        return f"sum(sglang:max_total_num_tokens{selector_with(selector)})"
     lane_specs(dialect)
-    return "vllm:cache_config_info" + selector_without(selector, "model_name")
+    if dialect == "sglang":
+        metric = "sglang:max_total_num_tokens"
+        metric = escape_name(metric) if escaped else metric
+        return f"sum({metric}{selector_with(selector)})"
+    metric = "vllm:cache_config_info"
+    metric = escape_name(metric) if escaped else metric
+    return metric + selector_without(selector, "model_name")
 
 
 def data_start_step(window_s: float) -> float:
@@ -341,28 +393,34 @@ def data_start_step(window_s: float) -> float:
     return float(max(15, round(window_s / 2000)))
 
 
-def data_start_expression(dialect: str, selector: str, window_s: float) -> str:
+def data_start_expression(
+    dialect: str, selector: str, window_s: float, escaped: bool = False
+) -> str:
     """Epoch of the lane's oldest sample in the window, to within `data_start_step`.
 
     Each subquery step sees the newest sample within the 5 m lookback, so when data covers
     the window's start the answer is at or before it; otherwise it is the first sample.
     """
     step = data_start_step(window_s)
-    metric = presence_metric(dialect) + selector_with(selector)
+    metric = presence_metric(dialect, escaped) + selector_with(selector)
+    # Data younger than the last subquery step is only seen by the instant lookup.
     return (
-        f"min(min_over_time(timestamp({metric})"
+        f"(min(min_over_time(timestamp({metric})"
         f"[{promql_duration(window_s)}:{promql_duration(step)}]))"
+        f" or min(timestamp({metric})))"
     )
 
 
-def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
+def lane_expressions(
+    dialect: str, selector: str, window: str, escaped: bool = False
+) -> dict[str, str]:
     """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
     expressions: dict[str, str] = {}
-    for key, spec in lane_specs(dialect).items():
+    for key, spec in lane_specs(dialect, escaped).items():
         expression = spec_expression(spec, selector, window)
         if expression is not None:
             expressions[key] = expression
-    expressions[KV_CAPACITY] = capacity_expression(dialect, selector)
+    expressions[KV_CAPACITY] = capacity_expression(dialect, selector, escaped)
     return expressions
 
 

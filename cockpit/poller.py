@@ -24,11 +24,19 @@ MAX_DELAY_S = 60.0
 class LaneFeed(Protocol):
     """One lane's source, as the app sees it."""
 
-    name: str
-    hardware: Hardware | None
-    model: ModelProfile | None
-    host_kv_tokens: float
-    chunk_tokens: int | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def hardware(self) -> Hardware | None: ...
+    @property
+    def model(self) -> ModelProfile | None: ...
+    @property
+    def host_kv_tokens(self) -> float:
+        """KV tokens held by a host tier, added to the GPU's resident tokens."""
+        ...
+
+    @property
+    def chunk_tokens(self) -> int | None: ...
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
         """Window totals ending at `end` (None = now); raises with a one-line reason."""
@@ -85,6 +93,14 @@ def _retry_after(error: BaseException) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
+@dataclass(frozen=True, slots=True)
+class Clocks:
+    """Wall time (for `updated_at`, `stale since`) and a monotonic clock (for latency)."""
+
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.perf_counter
+
+
 TotalsT = TypeVar("TotalsT", LaneTotals, LedgerTotals)
 FiguresT = TypeVar("FiguresT", LaneFigures, LedgerFigures)
 
@@ -111,28 +127,28 @@ class _Tracker(Generic[TotalsT, FiguresT]):
         read: Callable[[float, float | None], Awaitable[TotalsT]],
         compute: Callable[[TotalsT], FiguresT],
         refresh_s: float,
-        now: Callable[[], float],
+        clocks: Clocks,
         max_delay_s: float,
     ) -> None:
+        self._clocks = clocks
         self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
         self._compute: Callable[[TotalsT], FiguresT] = compute
-        self._now = now
         self.backoff = Backoff(refresh_s, max_delay_s)
         self._good: dict[str, _Good[TotalsT, FiguresT]] = {}
         self._failing_since: float | None = None
 
     async def run(self, window: str, end: float | None) -> _Outcome[TotalsT, FiguresT]:
         window_s = parse_duration(window)
-        started = time.perf_counter()
+        started = self._clocks.monotonic()
         try:
             totals = await self._read(window_s, end)
         # The feed is the I/O boundary: every source raises its own error types, each with a
         # one-line message. Whatever it is, the user sees that message and the app goes on.
         except Exception as error:
-            latency = time.perf_counter() - started
+            latency = self._clocks.monotonic() - started
             return self._failed(window, error, latency)
-        latency = time.perf_counter() - started
-        good = _Good(totals, self._compute(totals), self._now())
+        latency = self._clocks.monotonic() - started
+        good = _Good(totals, self._compute(totals), self._clocks.wall())
         self._good[window] = good
         self._failing_since = None
         self.backoff.succeeded()
@@ -140,7 +156,7 @@ class _Tracker(Generic[TotalsT, FiguresT]):
 
     def _failed(self, window: str, error: Exception, latency: float) -> _Outcome[TotalsT, FiguresT]:
         if self._failing_since is None:
-            self._failing_since = self._now()
+            self._failing_since = self._clocks.wall()
         self.backoff.failed(_retry_after(error))
         reason = failure_reason(error)
         good = self._good.get(window)
@@ -158,13 +174,13 @@ class LanePoller:
         refresh_s: float,
         *,
         replay_at: float | None = None,
-        now: Callable[[], float] = time.time,
+        clocks: Clocks | None = None,
         max_delay_s: float = MAX_DELAY_S,
     ) -> None:
         self.feed = feed
         self.replay_at = replay_at
         self._tracker: _Tracker[LaneTotals, LaneFigures] = _Tracker(
-            feed.read, self._figures, refresh_s, now, max_delay_s
+            feed.read, self._figures, refresh_s, clocks or Clocks(), max_delay_s
         )
 
     def _figures(self, totals: LaneTotals) -> LaneFigures:
@@ -206,14 +222,14 @@ class LedgerPoller:
         *,
         prices: Prices | None = None,
         replay_at: float | None = None,
-        now: Callable[[], float] = time.time,
+        clocks: Clocks | None = None,
         max_delay_s: float = MAX_DELAY_S,
     ) -> None:
         self.feed = feed
         self.prices = prices or Prices()
         self.replay_at = replay_at
         self._tracker: _Tracker[LedgerTotals, LedgerFigures] = _Tracker(
-            feed.read, self._figures, refresh_s, now, max_delay_s
+            feed.read, self._figures, refresh_s, clocks or Clocks(), max_delay_s
         )
 
     def _figures(self, totals: LedgerTotals) -> LedgerFigures:

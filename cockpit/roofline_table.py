@@ -84,7 +84,11 @@ def _header(hw: Hardware, model: ModelProfile) -> list[str]:
         _row("bandwidth", si(hw.bandwidth, "B/s")),
         _row("ridge", f"{intensity_text(hw.ridge)} FLOP/byte"),
         _row("weights", f"{si(model.weight_bytes, 'B')} ({counted} × {per_param})"),
-        _row("KV cache", f"{si(model.kv_bytes_per_token, 'B')} per token"),
+        _row(
+            "KV cache",
+            f"{si(model.kv_bytes_per_token, 'B')} per token"
+            f" ({model.kv_bytes_per_token / 1024:,.4g} KiB)",
+        ),
     ]
 
 

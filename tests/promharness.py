@@ -153,7 +153,9 @@ class OpenMetricsWriter:
     def __init__(self) -> None:
         self._families: dict[str, tuple[str, list[tuple[str, Labels, Samples]]]] = {}
 
-    def add(self, family: str, kind: str, sample_name: str, labels: Labels, samples: Samples) -> None:
+    def add(
+        self, family: str, kind: str, sample_name: str, labels: Labels, samples: Samples
+    ) -> None:
         self._families.setdefault(family, (kind, []))[1].append((sample_name, labels, samples))
 
     def render(self) -> str:

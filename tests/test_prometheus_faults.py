@@ -41,7 +41,7 @@ def _vector(samples: list[tuple[str, str]], warnings: list[str] | None = None) -
 class Handler(BaseHTTPRequestHandler):
     behaviour = Behaviour
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
@@ -107,14 +107,32 @@ async def test_connection_refused() -> None:
     [
         (500, b"boom", {}, "HTTP 500", None),
         (503, b"busy", {"Retry-After": "7"}, r"HTTP 503 .*retry after 7 s", 7.0),
-        (200, b"<html><body>Sign in</body></html>", {"Content-Type": "text/html"}, "HTML page",
-         None),
+        (
+            200,
+            b"<html><body>Sign in</body></html>",
+            {"Content-Type": "text/html"},
+            "HTML page",
+            None,
+        ),
         (200, b'{"status": "success", "data": ', {}, "invalid JSON", None),
-        (400, json.dumps({"status": "error", "errorType": "bad_data",
-                          "error": "parse error at char 5"}).encode(), {},
-         "bad_data: parse error at char 5", None),
-        (200, json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}})
-         .encode(), {}, "not an instant vector", None),
+        (
+            400,
+            json.dumps(
+                {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}
+            ).encode(),
+            {},
+            "bad_data: parse error at char 5",
+            None,
+        ),
+        (
+            200,
+            json.dumps(
+                {"status": "success", "data": {"resultType": "matrix", "result": []}}
+            ).encode(),
+            {},
+            "not an instant vector",
+            None,
+        ),
     ],
 )
 async def test_bad_answers_give_one_line_reasons(
@@ -183,10 +201,27 @@ async def test_secrets_never_in_messages(fake: tuple[str, type[Behaviour]]) -> N
 def tls(tmp_path: Path) -> Iterator[tuple[str, type[Behaviour], Path]]:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=30,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)

@@ -6,6 +6,7 @@ Expected figures are computed here from the generated samples with Prometheus's 
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ def prom_increase(samples: Series, start: float, end: float) -> float | None:
     if len(points) < 2:
         return None
     raw = points[-1][1] - points[0][1]
-    raw += sum(prev for (_, prev), (_, cur) in zip(points, points[1:], strict=False) if cur < prev)
+    raw += sum(prev for (_, prev), (_, cur) in itertools.pairwise(points) if cur < prev)
     sampled = points[-1][0] - points[0][0]
     average = sampled / (len(points) - 1)
     to_start = points[0][0] - start
@@ -105,8 +106,14 @@ VLLM_PHASES = (
 )
 
 
-def _histogram(h: History, rng: random.Random, base: str, labels: dict[str, str], times: list[int],
-               reset_at: int | None) -> None:
+def _histogram(
+    h: History,
+    rng: random.Random,
+    base: str,
+    labels: dict[str, str],
+    times: list[int],
+    reset_at: int | None,
+) -> None:
     per_bucket = [counter(rng, times, reset_at) for _ in LEN_BOUNDS]
     cumulative: list[Series] = []
     running = [(float(t), 0.0) for t in times]
@@ -119,24 +126,44 @@ def _histogram(h: History, rng: random.Random, base: str, labels: dict[str, str]
     h.add(base, "histogram", f"{base}_sum", labels, counter(rng, times, reset_at))
 
 
-def _vllm_instance(h: History, rng: random.Random, labels: dict[str, str], times: list[int],
-                   reset_at: int | None = None) -> None:
+def _vllm_instance(
+    h: History,
+    rng: random.Random,
+    labels: dict[str, str],
+    times: list[int],
+    reset_at: int | None = None,
+) -> None:
     for name in VLLM_COUNTERS:
         h.add(name.removesuffix("_total"), "counter", name, labels, counter(rng, times, reset_at))
     for source in ("local_compute", "local_cache_hit"):
-        h.add("vllm:prompt_tokens_by_source", "counter", "vllm:prompt_tokens_by_source_total",
-              {**labels, "source": source}, counter(rng, times, reset_at))
+        h.add(
+            "vllm:prompt_tokens_by_source",
+            "counter",
+            "vllm:prompt_tokens_by_source_total",
+            {**labels, "source": source},
+            counter(rng, times, reset_at),
+        )
     zero = [(float(t), 0.0) for t in times]
     h.add("vllm:num_preemptions", "counter", "vllm:num_preemptions_total", labels, zero)
     old = [t for t in times if t < END - 2 * WINDOW]
-    h.add("vllm:estimated_flops_per_gpu", "counter", "vllm:estimated_flops_per_gpu_total",
-          labels, counter(rng, old))
+    h.add(
+        "vllm:estimated_flops_per_gpu",
+        "counter",
+        "vllm:estimated_flops_per_gpu_total",
+        labels,
+        counter(rng, old),
+    )
     for base in ("vllm:request_prompt_tokens", "vllm:request_generation_tokens", *VLLM_PHASES):
         _histogram(h, rng, base, labels, times, reset_at)
     for gauge in ("vllm:num_requests_running", "vllm:num_requests_waiting"):
         h.add(gauge, "gauge", gauge, labels, [(float(t), float(rng.randint(0, 9))) for t in times])
-    h.add("vllm:kv_cache_usage_perc", "gauge", "vllm:kv_cache_usage_perc", labels,
-          [(float(t), rng.random()) for t in times])
+    h.add(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "vllm:kv_cache_usage_perc",
+        labels,
+        [(float(t), rng.random()) for t in times],
+    )
 
 
 def build_history() -> History:
@@ -150,42 +177,86 @@ def build_history() -> History:
     a3 = {**lane_a, "instance": "a3"}
     _vllm_instance(h, rng, a3, swapped_in)
     info = [(float(t), 1.0) for t in times]
-    h.add("vllm:cache_config_info", "gauge", "vllm:cache_config_info",
-          {"job": "lane-a", "instance": "a1", "engine": "0", "kv_cache_size_tokens": "1048576",
-           "num_gpu_blocks": "8192", "block_size": "128"}, info)
-    h.add("vllm:cache_config_info", "gauge", "vllm:cache_config_info",
-          {"job": "lane-a", "instance": "a3", "engine": "0", "kv_cache_size_tokens": "None",
-           "num_gpu_blocks": "100", "block_size": "16"}, [(float(t), 1.0) for t in swapped_in])
+    h.add(
+        "vllm:cache_config_info",
+        "gauge",
+        "vllm:cache_config_info",
+        {
+            "job": "lane-a",
+            "instance": "a1",
+            "engine": "0",
+            "kv_cache_size_tokens": "1048576",
+            "num_gpu_blocks": "8192",
+            "block_size": "128",
+        },
+        info,
+    )
+    h.add(
+        "vllm:cache_config_info",
+        "gauge",
+        "vllm:cache_config_info",
+        {
+            "job": "lane-a",
+            "instance": "a3",
+            "engine": "0",
+            "kv_cache_size_tokens": "None",
+            "num_gpu_blocks": "100",
+            "block_size": "16",
+        },
+        [(float(t), 1.0) for t in swapped_in],
+    )
 
     legacy = {"job": "lane-c", "instance": "c1", "model_name": "old", "engine": "0"}
     late = [t for t in times if t >= LEGACY_FROM]
-    for name in ("vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
-                 "vllm:prompt_tokens_total"):
+    for name in (
+        "vllm:gpu_prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_hits_total",
+        "vllm:prompt_tokens_total",
+    ):
         h.add(name.removesuffix("_total"), "counter", name, legacy, counter(rng, late))
     _histogram(h, rng, "vllm:time_per_output_token_seconds", legacy, late, None)
     for gauge in ("vllm:num_requests_running", "vllm:gpu_cache_usage_perc"):
         h.add(gauge, "gauge", gauge, legacy, [(float(t), rng.random()) for t in late])
 
     sg = {"job": "lane-b", "instance": "b1", "model_name": "qwen", "tp_rank": "0"}
-    for name in ("sglang:prompt_tokens_total", "sglang:generation_tokens_total",
-                 "sglang:num_requests_total", "sglang:spec_verify_calls_total"):
+    for name in (
+        "sglang:prompt_tokens_total",
+        "sglang:generation_tokens_total",
+        "sglang:num_requests_total",
+        "sglang:spec_verify_calls_total",
+    ):
         h.add(name.removesuffix("_total"), "counter", name, sg, counter(rng, times))
     for source in ("device", "host"):
-        h.add("sglang:cached_tokens", "counter", "sglang:cached_tokens_total",
-              {**sg, "cache_source": source}, counter(rng, times))
+        h.add(
+            "sglang:cached_tokens",
+            "counter",
+            "sglang:cached_tokens_total",
+            {**sg, "cache_source": source},
+            counter(rng, times),
+        )
     for stage in ("prefill_forward", "decode_loop"):
-        _histogram(h, rng, "sglang:per_stage_req_latency_seconds", {**sg, "stage": stage},
-                   times, None)
+        _histogram(
+            h, rng, "sglang:per_stage_req_latency_seconds", {**sg, "stage": stage}, times, None
+        )
     _histogram(h, rng, "sglang:queue_time_seconds", sg, times, None)
     for gauge in ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage"):
         h.add(gauge, "gauge", gauge, sg, [(float(t), rng.random()) for t in times])
-    h.add("sglang:max_total_num_tokens", "gauge", "sglang:max_total_num_tokens", sg,
-          [(float(t), 500000.0) for t in times])
+    h.add(
+        "sglang:max_total_num_tokens",
+        "gauge",
+        "sglang:max_total_num_tokens",
+        sg,
+        [(float(t), 500000.0) for t in times],
+    )
 
     for model, value in ((WEIRD, 3.0), ('we"ird', 5.0), ("we\\ird", 7.0)):
-        h.add("vllm:num_requests_running", "gauge", "vllm:num_requests_running",
-              {"job": "lane-esc", "instance": "e1", "model_name": model},
-              [(float(t), value) for t in times])
+        h.add(
+            "vllm:num_requests_running",
+            "gauge",
+            "vllm:num_requests_running",
+            {"job": "lane-esc", "instance": "e1", "model_name": model},
+            [(float(t), value) for t in times],
+        )
     return h
 
 
@@ -232,7 +303,9 @@ VLLM_KEYS: dict[str, Callable[[History], float | None]] = {
 }
 
 
-async def test_vllm_lane_counters_match_increase(source: PrometheusSource, history: History) -> None:
+async def test_vllm_lane_counters_match_increase(
+    source: PrometheusSource, history: History
+) -> None:
     totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
     assert totals.dialect == "vllm"
     for key, expected in VLLM_KEYS.items():
@@ -245,7 +318,9 @@ async def test_reset_and_swap_are_counted(history: History) -> None:
     # The expected value must differ from a naive last-minus-first, or the test proves nothing.
     a1 = next(history.matching("vllm:prompt_tokens_total", instance="a1"))
     in_window = [v for t, v in a1 if END - WINDOW <= t <= END]
-    assert in_window[-1] - in_window[0] < history.increase("vllm:prompt_tokens_total", instance="a1")  # type: ignore[operator]
+    assert in_window[-1] - in_window[0] < history.increase(
+        "vllm:prompt_tokens_total", instance="a1"
+    )  # type: ignore[operator]
 
 
 async def test_one_request_per_refresh(source: PrometheusSource) -> None:
@@ -268,11 +343,15 @@ async def test_real_zero_versus_missing(source: PrometheusSource) -> None:
 
 async def test_gauges_and_histograms(source: PrometheusSource, history: History) -> None:
     totals = await source.read_lane("a", "vllm", '{job="lane-a"}', WINDOW, END)
-    running = [mean_in_window(s, END - WINDOW, END)
-               for s in history.matching("vllm:num_requests_running", job="lane-a")]
+    running = [
+        mean_in_window(s, END - WINDOW, END)
+        for s in history.matching("vllm:num_requests_running", job="lane-a")
+    ]
     assert totals.values["running"] == pytest.approx(sum(r for r in running if r is not None))
-    usage = [mean_in_window(s, END - WINDOW, END)
-             for s in history.matching("vllm:kv_cache_usage_perc", job="lane-a")]
+    usage = [
+        mean_in_window(s, END - WINDOW, END)
+        for s in history.matching("vllm:kv_cache_usage_perc", job="lane-a")
+    ]
     present = [u for u in usage if u is not None]
     assert totals.values["kv_usage"] == pytest.approx(sum(present) / len(present))
     buckets = totals.histograms["prompt_len"]

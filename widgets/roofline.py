@@ -160,10 +160,22 @@ def _decade_ticks(lo: float, hi: float, room: int) -> tuple[list[float], list[st
     return [float(d) for d in chosen], [decade_label(d) for d in chosen]
 
 
-def _theme_rgb(variables: dict[str, str], name: str, fallback: str) -> tuple[int, int, int]:
-    value = variables.get(name) or variables.get(fallback) or "white"
-    rgb: tuple[int, int, int] = Color.parse(value).rgb
-    return rgb
+_COLOURS = {
+    "roof": ("text-primary", "primary"),
+    "ridge": ("foreground-darken-3", "foreground"),
+    "prefill": ("text-warning", "warning"),
+    "decode": ("text-success", "success"),
+    "measured": ("text-secondary", "secondary"),
+}
+"""Theme variables each mark is drawn in (the readable `text-*` shades first)."""
+
+
+def _theme_rgb(variables: dict[str, str], mark: str) -> tuple[int, int, int]:
+    for name in _COLOURS[mark]:
+        if name in variables:
+            rgb: tuple[int, int, int] = Color.parse(variables[name]).rgb
+            return rgb
+    return (255, 255, 255)
 
 
 class _RoofPlot(PlotextPlot):
@@ -171,6 +183,9 @@ class _RoofPlot(PlotextPlot):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        # "clear" leaves background and text to the pane's styles, which follow the app
+        # theme; the roof and the points take the theme's colours when drawn.
+        self.theme = "clear"
         self._generation = 0
         self._cache_key: tuple[object, ...] | None = None
         self._cached: RenderResult | None = None
@@ -290,21 +305,19 @@ class RooflinePane(Widget):
         axes = _axes(view, plotted)
         ridge_x = math.log10(hw.ridge)
         peak_y = math.log10(hw.peak_flops)
-        roof_colour = _theme_rgb(colours, "primary", "foreground")
         plt.plot(
             [axes.x_lo, ridge_x, axes.x_hi],
             [math.log10(hw.bandwidth) + axes.x_lo, peak_y, peak_y],
             marker="braille",
-            color=roof_colour,
+            color=_theme_rgb(colours, "roof"),
         )
-        plt.vline(ridge_x, _theme_rgb(colours, "secondary", "foreground"))
-        point_colours = {"prefill": "warning", "decode": "success", "measured": "accent"}
+        plt.vline(ridge_x, _theme_rgb(colours, "ridge"))
         for name, point in plotted:
             plt.scatter(
                 [math.log10(point.intensity)],
                 [math.log10(point.achieved_flops_per_s)],
                 marker=_LETTERS[name],
-                color=_theme_rgb(colours, point_colours[name], "foreground"),
+                color=_theme_rgb(colours, name),
             )
         plt.xlim(axes.x_lo, axes.x_hi)
         plt.ylim(axes.y_lo, axes.y_hi)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual.content import Content
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -12,10 +13,7 @@ from cockpit.figures import format_value
 from cockpit.model import Freshness
 from cockpit.timeutil import clock, stamp
 
-from .pane import freshness_note
-
-NBSP = "\u00a0"
-"""Inside one item, so a narrow terminal wraps between items, never inside one."""
+from .pane import DEFAULT_WIDTH, freshness_note
 
 SEPARATOR = " │ "
 
@@ -25,6 +23,8 @@ class SourceStatus:
     name: str
     freshness: Freshness
     latency_s: float | None = None
+    reading: bool = False
+    """No snapshot yet: the first read is under way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +45,12 @@ class StatusView:
 
 
 def _item(text: str, style: str = "") -> Content:
-    return Content.styled(text.replace(" ", NBSP), style)
+    return Content.styled(text, style)
 
 
 def _source_item(source: SourceStatus) -> Content:
+    if source.reading:
+        return _item(f"{source.name} reading…", "$text-muted")
     latency = (
         f" {format_value(source.latency_s, 'seconds')}" if source.latency_s is not None else ""
     )
@@ -76,6 +78,23 @@ def status_items(view: StatusView) -> list[Content]:
     return items
 
 
+def pack_items(items: list[Content], width: int) -> list[Content]:
+    """Items on as few lines as fit `width`, breaking only between items, never inside one."""
+    lines: list[Content] = []
+    current: Content | None = None
+    for item in items:
+        if current is None:
+            current = item
+        elif current.cell_length + len(SEPARATOR) + item.cell_length <= width:
+            current = Content.assemble(current, (SEPARATOR, "$text-muted"), item)
+        else:
+            lines.append(current)
+            current = item
+    if current is not None:
+        lines.append(current)
+    return [line.truncate(width, ellipsis=True) for line in lines]
+
+
 class StatusLine(Widget):
     """One line (two when narrow) at the top of the screen."""
 
@@ -86,6 +105,7 @@ class StatusLine(Widget):
         background: $panel;
         color: $foreground;
         padding: 0 1;
+        text-wrap: nowrap;
     }
     """
 
@@ -104,7 +124,13 @@ class StatusLine(Widget):
         ]
         self.tooltip = "\n".join(reasons) if reasons else None
 
-    def render(self) -> Content:
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines(width))
+
+    def _lines(self, width: int) -> list[Content]:
         if self.view is None:
-            return Content("starting…")
-        return Content(SEPARATOR).join(status_items(self.view))
+            return [Content("starting…")]
+        return pack_items(status_items(self.view), width or DEFAULT_WIDTH)
+
+    def render(self) -> Content:
+        return Content("\n").join(self._lines(self.size.width))

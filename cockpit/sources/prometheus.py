@@ -124,10 +124,11 @@ class PrometheusSource:
         dialect = dialect or memory.dialect or dialects.detect_dialect(names or ())
         memory.dialect = dialect
         window = promql_duration(window_s)
-        specs = dialects.lane_specs(dialect)
+        escaped = dialects.names_escaped(names)
+        specs = dialects.lane_specs(dialect, escaped)
         missing: dict[str, str] = {}
         exprs: dict[str, str] = {}
-        for key, expr in dialects.lane_expressions(dialect, selector, window).items():
+        for key, expr in dialects.lane_expressions(dialect, selector, window, escaped).items():
             reason = dialects.missing_reason(specs[key], names) if key in specs else None
             if reason:
                 missing[key] = reason
@@ -137,7 +138,9 @@ class PrometheusSource:
             if key not in exprs and key not in missing:
                 missing[key] = dialects.missing_reason(spec, None) or "no query"
         if self._needs_start(memory, end, window_s):
-            exprs[dialects.DATA_START] = dialects.data_start_expression(dialect, selector, window_s)
+            exprs[dialects.DATA_START] = dialects.data_start_expression(
+                dialect, selector, window_s, escaped
+            )
         answer = await self.query(dialects.combined_query(exprs), end)
         return self._totals(lane, dialect, selector, window_s, end, exprs, missing, answer, memory)
 
@@ -227,7 +230,9 @@ class PrometheusSource:
     async def _names(self, memory: _LaneMemory, selector: str, now: float) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
             return memory.names
-        match = selector if dialects.parse_selector(selector) else '{__name__=~"(vllm|sglang):.+"}'
+        match = (
+            selector if dialects.parse_selector(selector) else '{__name__=~"(vllm|sglang)[:_].+"}'
+        )
         body = await self._request("GET", "/api/v1/label/__name__/values", {"match[]": match})
         data = body.get("data")
         if not isinstance(data, list):
@@ -270,7 +275,7 @@ class PrometheusSource:
         except httpx.TimeoutException:
             raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
         except httpx.HTTPError as exc:
-            raise SourceError(f"{self.url}: {_transport_reason(exc)}") from None
+            raise SourceError(f"{self.url}: {transport_reason(exc)}") from None
         return self._decode(response)
 
     def _decode(self, response: httpx.Response) -> dict[str, Any]:
@@ -318,7 +323,8 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _transport_reason(exc: httpx.HTTPError) -> str:
+def transport_reason(exc: httpx.HTTPError) -> str:
+    """One line for a transport failure: refused, unknown host, TLS, or the error's name."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ssl.SSLCertVerificationError):

@@ -1,0 +1,1 @@
+"""Benchmarks: each module has `run() -> dict` and runs alone with `python -m bench.NAME`."""

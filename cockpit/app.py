@@ -1,0 +1,513 @@
+"""The Textual app: lane and window state, one polling worker per source, keys, layout.
+
+Each source is polled by a worker that runs one `Poller.cycle()` and posts the snapshot as a
+message; the next cycle is armed with `set_timer` only once that message is handled, so reads
+never overlap. Handlers never await I/O: a key is answered at once however slow a source is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from cockpit.config import Config
+from cockpit.figures import LaneFigures
+from cockpit.model import FRESH
+from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
+from cockpit.roofline import LaneLoad, RooflineView, operating_points
+from cockpit.screens import HelpScreen
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.themes import DEFAULT_THEME, STYLESHEET, THEME_NAMES, THEMES, next_theme
+from cockpit.timeutil import WINDOWS, next_window
+from cockpit.widgets import (
+    CacheGauge,
+    PhaseBar,
+    PrefillPane,
+    RatiosPane,
+    SpendPane,
+    StatusLine,
+    StatusView,
+)
+from cockpit.widgets.roofline import RooflinePane
+from cockpit.widgets.status import SourceStatus
+
+MIN_WIDTH = 40
+MIN_HEIGHT = 12
+TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
+
+
+class LaneRefreshed(Message):
+    """A lane cycle ended. A newer one replaces it if the app hasn't handled it yet."""
+
+    def __init__(self, snapshot: LaneSnapshot, epoch: int) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.epoch = epoch
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LaneRefreshed)
+
+
+class LedgerRefreshed(Message):
+    """A ledger cycle ended. A newer one replaces it if the app hasn't handled it yet."""
+
+    def __init__(self, snapshot: LedgerSnapshot, epoch: int) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.epoch = epoch
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LedgerRefreshed)
+
+
+def lane_load(figures: LaneFigures) -> LaneLoad:
+    """The figures the roofline's operating points are made of."""
+    value = figures.value
+    return LaneLoad(
+        effective_prefill_rate=value("effective_prefill_rate"),
+        mean_prompt=value("mean_prompt"),
+        mean_fresh_prefill=value("mean_fresh_prefill"),
+        mean_generated=value("mean_generated"),
+        running=value("running"),
+        itl_s=value("itl_mean"),
+        tokens_per_step=value("tokens_per_step"),
+        measured_flops_per_s=value("measured_flops"),
+        measured_bytes_per_s=value("measured_bytes"),
+    )
+
+
+def roofline_view(snapshot: LaneSnapshot | None, chunk_tokens: int | None) -> RooflineView | None:
+    """The roofline of a lane with known hardware and model; points once figures exist."""
+    if snapshot is None or snapshot.hardware is None or snapshot.model is None:
+        return None
+    points = None
+    if snapshot.figures is not None:
+        load = lane_load(snapshot.figures)
+        points = operating_points(load, snapshot.hardware, snapshot.model, chunk_tokens)
+    return RooflineView(snapshot.hardware, snapshot.model, points)
+
+
+def receipt_name(lane: str, window: str, moment: float) -> str:
+    """`cockpit-receipt-<lane>-<window>-<UTC stamp>.md`, safe as a file name."""
+    safe_lane = re.sub(r"[^A-Za-z0-9_.-]+", "_", lane) or "lane"
+    stamp = datetime.fromtimestamp(moment, UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"cockpit-receipt-{safe_lane}-{window}-{stamp}.md"
+
+
+@dataclass
+class _Loop:
+    """One source's polling state: which cycle is current, and the armed timer."""
+
+    epoch: int = 0
+    timer: Timer | None = None
+
+    def disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.stop()
+            self.timer = None
+
+
+def _lane_bindings() -> list[BindingType]:
+    first = Binding("1", "lane(1)", "lane", key_display="1-9")
+    rest = [Binding(str(n), f"lane({n})", f"lane {n}", show=False) for n in range(2, 10)]
+    return [first, *rest]
+
+
+class CockpitApp(App[None]):
+    """The cockpit: status line, six panes (prefill first), footer."""
+
+    CSS_PATH = str(STYLESHEET)
+    TITLE = "lane-cockpit"
+    ENABLE_COMMAND_PALETTE = True
+
+    # Textual declares these as instance variables, so a ClassVar annotation can't be used.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-tiny"),
+        (MIN_WIDTH, "-one-column"),
+        (80, "-two-columns"),
+        (140, "-three-columns"),
+    ]
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (MIN_HEIGHT, "-tall"),
+    ]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *_lane_bindings(),
+        Binding("tab", "next_lane", "next lane", show=False, priority=True),
+        Binding("shift+tab", "previous_lane", "prev lane", show=False, priority=True),
+        Binding("w", "next_window", "window"),
+        Binding("W", "previous_window", "prev window", show=False),
+        Binding("r", "refresh", "refresh"),
+        Binding("p", "pause", "pause"),
+        Binding("e", "export", "export"),
+        Binding("t", "next_theme", "theme"),
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        config: Config,
+        lane_feeds: Sequence[LaneFeed],
+        ledger_feed: LedgerFeed | None,
+        *,
+        replay_at: float | None = None,
+        refresh_s: float | None = None,
+        export_dir: Path | None = None,
+        clocks: Clocks | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.refresh_s = refresh_s or config.refresh_s
+        self.replay_at = replay_at
+        self.export_dir = export_dir
+        self.clocks = clocks or Clocks()
+        self.lane_feeds = tuple(lane_feeds)
+        self.lane_pollers = [
+            LanePoller(feed, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
+            for feed in self.lane_feeds
+        ]
+        self.ledger_poller = (
+            LedgerPoller(
+                ledger_feed,
+                self.refresh_s,
+                prices=config.prices,
+                replay_at=replay_at,
+                clocks=self.clocks,
+            )
+            if ledger_feed is not None
+            else None
+        )
+        self.lane_index = 0
+        self.window = config.window if config.window in WINDOWS else "1h"
+        self.paused = False
+        self.lane_snapshot: LaneSnapshot | None = None
+        self.ledger_snapshot: LedgerSnapshot | None = None
+        self._lane_seen: dict[tuple[int, str], LaneSnapshot] = {}
+        self._ledger_seen: dict[str, LedgerSnapshot] = {}
+        self._lane_loop = _Loop()
+        self._ledger_loop = _Loop()
+        self._cockpit_theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
+
+    # --- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        yield Static(TOO_SMALL, id="too-small")
+        with VerticalScroll(id="body"), Grid(id="panes"):
+            yield CacheGauge(id="cache")
+            yield PrefillPane(id="prefill")
+            yield PhaseBar(id="phases")
+            yield RooflinePane(id="roofline")
+            yield RatiosPane(id="ratios")
+            yield SpendPane(id="spend")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = self._cockpit_theme
+        self._show_all()
+        self._poll_lane_now()
+        self._poll_ledger_now()
+
+    # --- state as the user sees it -----------------------------------------------------------
+
+    @property
+    def ledger_window(self) -> str:
+        return self.config.ledger_window or self.window
+
+    @property
+    def lane_name(self) -> str:
+        if not self.lane_feeds:
+            return "no lane"
+        return self.lane_feeds[self.lane_index].name
+
+    def status_view(self) -> StatusView:
+        sources: list[SourceStatus] = []
+        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        if lane is not None:
+            sources.append(SourceStatus("lane", lane.freshness, lane.latency_s))
+        elif self.lane_feeds:
+            sources.append(SourceStatus("lane", FRESH, reading=True))
+        if ledger is not None:
+            sources.append(SourceStatus("ledger", ledger.freshness, ledger.latency_s))
+        elif self.ledger_poller is not None:
+            sources.append(SourceStatus("ledger", FRESH, reading=True))
+        evaluated = None
+        if lane is not None and lane.totals is not None:
+            evaluated = lane.totals.end
+        elif ledger is not None and ledger.totals is not None:
+            evaluated = ledger.totals.end
+        return StatusView(
+            lane=self.lane_name,
+            index=self.lane_index + 1 if self.lane_feeds else 0,
+            count=len(self.lane_feeds),
+            window=self.window,
+            ledger_window=self.ledger_window if self.ledger_poller else None,
+            evaluated_at=evaluated,
+            replay_at=self.replay_at,
+            sources=tuple(sources),
+            paused=self.paused,
+        )
+
+    def _show_status(self) -> None:
+        self.query_one(StatusLine).show(self.status_view())
+
+    def _show_all(self) -> None:
+        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        has_ledger = self.ledger_poller is not None
+        chunk = self.lane_feeds[self.lane_index].chunk_tokens if self.lane_feeds else None
+        with self.batch_update():
+            self._show_status()
+            self.query_one(CacheGauge).show(lane, ledger, has_ledger)
+            self.query_one(PrefillPane).show(lane)
+            self.query_one(PhaseBar).show(lane)
+            self.query_one(RooflinePane).show(roofline_view(lane, chunk))
+            self.query_one(RatiosPane).show(lane, ledger, has_ledger)
+            self.query_one(SpendPane).show(ledger, has_ledger)
+
+    # --- polling ------------------------------------------------------------------------------
+
+    def _poll_lane_now(self) -> None:
+        """Start a lane cycle at once; any cycle in flight for an older state is cancelled."""
+        self._lane_loop.disarm()
+        self._lane_loop.epoch += 1
+        self._start_lane_cycle()
+
+    def _poll_ledger_now(self) -> None:
+        self._ledger_loop.disarm()
+        self._ledger_loop.epoch += 1
+        self._start_ledger_cycle()
+
+    def _start_lane_cycle(self) -> None:
+        self._lane_loop.timer = None
+        if not self.lane_pollers:
+            return
+        poller = self.lane_pollers[self.lane_index]
+        self.run_worker(
+            partial(self._lane_cycle, poller, self.window, self._lane_loop.epoch),
+            name=f"lane {poller.feed.name}",
+            group="lane",
+            description=f"read lane {poller.feed.name} over {self.window}",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _start_ledger_cycle(self) -> None:
+        self._ledger_loop.timer = None
+        poller = self.ledger_poller
+        if poller is None:
+            return
+        self.run_worker(
+            partial(self._ledger_cycle, poller, self.ledger_window, self._ledger_loop.epoch),
+            name="ledger",
+            group="ledger",
+            description=f"read the agent ledger over {self.ledger_window}",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _lane_cycle(self, poller: LanePoller, window: str, epoch: int) -> None:
+        self.post_message(LaneRefreshed(await poller.cycle(window), epoch))
+
+    async def _ledger_cycle(self, poller: LedgerPoller, window: str, epoch: int) -> None:
+        self.post_message(LedgerRefreshed(await poller.cycle(window), epoch))
+
+    def _wants_next_cycle(self, fresh: bool) -> bool:
+        # A replayed moment doesn't move: read it again only to recover from a failure.
+        return not self.paused and (self.replay_at is None or not fresh)
+
+    def on_lane_refreshed(self, message: LaneRefreshed) -> None:
+        if message.epoch != self._lane_loop.epoch:
+            return
+        self.lane_snapshot = message.snapshot
+        self._lane_seen[(self.lane_index, message.snapshot.window)] = message.snapshot
+        self._show_all()
+        poller = self.lane_pollers[self.lane_index]
+        if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
+            self._lane_loop.timer = self.set_timer(poller.delay, self._start_lane_cycle)
+
+    def on_ledger_refreshed(self, message: LedgerRefreshed) -> None:
+        if message.epoch != self._ledger_loop.epoch or self.ledger_poller is None:
+            return
+        self.ledger_snapshot = message.snapshot
+        self._ledger_seen[message.snapshot.window] = message.snapshot
+        self._show_all()
+        if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
+            delay = self.ledger_poller.delay
+            self._ledger_loop.timer = self.set_timer(delay, self._start_ledger_cycle)
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """A cycle that raised (a bug, not a source failure): say so and keep polling."""
+        if event.state != WorkerState.ERROR:
+            return
+        worker = event.worker
+        self.notify(
+            f"{worker.description}: {worker.error}", title="refresh failed", severity="error"
+        )
+        if worker.group == "lane" and not self.paused:
+            self._lane_loop.timer = self.set_timer(MAX_RETRY_S, self._start_lane_cycle)
+        elif worker.group == "ledger" and not self.paused:
+            self._ledger_loop.timer = self.set_timer(MAX_RETRY_S, self._start_ledger_cycle)
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def select_lane(self, index: int) -> None:
+        """Show lane `index` (0-based): its last figures for this window, then a fresh read."""
+        if not 0 <= index < len(self.lane_feeds) or index == self.lane_index:
+            return
+        self.lane_index = index
+        self.lane_snapshot = self._lane_seen.get((index, self.window))
+        self._show_all()
+        self._poll_lane_now()
+
+    def select_window(self, window: str) -> None:
+        if window == self.window:
+            return
+        self.window = window
+        self.lane_snapshot = self._lane_seen.get((self.lane_index, window))
+        if self.config.ledger_window is None:
+            self.ledger_snapshot = self._ledger_seen.get(window)
+            self._poll_ledger_now()
+        self._show_all()
+        self._poll_lane_now()
+
+    def action_lane(self, number: int) -> None:
+        self.select_lane(number - 1)
+
+    def action_next_lane(self) -> None:
+        if self.lane_feeds:
+            self.select_lane((self.lane_index + 1) % len(self.lane_feeds))
+
+    def action_previous_lane(self) -> None:
+        if self.lane_feeds:
+            self.select_lane((self.lane_index - 1) % len(self.lane_feeds))
+
+    def action_next_window(self) -> None:
+        self.select_window(next_window(self.window, 1))
+
+    def action_previous_window(self) -> None:
+        self.select_window(next_window(self.window, -1))
+
+    def action_refresh(self) -> None:
+        self._poll_lane_now()
+        self._poll_ledger_now()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if self.paused:
+            self._lane_loop.disarm()
+            self._ledger_loop.disarm()
+            self._show_status()
+        else:
+            self._show_status()
+            self.action_refresh()
+
+    def action_next_theme(self) -> None:
+        self.theme = next_theme(self.theme)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_export(self) -> None:
+        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        target = (self.export_dir or Path.cwd()) / receipt_name(
+            self.lane_name, self.window, self.clocks.wall()
+        )
+        self.run_worker(
+            lambda: self._write_receipt(lane, ledger, target),
+            name="export",
+            group="export",
+            description=f"export the receipt to {target}",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _write_receipt(
+        self, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, target: Path
+    ) -> None:
+        from cockpit.report import markdown_receipt
+
+        text = markdown_receipt(lane, ledger, self.config.prices)
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as error:
+            reason = error.strerror or str(error)
+            self.call_from_thread(
+                self.notify, f"{target}: {reason}", title="export failed", severity="error"
+            )
+            return
+        self.call_from_thread(self.notify, str(target), title="receipt exported")
+
+    # --- command palette ----------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for index, feed in enumerate(self.lane_feeds):
+            yield SystemCommand(
+                f"Lane: {feed.name}",
+                f"Show lane {index + 1} of {len(self.lane_feeds)}",
+                lambda index=index: self.select_lane(index),
+            )
+        for window in WINDOWS:
+            yield SystemCommand(
+                f"Window: {window}",
+                f"Figures over the last {window}",
+                lambda window=window: self.select_window(window),
+            )
+        for name in THEME_NAMES:
+            yield SystemCommand(
+                f"Cockpit theme: {name}",
+                "Switch to this theme",
+                lambda name=name: setattr(self, "theme", name),
+            )
+        yield SystemCommand(
+            "Export receipt", "Write the current receipt as markdown", self.action_export
+        )
+        yield SystemCommand("Refresh now", "Read every source again", self.action_refresh)
+        yield SystemCommand("Pause / resume", "Stop or restart polling", self.action_pause)
+
+
+MAX_RETRY_S = 60.0
+"""How long to wait after a cycle that crashed before trying again."""
+
+
+def make_app(
+    config: Config,
+    lane_feeds: Sequence[LaneFeed],
+    ledger_feed: LedgerFeed | None,
+    *,
+    replay_at: float | None = None,
+    refresh_s: float | None = None,
+    export_dir: Path | None = None,
+    clocks: Clocks | None = None,
+) -> CockpitApp:
+    """The cockpit app, as the CLI and the tests build it."""
+    return CockpitApp(
+        config,
+        lane_feeds,
+        ledger_feed,
+        replay_at=replay_at,
+        refresh_s=refresh_s,
+        export_dir=export_dir,
+        clocks=clocks,
+    )

@@ -1,0 +1,408 @@
+"""A lane's window totals from the engine's own `/metrics`, for lanes with no Prometheus.
+
+`poll()` takes one scrape into a bounded ring buffer; `read_lane()` only computes from the
+buffer (it polls once itself when the buffer is empty), so a refresh costs no HTTP request.
+
+Increase semantics: like Prometheus `increase()` over the samples inside the window, with
+counter resets handled (a drop, or a new `_created` time, counts the new value as the increase
+since the restart), but **without** extrapolation to the window edges: the figure covers the
+first to the last scrape in the window, which at the usual 1-5 s poll differs from Prometheus by
+at most one interval's traffic.
+
+First poll: one scrape holds no window increase. When a series carries `<name>_created` (a
+single-process engine does) and the engine started inside the window, the counter went from 0 at
+`_created` to its current value, so the first scrape's value *is* the window's increase: it is
+shown at once with `coverage_note = "since engine start (N min)"`. Without `_created`
+(multiprocess engines) the key is missing with "needs a second scrape".
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from cockpit import dialects
+from cockpit.model import Bucket, LaneTotals, frozen_map
+from cockpit.sources.prometheus import SourceError, redact_url, transport_reason
+
+LabelKey = tuple[tuple[str, str], ...]
+Point = tuple[float, float, float | None]
+"""(scrape time, value, the series' `_created` at that scrape or None)."""
+
+IGNORED_MATCHERS = frozenset({"job", "instance"})
+"""Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
+ENGINE_PREFIXES = ("vllm:", "sglang:", "vllm_", "sglang_")
+"""Engine sample names, also as escaped by an OpenMetrics answer (`vllm_...`)."""
+INFO_METRIC = "vllm:cache_config_info"
+
+
+def created_name(sample_name: str) -> str:
+    """`x_total`, `x_bucket`, `x_sum`, `x_count` -> `x_created`."""
+    for suffix in ("_total", "_bucket", "_sum", "_count"):
+        if sample_name.endswith(suffix):
+            return sample_name[: -len(suffix)] + "_created"
+    return sample_name + "_created"
+
+
+def _label_key(labels: Mapping[str, str]) -> LabelKey:
+    return tuple(sorted(labels.items()))
+
+
+@dataclass(slots=True)
+class _Series:
+    points: deque[Point]
+
+
+@dataclass(slots=True)
+class Buffer:
+    """Series-major ring buffer, bounded by scrape count and by age."""
+
+    max_scrapes: int
+    max_age_s: float
+    scrapes: deque[float] = field(default_factory=deque)
+    series: dict[str, dict[LabelKey, deque[Point]]] = field(default_factory=dict)
+
+    def add(self, at: float, samples: Mapping[str, Mapping[LabelKey, Point]]) -> None:
+        self.scrapes.append(at)
+        for name, by_labels in samples.items():
+            family = self.series.setdefault(name, {})
+            for labels, point in by_labels.items():
+                family.setdefault(labels, deque()).append(point)
+        self._trim(at)
+
+    def _trim(self, now: float) -> None:
+        while self.scrapes and (
+            len(self.scrapes) > self.max_scrapes or now - self.scrapes[0] > self.max_age_s
+        ):
+            self.scrapes.popleft()
+        oldest = self.scrapes[0] if self.scrapes else now
+        for family in self.series.values():
+            for labels in list(family):
+                points = family[labels]
+                while points and points[0][0] < oldest:
+                    points.popleft()
+                if not points:
+                    del family[labels]
+
+    @property
+    def oldest(self) -> float | None:
+        return self.scrapes[0] if self.scrapes else None
+
+
+class ScrapeSource:
+    """One engine's `/metrics`, polled into a ring buffer."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        dialect: str | None = None,
+        max_scrapes: int = 1440,
+        max_age_s: float = 86400.0,
+        timeout: float = 5.0,
+        verify: bool = True,
+        bearer: str | None = None,
+    ) -> None:
+        self.url = redact_url(url)
+        self.dialect = dialect
+        # The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`.
+        headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"}
+        if bearer:
+            headers["Authorization"] = f"Bearer {bearer}"
+        self._client = httpx.AsyncClient(headers=headers, verify=verify, timeout=timeout)
+        self._timeout = timeout
+        self._raw_url = url
+        self.buffer = Buffer(max_scrapes, max_age_s)
+        self._info: list[dict[str, str]] = []
+        self._exposed: frozenset[str] = frozenset()
+        self._keep: frozenset[str] | None = None
+        self._escaped = False
+        self.requests = 0
+
+    def __repr__(self) -> str:
+        return f"ScrapeSource({self.url!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def poll(self) -> None:
+        """Take one scrape into the buffer; SourceError with a one-line reason on failure."""
+        text = await self._fetch()
+        at = time.time()
+        self.ingest(text, at)
+
+    def ingest(self, text: str, at: float) -> None:
+        """Parse one exposition taken at `at` and add it to the buffer."""
+        flat = _flatten(text)
+        names = frozenset(name for name, _ in flat)
+        self._exposed = self._exposed | names
+        self._escaped = dialects.names_escaped(self._exposed)
+        if self.dialect is None:
+            try:
+                self.dialect = dialects.detect_dialect(names)
+            except dialects.DialectError as exc:
+                raise SourceError(f"{self.url}: {exc}") from None
+        keep = self._keep or self._wanted(self.dialect)
+        self._keep = keep
+        created: dict[tuple[str, LabelKey], float] = {}
+        for name, labels, value in ((n, lab, v) for (n, lab), v in flat.items()):
+            if name.endswith("_created"):
+                created[(name, labels)] = value
+        samples: dict[str, dict[LabelKey, Point]] = {}
+        self._info = []
+        for (name, labels), value in flat.items():
+            if name in (INFO_METRIC, dialects.escape_name(INFO_METRIC)):
+                self._info.append(dict(labels))
+            if name not in keep:
+                continue
+            base_labels = tuple(pair for pair in labels if pair[0] != "le")
+            born = created.get((created_name(name), base_labels))
+            samples.setdefault(name, {})[labels] = (at, value, born)
+        self.buffer.add(at, samples)
+
+    def _wanted(self, dialect: str) -> frozenset[str]:
+        names: set[str] = set()
+        for spec in dialects.lane_specs(dialect, self._escaped).values():
+            names.update(dialects.required_metrics(spec))
+        names.update({"sglang:max_total_num_tokens", "sglang_max_total_num_tokens"})
+        return frozenset(names)
+
+    async def _fetch(self) -> str:
+        self.requests += 1
+        try:
+            response = await self._client.get(self._raw_url)
+        except httpx.TimeoutException:
+            raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise SourceError(f"{self.url}: {transport_reason(exc)}") from None
+        if response.status_code >= 400:
+            raise SourceError(f"{self.url}: HTTP {response.status_code} {response.reason_phrase}")
+        return response.text
+
+    # --- reading the buffer -------------------------------------------------------------
+
+    async def read_lane(
+        self,
+        lane: str,
+        dialect: str | None,
+        selector: str,
+        window_s: float,
+        end: float | None = None,
+    ) -> LaneTotals:
+        """Window totals from the buffer (polls once first if it is empty)."""
+        if not self.buffer.scrapes:
+            await self.poll()
+        if dialect is not None:
+            self.dialect = dialect
+        return self.totals(lane, selector, window_s, end)
+
+    def totals(self, lane: str, selector: str, window_s: float, end: float | None) -> LaneTotals:
+        """Pure over the buffer: the lane's raw totals over [end - window, end]."""
+        dialect = self.dialect or "vllm"
+        end = self.buffer.scrapes[-1] if end is None and self.buffer.scrapes else end
+        end = time.time() if end is None else end
+        start = end - window_s
+        matchers = [m for m in dialects.parse_selector(selector) if m.name not in IGNORED_MATCHERS]
+        reader = _Reader(self.buffer, matchers, start, end)
+        values: dict[str, float] = {}
+        missing: dict[str, str] = {}
+        histograms: dict[str, tuple[Bucket, ...]] = {}
+        queries: dict[str, str] = {}
+        for key, spec in dialects.lane_specs(dialect, self._escaped).items():
+            reason = dialects.missing_reason(spec, self._exposed)
+            queries[key] = f"scrape {self.url}: {_describe(spec)}"
+            if reason:
+                missing[key] = reason
+                continue
+            if isinstance(spec, dialects.Histogram):
+                buckets = reader.histogram(spec.base)
+                if isinstance(buckets, str):
+                    missing[key] = buckets
+                else:
+                    histograms[key] = buckets
+                continue
+            number = reader.value(spec)
+            if isinstance(number, str):
+                missing[key] = number
+            else:
+                values[key] = number
+        covered, note = self._coverage(reader, start, end)
+        return LaneTotals(
+            lane=lane,
+            dialect=dialect,
+            window_s=window_s,
+            end=end,
+            values=frozen_map(values),
+            missing=frozen_map(missing),
+            histograms=frozen_map(histograms),
+            queries=frozen_map(queries),
+            kv_capacity_tokens=self._capacity(dialect, matchers),
+            covered_s=covered,
+            coverage_note=note,
+            server=self.url,
+            selector=selector,
+        )
+
+    def _coverage(self, reader: _Reader, start: float, end: float) -> tuple[float | None, str]:
+        oldest = self.buffer.oldest
+        if oldest is None or oldest <= start:
+            return None, ""
+        if reader.born is not None and reader.born >= start:
+            return end - reader.born, f"since engine start ({_minutes(end - reader.born)})"
+        return end - oldest, f"since start ({_minutes(end - oldest)})"
+
+    def _capacity(self, dialect: str, matchers: list[dialects.Matcher]) -> float | None:
+        if dialect == "sglang":
+            name = "sglang:max_total_num_tokens"
+            family = self.buffer.series.get(
+                dialects.escape_name(name) if self._escaped else name, {}
+            )
+            latest = [points[-1][1] for labels, points in family.items() if points]
+            return sum(latest) if latest else None
+        usable = [m for m in matchers if m.name != "model_name"]
+        total = 0.0
+        found = False
+        for labels in self._info:
+            if not all(m.matches(labels) for m in usable):
+                continue
+            capacity = dialects.capacity_from_info(labels)
+            if capacity is None:
+                return None
+            total, found = total + capacity, True
+        return total if found else None
+
+
+class _Reader:
+    """Evaluates specs over the buffer for one window."""
+
+    def __init__(
+        self, buffer: Buffer, matchers: list[dialects.Matcher], start: float, end: float
+    ) -> None:
+        self.buffer = buffer
+        self.matchers = matchers
+        self.start = start
+        self.end = end
+        self.born: float | None = None
+        """The latest `_created` seen among counted series (an engine start inside W)."""
+
+    def _series(
+        self, name: str, extra: Iterable[tuple[str, str]] = ()
+    ) -> Iterable[tuple[LabelKey, list[Point]]]:
+        wanted = dict(extra)
+        for labels, points in self.buffer.series.get(name, {}).items():
+            as_dict = dict(labels)
+            if any(as_dict.get(k) != v for k, v in wanted.items()):
+                continue
+            if all(m.matches(as_dict) for m in self.matchers):
+                yield labels, [p for p in points if self.start <= p[0] <= self.end]
+
+    def value(self, spec: dialects.Spec) -> float | str:
+        if isinstance(spec, dialects.Counter):
+            return self._counter(spec)
+        if isinstance(spec, dialects.Difference):
+            a, b = self._counter(spec.a), self._counter(spec.b)
+            if isinstance(a, str):
+                return a
+            if isinstance(b, str):
+                return b
+            return a - b
+        if isinstance(spec, dialects.Gauge):
+            return self._gauge(spec)
+        return "not a single value"
+
+    def _counter(self, spec: dialects.Counter) -> float | str:
+        found = [self._increase(points) for _, points in self._series(spec.metric, spec.extra)]
+        return _total(found)
+
+    def _increase(self, points: list[Point]) -> float | None:
+        if not points:
+            return None
+        first_t, first_v, born = points[0]
+        total = 0.0
+        counted = False
+        if born is not None and self.start <= born <= first_t:
+            total, counted = first_v, True
+            self.born = born if self.born is None else max(self.born, born)
+        for (_, prev, prev_born), (_, cur, cur_born) in itertools.pairwise(points):
+            restarted = cur < prev or (
+                cur_born is not None and prev_born is not None and cur_born > prev_born
+            )
+            total += cur if restarted else cur - prev
+            counted = True
+        return total if counted else None
+
+    def _gauge(self, spec: dialects.Gauge) -> float | str:
+        per_scrape: dict[float, list[float]] = {}
+        for _, points in self._series(spec.metric):
+            for at, value, _ in points:
+                per_scrape.setdefault(at, []).append(value)
+        if not per_scrape:
+            return "no samples in window"
+        if spec.across == "sum":
+            combined = [sum(values) for values in per_scrape.values()]
+        else:
+            combined = [sum(values) / len(values) for values in per_scrape.values()]
+        mean = sum(combined) / len(combined)
+        return mean if math.isfinite(mean) else "not a number (NaN) in window"
+
+    def histogram(self, base: str) -> tuple[Bucket, ...] | str:
+        by_le: dict[float, list[float | None]] = {}
+        for labels, points in self._series(f"{base}_bucket"):
+            bound = dict(labels).get("le")
+            if bound is None:
+                continue
+            by_le.setdefault(dialects.parse_le(bound), []).append(self._increase(points))
+        pairs: list[Bucket] = []
+        for le, increases in by_le.items():
+            total = _total(increases)
+            if isinstance(total, str):
+                return total
+            pairs.append((le, total))
+        return dialects.sorted_buckets(pairs) if pairs else "no samples in window"
+
+
+def _total(found: list[float | None]) -> float | str:
+    if not found:
+        return "no samples in window"
+    numbers = [f for f in found if f is not None]
+    if not numbers:
+        return "needs a second scrape"
+    total = sum(numbers)
+    return total if math.isfinite(total) else "not a number (NaN) in window"
+
+
+def _flatten(text: str) -> dict[tuple[str, LabelKey], float]:
+    flat: dict[tuple[str, LabelKey], float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.startswith(ENGINE_PREFIXES):
+                    flat[(sample.name, _label_key(sample.labels))] = float(sample.value)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise SourceError(f"cannot parse the /metrics text: {exc}") from None
+    return flat
+
+
+def _describe(spec: dialects.Spec) -> str:
+    if isinstance(spec, dialects.Counter):
+        extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
+        return f"increase of {spec.metric}{{{extra}}}" if extra else f"increase of {spec.metric}"
+    if isinstance(spec, dialects.Difference):
+        return f"{_describe(spec.a)} - {_describe(spec.b)}"
+    if isinstance(spec, dialects.Gauge):
+        return f"{spec.across} of {spec.metric}, averaged over scrapes"
+    if isinstance(spec, dialects.Histogram):
+        return f"increase per le of {spec.base}_bucket"
+    return "unavailable"
+
+
+def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"

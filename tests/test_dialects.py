@@ -1,0 +1,152 @@
+"""Pure tests of the dialect tables, PromQL rendering, escaping and selector parsing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import VLLM_FIXTURES, require_fixture
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cockpit import dialects
+from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+
+ALL_KEYS = set(LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS)
+
+
+def fixture_names(name: str) -> set[str]:
+    text = require_fixture(VLLM_FIXTURES / name).read_text()
+    return {
+        re.split(r"[{ ]", line, maxsplit=1)[0]
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+@pytest.mark.parametrize("dialect", dialects.DIALECTS)
+def test_every_raw_key_has_a_spec(dialect: str) -> None:
+    specs = dialects.lane_specs(dialect)
+    assert set(specs) == ALL_KEYS
+    expressions = dialects.lane_expressions(dialect, '{job="x"}', "7d")
+    unavailable = {k for k, s in specs.items() if isinstance(s, dialects.Unavailable)}
+    assert set(expressions) == (ALL_KEYS - unavailable) | {dialects.KV_CAPACITY}
+
+
+def test_vllm_expressions_follow_the_reference() -> None:
+    exprs = dialects.lane_expressions("vllm", '{job="lane-a"}', "7d")
+    assert exprs["prompt_tokens"] == 'sum(increase(vllm:prompt_tokens_total{job="lane-a"}[7d]))'
+    assert exprs["prompt_computed"] == (
+        'sum(increase(vllm:prompt_tokens_by_source_total{job="lane-a",source="local_compute"}[7d]))'
+    )
+    assert exprs["prompt_len"] == (
+        'sum by (le) (increase(vllm:request_prompt_tokens_bucket{job="lane-a"}[7d]))'
+    )
+    assert exprs["kv_usage"] == 'avg(avg_over_time(vllm:kv_cache_usage_perc{job="lane-a"}[7d]))'
+    assert exprs["running"].startswith("sum(avg_over_time(vllm:num_requests_running")
+    assert "le=" not in " ".join(exprs.values())
+
+
+def test_legacy_and_sglang_names() -> None:
+    legacy = dialects.lane_expressions("vllm-legacy", "", "1h")
+    assert "vllm:gpu_prefix_cache_hits_total{}" in legacy["prefix_cache_hits"]
+    assert "vllm:gpu_cache_usage_perc" in legacy["kv_usage"]
+    assert "vllm:time_per_output_token_seconds_sum" in legacy["itl_sum"]
+    sglang = dialects.lane_expressions("sglang", '{job="s"}', "1h")
+    assert "sglang:cached_tokens_total" in sglang["prefix_cache_hits"]
+    assert "sglang:prompt_tokens_total" in sglang["prefix_cache_queries"]
+    assert " - " in sglang["prompt_computed"]
+    assert 'stage="prefill_forward"' in sglang["prefill_sum"]
+    assert "sglang:queue_time_seconds_sum" in sglang["queue_sum"]
+    assert "decode_sum" not in sglang
+
+
+def test_capacity_expression_drops_model_name() -> None:
+    expr = dialects.capacity_expression("vllm", '{job="a",model_name="m"}')
+    assert expr == 'vllm:cache_config_info{job="a"}'
+
+
+def test_combined_query_labels_each_expression() -> None:
+    query = dialects.combined_query({"a": "sum(x)", "b": "sum(y)"})
+    assert query == (
+        'label_replace(sum(x), "fig", "a", "", "") or label_replace(sum(y), "fig", "b", "", "")'
+    )
+
+
+def test_detect_dialect() -> None:
+    assert dialects.detect_dialect(fixture_names("metrics_real.txt")) == "vllm"
+    assert dialects.detect_dialect(fixture_names("metrics_real_specdec.txt")) == "vllm"
+    assert dialects.detect_dialect({"vllm:gpu_cache_usage_perc", "vllm:prompt_tokens_total"}) == (
+        "vllm-legacy"
+    )
+    assert dialects.detect_dialect({"sglang:num_running_reqs", "up"}) == "sglang"
+    with pytest.raises(dialects.DialectError):
+        dialects.detect_dialect({"up", "process_cpu_seconds_total"})
+    with pytest.raises(dialects.DialectError):
+        dialects.lane_specs("tgi")
+
+
+def test_missing_reasons() -> None:
+    spec = dialects.lane_specs("vllm")["spec_drafts"]
+    names = fixture_names("metrics_real.txt")
+    assert dialects.missing_reason(spec, names) == (
+        "not exposed by this engine (vllm:spec_decode_num_drafts_total)"
+    )
+    assert dialects.missing_reason(spec, fixture_names("metrics_real_specdec.txt")) is None
+    assert dialects.missing_reason(dialects.lane_specs("vllm")["prompt_len"], names) is None
+    assert "SGLang" in (
+        dialects.missing_reason(dialects.lane_specs("sglang")["decode_sum"], None) or ""
+    )
+
+
+def test_escape_label_value() -> None:
+    assert dialects.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert dialects.selector_with('{job="x"}', model_name='q"') == '{job="x",model_name="q\\""}'
+    assert dialects.selector_with("", model_name="m") == '{model_name="m"}'
+    assert dialects.selector_with('job="x",') == '{job="x"}'
+
+
+@given(st.text())
+def test_escaped_values_parse_back(value: str) -> None:
+    selector = dialects.selector_with('{job="x"}', model_name=value)
+    matchers = dialects.parse_selector(selector)
+    assert matchers[-1] == dialects.Matcher("model_name", "=", value)
+
+
+def test_parse_selector_operators() -> None:
+    matchers = dialects.parse_selector('{a="1", b!="2",c=~"x|y.*", d!~"z"}')
+    assert [(m.name, m.op, m.value) for m in matchers] == [
+        ("a", "=", "1"),
+        ("b", "!=", "2"),
+        ("c", "=~", "x|y.*"),
+        ("d", "!~", "z"),
+    ]
+    labels = {"a": "1", "b": "3", "c": "yes", "d": "zz"}
+    assert all(m.matches(labels) for m in matchers)
+    assert not matchers[2].matches({"c": "ax"})  # anchored like PromQL
+    assert matchers[3].matches({"d": "zz"}) and not matchers[3].matches({"d": "z"})
+    assert dialects.parse_selector("") == ()
+    with pytest.raises(ValueError, match="cannot read selector"):
+        dialects.parse_selector("{a=1}")
+
+
+def test_capacity_from_info() -> None:
+    assert dialects.capacity_from_info({"kv_cache_size_tokens": "1048576"}) == 1048576
+    info = {"kv_cache_size_tokens": "None", "num_gpu_blocks": "100", "block_size": "16"}
+    assert dialects.capacity_from_info(info) == 1600
+    assert dialects.capacity_from_info({"num_gpu_blocks": "None", "block_size": "16"}) is None
+
+
+def test_buckets_sorted_with_inf_last() -> None:
+    pairs = [(dialects.parse_le(le), float(i)) for i, le in enumerate(["+Inf", "1000.0", "5.0"])]
+    assert dialects.sorted_buckets(pairs) == ((5.0, 2.0), (1000.0, 1.0), (float("inf"), 0.0))
+
+
+def test_data_start_step() -> None:
+    assert dialects.data_start_step(3600) == 15
+    assert dialects.data_start_step(7 * 86400) == 302
+    expr = dialects.data_start_expression("vllm", '{job="a"}', 3600)
+    metric = 'vllm:num_requests_running{job="a"}'
+    assert expr == (
+        f"(min(min_over_time(timestamp({metric})[1h:15s])) or min(timestamp({metric})))"
+    )

@@ -1,0 +1,145 @@
+"""The refresh cycle without Textual: figures, freshness, back-off, latency."""
+
+from __future__ import annotations
+
+import pytest
+
+from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, failure_reason
+from tests.test_app_feeds import (
+    EVAL_AT,
+    ScriptedLaneFeed,
+    ScriptedLedgerFeed,
+    SourceDown,
+    fixed_clocks,
+)
+
+
+class Wall:
+    """A wall clock the test moves by hand."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"429 too many requests, retry after {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
+async def test_a_good_read_gives_fresh_figures_from_the_totals() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    poller = LanePoller(feed, 5.0, clocks=fixed_clocks(latency_s=0.25))
+    snapshot = await poller.cycle("1h")
+    assert snapshot.freshness.state == "ok"
+    assert snapshot.lane == "lane-a" and snapshot.window == "1h"
+    assert feed.reads == [(3600.0, None)]
+    assert snapshot.figures is not None
+    assert snapshot.figures.value("prefix_cache_hit_rate") == pytest.approx(18_320_000 / 20_000_000)
+    assert snapshot.latency_s == pytest.approx(0.25)
+    assert snapshot.updated_at == EVAL_AT + 5
+    assert snapshot.hardware is feed.hardware and snapshot.model is feed.model
+    assert poller.delay == 5.0
+
+
+async def test_host_kv_tokens_are_added_to_the_resident_tokens() -> None:
+    feed = ScriptedLaneFeed("lane-a", host_kv_tokens=1_000_000)
+    snapshot = await LanePoller(feed, 5.0).cycle("1h")
+    assert snapshot.figures is not None
+    # kv_usage 0.6 of a 500,000-token GPU cache, plus the host tier
+    assert snapshot.figures.value("kv_resident_tokens") == pytest.approx(0.6 * 500_000 + 1e6)
+
+
+async def test_a_failure_after_a_good_read_keeps_the_figures_marked_stale() -> None:
+    wall = Wall(1000.0)
+    feed = ScriptedLaneFeed("lane-a")
+    poller = LanePoller(feed, 5.0, clocks=Clocks(wall=wall))
+    good = await poller.cycle("1h")
+    feed.failure = SourceDown("connection refused (127.0.0.1:9090)")
+    wall.now = 1010.0
+    first = await poller.cycle("1h")
+    wall.now = 1030.0
+    second = await poller.cycle("1h")
+    for stale in (first, second):
+        assert stale.freshness.state == "stale"
+        assert stale.freshness.since == 1010.0
+        assert stale.freshness.reason == "connection refused (127.0.0.1:9090)"
+        assert stale.figures == good.figures
+        assert stale.updated_at == 1000.0
+    feed.failure = None
+    wall.now = 1060.0
+    recovered = await poller.cycle("1h")
+    assert recovered.freshness.state == "ok" and recovered.updated_at == 1060.0
+
+
+async def test_a_source_that_never_answered_is_missing_with_its_reason() -> None:
+    feed = ScriptedLedgerFeed(failure=SourceDown("state.db: unable to open database file"))
+    snapshot = await LedgerPoller(feed, 5.0).cycle("1h")
+    assert snapshot.freshness.state == "missing"
+    assert snapshot.freshness.reason == "state.db: unable to open database file"
+    assert snapshot.figures is None and snapshot.totals is None
+
+
+async def test_a_window_never_read_is_missing_not_the_other_windows_figures() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    poller = LanePoller(feed, 5.0)
+    await poller.cycle("1h")
+    feed.failure = SourceDown("timeout after 10 s")
+    other = await poller.cycle("24h")
+    assert other.freshness.state == "missing" and other.figures is None
+    back = await poller.cycle("1h")
+    assert back.freshness.state == "stale" and back.figures is not None
+
+
+async def test_back_off_doubles_up_to_the_cap_and_resets_on_success() -> None:
+    feed = ScriptedLaneFeed("lane-a", failure=SourceDown("down"))
+    poller = LanePoller(feed, 5.0, max_delay_s=60.0)
+    delays = []
+    for _ in range(6):
+        await poller.cycle("1h")
+        delays.append(poller.delay)
+    assert delays == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]
+    feed.failure = None
+    await poller.cycle("1h")
+    assert poller.delay == 5.0 and poller.failures == 0
+
+
+async def test_retry_after_on_the_error_is_honoured() -> None:
+    feed = ScriptedLedgerFeed(failure=RateLimited(45.0))
+    poller = LedgerPoller(feed, 5.0)
+    await poller.cycle("1h")
+    assert poller.delay == 45.0
+
+
+def test_backoff_cap_is_never_below_the_refresh_interval() -> None:
+    backoff = Backoff(refresh_s=120.0, max_s=60.0)
+    backoff.failed()
+    backoff.failed()
+    assert backoff.delay == 120.0
+
+
+async def test_replay_reads_end_at_the_replayed_moment() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    snapshot = await LanePoller(feed, 5.0, replay_at=1_700_000_000.0).cycle("6h")
+    assert feed.reads == [(6 * 3600.0, 1_700_000_000.0)]
+    assert snapshot.replay_at == 1_700_000_000.0
+    assert snapshot.totals is not None and snapshot.totals.end == 1_700_000_000.0
+
+
+async def test_ledger_figures_use_the_configured_prices() -> None:
+    from cockpit.figures import Prices
+
+    prices = Prices(input=1.0, cache_read=0.5, cache_write=1.0, output=2.0)
+    snapshot = await LedgerPoller(ScriptedLedgerFeed(), 5.0, prices=prices).cycle("1h")
+    assert snapshot.figures is not None
+    # totals in the feed: input 1.0 M, cache read 30 M, cache write 2 M, output 180 k
+    expected = 1_000_000 * 1.0 + 30_000_000 * 0.5 + 2_000_000 * 1.0 + 180_000 * 2.0
+    assert snapshot.figures["spend_units"].value == pytest.approx(expected)
+
+
+def test_failure_reason_is_the_first_line_or_the_type() -> None:
+    assert failure_reason(SourceDown("one\ntwo")) == "one"
+    assert failure_reason(TimeoutError()) == "TimeoutError"

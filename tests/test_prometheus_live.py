@@ -1,0 +1,84 @@
+"""A real Prometheus scraping a prometheus_client exporter every second: the window moves."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.exposition import MetricsHandler
+from promharness import PromServer, ScrapeJob, start_prometheus
+
+from cockpit.sources.prometheus import PrometheusSource
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+
+class Engine:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = ["model_name", "engine"]
+        self.prompt = Counter("vllm:prompt_tokens", "p", labels, registry=self.registry)
+        self.running = Gauge("vllm:num_requests_running", "r", labels, registry=self.registry)
+        self.prompt.labels("live", "0")
+        self.running.labels("live", "0").set(3)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), MetricsHandler.factory(self.registry))
+        self.server.daemon_threads = True
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, PromServer]]:
+    engine = Engine()
+    workdir: Path = tmp_path_factory.mktemp("prom-live")
+    server = start_prometheus(workdir, [ScrapeJob("live-lane", [engine.address], "1s")])
+    yield engine, server
+    server.stop()
+    engine.server.shutdown()
+    engine.server.server_close()
+
+
+def _scraped_samples(server: PromServer, count: int) -> None:
+    """Wait until Prometheus holds `count` samples of the lane's counter."""
+    deadline = time.monotonic() + 15
+    # prometheus_client 0.26 may answer Prometheus's OpenMetrics scrape with `vllm_` names.
+    name = '{__name__=~"vllm[:_]prompt_tokens_total",job="live-lane"}'
+    query = f"count_over_time({name}[1m])"
+    while time.monotonic() < deadline:
+        body = httpx.get(f"{server.url}/api/v1/query", params={"query": query}).json()
+        result = body["data"]["result"]
+        if result and float(result[0]["value"][1]) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError("prometheus did not scrape the exporter")
+
+
+async def test_window_moves_while_polling(live: tuple[Engine, PromServer]) -> None:
+    engine, server = live
+    await asyncio.to_thread(_scraped_samples, server, 2)
+    source = PrometheusSource(server.url)
+    try:
+        first = await source.read_lane("live", None, '{job="live-lane"}', 60)
+        assert first.dialect == "vllm"
+        assert first.values["prompt_tokens"] == 0.0  # series exist, nothing happened: zero
+        assert first.values["running"] == 3.0
+        assert first.covered_s is not None and 0 < first.covered_s < 60
+        assert first.coverage_note.startswith("data since ")
+
+        engine.prompt.labels("live", "0").inc(1000)
+        before = source.requests
+        await asyncio.sleep(3.2)
+        second = await source.read_lane("live", None, '{job="live-lane"}', 60)
+        assert source.requests - before == 1
+        # increase() extrapolates by at most ~one scrape interval past the last sample.
+        assert 1000 <= second.values["prompt_tokens"] <= 1400
+        assert second.end > first.end
+    finally:
+        await source.aclose()

@@ -1,0 +1,209 @@
+"""The roofline pane in a real Textual app (Pilot), at 80×24, 40×12 and 30×8, plus a snapshot.
+
+The lane load is chosen so that the prefill point sits at exactly 25 % of its roof and the
+decode point at exactly 50 %: both worked out here from the seed's formulas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cockpit.widgets.roofline import RooflinePane
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual_plotext import PlotextPlot
+
+from cockpit.profiles import find_hardware, find_model
+from cockpit.roofline import LaneLoad, RooflineView, operating_points
+
+H100 = find_hardware("h100")
+LLAMA = find_model("llama-3.1-8b")
+P, LAYERS, HIDDEN, K = 8.03e9, 32, 4096, 131_072
+PEAK, BW, WEIGHTS = 989e12, 3.35e12, 2 * 8.03e9
+
+CHUNK = 2048
+PROMPT, FRESH, GENERATED, BATCH = 3000.0, 1000.0, 400.0, 8.0
+
+# Prefill: computed tokens have mean position 3000 - 1000/2; a 2,048-token chunk is far
+# above the ridge, so its roof is the peak and 25 % of it needs this rate.
+PREFILL_FLOPS_PER_TOKEN = 2 * P + 4 * LAYERS * HIDDEN * (PROMPT - FRESH / 2)
+PREFILL_RATE = 0.25 * PEAK / PREFILL_FLOPS_PER_TOKEN
+
+# Decode: context 3000 + 400/2; memory bound, so a step twice the roof's is 50 % of it.
+CONTEXT = PROMPT + GENERATED / 2
+STEP_BYTES = WEIGHTS + BATCH * CONTEXT * K
+ROOF_STEP = STEP_BYTES / BW
+CEILING_TOK_S = BATCH / ROOF_STEP
+
+LOAD = LaneLoad(
+    effective_prefill_rate=PREFILL_RATE,
+    mean_prompt=PROMPT,
+    mean_fresh_prefill=FRESH,
+    mean_generated=GENERATED,
+    running=BATCH,
+    itl_s=2 * ROOF_STEP,
+    tokens_per_step=1.0,
+)
+VIEW = RooflineView(H100, LLAMA, operating_points(LOAD, H100, LLAMA, chunk_tokens=CHUNK))
+
+
+class PaneApp(App[None]):
+    """Just the pane, filling the screen."""
+
+    def __init__(self, view: RooflineView | None = VIEW) -> None:
+        super().__init__()
+        self.initial_view = view
+
+    def compose(self) -> ComposeResult:
+        yield RooflinePane()
+
+    def on_mount(self) -> None:
+        self.query_one(RooflinePane).show(self.initial_view)
+
+
+def screen_text(app: App[Any]) -> str:
+    """The screen as plain text, as the terminal shows it."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text for strip in strips)
+
+
+def plot_text(app: App[Any]) -> str:
+    rendered = app.query_one(PlotextPlot).render()
+    assert isinstance(rendered, Text)
+    return rendered.plain
+
+
+def plot_area(app: App[Any]) -> str:
+    """Only the canvas rows of the plot (between its frame lines), markers included."""
+    return "\n".join(line for line in plot_text(app).splitlines() if "┤" in line or "│" in line)
+
+
+def test_the_load_puts_the_points_where_the_test_says() -> None:
+    points = VIEW.points
+    assert points is not None and points.prefill is not None and points.decode is not None
+    assert round(points.prefill.pct_of_roof) == 25
+    assert round(points.decode.pct_of_roof) == 50
+
+
+async def test_pane_at_80x24_plots_and_captions_both_points() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        plot = app.query_one(PlotextPlot)
+        assert plot.display and plot.size.height >= 10
+        canvas = plot_area(app)
+        assert "P" in canvas and "D" in canvas
+        screen = screen_text(app)
+        assert "Roofline · h100 · llama-3.1-8b" in screen
+        assert "ridge 295" in screen
+        assert "25% of roof" in screen
+        assert "50% of roof" in screen
+        assert f"ceiling {CEILING_TOK_S / 1e3:.2f}k tok/s at batch 8" in screen
+        assert "FLOP/byte" in screen
+
+
+async def test_pane_at_40x12_keeps_a_plot_and_a_compact_caption() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        plot = app.query_one(PlotextPlot)
+        assert plot.display and plot.size.height >= 4
+        canvas = plot_area(app)
+        assert "P" in canvas and "D" in canvas
+        lines = screen_text(app).splitlines()
+        assert any(line.startswith("│ P ") and "25%" in line for line in lines)
+        assert any(line.startswith("│ D ") and "50%" in line for line in lines)
+        assert any(f"ceiling {CEILING_TOK_S / 1e3:.2f}k tok/s" in line for line in lines)
+        assert not any("…" in line for line in lines if line.startswith("│ P "))
+
+
+async def test_pane_at_30x8_falls_back_to_text() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(30, 8)) as pilot:
+        await pilot.pause()
+        assert app.query_one(RooflinePane).text_only
+        assert not app.query_one(PlotextPlot).display
+        screen = screen_text(app)
+        assert "ridge 295" in screen
+        assert "│ P " in screen and "25%" in screen
+        assert "│ D " in screen and "50%" in screen
+        assert "┤" not in screen  # no axes drawn
+
+
+async def test_growing_the_terminal_brings_the_plot_back() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(30, 8)) as pilot:
+        await pilot.pause()
+        assert not app.query_one(PlotextPlot).display
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.query_one(PlotextPlot).display
+        assert "P" in plot_area(app)
+
+
+async def test_an_equal_view_does_not_redraw_and_a_new_one_does() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(RooflinePane)
+        plot = app.query_one(PlotextPlot)
+        first = plot.render()
+        assert plot.render() is first  # a repaint reuses the built plot
+        drawn = plot._generation  # type: ignore[attr-defined]
+        same = RooflineView(H100, LLAMA, operating_points(LOAD, H100, LLAMA, chunk_tokens=CHUNK))
+        pane.show(same)
+        await pilot.pause()
+        assert plot._generation == drawn  # type: ignore[attr-defined]
+        assert plot.render() is first
+        pane.show(RooflineView(find_hardware("a100"), LLAMA, VIEW.points))
+        await pilot.pause()
+        assert plot._generation == drawn + 1  # type: ignore[attr-defined]
+        assert "Roofline · a100" in screen_text(app)
+        assert "ridge 153" in screen_text(app)
+
+
+async def test_theme_change_redraws_in_the_new_theme() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        plot = app.query_one(PlotextPlot)
+        before = plot.render()
+        app.theme = "textual-light"
+        await pilot.pause()
+        after = plot.render()
+        assert after is not before
+        assert "P" in plot_area(app)
+
+
+async def test_no_live_figures_draws_the_roof_alone() -> None:
+    app = PaneApp(RooflineView(H100, LLAMA, None))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "no live figures yet" in screen_text(app)
+        assert "⠒" in plot_text(app) or "⠉" in plot_text(app)  # the braille roof
+
+
+async def test_missing_points_say_why() -> None:
+    load = LaneLoad(mean_prompt=PROMPT, mean_fresh_prefill=FRESH, running=BATCH)
+    view = RooflineView(H100, LLAMA, operating_points(load, H100, LLAMA))
+    app = PaneApp(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = screen_text(app)
+        assert "P — effective prefill rate missing" in screen
+        assert "D — inter-token step missing" in screen
+
+
+async def test_no_profile_says_so() -> None:
+    app = PaneApp(None)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        assert "no hardware or model profile" in screen_text(app)
+
+
+def test_snapshot_80x24(snap_compare: Any) -> None:
+    assert snap_compare(PaneApp(), terminal_size=(80, 24))
+
+
+def test_snapshot_40x12(snap_compare: Any) -> None:
+    assert snap_compare(PaneApp(), terminal_size=(40, 12))

@@ -1,0 +1,201 @@
+"""ScrapeSource on the real vLLM expositions and on a live prometheus_client exporter."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from conftest import VLLM_FIXTURES, require_fixture
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import MetricsHandler
+
+from cockpit.sources.scrape import ScrapeSource
+
+LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+def fixture_text(name: str) -> str:
+    return require_fixture(VLLM_FIXTURES / name).read_text()
+
+
+def line_sum(text: str, name: str, must_contain: str = "") -> float:
+    """Sum of a sample's values over every label set, read straight from the text."""
+    total = 0.0
+    for line in text.splitlines():
+        match = LINE.match(line)
+        if match and match.group(1) == name and must_contain in (match.group(2) or ""):
+            total += float(match.group(3))
+    return total
+
+
+def newest_created(text: str) -> float:
+    return max(
+        float(m.group(3))
+        for m in map(LINE.match, text.splitlines())
+        if m and m.group(1).startswith("vllm:") and m.group(1).endswith("_created")
+    )
+
+
+def test_first_scrape_of_real_exposition_counts_since_engine_start() -> None:
+    text = fixture_text("metrics_real.txt")
+    at = newest_created(text) + 600
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, at)
+    totals = source.totals("real", "", 3600, at)
+    assert source.dialect == "vllm" and totals.dialect == "vllm"
+    expected = {
+        "prompt_tokens": line_sum(text, "vllm:prompt_tokens_total"),
+        "prefix_cache_hits": line_sum(text, "vllm:prefix_cache_hits_total"),
+        "prefix_cache_queries": line_sum(text, "vllm:prefix_cache_queries_total"),
+        "prompt_computed": line_sum(
+            text, "vllm:prompt_tokens_by_source_total", 'source="local_compute"'
+        ),
+        "requests": line_sum(text, "vllm:request_success_total"),
+        "ttft_sum": line_sum(text, "vllm:time_to_first_token_seconds_sum"),
+        "kv_computed_count": line_sum(text, "vllm:request_prefill_kv_computed_tokens_count"),
+    }
+    assert expected["prompt_tokens"] > 0 and expected["prompt_computed"] > 0
+    for key, value in expected.items():
+        assert totals.values[key] == pytest.approx(value), key
+    assert totals.values["flops"] == 0.0  # registered at 0: a real zero, not missing
+    assert totals.missing["spec_drafts"].startswith("not exposed by this engine")
+    assert totals.coverage_note.startswith("since engine start")
+    buckets = totals.histograms["prompt_len"]
+    assert buckets[-1][0] == float("inf")
+    assert buckets[-1][1] == line_sum(text, "vllm:request_prompt_tokens_count")
+    assert [le for le, _ in buckets] == sorted(le for le, _ in buckets)
+    assert totals.kv_capacity_tokens == 1048576
+
+
+def test_specdec_exposition_has_spec_counters() -> None:
+    text = fixture_text("metrics_real_specdec.txt")
+    at = newest_created(text) + 60
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, at)
+    totals = source.totals("spec", '{model_name="tiny"}', 3600, at)
+    for key, name in (
+        ("spec_drafts", "vllm:spec_decode_num_drafts_total"),
+        ("spec_draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
+        ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
+    ):
+        assert totals.values[key] == line_sum(text, name) > 0
+
+
+def test_selector_filters_series() -> None:
+    text = fixture_text("metrics_real.txt")
+    at = newest_created(text) + 60
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, at)
+    other = source.totals("x", '{job="ignored",model_name="other"}', 3600, at)
+    assert "prompt_tokens" not in other.values
+    assert other.missing["prompt_tokens"] == "no samples in window"
+
+
+def test_without_created_needs_a_second_scrape() -> None:
+    text = fixture_text("metrics_real.txt")
+    bare = "\n".join(line for line in text.splitlines() if "_created" not in line) + "\n"
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(bare, 1000.0)
+    first = source.totals("bare", "", 300, 1000.0)
+    assert first.missing["prompt_tokens"] == "needs a second scrape"
+    before = line_sum(bare, "vllm:prompt_tokens_total")
+    later = bare.replace(
+        f'vllm:prompt_tokens_total{{engine="0",model_name="tiny"}} {before}',
+        f'vllm:prompt_tokens_total{{engine="0",model_name="tiny"}} {before + 321}',
+    )
+    assert later != bare
+    source.ingest(later, 1005.0)
+    second = source.totals("bare", "", 300, 1005.0)
+    assert second.values["prompt_tokens"] == 321
+    assert second.covered_s == 5.0 and second.coverage_note == "since start (5 s)"
+
+
+# --- a live exporter ----------------------------------------------------------------------
+
+
+class Exporter:
+    """A prometheus_client registry served on loopback; `restart()` swaps the process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._make()
+        handler = MetricsHandler.factory(self.registry)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def _make(self) -> None:
+        labels = ["model_name", "engine"]
+        self.prompt = Counter("vllm:prompt_tokens", "p", labels, registry=self.registry)
+        self.queries = Counter("vllm:prefix_cache_queries", "q", labels, registry=self.registry)
+        self.running = Gauge("vllm:num_requests_running", "r", labels, registry=self.registry)
+        self.usage = Gauge("vllm:kv_cache_usage_perc", "u", labels, registry=self.registry)
+        self.lengths = Histogram(
+            "vllm:request_prompt_tokens", "l", labels, buckets=(10, 100), registry=self.registry
+        )
+
+    def restart(self) -> None:
+        for collector in (self.prompt, self.queries, self.running, self.usage, self.lengths):
+            self.registry.unregister(collector)
+        self._make()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def exporter() -> Iterator[Exporter]:
+    live = Exporter()
+    yield live
+    live.stop()
+
+
+async def test_live_exporter_with_restarts(exporter: Exporter) -> None:
+    source = ScrapeSource(exporter.url)
+    mine = exporter.prompt.labels("m", "0")
+    exporter.prompt.labels("other", "0").inc(1000)
+    exporter.running.labels("m", "0").set(4)
+    exporter.usage.labels("m", "0").set(0.5)
+    await source.poll()
+    first = await source.read_lane("live", None, '{model_name="m"}', 3600)
+    assert first.values["prompt_tokens"] == 0.0  # born inside the window, nothing yet
+    assert first.coverage_note.startswith("since engine start")
+
+    mine.inc(100)
+    exporter.lengths.labels("m", "0").observe(5)
+    exporter.lengths.labels("m", "0").observe(50)
+    exporter.running.labels("m", "0").set(8)
+    await source.poll()
+    exporter.restart()  # a drop: the new process starts again from 0
+    exporter.prompt.labels("m", "0").inc(30)
+    await source.poll()
+    exporter.restart()  # no drop (500 > 30): only the new _created shows the restart
+    exporter.prompt.labels("m", "0").inc(500)
+    exporter.usage.labels("m", "0").set(0.9)
+    exporter.running.labels("m", "0").set(6)
+    await source.poll()
+    totals = await source.read_lane("live", None, '{model_name="m"}', 3600)
+    assert totals.values["prompt_tokens"] == 100 + 30 + 500
+    # After the first restart the new gauges have no series until set: 3 scrapes carry them.
+    assert totals.values["running"] == pytest.approx((4 + 8 + 6) / 3)
+    assert totals.values["kv_usage"] == pytest.approx((0.5 + 0.5 + 0.9) / 3)
+    assert dict(totals.histograms["prompt_len"]) == {10.0: 1.0, 100.0: 2.0, float("inf"): 2.0}
+    assert totals.missing["prefix_cache_queries"].startswith("not exposed by this engine")
+    assert source.requests == 4
+
+
+async def test_unreachable_engine(tmp_path: Path) -> None:
+    from promharness import free_port
+
+    from cockpit.sources.prometheus import SourceError
+
+    source = ScrapeSource(f"http://127.0.0.1:{free_port()}/metrics")
+    with pytest.raises(SourceError, match="connection refused"):
+        await source.poll()
+    await source.aclose()
