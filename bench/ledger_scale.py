@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sqlite3
 import statistics
@@ -26,7 +27,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the Hermes-like writer lives with the
 
 from ledger_writer import HermesLikeWriter, Usage  # noqa: E402
 
-from cockpit.sources.ledger import LedgerTailer  # noqa: E402
+from cockpit.sources.ledger import WORKERS, LedgerTailer  # noqa: E402
 
 SESSIONS = 1_000_000
 OPEN = 50
@@ -37,7 +38,14 @@ SEED = 20261115
 FIRST_READ_TARGET_S = 1.5
 REFRESH_TARGET_S = 0.020
 
-SOURCES = (("desktop", 27), ("cli", 20), ("tui", 10), ("telegram", 12), ("cron", 13), ("subagent", 18))
+SOURCES = (
+    ("desktop", 27),
+    ("cli", 20),
+    ("tui", 10),
+    ("telegram", 12),
+    ("cron", 13),
+    ("subagent", 18),
+)
 MODELS = (
     "claude-sonnet-4.6",
     "openrouter/anthropic/claude-sonnet-4.6",
@@ -118,8 +126,9 @@ def generate(path: Path) -> None:
         )
         usage.append((row[0], row[2], "", row[13], *row[8:13], row[4], row[5] or row[4]))
         if rng.random() < 0.4:
-            usage.append((row[0], "gemini-3-flash", "title_generation", 1, 500, 12, 0, 0, 0,
-                          row[4], row[4]))
+            usage.append(
+                (row[0], "gemini-3-flash", "title_generation", 1, 500, 12, 0, 0, 0, row[4], row[4])
+            )
         if len(usage) > 50_000:
             write_usage(conn, usage)
     write_usage(conn, usage)
@@ -170,16 +179,21 @@ class BackgroundWriter(threading.Thread):
             self.writer.record_call(sid, "gpt-5.4", Usage(rng.randrange(900), 4000, 0, 200, 10))
 
 
-async def first_reads(path: Path, runs: int) -> list[float]:
-    times = []
+async def first_reads(path: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """Time to the first figures, its CPU time (all threads), time to exact per-model figures."""
+    first, cpu, exact = [], [], []
     for _ in range(runs):
         tailer = LedgerTailer(path)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         totals = await tailer.refresh(90 * DAY, NOW)
-        times.append(time.perf_counter() - started)
+        first.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - cpu_started)
+        await tailer.settle()
+        totals = await tailer.refresh(90 * DAY, NOW)
+        exact.append(time.perf_counter() - started)
         await tailer.close()
-        assert totals.total.sessions > 0
-    return times
+        assert totals.total.sessions > 0 and totals.model_basis == "session_model_usage"
+    return first, cpu, exact
 
 
 async def live_refreshes(path: Path, rounds: int) -> dict[str, Any]:
@@ -224,13 +238,20 @@ async def live_refreshes(path: Path, rounds: int) -> dict[str, Any]:
 def run(runs: int = 5, rounds: int = 30) -> dict[str, Any]:
     """Measure and return the figures (the bench runner calls this)."""
     path = ledger_path()
-    first = spread(asyncio.run(first_reads(path, runs)))
+    load_before = os.getloadavg()[0]
+    first_times, cpu_times, exact_times = asyncio.run(first_reads(path, runs))
+    first = spread(first_times)
     live = asyncio.run(live_refreshes(path, rounds))
-    return {
+    result = {
         "ledger": str(path),
         "sessions": SESSIONS,
         "bytes": path.stat().st_size,
         "first_read_90d_s": first,
+        "first_read_cpu_s": spread(cpu_times),
+        "exact_per_model_90d_s": spread(exact_times),
+        "workers": WORKERS,
+        "cpus": os.cpu_count(),
+        "load_average_before": load_before,
         "first_read_target_s": FIRST_READ_TARGET_S,
         "refresh_target_s": REFRESH_TARGET_S,
         **live,
@@ -238,25 +259,34 @@ def run(runs: int = 5, rounds: int = 30) -> dict[str, Any]:
         and live["refresh_s"]["median"] <= REFRESH_TARGET_S
         and live["writer_busy_errors"] == 0,
     }
+    print_table(result)
+    (RESULTS / "ledger_scale.json").write_text(json.dumps(result, indent=2))
+    return result
 
 
 def print_table(result: dict[str, Any]) -> None:
-    def ms(values: dict[str, float]) -> str:
-        return " / ".join(f"{values[k] * 1000:8.1f}" for k in ("min", "median", "max"))
+    def row(label: str, values: dict[str, float], target: str = "") -> None:
+        spread = " / ".join(f"{values[k] * 1000:8.1f}" for k in ("min", "median", "max"))
+        print(f"{label:<46} {spread:>30}  {target}")
 
     print(f"ledger: {result['ledger']} ({result['sessions']:,} sessions, {result['bytes']:,} B)")
-    print(f"{'measure':<44} {'min / median / max (ms)':>30}  target")
-    print(f"{'first read, 90 d window':<44} {ms(result['first_read_90d_s']):>30}  "
-          f"<= {result['first_read_target_s'] * 1000:.0f} ms")
-    print(f"{'refresh after ' + str(result['open_sessions']) + ' open sessions changed':<44} "
-          f"{ms(result['refresh_s']):>30}  <= {result['refresh_target_s'] * 1000:.0f} ms median")
-    print(f"{'refresh, nothing changed (cached)':<44} {ms(result['unchanged_refresh_s']):>30}")
+    print(f"{'measure':<46} {'min / median / max (ms)':>30}  target")
+    first_target = f"<= {result['first_read_target_s'] * 1000:.0f} ms"
+    row("first read, 90 d window", result["first_read_90d_s"], first_target)
+    row("  its CPU time, all threads", result["first_read_cpu_s"])
+    row("  per model exact (usage read in background)", result["exact_per_model_90d_s"])
+    refresh_target = f"<= {result['refresh_target_s'] * 1000:.0f} ms median"
+    changed = f"refresh after {result['open_sessions']} open sessions changed"
+    row(changed, result["refresh_s"], refresh_target)
+    row("refresh again at once (writer at 50/s)", result["unchanged_refresh_s"])
     print(f"writer: {result['writer_writes']} writes, {result['writer_busy_errors']} SQLITE_BUSY")
     print(f"tailer: {result['tailer_stats']}")
+    print(
+        f"{result['workers']} scan workers on {result['cpus']} CPUs; "
+        f"load average {result['load_average_before']:.2f} before the first reads"
+    )
     print("all targets met" if result["ok"] else "TARGET MISSED")
 
 
 if __name__ == "__main__":
-    outcome = run()
-    print_table(outcome)
-    (RESULTS / "ledger_scale.json").write_text(json.dumps(outcome, indent=2))
+    run()

@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,14 +25,12 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from cockpit.config import Config
-from cockpit.figures import LaneFigures
 from cockpit.model import FRESH
 from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
-from cockpit.roofline import LaneLoad, RooflineView, operating_points
-from cockpit.screens import HelpScreen
+from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import DEFAULT_THEME, STYLESHEET, THEME_NAMES, THEMES, next_theme
-from cockpit.timeutil import WINDOWS, next_window
+from cockpit.timeutil import WINDOWS
 from cockpit.widgets import (
     CacheGauge,
     PhaseBar,
@@ -75,33 +72,6 @@ class LedgerRefreshed(Message):
         return isinstance(message, LedgerRefreshed)
 
 
-def lane_load(figures: LaneFigures) -> LaneLoad:
-    """The figures the roofline's operating points are made of."""
-    value = figures.value
-    return LaneLoad(
-        effective_prefill_rate=value("effective_prefill_rate"),
-        mean_prompt=value("mean_prompt"),
-        mean_fresh_prefill=value("mean_fresh_prefill"),
-        mean_generated=value("mean_generated"),
-        running=value("running"),
-        itl_s=value("itl_mean"),
-        tokens_per_step=value("tokens_per_step"),
-        measured_flops_per_s=value("measured_flops"),
-        measured_bytes_per_s=value("measured_bytes"),
-    )
-
-
-def roofline_view(snapshot: LaneSnapshot | None, chunk_tokens: int | None) -> RooflineView | None:
-    """The roofline of a lane with known hardware and model; points once figures exist."""
-    if snapshot is None or snapshot.hardware is None or snapshot.model is None:
-        return None
-    points = None
-    if snapshot.figures is not None:
-        load = lane_load(snapshot.figures)
-        points = operating_points(load, snapshot.hardware, snapshot.model, chunk_tokens)
-    return RooflineView(snapshot.hardware, snapshot.model, points)
-
-
 def receipt_name(lane: str, window: str, moment: float) -> str:
     """`cockpit-receipt-<lane>-<window>-<UTC stamp>.md`, safe as a file name."""
     safe_lane = re.sub(r"[^A-Za-z0-9_.-]+", "_", lane) or "lane"
@@ -140,7 +110,9 @@ class CockpitApp(App[None]):
         (0, "-tiny"),
         (MIN_WIDTH, "-one-column"),
         (80, "-two-columns"),
-        (140, "-three-columns"),
+        (100, "-roomy-two-columns"),
+        (120, "-three-columns"),
+        (150, "-wide-three-columns"),
     ]
     VERTICAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-short"),
@@ -149,14 +121,15 @@ class CockpitApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *_lane_bindings(),
-        Binding("tab", "next_lane", "next lane", show=False, priority=True),
+        Binding("tab", "next_lane", "next", key_display="tab", priority=True),
         Binding("shift+tab", "previous_lane", "prev lane", show=False, priority=True),
-        Binding("w", "next_window", "window"),
+        Binding("w", "next_window", "window", key_display="w/W"),
         Binding("W", "previous_window", "prev window", show=False),
         Binding("r", "refresh", "refresh"),
         Binding("p", "pause", "pause"),
         Binding("e", "export", "export"),
         Binding("t", "next_theme", "theme"),
+        Binding("m", "filter_model", "model"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q", "quit", "quit"),
     ]
@@ -195,7 +168,7 @@ class CockpitApp(App[None]):
             else None
         )
         self.lane_index = 0
-        self.window = config.window if config.window in WINDOWS else "1h"
+        self.window = config.window
         self.paused = False
         self.lane_snapshot: LaneSnapshot | None = None
         self.ledger_snapshot: LedgerSnapshot | None = None
@@ -226,6 +199,14 @@ class CockpitApp(App[None]):
         self._show_all()
         self._poll_lane_now()
         self._poll_ledger_now()
+
+    async def on_unmount(self) -> None:
+        """Close every feed in the loop its clients were made in."""
+        self.workers.cancel_all()
+        for feed in self.lane_feeds:
+            await feed.close()
+        if self.ledger_poller is not None:
+            await self.ledger_poller.feed.close()
 
     # --- state as the user sees it -----------------------------------------------------------
 
@@ -265,6 +246,7 @@ class CockpitApp(App[None]):
             replay_at=self.replay_at,
             sources=tuple(sources),
             paused=self.paused,
+            model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
         )
 
     def _show_status(self) -> None:
@@ -273,13 +255,12 @@ class CockpitApp(App[None]):
     def _show_all(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_ledger = self.ledger_poller is not None
-        chunk = self.lane_feeds[self.lane_index].chunk_tokens if self.lane_feeds else None
         with self.batch_update():
             self._show_status()
             self.query_one(CacheGauge).show(lane, ledger, has_ledger)
             self.query_one(PrefillPane).show(lane)
             self.query_one(PhaseBar).show(lane)
-            self.query_one(RooflinePane).show(roofline_view(lane, chunk))
+            self.query_one(RooflinePane).show(lane.roofline() if lane else None)
             self.query_one(RatiosPane).show(lane, ledger, has_ledger)
             self.query_one(SpendPane).show(ledger, has_ledger)
 
@@ -296,39 +277,48 @@ class CockpitApp(App[None]):
         self._ledger_loop.epoch += 1
         self._start_ledger_cycle()
 
-    def _start_lane_cycle(self) -> None:
+    def _start_lane_cycle(self) -> Worker[None] | None:
         self._lane_loop.timer = None
         if not self.lane_pollers:
-            return
-        poller = self.lane_pollers[self.lane_index]
-        self.run_worker(
-            partial(self._lane_cycle, poller, self.window, self._lane_loop.epoch),
+            return None
+        poller, window, epoch = (
+            self.lane_pollers[self.lane_index],
+            self.window,
+            self._lane_loop.epoch,
+        )
+
+        async def cycle() -> None:
+            self.post_message(LaneRefreshed(await poller.cycle(window), epoch))
+
+        worker: Worker[None] = self.run_worker(
+            cycle,
             name=f"lane {poller.feed.name}",
             group="lane",
-            description=f"read lane {poller.feed.name} over {self.window}",
+            description=f"read lane {poller.feed.name} over {window}",
             exclusive=True,
             exit_on_error=False,
         )
+        return worker
 
-    def _start_ledger_cycle(self) -> None:
+    def _start_ledger_cycle(self) -> Worker[None] | None:
         self._ledger_loop.timer = None
         poller = self.ledger_poller
         if poller is None:
-            return
-        self.run_worker(
-            partial(self._ledger_cycle, poller, self.ledger_window, self._ledger_loop.epoch),
+            return None
+        window, epoch = self.ledger_window, self._ledger_loop.epoch
+
+        async def cycle() -> None:
+            self.post_message(LedgerRefreshed(await poller.cycle(window), epoch))
+
+        worker: Worker[None] = self.run_worker(
+            cycle,
             name="ledger",
             group="ledger",
-            description=f"read the agent ledger over {self.ledger_window}",
+            description=f"read the agent ledger over {window}",
             exclusive=True,
             exit_on_error=False,
         )
-
-    async def _lane_cycle(self, poller: LanePoller, window: str, epoch: int) -> None:
-        self.post_message(LaneRefreshed(await poller.cycle(window), epoch))
-
-    async def _ledger_cycle(self, poller: LedgerPoller, window: str, epoch: int) -> None:
-        self.post_message(LedgerRefreshed(await poller.cycle(window), epoch))
+        return worker
 
     def _wants_next_cycle(self, fresh: bool) -> bool:
         # A replayed moment doesn't move: read it again only to recover from a failure.
@@ -401,11 +391,20 @@ class CockpitApp(App[None]):
         if self.lane_feeds:
             self.select_lane((self.lane_index - 1) % len(self.lane_feeds))
 
+    @property
+    def windows(self) -> tuple[str, ...]:
+        return self.config.windows or WINDOWS
+
+    def _step_window(self, step: int) -> str:
+        windows = self.windows
+        index = windows.index(self.window) if self.window in windows else 0
+        return windows[(index + step) % len(windows)]
+
     def action_next_window(self) -> None:
-        self.select_window(next_window(self.window, 1))
+        self.select_window(self._step_window(1))
 
     def action_previous_window(self) -> None:
-        self.select_window(next_window(self.window, -1))
+        self.select_window(self._step_window(-1))
 
     def action_refresh(self) -> None:
         self._poll_lane_now()
@@ -420,6 +419,25 @@ class CockpitApp(App[None]):
         else:
             self._show_status()
             self.action_refresh()
+
+    def action_filter_model(self) -> None:
+        if not self.lane_feeds or isinstance(self.screen, ModelFilterScreen):
+            return
+        feed = self.lane_feeds[self.lane_index]
+        self.push_screen(ModelFilterScreen(feed.model_filter), self.filter_model)
+
+    def filter_model(self, model: str | None) -> None:
+        """Read the current lane for `model` only (None: unchanged, empty: the whole lane)."""
+        if model is None or not self.lane_feeds:
+            return
+        feed = self.lane_feeds[self.lane_index]
+        if (model or None) == feed.model_filter:
+            return
+        feed.filter_model(model)
+        self._lane_seen = {k: v for k, v in self._lane_seen.items() if k[0] != self.lane_index}
+        self.lane_snapshot = None
+        self._show_all()
+        self._poll_lane_now()
 
     def action_next_theme(self) -> None:
         self.theme = next_theme(self.theme)
@@ -468,7 +486,7 @@ class CockpitApp(App[None]):
                 f"Show lane {index + 1} of {len(self.lane_feeds)}",
                 lambda index=index: self.select_lane(index),
             )
-        for window in WINDOWS:
+        for window in self.windows:
             yield SystemCommand(
                 f"Window: {window}",
                 f"Figures over the last {window}",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
-from cockpit.timeutil import promql_duration
+from cockpit.timeutil import parse_duration, promql_duration
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
 KV_CAPACITY = "kv_capacity"
@@ -361,18 +361,34 @@ def _with_extra(metric: str, selector: str, extra: tuple[tuple[str, str], ...]) 
     return metric + selector_with(selector, **dict(extra))
 
 
-def spec_expression(spec: Spec, selector: str, window: str) -> str | None:
-    """One spec as PromQL returning a single sample (a `le` vector for histograms)."""
+def spec_expression(
+    spec: Spec, selector: str, window: str, at: float | None = None, step: float | None = None
+) -> str | None:
+    """One spec as PromQL returning a single sample (a `le` vector for histograms).
+
+    `at` pins every range to end at that epoch (the `@` modifier), for cached blocks. Gauges
+    are the time average of the sum (or mean) across series, sampled every `step` seconds
+    (default `subquery_step` of the window), so series that replace each other within the
+    window (a container swap) are not added up as if they had run side by side.
+    """
+    pin = "" if at is None else f" @ {at:.3f}"
     if isinstance(spec, Counter):
-        return f"sum(increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]))"
+        return f"sum(increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin}))"
     if isinstance(spec, Difference):
-        a = spec_expression(spec.a, selector, window)
-        b = spec_expression(spec.b, selector, window)
+        a = spec_expression(spec.a, selector, window, at, step)
+        b = spec_expression(spec.b, selector, window, at, step)
         return f"({a} - {b})"
     if isinstance(spec, Gauge):
-        return f"{spec.across}(avg_over_time({spec.metric}{selector_with(selector)}[{window}]))"
+        step = subquery_step(parse_duration(window)) if step is None else step
+        series = f"{spec.metric}{selector_with(selector)}"
+        inner = f"{spec.across}({series})"
+        # Data younger than the last subquery step: fall back to the value at the end.
+        return (
+            f"(avg_over_time({inner}[{window}:{promql_duration(step)}]{pin})"
+            f" or {spec.across}({series}{pin}))"
+        )
     if isinstance(spec, Histogram):
-        return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]))"
+        return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]{pin}))"
     return None
 
 
@@ -388,8 +404,8 @@ def capacity_expression(dialect: str, selector: str, escaped: bool = False) -> s
     return metric + selector_without(selector, "model_name")
 
 
-def data_start_step(window_s: float) -> float:
-    """Subquery step for `data_start_expression`: 15 s, or 1/2000 of long windows."""
+def subquery_step(window_s: float) -> float:
+    """Subquery step for gauges and the data start: 15 s, or 1/2000 of long windows."""
     return float(max(15, round(window_s / 2000)))
 
 
@@ -401,7 +417,7 @@ def data_start_expression(
     Each subquery step sees the newest sample within the 5 m lookback, so when data covers
     the window's start the answer is at or before it; otherwise it is the first sample.
     """
-    step = data_start_step(window_s)
+    step = subquery_step(window_s)
     metric = presence_metric(dialect, escaped) + selector_with(selector)
     # Data younger than the last subquery step is only seen by the instant lookup.
     return (

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cockpit.config import Auth, Config, LaneConfig
+from cockpit.dialects import selector_with
 from cockpit.model import LaneTotals, LedgerTotals
 from cockpit.poller import LaneFeed, LanePoller, LedgerFeed, LedgerPoller, failure_reason
 from cockpit.roofline import Hardware, ModelProfile
@@ -35,14 +36,29 @@ def read_secret(auth: Auth) -> str:
     return lines[0].strip()
 
 
+def _selector(lane: LaneConfig, model: str | None) -> str:
+    """The lane's matchers, plus `model_name` (escaped) when a model filter is set."""
+    return selector_with(lane.selector, model_name=model) if model else lane.selector
+
+
+def _lane_hardware(lane: LaneConfig) -> Hardware | None:
+    """The lane's GPUs as one roof (ideal tensor parallelism)."""
+    return lane.hardware.scaled(lane.gpus) if lane.hardware else None
+
+
 @dataclass(eq=False)
 class PrometheusLaneFeed:
     """A lane read with PromQL from a Prometheus-compatible server."""
 
     lane: LaneConfig
     source: PrometheusSource | None
+    servers: _Servers | None = None
     setup_error: str = ""
     """Why the source could not be built (a missing secret): every read says so."""
+    model_filter: str | None = None
+
+    def filter_model(self, model: str | None) -> None:
+        self.model_filter = model or None
 
     @property
     def name(self) -> str:
@@ -50,7 +66,11 @@ class PrometheusLaneFeed:
 
     @property
     def hardware(self) -> Hardware | None:
-        return self.lane.hardware
+        return _lane_hardware(self.lane)
+
+    @property
+    def gpus(self) -> int:
+        return self.lane.gpus
 
     @property
     def model(self) -> ModelProfile | None:
@@ -66,14 +86,16 @@ class PrometheusLaneFeed:
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
         if self.source is None:
-            raise SourceError(self.setup_error)
+            raise SourceError(self.setup_error or "closed")
         dialect = None if self.lane.engine == "auto" else self.lane.engine
-        return await self.source.read_lane(
-            self.lane.name, dialect, self.lane.selector, window_s, end
-        )
+        selector = _selector(self.lane, self.model_filter)
+        return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
     async def close(self) -> None:
-        """The server's client is shared between lanes; `close_all` closes it."""
+        """Let go of the server's client; the last lane on a server closes it."""
+        if self.source is not None and self.servers is not None:
+            await self.servers.release(self.source)
+            self.source = None
 
 
 @dataclass(eq=False)
@@ -82,18 +104,25 @@ class ScrapeLaneFeed:
 
     lane: LaneConfig
     source: ScrapeSource
+    model_filter: str | None = None
+
+    def filter_model(self, model: str | None) -> None:
+        self.model_filter = model or None
 
     name = property(lambda self: self.lane.name)
-    hardware = property(lambda self: self.lane.hardware)
+    hardware = property(lambda self: _lane_hardware(self.lane))
+    gpus = property(lambda self: self.lane.gpus)
     model = property(lambda self: self.lane.model)
     host_kv_tokens = property(lambda self: self.lane.host_kv_tokens)
     chunk_tokens = property(lambda self: self.lane.chunk_tokens)
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        """Take a sample (each refresh is one scrape), then the window from the buffer."""
+        if end is None:
+            await self.source.poll()
         dialect = None if self.lane.engine == "auto" else self.lane.engine
-        return await self.source.read_lane(
-            self.lane.name, dialect, self.lane.selector, window_s, end
-        )
+        selector = _selector(self.lane, self.model_filter)
+        return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
     async def close(self) -> None:
         await self.source.aclose()
@@ -115,6 +144,7 @@ class _Servers:
     """One PrometheusSource per (server, credentials, TLS): lanes on one server share it."""
 
     by_key: dict[tuple[object, ...], PrometheusSource] = field(default_factory=dict)
+    users: dict[int, int] = field(default_factory=dict)
 
     def get(self, lane: LaneConfig) -> PrometheusSource:
         assert lane.prometheus is not None
@@ -132,7 +162,14 @@ class _Servers:
             self.by_key[key] = PrometheusSource(
                 lane.prometheus, bearer=bearer, auth=basic, verify=verify, timeout=lane.timeout_s
             )
-        return self.by_key[key]
+        source = self.by_key[key]
+        self.users[id(source)] = self.users.get(id(source), 0) + 1
+        return source
+
+    async def release(self, source: PrometheusSource) -> None:
+        self.users[id(source)] -= 1
+        if self.users[id(source)] == 0:
+            await source.aclose()
 
 
 def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[LaneFeed]:
@@ -141,12 +178,14 @@ def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[La
     for lane in config.lanes:
         if lane.prometheus:
             try:
-                feeds.append(PrometheusLaneFeed(lane, servers.get(lane)))
+                feeds.append(PrometheusLaneFeed(lane, servers.get(lane), servers))
             except SourceError as error:
-                feeds.append(PrometheusLaneFeed(lane, None, str(error)))
+                feeds.append(PrometheusLaneFeed(lane, None, setup_error=str(error)))
         else:
             assert lane.metrics_url is not None
-            feeds.append(ScrapeLaneFeed(lane, ScrapeSource(lane.metrics_url, timeout=lane.timeout_s)))
+            feeds.append(
+                ScrapeLaneFeed(lane, ScrapeSource(lane.metrics_url, timeout=lane.timeout_s))
+            )
     return feeds
 
 
@@ -171,13 +210,8 @@ def build_feeds(
 
 
 async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> None:
-    closed: set[int] = set()
     for feed in lanes:
         await feed.close()
-        source = getattr(feed, "source", None)
-        if isinstance(source, PrometheusSource) and id(source) not in closed:
-            closed.add(id(source))
-            await source.aclose()
     if ledger is not None:
         await ledger.close()
 
@@ -195,12 +229,7 @@ async def read_once(
     window = config.window
     try:
         if lanes:
-            scrape = getattr(lanes[0], "source", None)
-            if isinstance(scrape, ScrapeSource):
-                await scrape.poll()
-            lane_snapshot = await LanePoller(lanes[0], config.refresh_s, replay_at=at).cycle(
-                window
-            )
+            lane_snapshot = await LanePoller(lanes[0], config.refresh_s, replay_at=at).cycle(window)
             if lane_snapshot.freshness.state != "ok":
                 errors.append(f"lane {lanes[0].name}: {lane_snapshot.freshness.reason}")
         if ledger is not None:
@@ -224,9 +253,6 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
             where = feed.lane.prometheus or feed.lane.metrics_url  # type: ignore[attr-defined]
             started = time.perf_counter()
             try:
-                scrape = getattr(feed, "source", None)
-                if isinstance(scrape, ScrapeSource):
-                    await scrape.poll()
                 totals = await feed.read(window_s, None)
             except (SourceError, OSError) as error:
                 results.append((False, f"lane {feed.name}: {where}: {failure_reason(error)}"))

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cockpit.model import Bucket, Figure, LaneTotals, LedgerTotals, TokenCounts, Unit, frozen_map
+from cockpit.roofline import LaneLoad
 
 # --- formatting ---------------------------------------------------------------------------
 
@@ -44,6 +45,8 @@ def format_value(value: float | None, unit: Unit) -> str:
         return f"{value:,.1f} : 1" if value < 100 else f"{value:,.0f} : 1"
     if unit == "seconds":
         return _seconds(value)
+    if unit == "number":
+        return _significant(value, 3)
     if unit in ("tokens", "count", "units"):
         return f"{value:,.0f}" if abs(value) < 1e6 else si(value)
     if unit == "tok/s":
@@ -425,9 +428,9 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 why("prefill_sum", "decode_sum")),
         _figure("itl_mean", "Inter-token step (mean)", step, "seconds", why("itl_sum"),
                 q("itl_sum", "")),
-        Figure("tokens_per_step", "Tokens per step", 1.0, "count",
+        Figure("tokens_per_step", "Tokens per step", 1.0, "number",
                "no speculative decoding: 1 token per step") if spec_missing
-        else _figure("tokens_per_step", "Tokens per step", tokens_per_step, "count",
+        else _figure("tokens_per_step", "Tokens per step", tokens_per_step, "number",
                      "no drafts in window"),
         _figure("draft_acceptance", "Draft acceptance",
                 divide(v("spec_accepted"), v("spec_draft_tokens")), "share",
@@ -438,9 +441,9 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 why("prompt_computed", "prefill_sum")),
         _figure("cache_off_prefill", "Prefill per request with the cache off",
                 divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
-        _figure("running", "Running requests (mean)", v("running"), "count", why("running"),
+        _figure("running", "Running requests (mean)", v("running"), "number", why("running"),
                 q("running", "")),
-        _figure("waiting", "Waiting requests (mean)", v("waiting"), "count", why("waiting"),
+        _figure("waiting", "Waiting requests (mean)", v("waiting"), "number", why("waiting"),
                 q("waiting", "")),
         _figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
                 q("kv_usage", "")),
@@ -503,3 +506,23 @@ def _length_shares(totals: LaneTotals) -> list[Figure]:
             label = _length_label(key, bound, above)
             shares.append(Figure(key, label, share, "share", "", totals.queries.get(histogram, "")))
     return shares
+
+
+def lane_load(figures: LaneFigures, gpus: int = 1) -> LaneLoad:
+    """The figures the roofline's operating points are made of, for the lane as a whole.
+
+    The engine's MFU counters are per GPU; the lane's roof is all its GPUs together.
+    """
+    value = figures.value
+    flops, moved = value("measured_flops"), value("measured_bytes")
+    return LaneLoad(
+        effective_prefill_rate=value("effective_prefill_rate"),
+        mean_prompt=value("mean_prompt"),
+        mean_fresh_prefill=value("mean_fresh_prefill"),
+        mean_generated=value("mean_generated"),
+        running=value("running"),
+        itl_s=value("itl_mean"),
+        tokens_per_step=value("tokens_per_step"),
+        measured_flops_per_s=None if flops is None else flops * gpus,
+        measured_bytes_per_s=None if moved is None else moved * gpus,
+    )

@@ -37,7 +37,17 @@ class Freshness:
 FRESH = Freshness("ok")
 
 Unit = Literal[
-    "count", "tokens", "ratio", "share", "seconds", "tok/s", "flop/s", "bytes/s", "units", "bytes"
+    "count",
+    "number",
+    "tokens",
+    "ratio",
+    "share",
+    "seconds",
+    "tok/s",
+    "flop/s",
+    "bytes/s",
+    "units",
+    "bytes",
 ]
 
 

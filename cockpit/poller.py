@@ -37,6 +37,19 @@ class LaneFeed(Protocol):
 
     @property
     def chunk_tokens(self) -> int | None: ...
+    @property
+    def gpus(self) -> int:
+        """GPUs behind the lane; `hardware` is already all of them together."""
+        ...
+
+    @property
+    def model_filter(self) -> str | None:
+        """Only series with this `model_name` (None: the whole lane)."""
+        ...
+
+    def filter_model(self, model: str | None) -> None:
+        """Read only `model` from now on (None or empty: the whole lane)."""
+        ...
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
         """Window totals ending at `end` (None = now); raises with a one-line reason."""
@@ -209,6 +222,8 @@ class LanePoller:
             latency_s=outcome.latency_s,
             updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
+            gpus=self.feed.gpus,
+            chunk_tokens=self.feed.chunk_tokens,
         )
 
 

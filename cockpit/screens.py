@@ -1,4 +1,4 @@
-"""Screens over the cockpit: the `?` help screen listing every key."""
+"""Screens over the cockpit: the `?` help screen and the model filter."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 KEY_HELP: tuple[tuple[str, str], ...] = (
     ("1 – 9", "show lane 1 to 9"),
@@ -20,6 +20,7 @@ KEY_HELP: tuple[tuple[str, str], ...] = (
     ("p", "pause / resume polling"),
     ("e", "export the current receipt as markdown"),
     ("t", "next theme"),
+    ("m", "filter the lane to one model_name (empty: the whole lane)"),
     ("ctrl+p", "command palette: lanes, windows, export, themes"),
     ("?", "this help"),
     ("q", "quit"),
@@ -27,9 +28,10 @@ KEY_HELP: tuple[tuple[str, str], ...] = (
 """Every key, in the order the footer shows them."""
 
 PANE_HELP: tuple[str, ...] = (
-    "Panes, prefill first: prefix cache · prefill · phases & decode · roofline ·",
-    "token ratios · spend split. A dim value is stale (its source failed; the last",
-    "good value stays, the border says since when); — is missing (hover for why).",
+    "Panes, prefill first: prefix cache · prefill · phases & decode ·",
+    "roofline · token ratios · spend split.",
+    "A dim value is stale: its source failed, the last good value stays",
+    "and the border says since when. — is missing: hover for why.",
 )
 
 
@@ -77,3 +79,37 @@ class HelpScreen(ModalScreen[None]):
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
+
+
+class ModelFilterScreen(ModalScreen[str | None]):
+    """Asks for a `model_name` to filter the lane by; enter applies, escape cancels."""
+
+    DEFAULT_CSS = """
+    ModelFilterScreen {
+        align: center middle;
+    }
+    ModelFilterScreen > Input {
+        width: 60;
+        max-width: 90%;
+        border: round $primary;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", show=False),
+    ]
+
+    def __init__(self, current: str | None) -> None:
+        super().__init__()
+        self.current = current or ""
+
+    def compose(self) -> ComposeResult:
+        field = Input(self.current, placeholder="model_name (empty: the whole lane)")
+        field.border_title = "filter the lane by model"
+        yield field
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

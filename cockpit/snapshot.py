@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.figures import LaneFigures, LedgerFigures
+from cockpit.figures import LaneFigures, LedgerFigures, lane_load
 from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals
-from cockpit.roofline import Hardware, ModelProfile
+from cockpit.roofline import Hardware, ModelProfile, RooflineView, operating_points
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,19 @@ class LaneSnapshot:
     """When the figures were last read successfully."""
     replay_at: float | None = None
     """Set when the cockpit replays a past moment (`--at`)."""
+    gpus: int = 1
+    """GPUs behind the lane; `hardware` is already all of them together."""
+    chunk_tokens: int | None = None
+
+    def roofline(self) -> RooflineView | None:
+        """The lane's roofline, with its operating points once figures exist."""
+        if self.hardware is None or self.model is None:
+            return None
+        points = None
+        if self.figures is not None:
+            load = lane_load(self.figures, self.gpus)
+            points = operating_points(load, self.hardware, self.model, self.chunk_tokens)
+        return RooflineView(self.hardware, self.model, points)
 
 
 @dataclass(frozen=True, slots=True)

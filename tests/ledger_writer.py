@@ -124,7 +124,8 @@ class HermesLikeWriter:
                 conn.execute(
                     "INSERT INTO session_model_usage (session_id, model, task, api_call_count, "
                     "input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, "
-                    "reasoning_tokens, first_seen, last_seen) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
+                    "reasoning_tokens, first_seen, last_seen) "
+                    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (session_id, model, billing_provider, billing_base_url, "
                     "billing_mode, task) DO UPDATE SET api_call_count = api_call_count + 1, "
                     "input_tokens = input_tokens + excluded.input_tokens, "
@@ -141,7 +142,8 @@ class HermesLikeWriter:
     def end_session(self, session_id: str, ended_at: float, reason: str = "cli_close") -> None:
         def work(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+                "UPDATE sessions SET ended_at = ?, end_reason = ? "
+                "WHERE id = ? AND ended_at IS NULL",
                 (ended_at, reason, session_id),
             )
 
@@ -178,7 +180,9 @@ def _short(model: str | None) -> str:
     return model.split("/")[-1] if model else "unknown"
 
 
-def _fold(rows: list[tuple[object, ...]], key: Callable[[object], str]) -> dict[str, tuple[int, ...]]:
+def _fold(
+    rows: list[tuple[object, ...]], key: Callable[[object], str]
+) -> dict[str, tuple[int, ...]]:
     out: dict[str, list[int]] = {}
     for row in rows:
         vector = out.setdefault(key(row[0]), [0] * 7)

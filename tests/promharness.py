@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import socket
 import subprocess
@@ -36,7 +37,7 @@ def create_blocks(openmetrics: str, tsdb: Path) -> None:
     """Backfill `tsdb` from OpenMetrics text (must end with `# EOF`) with promtool."""
     promtool = require_binary("promtool")
     tsdb.mkdir(parents=True, exist_ok=True)
-    source = tsdb.parent / "history.om"
+    source = tsdb.parent / f"history-{time.monotonic_ns()}.om"
     source.write_text(openmetrics)
     done = subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(tsdb)],
@@ -44,6 +45,7 @@ def create_blocks(openmetrics: str, tsdb: Path) -> None:
         text=True,
         timeout=120,
     )
+    source.unlink()
     if done.returncode != 0:
         raise RuntimeError(f"promtool failed: {done.stderr.strip() or done.stdout.strip()}")
 
@@ -158,12 +160,104 @@ class OpenMetricsWriter:
     ) -> None:
         self._families.setdefault(family, (kind, []))[1].append((sample_name, labels, samples))
 
-    def render(self) -> str:
+    def render(self, start: float = -math.inf, end: float = math.inf) -> str:
+        """OpenMetrics text of the samples with start <= t < end."""
         lines: list[str] = []
         for family, (kind, series) in self._families.items():
             lines.append(f"# TYPE {family} {kind}")
             for name, labels, samples in series:
                 text = _labels(labels)
-                lines += [f"{name}{text} {value!r} {int(t)}" for t, value in samples]
+                lines += [f"{name}{text} {v!r} {int(t)}" for t, v in samples if start <= t < end]
         lines.append("# EOF")
         return "\n".join(lines) + "\n"
+
+    def span(self) -> tuple[float, float]:
+        times = [s[0][0] for _, series in self._families.values() for _, _, s in series if s]
+        ends = [s[-1][0] for _, series in self._families.values() for _, _, s in series if s]
+        return min(times), max(ends)
+
+
+def create_blocks_by_day(writer: OpenMetricsWriter, tsdb: Path) -> None:
+    """Backfill day by day: promtool rescans its whole input for every 2 h block it writes."""
+    first, last = writer.span()
+    day = float(int(first) // 86400 * 86400)
+    while day <= last:
+        create_blocks(writer.render(day, day + 86400), tsdb)
+        day += 86400
+
+
+# --- a long vLLM lane, for block-cache tests and the benchmark ----------------------------
+
+
+def long_history(
+    end: int, days: float = 8, interval: int = 60, offset: int = 7, seed: int = 11
+) -> tuple[OpenMetricsWriter, list[tuple[str, Labels, Samples]]]:
+    """A vLLM lane `job="lane-long"` over `days` up to `end`, samples off the block grid.
+
+    Instance l1 restarts (counter reset) just after a 3 h boundary; l2 is swapped for l3
+    three days before `end`. Returns the writer and every series for expected values.
+    """
+    import random
+
+    rng = random.Random(seed)
+    first = int(end - days * 86400) // interval * interval
+    times = list(range(first, end + 1, interval))
+    times = [t + offset for t in times if t + offset <= end]
+    reset_at = next(t for t in times if t > end - 2 * 86400 and (t - offset) % 10800 == 0)
+    swap_at = end - 3 * 86400
+    instances = {
+        "l1": times,
+        "l2": [t for t in times if t < swap_at],
+        "l3": [t for t in times if t > swap_at],
+    }
+    writer = OpenMetricsWriter()
+    series: list[tuple[str, Labels, Samples]] = []
+
+    def add(family: str, kind: str, name: str, labels: Labels, samples: Samples) -> None:
+        writer.add(family, kind, name, labels, samples)
+        series.append((name, labels, samples))
+
+    def counter(stamps: list[int], low: int, high: int, restart: int | None) -> Samples:
+        value, out = 0.0, []
+        for t in stamps:
+            value = 0.0 if t == restart else value
+            value += rng.randint(low, high)
+            out.append((float(t), value))
+        return out
+
+    for instance, stamps in instances.items():
+        labels = {"job": "lane-long", "instance": instance, "model_name": "m", "engine": "0"}
+        restart = reset_at if instance == "l1" else None
+        add(
+            "vllm:prompt_tokens",
+            "counter",
+            "vllm:prompt_tokens_total",
+            labels,
+            counter(stamps, 900, 1100, restart),
+        )
+        add(
+            "vllm:generation_tokens",
+            "counter",
+            "vllm:generation_tokens_total",
+            labels,
+            counter(stamps, 15, 25, restart),
+        )
+        per_bucket = [counter(stamps, 4, 6, restart) for _ in range(3)]
+        running = [0.0] * len(stamps)
+        for le, bucket in zip(("100.0", "1000.0", "+Inf"), per_bucket, strict=True):
+            running = [acc + v for acc, (_, v) in zip(running, bucket, strict=True)]
+            add(
+                "vllm:request_prompt_tokens",
+                "histogram",
+                "vllm:request_prompt_tokens_bucket",
+                {**labels, "le": le},
+                [(float(t), v) for t, v in zip(stamps, running, strict=True)],
+            )
+        add(
+            "vllm:num_requests_running",
+            "gauge",
+            "vllm:num_requests_running",
+            labels,
+            [(float(t), float(rng.randint(4, 8))) for t in stamps],
+        )
+    return writer, series

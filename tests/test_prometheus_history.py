@@ -51,9 +51,22 @@ def prom_increase(samples: Series, start: float, end: float) -> float | None:
     return raw * extrapolated / sampled
 
 
-def mean_in_window(samples: Series, start: float, end: float) -> float | None:
-    values = [v for t, v in samples if start <= t <= end]
-    return sum(values) / len(values) if values else None
+def gauge_mean(
+    series: list[Series], combine: Callable[[list[float]], float], start: int, end: int
+) -> float:
+    """Prometheus's `avg_over_time(combine(x)[W:15s])`: per 15 s step, the newest sample of
+    each series within the 5 m lookback (inclusive), combined, then averaged over the steps."""
+    step, lookback = 15, 300
+    values = []
+    for at in range(-(-start // step) * step, end + 1, step):
+        seen = []
+        for samples in series:
+            recent = [v for t, v in samples if at - lookback <= t <= at]
+            if recent:
+                seen.append(recent[-1])
+        if seen:
+            values.append(combine(seen))
+    return sum(values) / len(values)
 
 
 def counter(rng: random.Random, times: list[int], reset_at: int | None = None) -> Series:
@@ -343,17 +356,13 @@ async def test_real_zero_versus_missing(source: PrometheusSource) -> None:
 
 async def test_gauges_and_histograms(source: PrometheusSource, history: History) -> None:
     totals = await source.read_lane("a", "vllm", '{job="lane-a"}', WINDOW, END)
-    running = [
-        mean_in_window(s, END - WINDOW, END)
-        for s in history.matching("vllm:num_requests_running", job="lane-a")
-    ]
-    assert totals.values["running"] == pytest.approx(sum(r for r in running if r is not None))
-    usage = [
-        mean_in_window(s, END - WINDOW, END)
-        for s in history.matching("vllm:kv_cache_usage_perc", job="lane-a")
-    ]
-    present = [u for u in usage if u is not None]
-    assert totals.values["kv_usage"] == pytest.approx(sum(present) / len(present))
+    running = list(history.matching("vllm:num_requests_running", job="lane-a"))
+    assert len(running) == 3  # a1, and a2 swapped for a3 inside the window
+    want = gauge_mean(running, sum, END - WINDOW, END)
+    assert totals.values["running"] == pytest.approx(want, rel=1e-12)
+    usage = list(history.matching("vllm:kv_cache_usage_perc", job="lane-a"))
+    want = gauge_mean(usage, lambda seen: sum(seen) / len(seen), END - WINDOW, END)
+    assert totals.values["kv_usage"] == pytest.approx(want, rel=1e-12)
     buckets = totals.histograms["prompt_len"]
     assert [le for le, _ in buckets] == [10.0, 100.0, 1000.0, math.inf]
     for le_text, (_, count) in zip(LEN_BOUNDS, buckets, strict=True):

@@ -199,3 +199,28 @@ async def test_unreachable_engine(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="connection refused"):
         await source.poll()
     await source.aclose()
+
+
+def test_names_escaped_by_an_openmetrics_answer() -> None:
+    # prometheus_client answers OpenMetrics requests with `vllm_` names (client_python #1177).
+    text = fixture_text("metrics_real.txt").replace("vllm:", "vllm_")
+    at = newest_created(fixture_text("metrics_real.txt")) + 60
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, at)
+    totals = source.totals("esc", "", 3600, at)
+    assert totals.dialect == "vllm"
+    assert totals.values["prompt_tokens"] == line_sum(text, "vllm_prompt_tokens_total") > 0
+    assert totals.kv_capacity_tokens == 1048576
+
+
+def test_buffer_is_bounded_and_long_windows_are_partial() -> None:
+    source = ScrapeSource("http://127.0.0.1:1/metrics", max_scrapes=3, max_age_s=3600)
+    for i in range(5):
+        body = f'vllm:prompt_tokens_total{{engine="0"}} {100 * i}\nvllm:num_requests_running 1\n'
+        source.ingest(body, 1000.0 + 10 * i)
+    assert list(source.buffer.scrapes) == [1020.0, 1030.0, 1040.0]
+    totals = source.totals("b", "", 3600, 1040.0)
+    assert totals.values["prompt_tokens"] == 200  # 200 -> 400 over the three kept scrapes
+    assert totals.covered_s == 20 and totals.coverage_note == "since start (20 s)"
+    source.ingest('vllm:prompt_tokens_total{engine="0"} 500\n', 1040.0 + 7200)
+    assert list(source.buffer.scrapes) == [8240.0]  # older than max_age_s: dropped

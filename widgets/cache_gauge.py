@@ -27,7 +27,7 @@ HIGH = 0.90
 BAND_WORDS = {
     "good": "good: above 90%",
     "warn": "fair: 70–90%",
-    "bad": "low: under 70%, prompts computed twice",
+    "bad": "low: under 70%, prompts redone",
 }
 """The band in words too, so the gauge reads without colour."""
 
@@ -48,7 +48,7 @@ class CacheGauge(Pane):
 
 def _hits_row(engine: Source) -> Row:
     hits, queries = engine.value("prefix_cache_hits"), engine.value("prefix_cache_queries")
-    label = "Hits / queries (tokens)"
+    label = "Hits / queries"
     if hits is None or queries is None:
         figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
         reason = figure.reason if figure and figure.reason else engine.absent
@@ -72,6 +72,6 @@ def cache_view(
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
         _hits_row(engine),
         engine.row("prefill_computed", "Prefill computed"),
-        agent.row("cache_read_share", "Provider cache-read share (ledger)"),
+        agent.row("cache_read_share", "Ledger cache-read share"),
     )
     return PaneView(lines, (("lane", engine.freshness), ("ledger", agent.freshness)))

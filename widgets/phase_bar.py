@@ -53,7 +53,7 @@ def phase_view(lane: LaneSnapshot | None) -> PaneView:
         engine.row("itl_mean", "Step (inter-token, mean)"),
         engine.row("tokens_per_step", "Tokens per step"),
         engine.row("stream_tok_s", "Decode tok/s per stream", tone="primary"),
-        engine.row("decode_share", "Decode share of inference time"),
+        engine.row("decode_share", "Decode share"),
         engine.row("running", "Running requests (mean)"),
     )
     return PaneView(lines, (("lane", engine.freshness),))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cockpit.figures import divide, format_value
+from cockpit.figures import LENGTH_THRESHOLDS, divide, format_value
 from cockpit.snapshot import LaneSnapshot
 
 from .pane import MISSING, Line, Pane, PaneView, Row, Source, lane_source
@@ -26,7 +26,7 @@ class PrefillPane(Pane):
 def _share_label(engine: Source, key: str, pattern: str) -> str:
     figure = engine.get(key)
     # The figure's label names the bucket bound the server actually has ("… ≤ 512 tokens").
-    bound = figure.label.rsplit(" ", 2)[-2] if figure else "?"
+    bound = figure.label.rsplit(" ", 2)[-2] if figure else f"{LENGTH_THRESHOLDS[key][1]:,.0f}"
     return pattern.format(bound=bound) + " tok"
 
 
@@ -44,7 +44,7 @@ def _contexts_row(engine: Source) -> Row:
 
 def _mean_context_row(engine: Source) -> Row:
     prompt, generated = engine.value("mean_prompt"), engine.value("mean_generated")
-    label = "Mean context (prompt + generated)"
+    label = "Mean context (prompt + gen)"
     if prompt is None or generated is None:
         return Row(label, MISSING, "muted", engine.stale, "needs mean prompt and generated")
     return Row(label, format_value(prompt + generated, "tokens"), stale=engine.stale)
@@ -56,7 +56,7 @@ def prefill_view(lane: LaneSnapshot | None) -> PaneView:
         engine.row("effective_prefill_rate", "Effective prefill rate", tone="primary"),
         engine.row("mean_prompt", "Mean prompt / request"),
         engine.row("mean_fresh_prefill", "Fresh prefill / request"),
-        engine.row("computed_generated", "Prefill computed : generated"),
+        engine.row("computed_generated", "Computed : generated"),
         engine.row("cache_off_prefill", "Prefill with cache off"),
         engine.row("ttft_mean", "TTFT (mean)"),
         *(engine.row(key, _share_label(engine, key, pattern)) for key, pattern in LENGTH_SHARES),

@@ -55,7 +55,7 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
     lines: tuple[Line, ...] = (
         bar,
         *rows,
-        agent.row("prompt_side_share", "Prompt side, caching as measured", tone="primary"),
-        agent.row("prompt_side_share_uncached", "Prompt side, no caching"),
+        agent.row("prompt_side_share", "Prompt side, as cached", tone="primary"),
+        agent.row("prompt_side_share_uncached", "Prompt side, uncached"),
     )
     return PaneView(lines, (("ledger", agent.freshness),))

@@ -42,6 +42,8 @@ class StatusView:
     replay_at: float | None = None
     sources: tuple[SourceStatus, ...] = ()
     paused: bool = False
+    model_filter: str | None = None
+    """The lane is filtered to this `model_name`."""
 
 
 def _item(text: str, style: str = "") -> Content:
@@ -62,6 +64,8 @@ def _source_item(source: SourceStatus) -> Content:
 
 def status_items(view: StatusView) -> list[Content]:
     items = [_item(f"{view.lane} ({view.index}/{view.count})", "bold $primary")]
+    if view.model_filter:
+        items.append(_item(f"model {view.model_filter!r}", "bold $accent"))
     window = (
         view.window
         if view.ledger_window in (None, view.window)

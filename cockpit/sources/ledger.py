@@ -10,19 +10,29 @@ How a refresh stays cheap and exact:
 - Sessions are split into *known closed* (rowid <= the highest rowid read, and not in the
   open set) and *open* (`ended_at IS NULL` when last read). Closed sessions never change, so
   their sums are kept per window; a change re-reads only the open set (by id) and rows with a
-  rowid above the last one read. A sliding window adds and subtracts the known-closed sessions
-  in the slices between the old and new bounds (`started_at` is indexed), so the sums stay
-  exact without keeping a row per session in memory.
+  rowid above the last one read, in one statement. A sliding window adds and subtracts the
+  known-closed sessions in the slices between the old and new bounds (`started_at` is
+  indexed), so the sums stay exact without keeping a row per session in memory. Known-closed
+  rows never change, so those reads may see any snapshot and still agree.
+- Big slices (a first read or a window switch over more than `scan_rows` sessions) are summed
+  by parallel scans on extra read-only connections, and their `session_model_usage` is read
+  in the background: until it lands, per-model figures come from `sessions.model` and
+  `missing` says so. `settle()` waits for it.
 - A replaced file (other inode or device, or a smaller size) or a schema change reopens the
   file and reads everything again.
 
+Per model, `sessions` counts a session once per model name it used (provider prefix dropped);
+`side_calls.sessions` counts sessions with any side call.
+
 Limits, by design: a row that changes after it was read as closed (Hermes never does this),
 or a deleted session, is not noticed until the file is replaced or the tailer reopened;
-`data_version` cannot tell which rows changed.
+`data_version` cannot tell which rows changed. A VACUUM that renumbers rowids is not seen.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import os
@@ -30,7 +40,7 @@ import re
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +48,12 @@ from typing import Any, Literal
 import aiosqlite
 
 from cockpit.model import LedgerInfo, LedgerTotals, TokenCounts, frozen_map
+
+SCAN_ROWS = 100_000
+"""Window slices with more sessions than this are read by parallel scans (see LedgerTailer)."""
+
+WORKERS = max(2, min(4, os.cpu_count() or 2))
+"""Read-only connections that scan a big slice side by side."""
 
 BUSY_TIMEOUT_S = 0.25
 """How long a read waits for a lock before it gives up (Hermes's writers keep theirs short)."""
@@ -56,6 +72,8 @@ COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
 """TokenCounts field -> the column that holds it, in TokenCounts order after `sessions`."""
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_SEP = "\x1f"
+"""Joins source, profile and model into one grouping key (SQL `char(31)`)."""
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 Vector = list[int]
@@ -90,11 +108,14 @@ def resolve_ledger(arg: str) -> Path:
 
 
 def profile_of(arg: str) -> str | None:
-    """The profile name an argument names, or None when it is a path."""
+    """The profile an argument names: a profile name, or a path `.../profiles/<name>/x.db`."""
     text = arg.strip()
-    if resolve_ledger(text) == Path(text).expanduser():
-        return None
-    return text
+    path = resolve_ledger(text)
+    if path != Path(text).expanduser():
+        return text
+    if path.parent.parent.name == "profiles" and path.parent.name:
+        return path.parent.name
+    return None
 
 
 def model_name(raw: str | None) -> str:
@@ -245,6 +266,8 @@ class _Schema:
     version: int | None
     journal_mode: str
     schema_cookie: int
+    started_index: bool = False
+    """`idx_sessions_started` exists: small slices of the window read through it."""
 
 
 # --- SQL --------------------------------------------------------------------------------
@@ -252,6 +275,11 @@ class _Schema:
 
 def _counter(schema: _Schema, column: str, alias: str = "s") -> str:
     return f"COALESCE({alias}.{column}, 0)" if column in schema.columns else "0"
+
+
+def _summed(schema: _Schema, column: str, alias: str = "s") -> str:
+    """SUM skips NULLs by itself: a COALESCE per row would cost a fifth of a big scan."""
+    return f"COALESCE(SUM({alias}.{column}), 0)" if column in schema.columns else "0"
 
 
 def _profile_expr(schema: _Schema) -> str:
@@ -266,14 +294,25 @@ def _main_expr(schema: _Schema) -> str:
     return "(COALESCE(u.task, '') = '')" if schema.usage_has_task else "1"
 
 
-def _session_groups(schema: _Schema, sign: int, where: str) -> str:
-    """Sessions summed per (source, profile, model) for the rows `where` selects."""
-    sums = ", ".join(f"SUM({_counter(schema, column)})" for _, column in COUNTER_COLUMNS)
-    profile, model = _profile_expr(schema), _model_expr(schema)
+def _sessions_from(schema: _Schema, scan: bool) -> str:
+    """Scan the table for big slices; use the `started_at` index for small ones."""
+    if scan:
+        return "sessions AS s NOT INDEXED"
     return (
-        f"SELECT 'S', {sign}, NULL, NULL, s.source, {profile}, {model}, NULL, NULL, 1, "
-        f"COUNT(*), {sums} FROM sessions AS s WHERE {where} "
-        f"GROUP BY s.source, {profile}, {model}"
+        "sessions AS s INDEXED BY idx_sessions_started" if schema.started_index else "sessions AS s"
+    )
+
+
+def _session_groups(schema: _Schema, sign: int, where: str, scan: bool = False) -> str:
+    """Sessions summed per (source, profile, model) for the rows `where` selects."""
+    sums = ", ".join(_summed(schema, column) for _, column in COUNTER_COLUMNS)
+    # one text key sorts a quarter faster than three; NULL and '' mean the same downstream
+    key = " || char(31) || ".join(
+        f"IFNULL({expr}, '')" for expr in ("s.source", _profile_expr(schema), _model_expr(schema))
+    )
+    return (
+        f"SELECT 'S', {sign}, NULL, NULL, {key} AS k, NULL, NULL, NULL, NULL, 1, "
+        f"COUNT(*), {sums} FROM {_sessions_from(schema, scan)} WHERE {where} GROUP BY k"
     )
 
 
@@ -282,14 +321,14 @@ def _short_model_sql(column: str) -> str:
     return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
 
 
-def _usage_groups(schema: _Schema, sign: int, where: str) -> str:
+def _usage_groups(schema: _Schema, sign: int, where: str, scan: bool = False) -> str:
     """session_model_usage per model (main loop) or all side calls together, for `where`."""
-    sums = ", ".join(f"SUM({_counter(schema, column, 'u')})" for _, column in COUNTER_COLUMNS)
+    sums = ", ".join(_summed(schema, column, "u") for _, column in COUNTER_COLUMNS)
     main = _main_expr(schema)
     model = f"CASE WHEN {main} THEN {_short_model_sql('u.model')} ELSE '' END"
     return (
         f"SELECT 'U', {sign}, NULL, NULL, NULL, NULL, {model}, {main}, NULL, 1, "
-        f"COUNT(DISTINCT u.session_id), {sums} FROM sessions AS s "
+        f"COUNT(DISTINCT u.session_id), {sums} FROM {_sessions_from(schema, scan)} "
         f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} "
         f"GROUP BY {model}, {main}"
     )
@@ -312,6 +351,32 @@ def _usage_rows(schema: _Schema, where: str) -> str:
     )
 
 
+def _open_read(schema: _Schema) -> str:
+    """The highest rowid and every open session with its usage rows: one scan, one snapshot."""
+    values = ", ".join(
+        f"{_counter(schema, column)} AS c{index}"
+        for index, (_, column) in enumerate(COUNTER_COLUMNS)
+    )
+    names = ", ".join(f"c{index}" for index in range(len(COUNTER_COLUMNS)))
+    parts = [
+        _MARK,
+        f"SELECT 'R', 1, id, rid, source, profile, model, NULL, started_at, 0, 1, {names} FROM o",
+    ]
+    if schema.has_usage:
+        usage = ", ".join(_counter(schema, column, "u") for _, column in COUNTER_COLUMNS)
+        parts.append(
+            f"SELECT 'V', 1, u.session_id, NULL, NULL, NULL, u.model, {_main_expr(schema)}, "
+            f"NULL, NULL, 1, {usage} FROM session_model_usage AS u "
+            "WHERE u.session_id IN (SELECT id FROM o)"
+        )
+    return (
+        "WITH o AS MATERIALIZED (SELECT s.id AS id, s.rowid AS rid, s.source AS source, "
+        f"{_profile_expr(schema)} AS profile, {_model_expr(schema)} AS model, "
+        f"s.started_at AS started_at, {values} FROM sessions AS s WHERE s.ended_at IS NULL) "
+        + " UNION ALL ".join(parts)
+    )
+
+
 _MARK = (
     "SELECT 'M', 1, NULL, (SELECT MAX(rowid) FROM sessions), NULL, NULL, NULL, NULL, "
     "(SELECT MIN(started_at) FROM sessions), NULL, 0, 0, 0, 0, 0, 0, 0"
@@ -321,6 +386,8 @@ _MARK = (
 _IN_RANGE = "s.started_at > ? AND s.started_at <= ?"
 _KNOWN_CLOSED = "s.rowid <= ? AND s.id NOT IN (SELECT value FROM json_each(?))"
 _CHANGED = "(s.rowid > ? OR s.id IN (SELECT value FROM json_each(?)))"
+_ROWID_RANGE = "s.rowid > ? AND s.rowid <= ?"
+_SCAN_WHERE = f"{_ROWID_RANGE} AND {_IN_RANGE} AND {_KNOWN_CLOSED}"
 
 
 # --- the tailer -------------------------------------------------------------------------
@@ -337,9 +404,22 @@ class LedgerReading:
 class LedgerTailer:
     """Tails one Hermes ledger file, read-only."""
 
-    def __init__(self, path: str | Path, profile: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        profile: str | None = None,
+        *,
+        scan_rows: int = SCAN_ROWS,
+        workers: int = WORKERS,
+    ) -> None:
         self.path = Path(path).expanduser()
         self.profile = profile or "default"
+        self.scan_rows = scan_rows
+        """Slices of the window with more sessions than this are scanned in parallel and their
+        session_model_usage is read in the background (per model from sessions.model meanwhile)."""
+        self.workers = max(1, workers)
+        self._uri = ""
+        self._pending: list[asyncio.Task[list[Any]]] = []
         self._conn: aiosqlite.Connection | None = None
         self._facts: _FileFacts | None = None
         self._schema: _Schema | None = None
@@ -352,7 +432,14 @@ class LedgerTailer:
         self._queries: dict[str, str] = {}
         self._cached: LedgerReading | None = None
         self._cache_key: tuple[float, float, float, float] | None = None
-        self.stats: dict[str, int] = {"full_reads": 0, "change_reads": 0, "slides": 0, "cached": 0}
+        self.stats: dict[str, int] = {
+            "full_reads": 0,
+            "change_reads": 0,
+            "slides": 0,
+            "cached": 0,
+            "scans": 0,
+            "backfills": 0,
+        }
         """How refreshes were served (for benchmarks and tests)."""
 
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
@@ -374,14 +461,25 @@ class LedgerTailer:
             await self.close()
             raise
 
+    async def settle(self) -> None:
+        """Wait for background reads of session_model_usage (tests and benchmarks use this)."""
+        for task in list(self._pending):
+            await asyncio.wait([task])
+
+    async def _cancel_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
     async def close(self) -> None:
         """Close the connection and forget what was read."""
+        await self._cancel_pending()
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):  # a broken connection has nothing to release
                 await conn.close()
-            except sqlite3.Error:
-                pass  # closing a broken connection has nothing left to release
         self._facts = self._schema = self._cached = self._bounds = None
         self._data_version = None
         self._closed = _Sums()
@@ -405,7 +503,8 @@ class LedgerTailer:
             return await self._refresh(window_s, low, high)
         changed = version != self._data_version
         key = (window_s, high, low, float(version))
-        if not changed and self._cached is not None and key == self._cache_key:
+        merged = self._merge_finished()
+        if not (changed or merged) and self._cached is not None and key == self._cache_key:
             self.stats["cached"] += 1
             return self._cached
         if changed:
@@ -430,11 +529,14 @@ class LedgerTailer:
     async def _open_file(self) -> None:
         facts = _inspect_file(self.path)
         self._facts = facts
-        uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
-        self._conn = await aiosqlite.connect(
-            uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        self._uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+        self._conn = await self._connect()
         self._schema = await self._read_schema()
+
+    async def _connect(self) -> aiosqlite.Connection:
+        return await aiosqlite.connect(
+            self._uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+        )
 
     async def _fetch(self, name: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         assert self._conn is not None
@@ -472,6 +574,10 @@ class LedgerTailer:
         if "schema_version" in tables:
             rows = await self._fetch("schema_version", "SELECT MAX(version) FROM schema_version")
             version = int(rows[0][0]) if rows and rows[0][0] is not None else None
+        indexes = await self._fetch(
+            "indexes",
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sessions'",
+        )
         mode = await self._fetch("journal_mode", "PRAGMA journal_mode")
         cookie = await self._fetch("schema_cookie", "PRAGMA schema_version")
         return _Schema(
@@ -481,30 +587,55 @@ class LedgerTailer:
             version=version,
             journal_mode=str(mode[0][0]) if mode else "",
             schema_cookie=int(cookie[0][0]),
+            started_index=("idx_sessions_started",) in {tuple(row) for row in indexes},
         )
 
     async def _full_read(self, low: float, high: float) -> None:
-        """Closed sums for the window, every open session, in one statement (one snapshot)."""
-        schema = self._require_schema()
-        closed = f"{_IN_RANGE} AND s.ended_at IS NOT NULL"
-        parts = [_MARK, _session_groups(schema, 1, closed), _session_rows(schema, _OPEN_ROWS)]
-        params: list[Any] = [low, high]
-        if schema.has_usage:
-            parts += [_usage_groups(schema, 1, closed), _usage_rows(schema, _OPEN_ROWS)]
-            params += [low, high]
-        rows = await self._fetch("full_read", " UNION ALL ".join(parts), params)
+        """Every open session in one statement, then the closed ones in the window."""
         self._closed = _Sums()
         self._open = {}
-        self._take_mark(rows)
-        self._add_groups(rows)
-        self._take_rows(rows, add_closed=False)
         self._bounds = (low, high)
         self.stats["full_reads"] += 1
+        self._take_mark(await self._fetch("mark", _MARK))
+        if await self._slice_is_big(low, high):
+            await self._full_scan(low, high)
+            return
+        rows = await self._fetch("open_read", _open_read(self._require_schema()))
+        self._take_mark(rows)
+        self._take_rows(rows, add_closed=False)
+        await self._apply_slices([(1, low, high)])
 
-    async def _read_changes(self) -> None:
+    async def _full_scan(self, low: float, high: float) -> None:
+        """A big first read: parallel scans, then one statement for everything that can move.
+
+        Each scan sums the sessions closed in its own snapshot and lists those still open;
+        the change read that follows re-reads all of those (and any newer row) in one
+        snapshot, so the result is that snapshot's state, exactly.
+        """
+        schema = self._require_schema()
+        closed = f"{_ROWID_RANGE} AND {_IN_RANGE} AND s.ended_at IS NOT NULL"
+        still_open = (
+            "SELECT 'O', 1, s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 "
+            f"FROM sessions AS s NOT INDEXED WHERE {_ROWID_RANGE} AND s.ended_at IS NULL"
+        )
+        sql = f"{_session_groups(schema, 1, closed, scan=True)} UNION ALL {still_open}"
+        rows = await self._parallel(
+            "scan", sql, lambda first, last: (first, last, low, high, first, last)
+        )
+        self._add_groups(rows)
+        await self._read_changes([str(row[2]) for row in rows if row[0] == "O"])
+        if schema.has_usage:
+            known = [self._max_rowid, json.dumps(sorted(self._open))]
+            usage = _usage_groups(schema, 1, _SCAN_WHERE, scan=True)
+            self._backfill(usage, _ranged_params(low, high, known))
+
+    async def _read_changes(self, candidates: Iterable[str] | None = None) -> None:
         """Re-read the open sessions and the rows added since the last read."""
         schema = self._require_schema()
-        open_ids = json.dumps(sorted(self._open))
+        if candidates is not None:
+            self._open = {}
+        ids = sorted(self._open) if candidates is None else sorted(candidates)
+        open_ids = json.dumps(ids)
         parts = [_MARK, _session_rows(schema, _CHANGED)]
         params: list[Any] = [self._max_rowid, open_ids]
         if schema.has_usage:
@@ -514,6 +645,7 @@ class LedgerTailer:
         seen = {str(row[2]) for row in rows if row[0] == "R"}
         for gone in set(self._open) - seen:  # deleted while open
             del self._open[gone]
+        self._max_rowid = 0 if candidates is None else self._max_rowid
         self._take_mark(rows)
         self._take_rows(rows, add_closed=True)
         self.stats["change_reads"] += 1
@@ -523,6 +655,7 @@ class LedgerTailer:
         assert self._bounds is not None
         old_low, old_high = self._bounds
         if low >= old_high or high <= old_low:
+            await self._cancel_pending()  # they were for sums that start over here
             self._closed = _Sums()
             slices = [(1, low, high)]
         else:
@@ -531,21 +664,80 @@ class LedgerTailer:
                 slices.append((-1, old_low, low) if low > old_low else (1, low, old_low))
             if high != old_high:
                 slices.append((1, old_high, high) if high > old_high else (-1, high, old_high))
+        await self._apply_slices(slices)
+        self._bounds = (low, high)
+        self.stats["slides"] += 1
+
+    async def _apply_slices(self, slices: Sequence[tuple[int, float, float]]) -> None:
+        """Add (+1) or subtract (-1) the known-closed sessions started in each slice.
+
+        Known closed = rowid <= the highest rowid read and not open when last read. Those rows
+        never change, so these reads give the same answer whatever snapshot they see.
+        """
         schema = self._require_schema()
-        open_ids = json.dumps(sorted(self._open))
+        known = [self._max_rowid, json.dumps(sorted(self._open))]
         where = f"{_IN_RANGE} AND {_KNOWN_CLOSED}"
         parts: list[str] = []
         params: list[Any] = []
         for sign, start, stop in slices:
+            if await self._slice_is_big(start, stop):
+                ranged = _ranged_params(start, stop, known)
+                sql = _session_groups(schema, sign, _SCAN_WHERE, scan=True)
+                self._add_groups(await self._parallel("scan", sql, ranged))
+                if schema.has_usage:
+                    self._backfill(_usage_groups(schema, sign, _SCAN_WHERE, scan=True), ranged)
+                continue
             parts.append(_session_groups(schema, sign, where))
-            params += [start, stop, self._max_rowid, open_ids]
+            params += [start, stop, *known]
             if schema.has_usage:
                 parts.append(_usage_groups(schema, sign, where))
-                params += [start, stop, self._max_rowid, open_ids]
-        rows = await self._fetch("slide", " UNION ALL ".join(parts), params)
-        self._add_groups(rows)
-        self._bounds = (low, high)
-        self.stats["slides"] += 1
+                params += [start, stop, *known]
+        if parts:
+            self._add_groups(await self._fetch("slide", " UNION ALL ".join(parts), params))
+
+    async def _slice_is_big(self, start: float, stop: float) -> bool:
+        """More than `scan_rows` sessions started in the slice (counting stops there)."""
+        if self._max_rowid <= self.scan_rows:
+            return False
+        rows = await self._fetch(
+            "count",
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions AS s WHERE {_IN_RANGE} LIMIT ?)",
+            [start, stop, self.scan_rows + 1],
+        )
+        return int(rows[0][0]) > self.scan_rows
+
+    async def _parallel(
+        self, name: str, sql: str, params: Callable[[int, int], Sequence[Any]]
+    ) -> list[Any]:
+        """One statement per rowid range, each on its own read-only connection, side by side."""
+        self._queries[name] = sql
+        self.stats["scans"] += 1
+        top = self._max_rowid
+        step = max(1, -(-top // self.workers))
+        ranges = [(first, min(first + step, top)) for first in range(0, top, step)]
+
+        async def one(first: int, last: int) -> list[Any]:
+            conn = await self._connect()
+            try:
+                return list(await conn.execute_fetchall(sql, tuple(params(first, last))))
+            finally:
+                await conn.close()
+
+        results = await asyncio.gather(*(one(first, last) for first, last in ranges))
+        return [row for rows in results for row in rows]
+
+    def _backfill(self, sql: str, params: Callable[[int, int], Sequence[Any]]) -> None:
+        """Read a big slice of session_model_usage in the background; merged when done."""
+        self.stats["backfills"] += 1
+        self._pending.append(asyncio.ensure_future(self._parallel("backfill", sql, params)))
+
+    def _merge_finished(self) -> bool:
+        """Fold finished background reads into the closed sums; a failed one raises."""
+        finished = [task for task in self._pending if task.done()]
+        for task in finished:
+            self._pending.remove(task)
+            self._add_groups(task.result())
+        return bool(finished)
 
     # -- turning rows into sums ----------------------------------------------------------
 
@@ -564,7 +756,8 @@ class LedgerTailer:
             kind, sign = row[0], int(row[1])
             values = [int(v or 0) for v in row[10:]]
             if kind == "S":
-                for key in self._session_keys(row[4], row[5], row[6]):
+                source, profile, model = str(row[4]).split(_SEP, 2)
+                for key in self._session_keys(source, profile, model):
                     self._closed.add(key, values, sign)
             elif kind == "U":
                 dimension = "model_u" if row[7] else "side"
@@ -629,17 +822,25 @@ class LedgerTailer:
         total = sums.total()
         info = LedgerInfo(str(self.path), self.profile, schema.version, schema.journal_mode)
         by_profile = sums.counts("profile")  # no profile_name column: all under self.profile
+        exact = schema.has_usage and not self._pending
+        missing = _missing(schema, self.profile)
+        if self._pending:
+            reason = (
+                f"session_model_usage is still being read ({self._max_rowid:,} sessions); "
+                "per model from sessions.model meanwhile"
+            )
+            missing.update(by_model_exact=reason, side_calls=reason)
         totals = LedgerTotals(
             window_s=window_s,
             end=end,
             total=total,
             by_source=frozen_map(sums.counts("source")),
-            by_model=frozen_map(sums.counts("model_u" if schema.has_usage else "model_s")),
-            model_basis="session_model_usage" if schema.has_usage else "sessions.model",
+            by_model=frozen_map(sums.counts("model_u" if exact else "model_s")),
+            model_basis="session_model_usage" if exact else "sessions.model",
             by_profile=frozen_map(by_profile),
             by_ledger=frozen_map({str(self.path): total}),
-            side_calls=sums.total("side") if schema.has_usage else None,
-            missing=frozen_map(_missing(schema, self.profile)),
+            side_calls=sums.total("side") if exact else None,
+            missing=frozen_map(missing),
             ledgers=(info,),
             queries=tuple(self._queries[name] for name in _QUERY_ORDER if name in self._queries),
             first_started_at=self._first_started,
@@ -651,8 +852,28 @@ class LedgerTailer:
         return reading
 
 
-_OPEN_ROWS = "s.ended_at IS NULL"
-_QUERY_ORDER = ("full_read", "changes", "slide", "columns", "versions")
+_QUERY_ORDER = (
+    "mark",
+    "open_read",
+    "changes",
+    "slide",
+    "count",
+    "scan",
+    "backfill",
+    "columns",
+    "versions",
+)
+
+
+def _ranged_params(
+    start: float, stop: float, known: Sequence[Any]
+) -> Callable[[int, int], tuple[Any, ...]]:
+    """Parameters of `_SCAN_WHERE` for one rowid range."""
+
+    def params(first: int, last: int) -> tuple[Any, ...]:
+        return (first, last, start, stop, *known)
+
+    return params
 
 
 def _missing(schema: _Schema, profile: str) -> dict[str, str]:

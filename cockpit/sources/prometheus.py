@@ -12,13 +12,14 @@ import socket
 import ssl
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from cockpit import dialects
+from cockpit.dialects import spec_expression
 from cockpit.model import LANE_HISTOGRAMS, Bucket, LaneTotals, frozen_map
 from cockpit.timeutil import promql_duration, stamp
 
@@ -68,6 +69,30 @@ class _LaneMemory:
     start_at: float = 0.0
     start_from: float = 0.0
     """The window start of the query that found `start`."""
+    signature: tuple[object, ...] = ()
+    blocks: dict[float, dict[str, PieceValue]] = field(default_factory=dict)
+    """Closed block end -> raw key -> that block's value (see `_read_blocks`)."""
+
+    def blocks_for(self, signature: tuple[object, ...]) -> dict[float, dict[str, PieceValue]]:
+        if signature != self.signature:
+            self.signature, self.blocks = signature, {}
+        return self.blocks
+
+
+PieceValue = float | tuple[Bucket, ...] | str | None
+"""A piece's value: a number, histogram buckets, a reason it is unusable, or None (no data)."""
+
+LONG_WINDOW_S = 86400.0
+"""Windows from this length on are summed from cached closed blocks plus the two open edges."""
+BLOCK_SIZES: tuple[float, ...] = (300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 86400)
+
+
+def block_size(window_s: float) -> float | None:
+    """The block for a long window: the largest size with >= 48 blocks in it (edges <= ~4 %)."""
+    if window_s < LONG_WINDOW_S:
+        return None
+    fitting = [size for size in BLOCK_SIZES if size <= window_s / 48]
+    return fitting[-1] if fitting else None
 
 
 class PrometheusSource:
@@ -82,6 +107,7 @@ class PrometheusSource:
         verify: bool | str = True,
         timeout: float = 10.0,
         stats: bool = False,
+        block_cache: bool = True,
     ) -> None:
         parts = urlsplit(url)
         if auth is None and parts.username is not None:
@@ -98,8 +124,11 @@ class PrometheusSource:
             timeout=timeout,
         )
         self._lanes: dict[str, _LaneMemory] = {}
+        self.block_cache = block_cache
         self.requests = 0
         """HTTP requests sent so far (the benchmark counts them)."""
+        self.last_samples: int | None = None
+        """Samples the server touched in the last refresh (needs `stats=True`)."""
 
     def __repr__(self) -> str:
         return f"PrometheusSource({self.url!r})"
@@ -119,36 +148,177 @@ class PrometheusSource:
     ) -> LaneTotals:
         """The lane's raw totals over (end - window, end]; `dialect=None` detects it."""
         end = time.time() if end is None else end
+        self.last_samples = 0
         memory = self._lanes.setdefault(f"{lane}\0{selector}", _LaneMemory())
         names = await self._names(memory, selector, end)
         dialect = dialect or memory.dialect or dialects.detect_dialect(names or ())
         memory.dialect = dialect
-        window = promql_duration(window_s)
         escaped = dialects.names_escaped(names)
-        specs = dialects.lane_specs(dialect, escaped)
         missing: dict[str, str] = {}
-        exprs: dict[str, str] = {}
-        for key, expr in dialects.lane_expressions(dialect, selector, window, escaped).items():
-            reason = dialects.missing_reason(specs[key], names) if key in specs else None
+        specs: dict[str, dialects.Spec] = {}
+        for key, spec in dialects.lane_specs(dialect, escaped).items():
+            reason = dialects.missing_reason(spec, names)
             if reason:
                 missing[key] = reason
             else:
-                exprs[key] = expr
-        for key, spec in specs.items():
-            if key not in exprs and key not in missing:
-                missing[key] = dialects.missing_reason(spec, None) or "no query"
+                specs[key] = spec
+        extra = {dialects.KV_CAPACITY: dialects.capacity_expression(dialect, selector, escaped)}
         if self._needs_start(memory, end, window_s):
-            exprs[dialects.DATA_START] = dialects.data_start_expression(
+            extra[dialects.DATA_START] = dialects.data_start_expression(
                 dialect, selector, window_s, escaped
             )
+        block = block_size(window_s) if self.block_cache else None
+        if block is None:
+            window = promql_duration(window_s)
+            exprs = {k: e for k, s in specs.items() if (e := spec_expression(s, selector, window))}
+            answer = await self.query(dialects.combined_query({**exprs, **extra}), end)
+            found = _split(answer.result)
+            values, histograms = _read_values(exprs, found, missing)
+            exprs = {**exprs, **extra}
+        else:
+            signature = (dialect, escaped, block)
+            blocks = memory.blocks_for(signature)
+            values, histograms, answer, found, exprs = await self._read_blocks(
+                blocks, specs, selector, window_s, end, block, extra, missing
+            )
+        return self._totals(
+            lane,
+            dialect,
+            selector,
+            window_s,
+            end,
+            exprs,
+            missing,
+            answer,
+            memory,
+            found,
+            values,
+            histograms,
+        )
+
+    async def _read_blocks(
+        self,
+        blocks: dict[float, dict[str, PieceValue]],
+        specs: Mapping[str, dialects.Spec],
+        selector: str,
+        window_s: float,
+        end: float,
+        block: float,
+        extra: Mapping[str, str],
+        missing: dict[str, str],
+    ) -> tuple[
+        dict[str, float],
+        dict[str, tuple[Bucket, ...]],
+        Answer,
+        dict[str, list[dict[str, Any]]],
+        dict[str, str],
+    ]:
+        """A long window as cached closed blocks plus the open head and tail, one request.
+
+        Each piece is Prometheus's own `increase()` over that piece (resets inside a piece are
+        handled by Prometheus; the step across a boundary is covered by each piece's
+        extrapolation to its edges). Gauges are the time-weighted mean of the pieces.
+        """
+        start = end - window_s
+        first = math.ceil(start / block) * block
+        last = math.floor(end / block) * block
+        ends = [first + block * i for i in range(1, round((last - first) / block) + 1)]
+        for old in [e for e in blocks if e not in ends]:
+            del blocks[old]
+        todo = [e for e in ends if e not in blocks]
+        spent = 0.0
+        if len(todo) > 2:
+            spent += await self._fill_blocks(blocks, specs, selector, window_s, block, todo)
+            todo = []
+        pieces: dict[str, tuple[float, float]] = {}
+        if first > start:
+            pieces["h"] = (first - start, first)
+        if end > last:
+            pieces["t"] = (end - last, end)
+        for block_end in todo:
+            pieces[f"{block_end:.0f}"] = (block, block_end)
+        exprs = dict(extra)
+        for key, spec in specs.items():
+            for name, (length, at) in pieces.items():
+                piece = f"{round(length * 1000)}ms"
+                expr = spec_expression(spec, selector, piece, at, dialects.subquery_step(window_s))
+                if expr:
+                    exprs[f"{key}|{name}"] = expr
         answer = await self.query(dialects.combined_query(exprs), end)
-        return self._totals(lane, dialect, selector, window_s, end, exprs, missing, answer, memory)
+        found = _split(answer.result)
+        for block_end in todo:
+            blocks[block_end] = {
+                key: _piece(found.get(f"{key}|{block_end:.0f}"), key) for key in specs
+            }
+        values: dict[str, float] = {}
+        histograms: dict[str, tuple[Bucket, ...]] = {}
+        for key, spec in specs.items():
+            parts = [
+                (_piece(found.get(f"{key}|{n}"), key), length)
+                for n, (length, _) in pieces.items()
+                if n in ("h", "t")
+            ]
+            parts += [(blocks[e].get(key), block) for e in ends]
+            combined = _combine(parts, isinstance(spec, dialects.Gauge))
+            if isinstance(combined, str):
+                missing[key] = combined
+            elif isinstance(combined, tuple):
+                histograms[key] = combined
+            else:
+                values[key] = combined
+        window = promql_duration(window_s)
+        queries = {k: e for k, s in specs.items() if (e := spec_expression(s, selector, window))}
+        answer = replace(answer, client_seconds=answer.client_seconds + spent)
+        return values, histograms, answer, found, {**queries, **extra}
+
+    async def _fill_blocks(
+        self,
+        blocks: dict[float, dict[str, PieceValue]],
+        specs: Mapping[str, dialects.Spec],
+        selector: str,
+        window_s: float,
+        block: float,
+        todo: list[float],
+    ) -> float:
+        """Read many closed blocks with one range query (step = block); client seconds spent."""
+        window, step = promql_duration(block), dialects.subquery_step(window_s)
+        exprs = {
+            k: e
+            for k, s in specs.items()
+            if (e := spec_expression(s, selector, window, None, step))
+        }
+        form = {
+            "query": dialects.combined_query(exprs),
+            "start": f"{todo[0]:.3f}",
+            "end": f"{todo[-1]:.3f}",
+            "step": f"{block:.0f}",
+        }
+        if self.stats:
+            form["stats"] = "all"
+        started = time.perf_counter()
+        body = await self._request("POST", "/api/v1/query_range", form)
+        spent = time.perf_counter() - started
+        data = body.get("data")
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise SourceError(f"{self.url}: range answer is not a matrix")
+        self._count_samples(data)
+        by_time: dict[float, dict[str, list[dict[str, Any]]]] = {e: {} for e in todo}
+        for series in data.get("result") or []:
+            labels = series.get("metric", {})
+            for at, text in series.get("values") or []:
+                slot = by_time.get(round(float(at), 3))
+                if slot is not None:
+                    sample = {"metric": labels, "value": [at, text]}
+                    slot.setdefault(labels.get("fig", ""), []).append(sample)
+        for block_end, found in by_time.items():
+            blocks[block_end] = {key: _piece(found.get(key), key) for key in specs}
+        return spent
 
     def _needs_start(self, memory: _LaneMemory, end: float, window_s: float) -> bool:
         """Look the data start up again only when a wider window could find an older one."""
         if memory.start is None or end - memory.start_at > START_TTL_S:
             return True
-        start_is_exact = memory.start > memory.start_from + dialects.data_start_step(window_s)
+        start_is_exact = memory.start > memory.start_from + dialects.subquery_step(window_s)
         return not start_is_exact and end - window_s < memory.start_from
 
     def _totals(
@@ -162,30 +332,10 @@ class PrometheusSource:
         missing: dict[str, str],
         answer: Answer,
         memory: _LaneMemory,
+        by_fig: Mapping[str, list[dict[str, Any]]],
+        values: dict[str, float],
+        histograms: dict[str, tuple[Bucket, ...]],
     ) -> LaneTotals:
-        by_fig: dict[str, list[dict[str, Any]]] = {}
-        for sample in answer.result:
-            by_fig.setdefault(sample.get("metric", {}).get("fig", ""), []).append(sample)
-        values: dict[str, float] = {}
-        histograms: dict[str, tuple[Bucket, ...]] = {}
-        for key in exprs:
-            if key in (dialects.KV_CAPACITY, dialects.DATA_START):
-                continue
-            samples = by_fig.get(key, [])
-            if not samples:
-                missing[key] = "no samples in window"
-            elif key in LANE_HISTOGRAMS:
-                buckets = _buckets(samples)
-                if isinstance(buckets, str):
-                    missing[key] = buckets
-                else:
-                    histograms[key] = buckets
-            else:
-                number = _value(samples[0])
-                if isinstance(number, str):
-                    missing[key] = number
-                else:
-                    values[key] = number
         capacity = _capacity(dialect, by_fig.get(dialects.KV_CAPACITY, []))
         if capacity is None:
             missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
@@ -221,7 +371,7 @@ class PrometheusSource:
             if isinstance(found, float):
                 memory.start, memory.start_at, memory.start_from = found, end, end - window_s
         start = memory.start
-        if start is None or start <= end - window_s + dialects.data_start_step(window_s):
+        if start is None or start <= end - window_s + dialects.subquery_step(window_s):
             return None, ""
         return max(end - start, 0.0), f"data since {stamp(start)}"
 
@@ -256,14 +406,21 @@ class PrometheusSource:
             raise SourceError(f"{self.url}: answer is not an instant vector")
         stats = data.get("stats") or {}
         timings = stats.get("timings") or {}
-        samples = (stats.get("samples") or {}).get("totalQueryableSamples")
+        samples = self._count_samples(data)
         return Answer(
             result=list(data.get("result") or []),
             warnings=tuple(str(w) for w in body.get("warnings") or ()),
             client_seconds=client_seconds,
             eval_seconds=timings.get("evalTotalTime"),
-            samples=int(samples) if isinstance(samples, int | float) else None,
+            samples=samples,
         )
+
+    def _count_samples(self, data: Mapping[str, Any]) -> int | None:
+        samples = ((data.get("stats") or {}).get("samples") or {}).get("totalQueryableSamples")
+        if not isinstance(samples, int | float):
+            return None
+        self.last_samples = (self.last_samples or 0) + int(samples)
+        return int(samples)
 
     async def _request(self, method: str, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         self.requests += 1
@@ -386,3 +543,63 @@ def _capacity(dialect: str, samples: list[dict[str, Any]]) -> float | None:
             return None
         total += capacity
     return total
+
+
+def _split(result: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The answer's samples grouped by their `fig` label."""
+    by_fig: dict[str, list[dict[str, Any]]] = {}
+    for sample in result:
+        by_fig.setdefault(sample.get("metric", {}).get("fig", ""), []).append(sample)
+    return by_fig
+
+
+def _piece(samples: list[dict[str, Any]] | None, key: str) -> PieceValue:
+    if not samples:
+        return None
+    if key in LANE_HISTOGRAMS:
+        return _buckets(samples)
+    return _value(samples[0])
+
+
+def _read_values(
+    exprs: Mapping[str, str],
+    found: Mapping[str, list[dict[str, Any]]],
+    missing: dict[str, str],
+) -> tuple[dict[str, float], dict[str, tuple[Bucket, ...]]]:
+    values: dict[str, float] = {}
+    histograms: dict[str, tuple[Bucket, ...]] = {}
+    for key in exprs:
+        piece = _piece(found.get(key), key)
+        if piece is None:
+            missing[key] = "no samples in window"
+        elif isinstance(piece, str):
+            missing[key] = piece
+        elif isinstance(piece, tuple):
+            histograms[key] = piece
+        else:
+            values[key] = piece
+    return values, histograms
+
+
+def _combine(
+    parts: list[tuple[PieceValue, float]], gauge: bool
+) -> float | tuple[Bucket, ...] | str:
+    """Sum of the pieces (per `le` for buckets), or for gauges their time-weighted mean."""
+    present = [(value, length) for value, length in parts if value is not None]
+    reasons = [value for value, _ in present if isinstance(value, str)]
+    if reasons:
+        return reasons[0]
+    if not present:
+        return "no samples in window"
+    if any(isinstance(value, tuple) for value, _ in present):
+        by_le: dict[float, float] = {}
+        for value, _ in present:
+            if isinstance(value, tuple):
+                for bound, count in value:
+                    by_le[bound] = by_le.get(bound, 0.0) + count
+        return dialects.sorted_buckets(by_le.items())
+    numbers = [(float(value), length) for value, length in present if isinstance(value, float)]
+    if gauge:
+        weight = sum(length for _, length in numbers)
+        return sum(value * length for value, length in numbers) / weight
+    return sum(value for value, _ in numbers)

@@ -122,7 +122,7 @@ class ScrapeSource:
         self.buffer = Buffer(max_scrapes, max_age_s)
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
-        self._keep: frozenset[str] | None = None
+        self._keep: dict[tuple[str, bool], frozenset[str]] = {}
         self._escaped = False
         self.requests = 0
 
@@ -149,8 +149,7 @@ class ScrapeSource:
                 self.dialect = dialects.detect_dialect(names)
             except dialects.DialectError as exc:
                 raise SourceError(f"{self.url}: {exc}") from None
-        keep = self._keep or self._wanted(self.dialect)
-        self._keep = keep
+        keep = self._wanted(self.dialect, self._escaped)
         created: dict[tuple[str, LabelKey], float] = {}
         for name, labels, value in ((n, lab, v) for (n, lab), v in flat.items()):
             if name.endswith("_created"):
@@ -167,12 +166,14 @@ class ScrapeSource:
             samples.setdefault(name, {})[labels] = (at, value, born)
         self.buffer.add(at, samples)
 
-    def _wanted(self, dialect: str) -> frozenset[str]:
-        names: set[str] = set()
-        for spec in dialects.lane_specs(dialect, self._escaped).values():
-            names.update(dialects.required_metrics(spec))
-        names.update({"sglang:max_total_num_tokens", "sglang_max_total_num_tokens"})
-        return frozenset(names)
+    def _wanted(self, dialect: str, escaped: bool) -> frozenset[str]:
+        """The sample names worth keeping for this dialect (bounds the buffer's memory)."""
+        if (dialect, escaped) not in self._keep:
+            names: set[str] = {"sglang:max_total_num_tokens", "sglang_max_total_num_tokens"}
+            for spec in dialects.lane_specs(dialect, escaped).values():
+                names.update(dialects.required_metrics(spec))
+            self._keep[(dialect, escaped)] = frozenset(names)
+        return self._keep[(dialect, escaped)]
 
     async def _fetch(self) -> str:
         self.requests += 1
@@ -197,10 +198,10 @@ class ScrapeSource:
         end: float | None = None,
     ) -> LaneTotals:
         """Window totals from the buffer (polls once first if it is empty)."""
-        if not self.buffer.scrapes:
-            await self.poll()
         if dialect is not None:
             self.dialect = dialect
+        if not self.buffer.scrapes:
+            await self.poll()
         return self.totals(lane, selector, window_s, end)
 
     def totals(self, lane: str, selector: str, window_s: float, end: float | None) -> LaneTotals:

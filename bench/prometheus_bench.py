@@ -1,0 +1,204 @@
+"""Prometheus lane source: requests and client time per refresh, combined vs per-figure, 7 d work.
+
+Run `python bench/prometheus_bench.py`. Starts a real Prometheus on loopback, backfilled with a
+generated week of a vLLM lane (promtool). Targets: 1 HTTP request per lane per refresh;
+client-side time per refresh (wall time minus the server's evaluation time) <= 5 ms median;
+7 d refresh touches <= 5 % of the naive query's samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests"))  # the harness that starts Prometheus lives there
+
+from promharness import (  # noqa: E402
+    OpenMetricsWriter,
+    create_blocks_by_day,
+    long_history,
+    start_prometheus,
+)
+
+from cockpit import dialects  # noqa: E402
+from cockpit.sources.prometheus import PrometheusSource  # noqa: E402
+from cockpit.timeutil import promql_duration  # noqa: E402
+
+END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
+SELECTOR = '{job="lane-long"}'
+FULL = '{job="lane-full"}'
+"""A lane exposing every vLLM figure (2 h, 2 engines), for per-refresh costs."""
+REFRESHES = 40
+CLIENT_TARGET_S = 0.005
+SAMPLES_TARGET = 0.05
+
+
+def add_full_lane(writer: OpenMetricsWriter, end: int, hours: int = 2, interval: int = 15) -> None:
+    """Every metric the vLLM dialect reads, two engines, random but monotone counters."""
+    rng = random.Random(5)
+    times = [float(t) for t in range(end - hours * 3600, end + 1, interval)]
+    bounds = ("1.0", "5.0", "10.0", "50.0", "100.0", "500.0", "1000.0", "5000.0", "+Inf")
+    for engine in ("0", "1"):
+        labels = {"job": "lane-full", "instance": f"e{engine}", "engine": engine, "model_name": "m"}
+        for spec in dialects.lane_specs("vllm").values():
+            if isinstance(spec, dialects.Gauge):
+                values = [(t, rng.random()) for t in times]
+                writer.add(spec.metric, "gauge", spec.metric, labels, values)
+                continue
+            if isinstance(spec, dialects.Histogram):
+                cumulative = [0.0] * len(times)
+                for le in bounds:
+                    step = [rng.randint(0, 3) for _ in times]
+                    cumulative = [c + sum(step[: i + 1]) for i, c in enumerate(cumulative)]
+                    writer.add(
+                        spec.base,
+                        "histogram",
+                        f"{spec.base}_bucket",
+                        {**labels, "le": le},
+                        list(zip(times, cumulative, strict=True)),
+                    )
+                continue
+            if isinstance(spec, dialects.Counter):
+                value, series = 0.0, []
+                for t in times:
+                    value += rng.randint(0, 50)
+                    series.append((t, value))
+                extra = dict(spec.extra)
+                family = spec.metric.removesuffix("_total")
+                kind = "counter" if spec.metric.endswith("_total") else "unknown"
+                writer.add(family, kind, spec.metric, {**labels, **extra}, series)
+
+
+async def _refresh_costs(url: str, window_s: float, selector: str) -> dict[str, Any]:
+    source = PrometheusSource(url, stats=True)
+    try:
+        await source.read_lane("bench", None, selector, window_s, END)  # names, data start
+        client: list[float] = []
+        requests: list[int] = []
+        for i in range(REFRESHES):
+            before = source.requests
+            started = time.perf_counter()
+            totals = await source.read_lane("bench", None, selector, window_s, END + i)
+            wall = time.perf_counter() - started
+            requests.append(source.requests - before)
+            client.append(wall - (totals.eval_seconds or 0.0))
+        return {
+            "figures": len(totals.values) + len(totals.histograms),
+            "requests_per_refresh": max(requests),
+            "client_ms_median": round(statistics.median(client) * 1000, 3),
+            "client_ms_p90": round(sorted(client)[int(len(client) * 0.9)] * 1000, 3),
+        }
+    finally:
+        await source.aclose()
+
+
+async def _combined_vs_per_figure(url: str, window_s: float, selector: str) -> dict[str, Any]:
+    source = PrometheusSource(url)
+    try:
+        names = httpx.get(f"{url}/api/v1/label/__name__/values").json()["data"]
+        escaped = dialects.names_escaped(names)
+        specs = dialects.lane_specs("vllm", escaped)
+        window = promql_duration(window_s)
+        exprs = {
+            key: expr
+            for key, spec in specs.items()
+            if dialects.missing_reason(spec, names) is None
+            and (expr := dialects.spec_expression(spec, selector, window))
+        }
+        combined: list[float] = []
+        separate: list[float] = []
+        for i in range(10):
+            started = time.perf_counter()
+            await source.query(dialects.combined_query(exprs), END + i)
+            combined.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for expr in exprs.values():
+                await source.query(expr, END + i)
+            separate.append(time.perf_counter() - started)
+        return {
+            "figures": len(exprs),
+            "combined_ms_median": round(statistics.median(combined) * 1000, 3),
+            "per_figure_ms_median": round(statistics.median(separate) * 1000, 3),
+            "per_figure_over_combined": round(
+                statistics.median(separate) / statistics.median(combined), 2
+            ),
+        }
+    finally:
+        await source.aclose()
+
+
+async def _week_samples(url: str) -> dict[str, Any]:
+    week = 7 * 86400.0
+    cached = PrometheusSource(url, stats=True)
+    naive = PrometheusSource(url, stats=True, block_cache=False)
+    try:
+        await cached.read_lane("bench", None, SELECTOR, week, END)
+        first_fill = cached.last_samples
+        await naive.read_lane("bench", None, SELECTOR, week, END)
+        steady: list[int] = []
+        for i in range(1, 6):
+            await cached.read_lane("bench", None, SELECTOR, week, END + 30 * i)
+            steady.append(cached.last_samples or 0)
+        fast = await cached.read_lane("bench", None, SELECTOR, week, END + 3 * 3600)
+        after_block = cached.last_samples
+        await naive.read_lane("bench", None, SELECTOR, week, END + 30)
+        full = naive.last_samples or 0
+        slow = await naive.read_lane("bench", None, SELECTOR, week, END + 3 * 3600)
+        worst = max(
+            abs(fast.values[k] - slow.values[k]) / abs(slow.values[k])
+            for k in fast.values
+            if slow.values.get(k)
+        )
+        return {
+            "naive_samples_per_refresh": full,
+            "cached_samples_per_refresh_median": statistics.median(steady),
+            "cached_over_naive": round(statistics.median(steady) / full, 4) if full else None,
+            "first_fill_samples": first_fill,
+            "samples_when_a_block_closes": after_block,
+            "worst_relative_difference": worst,
+        }
+    finally:
+        await cached.aclose()
+        await naive.aclose()
+
+
+def run() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        writer, _ = long_history(END, days=7.05, interval=60)
+        add_full_lane(writer, END)
+        create_blocks_by_day(writer, workdir / "tsdb")
+        server = start_prometheus(workdir)
+        try:
+            result = {
+                "refresh_1h_full_lane": asyncio.run(_refresh_costs(server.url, 3600, FULL)),
+                "refresh_7d": asyncio.run(_refresh_costs(server.url, 7 * 86400, SELECTOR)),
+                "combined_vs_per_figure_1h": asyncio.run(
+                    _combined_vs_per_figure(server.url, 3600, FULL)
+                ),
+                "week_samples": asyncio.run(_week_samples(server.url)),
+            }
+        finally:
+            server.stop()
+    result["targets"] = {
+        "requests_per_refresh": 1,
+        "client_ms_median_max": CLIENT_TARGET_S * 1000,
+        "cached_over_naive_max": SAMPLES_TARGET,
+    }
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    run()

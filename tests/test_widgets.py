@@ -1,0 +1,202 @@
+"""Panes draw snapshots: the numbers they show, their bands, stale and missing figures."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+
+from cockpit.figures import lane_figures, ledger_figures
+from cockpit.model import FRESH, Freshness
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.themes import THEMES
+from cockpit.widgets import CacheGauge, PrefillPane, StatusView
+from cockpit.widgets.cache_gauge import cache_view
+from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row, render_line
+from cockpit.widgets.phase_bar import phase_view
+from cockpit.widgets.prefill import prefill_view
+from cockpit.widgets.ratios import ratios_view
+from cockpit.widgets.spend import spend_view
+from cockpit.widgets.status import SourceStatus, pack_items, status_items
+from tests.test_app_feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
+
+
+def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapshot:
+    totals = lane_totals()
+    if changes:
+        from dataclasses import replace
+
+        from cockpit.model import frozen_map
+
+        totals = replace(totals, values=frozen_map({**totals.values, **changes}))
+    return LaneSnapshot(
+        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012, EVAL_AT
+    )
+
+
+def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
+    totals = ledger_totals()
+    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004, EVAL_AT)
+
+
+def rows(view: PaneView) -> dict[str, Row]:
+    return {line.label: line for line in view.lines if isinstance(line, Row)}
+
+
+@pytest.mark.parametrize(
+    ("hits", "tone"),
+    [(13_000_000, "bad"), (14_000_000, "warn"), (18_000_000, "warn"), (18_400_000, "good")],
+)
+def test_hit_rate_bands_are_red_under_70_and_green_over_90(hits: float, tone: str) -> None:
+    view = cache_view(lane_snapshot(prefix_cache_hits=hits), None)
+    rate = rows(view)["Hit rate (engine)"]
+    assert rate.tone == tone
+    assert rate.value == f"{hits / 20_000_000 * 100:.1f}%"
+    bar = view.lines[0]
+    assert isinstance(bar, Bar) and bar.segments[0].fraction == pytest.approx(hits / 20e6)
+    band = view.lines[1]
+    assert isinstance(band, Note) and band.tone == tone
+
+
+def test_cache_gauge_shows_hits_over_queries_and_the_ledger_share() -> None:
+    view = cache_view(lane_snapshot(), ledger_snapshot())
+    shown = rows(view)
+    assert shown["Hits / queries"].value == "18.32 M / 20 M"
+    # ledger: 30 M cache read of 33 M prompt tokens
+    assert shown["Ledger cache-read share"].value == f"{30 / 33 * 100:.1f}%"
+
+
+def test_prefill_pane_puts_the_rate_first_and_shows_kv_against_contexts() -> None:
+    view = prefill_view(lane_snapshot())
+    labels = [line.label for line in view.lines if isinstance(line, Row)]
+    assert labels[0] == "Effective prefill rate"
+    shown = rows(view)
+    assert shown["Effective prefill rate"].value == f"{1_680_000 / 800:,.0f} tok/s"
+    assert shown["Fresh prefill / request"].value == "1,680"
+    assert shown["Prefill with cache off"].value == f"{20_000 / (1_680_000 / 800):.2f} s"
+    assert shown["Prompts > 10,000 tok"].value == "60.0%"
+    assert shown["KV tokens resident"].value == f"{0.6 * 500_000:,.0f}"
+    assert shown["Mean contexts resident"].value == f"{0.6 * 500_000 / 20_400:,.1f}"
+
+
+def test_phase_bar_stacks_the_phase_means_in_proportion() -> None:
+    view = phase_view(lane_snapshot())
+    bar = view.lines[0]
+    assert isinstance(bar, Bar)
+    total = 0.05 + 0.8 + 8.0
+    fractions = [segment.fraction for segment in bar.segments]
+    assert fractions == pytest.approx([0.05 / total, 0.8 / total, 8.0 / total])
+    shown = rows(view)
+    assert shown["Decode tok/s per stream"].value == f"{1 / 0.02:,.0f} tok/s"
+    assert shown["Decode share"].value == f"{8000 / 8800 * 100:.1f}%"
+
+
+def test_spend_split_shares_match_the_price_ratios() -> None:
+    units = {"input": 1.0e6, "read": 30e6 * 0.1, "write": 2e6 * 1.25, "output": 180e3 * 5}
+    total = sum(units.values())
+    view = spend_view(ledger_snapshot())
+    shown = rows(view)
+    assert shown["█ Input (fresh)"].value == f"{units['input'] / total * 100:.1f}%"
+    assert shown["▒ Cache read"].value == f"{units['read'] / total * 100:.1f}%"
+    assert shown["▚ Output"].value == f"{units['output'] / total * 100:.1f}%"
+    uncached = 33e6 / (33e6 + units["output"])
+    assert shown["Prompt side, uncached"].value == f"{uncached * 100:.1f}%"
+
+
+def test_ratios_show_ranges_with_names_and_the_busiest_source() -> None:
+    view = ratios_view(lane_snapshot(), ledger_snapshot())
+    shown = rows(view)
+    assert shown["Prompt : output"].value == f"{33e6 / 180e3:,.0f} : 1"
+    # cron: 6.9 M prompt / 60 k output; cli: 26.1 M / 120 k
+    assert shown["Source lowest"].value == f"{6.9e6 / 60e3:,.0f} : 1 cron"
+    assert shown["Source highest"].value == f"{26.1e6 / 120e3:,.0f} : 1 cli"
+    assert shown["Most calls"].value == "cli 75.0%"
+    assert shown["Model highest"].value.endswith("claude-sonn…")
+    assert shown["Prompt : generated"].value == "50.0 : 1"
+
+
+def test_stale_rows_are_marked_and_keep_their_values() -> None:
+    stale = Freshness("stale", since=EVAL_AT, reason="timeout")
+    view = prefill_view(lane_snapshot(stale))
+    rate = rows(view)["Effective prefill rate"]
+    assert rate.stale and rate.value == f"{1_680_000 / 800:,.0f} tok/s"
+    assert view.sources == (("lane", stale),)
+
+
+def test_without_a_ledger_its_figures_are_dashes_with_the_reason() -> None:
+    view = spend_view(None, ledger_configured=False)
+    output = rows(view)["▚ Output"]
+    assert output.value == MISSING and output.reason == "no ledger configured"
+
+
+def test_a_row_never_cuts_its_value_only_its_label() -> None:
+    row = Row("A very long label that cannot fit", "12,345 tok/s")
+    for width in (20, 30, 60):
+        line = render_line(row, width).plain
+        assert line.endswith("12,345 tok/s") and len(line) == width
+
+
+def test_a_bar_fills_exactly_its_share_of_the_width() -> None:
+    bar = Bar((), "")
+    assert render_line(bar, 10).plain == "░" * 10
+    from cockpit.widgets.pane import Segment
+
+    half = Bar((Segment(0.5, "good"),), "")
+    assert render_line(half, 10).plain == "█████░░░░░"
+
+
+def test_status_items_wrap_between_items_never_inside_one() -> None:
+    view = StatusView(
+        "lane-a", 1, 2, "1h", evaluated_at=EVAL_AT,
+        sources=(SourceStatus("lane", Freshness("ok"), 0.012),
+                 SourceStatus("ledger", Freshness("missing", reason="no such file")),),
+        paused=True,
+    )  # fmt: skip
+    items = [item.plain for item in status_items(view)]
+    assert items[0] == "lane-a (1/2)" and "PAUSED" in items
+    assert "ledger missing: no such file" in items
+    for width in (30, 45, 200):
+        lines = [line.plain for line in pack_items(status_items(view), width)]
+        assert all(len(line) <= width for line in lines)
+        for item in items:
+            assert any(item in line for line in lines)
+
+
+class Host(App[None]):
+    def __init__(self, pane: CacheGauge | PrefillPane) -> None:
+        super().__init__()
+        self.pane = pane
+
+    def compose(self) -> ComposeResult:
+        yield self.pane
+
+    def on_mount(self) -> None:
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = "cockpit-dark"
+
+
+async def test_a_pane_redraws_only_when_its_view_changes() -> None:
+    pane = PrefillPane()
+    async with Host(pane).run_test() as pilot:
+        pane.show(lane_snapshot())
+        await pilot.pause()
+        shown = pane.view
+        pane.show(lane_snapshot())  # equal figures, a new snapshot object
+        assert pane.view is shown
+        pane.show(lane_snapshot(prefill_sum=400.0))
+        assert pane.view is not shown
+
+
+async def test_a_stale_pane_says_since_when_in_its_border() -> None:
+    pane = CacheGauge()
+    async with Host(pane).run_test() as pilot:
+        stale = Freshness("stale", since=EVAL_AT, reason="connection refused")
+        pane.show(lane_snapshot(stale), None, ledger_configured=False)
+        await pilot.pause()
+        import time
+
+        since = time.strftime("%H:%M:%S", time.localtime(EVAL_AT))
+        assert pane.border_subtitle.startswith(f"lane stale since {since}")
+        assert "ledger missing: no ledger configured" in pane.border_subtitle
+        assert "91.6%" in pane.render().plain
+        assert "lane: stale since" in str(pane.tooltip)
