@@ -255,7 +255,9 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
             try:
                 totals = await feed.read(window_s, None)
             except (SourceError, OSError) as error:
-                results.append((False, f"lane {feed.name}: {where}: {failure_reason(error)}"))
+                reason = failure_reason(error)
+                said = reason if where and reason.startswith(str(where)) else f"{where}: {reason}"
+                results.append((False, f"lane {feed.name}: {said}"))
                 continue
             elapsed = (time.perf_counter() - started) * 1000
             missing = f", {len(totals.missing)} figures missing" if totals.missing else ""

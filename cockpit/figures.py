@@ -194,6 +194,17 @@ def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
     )
 
 
+def ledger_window_sql(start: float, end: float) -> str:
+    """A plain query that reproduces the ledger totals with the sqlite3 shell (read-only)."""
+    return (
+        "SELECT COUNT(*) AS sessions, SUM(api_call_count) AS api_calls, "
+        "SUM(input_tokens) AS input, SUM(cache_read_tokens) AS cache_read, "
+        "SUM(cache_write_tokens) AS cache_write, SUM(output_tokens) AS output, "
+        "SUM(reasoning_tokens) AS reasoning FROM sessions "
+        f"WHERE started_at > {start:.3f} AND started_at <= {end:.3f}"
+    )
+
+
 def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> LedgerFigures:
     prices = prices or Prices()
     counts = totals.total
@@ -206,7 +217,7 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
     )
     output_units = counts.output * prices.output
     uncached_prompt_units = counts.prompt * prices.input
-    sql = totals.queries[0] if totals.queries else ""
+    sql = ledger_window_sql(totals.end - totals.window_s, totals.end)
     rows = [
         _figure("sessions", "Sessions", counts.sessions, "count", query=sql),
         _figure("api_calls", "API calls", counts.api_calls, "count", query=sql),

@@ -18,6 +18,7 @@ from cockpit.figures import (
     Prices,
     format_figure,
     format_value,
+    ledger_window_sql,
 )
 from cockpit.model import Figure, LaneTotals, LedgerTotals
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
@@ -189,8 +190,15 @@ def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> lis
             )
         for name, reason in totals.missing.items():
             lines.append(f"- Missing `{name}`: {reason}")
-        if totals.queries:
-            lines += ["", "```sql", *(q.strip() + ";" for q in totals.queries), "```", ""]
+        lines += [
+            "",
+            "The totals, reproduced with `sqlite3 'file:PATH?mode=ro'`:",
+            "",
+            "```sql",
+            ledger_window_sql(totals.end - totals.window_s, totals.end) + ";",
+            "```",
+            "",
+        ]
     if lane is not None and lane.totals is not None:
         lane_totals = lane.totals
         lines.append(
@@ -302,7 +310,8 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
                 {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
                 for i in totals.ledgers
             ],
-            "sql": list(totals.queries),
+            "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),
+            "tailer_sql": list(totals.queries),
         },
     )
     return data

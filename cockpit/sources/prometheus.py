@@ -381,7 +381,9 @@ class PrometheusSource:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
             return memory.names
         match = (
-            selector if dialects.parse_selector(selector) else '{__name__=~"(vllm|sglang)[:_].+"}'
+            dialects.selector_with(selector)
+            if dialects.parse_selector(selector)
+            else '{__name__=~"(vllm|sglang)[:_].+"}'
         )
         body = await self._request("GET", "/api/v1/label/__name__/values", {"match[]": match})
         data = body.get("data")

@@ -1,0 +1,215 @@
+"""`cockpit report`, the real command, against real ledgers and a real Prometheus.
+
+Expected values come from independent SQL on the Hermes-made fixtures and from the rates the
+test wrote into Prometheus, never from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.promharness import OpenMetricsWriter, create_blocks, start_prometheus
+
+COCKPIT = str(Path(sys.executable).with_name("cockpit"))
+FIXTURE_NOW = 1794700800  # the fixtures' README: nothing starts after it
+
+
+def cockpit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(cwd), "XDG_CONFIG_HOME": str(cwd)}
+    return subprocess.run(
+        [COCKPIT, *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
+
+
+def sql_totals(path: Path, start: float, end: float) -> dict[str, int]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        row = db.execute(
+            "SELECT COUNT(*), TOTAL(api_call_count), TOTAL(input_tokens), "
+            "TOTAL(cache_read_tokens), TOTAL(cache_write_tokens), TOTAL(output_tokens) "
+            "FROM sessions WHERE started_at > ? AND started_at <= ?",
+            (start, end),
+        ).fetchone()
+    keys = ("sessions", "api_calls", "input", "cache_read", "cache_write", "output")
+    return {key: int(value) for key, value in zip(keys, row, strict=True)}
+
+
+def by_source_calls(path: Path, start: float, end: float) -> dict[str, int]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT source, TOTAL(api_call_count) FROM sessions "
+            "WHERE started_at > ? AND started_at <= ? GROUP BY source",
+            (start, end),
+        ).fetchall()
+    return {source: int(calls) for source, calls in rows}
+
+
+@pytest.mark.parametrize("days", [7, 30, 90])
+def test_json_ledger_report_matches_independent_sql(hermes_v22: Path, days: int) -> None:
+    result = cockpit(
+        "report", "--ledger", str(hermes_v22), "--window", f"{days}d",
+        "--at", str(FIXTURE_NOW), "--format", "json", cwd=hermes_v22.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    ledger = json.loads(result.stdout)["ledger"]
+    expected = sql_totals(hermes_v22, FIXTURE_NOW - days * 86400, FIXTURE_NOW)
+    figures = ledger["figures"]
+    prompt = expected["input"] + expected["cache_read"] + expected["cache_write"]
+    assert figures["sessions"]["value"] == expected["sessions"]
+    assert figures["api_calls"]["value"] == expected["api_calls"]
+    assert figures["prompt_tokens"]["value"] == prompt
+    assert figures["output_tokens"]["value"] == expected["output"]
+    assert figures["prompt_output"]["value"] == pytest.approx(prompt / expected["output"])
+    assert figures["fresh_output"]["value"] == pytest.approx(
+        (expected["input"] + expected["cache_write"]) / expected["output"]
+    )
+    calls = by_source_calls(hermes_v22, FIXTURE_NOW - days * 86400, FIXTURE_NOW)
+    assert {row["name"]: row["api_calls"] for row in ledger["by_source"]} == calls
+    assert ledger["busiest_source"] == max(calls, key=lambda source: calls[source])
+    units = [row["units"] for row in ledger["spend"]["rows"]]
+    assert units[3] == pytest.approx(expected["output"] * 5)
+    assert ledger["provenance"]["ledgers"][0]["schema_version"] == 22
+
+
+def test_markdown_report_has_the_seed_tables_and_reproducible_sql(hermes_v22: Path) -> None:
+    result = cockpit(
+        "report", "--ledger", str(hermes_v22), "--window", "90d", "--at", str(FIXTURE_NOW),
+        cwd=hermes_v22.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    expected = sql_totals(hermes_v22, FIXTURE_NOW - 90 * 86400, FIXTURE_NOW)
+    for row in ("| Sessions / API calls |", "| Prompt : output |", "| Mean per API call |",
+                "### Per source", "### Per model (exact", "### Per profile",
+                "| Cache read |", "Prompt-side share of spend"):  # fmt: skip
+        assert row in text
+    assert (
+        f"| Sessions / API calls | {expected['sessions']:,} / {expected['api_calls']:,} |" in text
+    )
+    (query,) = re.findall(r"```sql\n(.*?);\n```", text, flags=re.S)
+    with sqlite3.connect(f"file:{hermes_v22}?mode=ro", uri=True) as db:
+        sessions, calls, *_ = db.execute(query).fetchone()
+    assert (sessions, calls) == (expected["sessions"], expected["api_calls"])
+    assert str(hermes_v22) in text and "schema 22" in text
+
+
+def test_old_schema_report_says_what_is_missing(hermes_v11: Path) -> None:
+    result = cockpit(
+        "report", "--ledger", str(hermes_v11), "--window", "30d", "--at", str(FIXTURE_NOW),
+        cwd=hermes_v11.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "### Per model (from sessions.model" in result.stdout
+    assert "Missing `by_profile`" in result.stdout
+    expected = sql_totals(hermes_v11, FIXTURE_NOW - 30 * 86400, FIXTURE_NOW)
+    assert f"| Sessions / API calls | {expected['sessions']:,} / " in result.stdout
+
+
+def test_a_bad_ledger_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
+    not_sqlite = tmp_path / "state.db"
+    not_sqlite.write_text("this is not a database\n" * 100)
+    before = not_sqlite.read_bytes()
+    result = cockpit("report", "--ledger", str(not_sqlite), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "not a SQLite database" in result.stderr
+    assert not_sqlite.read_bytes() == before
+
+
+# --- the lane ---------------------------------------------------------------------------------
+
+RATES = {  # per second, constant, so increase over any window inside the data is rate × window
+    "vllm:request_success_total": 2.0,
+    "vllm:prompt_tokens_total": 40_000.0,
+    "vllm:generation_tokens_total": 700.0,
+    "vllm:prefix_cache_queries_total": 40_000.0,
+    "vllm:prefix_cache_hits_total": 36_600.0,
+    "vllm:request_queue_time_seconds_sum": 0.5,
+    "vllm:request_queue_time_seconds_count": 2.0,
+    "vllm:request_prefill_time_seconds_sum": 0.6,
+    "vllm:request_prefill_time_seconds_count": 2.0,
+    "vllm:request_decode_time_seconds_sum": 7.0,
+    "vllm:request_decode_time_seconds_count": 2.0,
+    "vllm:inter_token_latency_seconds_sum": 18.2,
+    "vllm:inter_token_latency_seconds_count": 700.0,
+}
+START, END = 1_790_000_000, 1_790_000_000 + 3 * 3600
+
+
+def lane_history() -> str:
+    writer = OpenMetricsWriter()
+    labels = {"job": "lane-a", "instance": "a:8000", "model_name": "m", "engine": "0"}
+    for name, rate in RATES.items():
+        family = re.sub(r"_(total|sum|count)$", "", name)
+        kind = "counter" if name.endswith("_total") else "summary"
+        samples = [(float(t), rate * (t - START)) for t in range(START, END + 1, 15)]
+        writer.add(family, kind, name, labels, samples)
+    return writer.render()
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    workdir = tmp_path_factory.mktemp("report-prom")
+    create_blocks(lane_history(), workdir / "tsdb")
+    server = start_prometheus(workdir)
+    yield server
+    server.stop()
+
+
+def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> None:
+    at = START + 2 * 3600
+    result = cockpit(
+        "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "--window", "1h", "--at", str(at), "--format", "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lane = json.loads(result.stdout)["lane"]
+    f = {key: figure["value"] for key, figure in lane["figures"].items()}
+    window = 3600
+    assert f["requests"] == pytest.approx(RATES["vllm:request_success_total"] * window)
+    assert f["prompt_generated"] == pytest.approx(40_000 / 700)
+    assert f["prefix_cache_hit_rate"] == pytest.approx(36_600 / 40_000)
+    assert f["prefill_computed"] == pytest.approx((40_000 - 36_600) * window)
+    assert f["queue_mean"] == pytest.approx(0.25)
+    assert f["decode_share"] == pytest.approx(7.0 / 7.6)
+    assert f["itl_mean"] == pytest.approx(0.026)
+    assert f["stream_tok_s"] == pytest.approx(1 / 0.026)
+    assert lane["figures"]["kv_usage"]["value"] is None  # absent, so missing, never 0
+    assert "not exposed" in lane["figures"]["kv_usage"]["reason"]
+    assert lane["provenance"]["dialect"] == "vllm"
+    assert "increase(" in lane["provenance"]["queries"]["requests"]
+
+    markdown = cockpit(
+        "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "--window", "1h", "--at", str(at), cwd=tmp_path,
+    )  # fmt: skip
+    assert "| Prefix-cache hit rate | 91.5% |" in markdown.stdout
+    assert "```promql" in markdown.stdout
+
+
+def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
+    ok = cockpit(
+        "check", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "--ledger", str(hermes_v22), cwd=hermes_v22.parent,
+    )  # fmt: skip
+    lines = ok.stdout.splitlines()
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert any(line.startswith("ok   lane lane-a: ") for line in lines)
+    assert any(line.startswith(f"ok   ledger {hermes_v22}: schema 22") for line in lines)
+    down = cockpit(
+        "check", "--prometheus", "http://127.0.0.1:9", "--ledger", str(hermes_v22),
+        cwd=hermes_v22.parent,
+    )  # fmt: skip
+    assert down.returncode == 1
+    assert any(
+        line.startswith("FAIL lane lane: http://127.0.0.1:9: ") for line in down.stdout.splitlines()
+    )
+    assert "Traceback" not in down.stderr
