@@ -1,7 +1,7 @@
 """`make bench`: every benchmark in this folder, one after another, then one summary.
 
 `python -m bench` runs them all; `python -m bench NAME ...` runs the named ones. The soak test
-is long (30 minutes) and runs only when named: `python -m bench soak`.
+is long (30 minutes) and runs only when named: `python -m bench soak [--minutes N]`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,13 @@ def available() -> list[str]:
     )
 
 
-def main(names: list[str]) -> int:
+def main(args: list[str]) -> int:
+    names = [arg for arg in args if not arg.startswith("-")]
+    minutes = None
+    if "--minutes" in args:
+        value = args[args.index("--minutes") + 1]
+        minutes = float(value)
+        names.remove(value)
     chosen = names or [name for name in available() if name not in LONG]
     unknown = sorted(set(chosen) - set(available()))
     if unknown:
@@ -39,7 +45,7 @@ def main(names: list[str]) -> int:
         module = importlib.import_module(f"bench.{name}")
         print(f"\n=== {name} ===", flush=True)
         started = time.perf_counter()
-        summary[name] = module.run()
+        summary[name] = module.run(minutes) if name == "soak" and minutes else module.run()
         print(f"({time.perf_counter() - started:.0f} s)", flush=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.write_text(json.dumps(summary, indent=2, default=str))

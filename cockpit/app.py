@@ -17,19 +17,27 @@ from typing import ClassVar
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from cockpit.benchprobe import Probe
 from cockpit.config import Config
 from cockpit.model import FRESH
 from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.themes import DEFAULT_THEME, STYLESHEET, THEME_NAMES, THEMES, next_theme
+from cockpit.themes import (
+    DEFAULT_THEME,
+    STYLESHEET,
+    THEME_NAMES,
+    THEMES,
+    ansi_color_setting,
+    next_theme,
+)
 from cockpit.timeutil import WINDOWS
 from cockpit.widgets import (
     CacheGauge,
@@ -40,6 +48,7 @@ from cockpit.widgets import (
     StatusLine,
     StatusView,
 )
+from cockpit.widgets.columns import PaneColumns
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import SourceStatus
 
@@ -125,7 +134,8 @@ class CockpitApp(App[None]):
         Binding("shift+tab", "previous_lane", "prev lane", show=False, priority=True),
         Binding("w", "next_window", "window", key_display="w/W"),
         Binding("W", "previous_window", "prev window", show=False),
-        Binding("r", "refresh", "refresh"),
+        # Polling refreshes on its own: `r` stays in the help, off the footer so 80 columns fit.
+        Binding("r", "refresh", "refresh", show=False),
         Binding("p", "pause", "pause"),
         Binding("e", "export", "export"),
         Binding("t", "next_theme", "theme"),
@@ -145,7 +155,8 @@ class CockpitApp(App[None]):
         export_dir: Path | None = None,
         clocks: Clocks | None = None,
     ) -> None:
-        super().__init__()
+        # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
+        super().__init__(ansi_color=ansi_color_setting())
         self.config = config
         self.refresh_s = refresh_s or config.refresh_s
         self.replay_at = replay_at
@@ -177,13 +188,18 @@ class CockpitApp(App[None]):
         self._lane_loop = _Loop()
         self._ledger_loop = _Loop()
         self._cockpit_theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
+        self._probe = Probe.from_env()
+        # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = self._cockpit_theme
 
     # --- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
         yield Static(TOO_SMALL, id="too-small")
-        with VerticalScroll(id="body"), Grid(id="panes"):
+        with VerticalScroll(id="body"), PaneColumns(id="panes"):
             yield CacheGauge(id="cache")
             yield PrefillPane(id="prefill")
             yield PhaseBar(id="phases")
@@ -193,9 +209,6 @@ class CockpitApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        for theme in THEMES:
-            self.register_theme(theme)
-        self.theme = self._cockpit_theme
         self._show_all()
         self._poll_lane_now()
         self._poll_ledger_now()
@@ -250,11 +263,14 @@ class CockpitApp(App[None]):
         )
 
     def _show_status(self) -> None:
-        self.query_one(StatusLine).show(self.status_view())
+        for status in self.query(StatusLine):
+            status.show(self.status_view())
 
     def _show_all(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_ledger = self.ledger_poller is not None
+        if not self.screen_stack or not self.query(StatusLine):
+            return  # a read that ends while the app quits finds no screen to show it on
         with self.batch_update():
             self._show_status()
             self.query_one(CacheGauge).show(lane, ledger, has_ledger)
@@ -330,6 +346,7 @@ class CockpitApp(App[None]):
         self.lane_snapshot = message.snapshot
         self._lane_seen[(self.lane_index, message.snapshot.window)] = message.snapshot
         self._show_all()
+        self._probe_refresh()
         poller = self.lane_pollers[self.lane_index]
         if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
             self._lane_loop.timer = self.set_timer(poller.delay, self._start_lane_cycle)
@@ -340,9 +357,25 @@ class CockpitApp(App[None]):
         self.ledger_snapshot = message.snapshot
         self._ledger_seen[message.snapshot.window] = message.snapshot
         self._show_all()
+        self._probe_refresh()
         if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
             delay = self.ledger_poller.delay
             self._ledger_loop.timer = self.set_timer(delay, self._start_ledger_cycle)
+
+    def _probe_refresh(self) -> None:
+        """With `COCKPIT_BENCH_PROBE` set: note the first frame with every pane's data, tasks."""
+        probe = self._probe
+        if probe is None:
+            return
+        probe.tasks()
+        lane_ready = not self.lane_feeds or (
+            self.lane_snapshot is not None and self.lane_snapshot.figures is not None
+        )
+        ledger_ready = self.ledger_poller is None or (
+            self.ledger_snapshot is not None and self.ledger_snapshot.figures is not None
+        )
+        if lane_ready and ledger_ready and not probe.first_frame_seen:
+            self.call_after_refresh(probe.first_frame)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

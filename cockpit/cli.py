@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit import __version__
 from cockpit.config import Config, ConfigError, LaneConfig, LedgerConfig, parse_config
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time
+
+if TYPE_CHECKING:
+    from cockpit.app import CockpitApp
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -238,8 +244,25 @@ def command_run(args: argparse.Namespace) -> int:
 
     lanes, ledger = build_feeds(config, first_lane=args.lane)
     app = make_app(config, lanes, ledger, replay_at=at, refresh_s=args.refresh)
-    app.run()
+    with _quit_on_hangup(app):
+        app.run()
     return app.return_code or 0
+
+
+@contextlib.contextmanager
+def _quit_on_hangup(app: CockpitApp) -> Iterator[None]:
+    """SIGTERM or a closed terminal (SIGHUP) quits the app the normal way, so feeds close and
+    the demo removes its temporary files, instead of the process dying where it stands."""
+
+    def quit_app(signum: int, frame: object) -> None:
+        app.exit(return_code=128 + signum)
+
+    previous = {sig: signal.signal(sig, quit_app) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def command_demo(args: argparse.Namespace) -> int:
@@ -252,7 +275,8 @@ def command_demo(args: argparse.Namespace) -> int:
         config = demo_config(demo, hardware, models)
         lanes, ledger = build_feeds(config)
         app = make_app(config, lanes, ledger, refresh_s=args.refresh)
-        app.run()
+        with _quit_on_hangup(app):
+            app.run()
     return app.return_code or 0
 
 

@@ -100,6 +100,7 @@ class ConfigError(Exception):
 
 T = TypeVar("T")
 
+_USERINFO = re.compile(r"(^|//)[^/]*@")
 _E_NOTATION = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
 
@@ -109,7 +110,17 @@ class _Reader:
 
     def __init__(self, source: str, text: str) -> None:
         self.source = source
-        self._loader = yaml.SafeLoader(text)
+        self._text = text
+        try:
+            self._loader = yaml.SafeLoader(text)
+        except yaml.reader.ReaderError as exc:
+            raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: yaml.reader.ReaderError) -> ConfigError:
+        """A character YAML refuses (a control character, say), at its line."""
+        line = self._text.count("\n", 0, max(exc.position, 0)) + 1
+        problem = f"YAML syntax error: unacceptable character #x{exc.character:04x}"
+        return ConfigError(self.source, line, "", problem)
 
     def fail(self, node: Node | None, key: str, problem: str) -> NoReturn:
         line = node.start_mark.line + 1 if node is not None else None
@@ -123,6 +134,8 @@ class _Reader:
             line = mark.line + 1 if mark is not None else None
             problem = (exc.problem or exc.context or "invalid YAML").strip()
             raise ConfigError(self.source, line, "", f"YAML syntax error: {problem}") from None
+        except yaml.reader.ReaderError as exc:
+            raise self._unreadable(exc) from None
         except yaml.YAMLError as exc:
             raise ConfigError(self.source, None, "", f"YAML syntax error: {exc}") from None
         finally:
@@ -220,14 +233,15 @@ def _boolean(reader: _Reader, node: Node, key: str) -> bool:
 def _url(reader: _Reader, node: Node, key: str) -> str:
     value = _text(reader, node, key)
     parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        reader.fail(node, key, f"expected an http:// or https:// URL, got {value!r}")
-    if parts.username or parts.password:
+    if parts.username or parts.password or "@" in parts.netloc:
         reader.fail(node, key, "credentials don't go in the URL: use auth with *_env or *_file")
+    shown = _USERINFO.sub(r"\1***@", value)  # what might be a password is never echoed
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        reader.fail(node, key, f"expected an http:// or https:// URL, got {shown!r}")
     try:
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError:
-        reader.fail(node, key, f"expected a valid port in {value!r}")
+        reader.fail(node, key, f"expected a valid port in {shown!r}")
     return value.rstrip("/")
 
 

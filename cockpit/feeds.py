@@ -11,7 +11,14 @@ from pathlib import Path
 from cockpit.config import Auth, Config, LaneConfig
 from cockpit.dialects import selector_with
 from cockpit.model import LaneTotals, LedgerTotals
-from cockpit.poller import LaneFeed, LanePoller, LedgerFeed, LedgerPoller, failure_reason
+from cockpit.poller import (
+    LaneFeed,
+    LanePoller,
+    LedgerFeed,
+    LedgerPoller,
+    failure_reason,
+    warning_note,
+)
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
@@ -91,6 +98,10 @@ class PrometheusLaneFeed:
         selector = _selector(self.lane, self.model_filter)
         return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
+    async def probe(self) -> bool:
+        """Cheaply: does the server answer again (asked while it can't be reached)?"""
+        return self.source is not None and await self.source.probe()
+
     async def close(self) -> None:
         """Let go of the server's client; the last lane on a server closes it."""
         if self.source is not None and self.servers is not None:
@@ -134,6 +145,10 @@ class LedgerSetFeed:
 
     async def read(self, window_s: float, end: float | None) -> LedgerTotals:
         return await self.ledgers.refresh(window_s, end)
+
+    async def probe(self) -> bool:
+        """Cheaply, after a failure: has a ledger file changed since?"""
+        return await self.ledgers.probe()
 
     async def close(self) -> None:
         await self.ledgers.close()
@@ -261,9 +276,9 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
                 continue
             elapsed = (time.perf_counter() - started) * 1000
             missing = f", {len(totals.missing)} figures missing" if totals.missing else ""
-            results.append(
-                (True, f"lane {feed.name}: {where} ({totals.dialect}, {elapsed:.0f} ms{missing})")
-            )
+            warned = f", {warning_note(totals.warnings)}" if totals.warnings else ""
+            facts = f"{totals.dialect}, {elapsed:.0f} ms{missing}{warned}"
+            results.append((True, f"lane {feed.name}: {where} ({facts})"))
         for ledger_config in config.ledgers:
             results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
     finally:

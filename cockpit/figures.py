@@ -440,7 +440,9 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         _figure("itl_mean", "Inter-token step (mean)", step, "seconds", why("itl_sum"),
                 q("itl_sum", "")),
         Figure("tokens_per_step", "Tokens per step", 1.0, "number",
-               "no speculative decoding: 1 token per step") if spec_missing
+               "no speculative decoding: 1 token per step") if spec_missing and step is not None
+        else _figure("tokens_per_step", "Tokens per step", None, "number", why("itl_sum"))
+        if spec_missing
         else _figure("tokens_per_step", "Tokens per step", tokens_per_step, "number",
                      "no drafts in window"),
         _figure("draft_acceptance", "Draft acceptance",

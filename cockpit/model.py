@@ -27,7 +27,7 @@ class Freshness:
 
     def describe(self) -> str:
         if self.state == "ok":
-            return "ok"
+            return f"ok, {self.reason}" if self.reason else "ok"
         if self.state == "stale":
             since = f" since {clock(self.since)}" if self.since is not None else ""
             return f"stale{since}: {self.reason}" if self.reason else f"stale{since}"

@@ -1,7 +1,10 @@
 """One feed's refresh cycle: read, compute figures, track freshness and back-off. No Textual.
 
 The app runs one `cycle()` at a time per feed and arms the next one `delay` seconds after the
-last ended, so reads never overlap and a failing source is asked less often.
+last ended, so reads never overlap and a failing source is asked less often. A source that could
+not be reached at all (refused, unknown host, dropped) and whose feed has a cheap `probe()` is
+probed once per refresh meanwhile: when it answers, the full read runs at once, so a server that
+comes back is fresh within two refreshes while the heavy query still backs off.
 """
 
 from __future__ import annotations
@@ -101,6 +104,18 @@ class Backoff:
         return delay
 
 
+def warning_note(warnings: tuple[str, ...]) -> str:
+    """The source's warnings (partial data, say) as one line: the figures may be incomplete."""
+    first = warnings[0].strip().splitlines()[0] if warnings[0].strip() else "(empty)"
+    more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    return f"server warning: {first}{more}"
+
+
+def _unreachable(error: BaseException) -> bool:
+    """The read never reached the source (the feed's error says so with `unreachable`)."""
+    return getattr(error, "unreachable", False) is True
+
+
 def _retry_after(error: BaseException) -> float | None:
     value = getattr(error, "retry_after", None)
     return float(value) if isinstance(value, int | float) and value > 0 else None
@@ -142,15 +157,43 @@ class _Tracker(Generic[TotalsT, FiguresT]):
         refresh_s: float,
         clocks: Clocks,
         max_delay_s: float,
+        probe: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._clocks = clocks
         self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
         self._compute: Callable[[TotalsT], FiguresT] = compute
+        self._probe = probe
         self.backoff = Backoff(refresh_s, max_delay_s)
-        self._good: dict[str, _Good[TotalsT, FiguresT]] = {}
+        self._good: dict[tuple[str, str | None], _Good[TotalsT, FiguresT]] = {}
+        """Last good read per (window, scope): a model filter's figures are not the lane's."""
         self._failing_since: float | None = None
+        self._failure: tuple[str, float] | None = None
+        """The last failure's reason and latency, while failing."""
+        self._unreachable = False
+        self._retry_at = 0.0
+        """When (monotonic) the backed-off full read is due."""
 
-    async def run(self, window: str, end: float | None) -> _Outcome[TotalsT, FiguresT]:
+    @property
+    def probing(self) -> bool:
+        """Failing because the source can't be reached, and it can be probed cheaply."""
+        return self._probe is not None and self._unreachable
+
+    @property
+    def delay(self) -> float:
+        """Seconds to the next cycle: the back-off, or one refresh while probing."""
+        if self.probing:
+            return min(self.backoff.delay, self.backoff.refresh_s)
+        return self.backoff.delay
+
+    async def run(
+        self, window: str, end: float | None, scope: str | None = None
+    ) -> _Outcome[TotalsT, FiguresT]:
+        key = (window, scope)
+        if self.probing and self._clocks.monotonic() < self._retry_at:
+            assert self._probe is not None
+            if not await self._probe():
+                return self._still_failing(key)
+            self.backoff.succeeded()  # it answers again: whatever comes next starts afresh
         window_s = parse_duration(window)
         started = self._clocks.monotonic()
         try:
@@ -159,20 +202,37 @@ class _Tracker(Generic[TotalsT, FiguresT]):
         # one-line message. Whatever it is, the user sees that message and the app goes on.
         except Exception as error:
             latency = self._clocks.monotonic() - started
-            return self._failed(window, error, latency)
+            return self._failed(key, error, latency)
         latency = self._clocks.monotonic() - started
         good = _Good(totals, self._compute(totals), self._clocks.wall())
-        self._good[window] = good
+        self._good[key] = good
         self._failing_since = None
+        self._failure = None
+        self._unreachable = False
         self.backoff.succeeded()
         return _Outcome(good, FRESH, latency)
 
-    def _failed(self, window: str, error: Exception, latency: float) -> _Outcome[TotalsT, FiguresT]:
+    def _failed(
+        self, key: tuple[str, str | None], error: Exception, latency: float
+    ) -> _Outcome[TotalsT, FiguresT]:
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
         self.backoff.failed(_retry_after(error))
+        self._unreachable = _unreachable(error)
+        self._retry_at = self._clocks.monotonic() + self.backoff.delay
         reason = failure_reason(error)
-        good = self._good.get(window)
+        self._failure = (reason, latency)
+        return self._failing(key, reason, latency)
+
+    def _still_failing(self, key: tuple[str, str | None]) -> _Outcome[TotalsT, FiguresT]:
+        """A probe found the source still unreachable: the last failure's outcome again."""
+        reason, latency = self._failure or ("unreachable", None)
+        return self._failing(key, reason, latency)
+
+    def _failing(
+        self, key: tuple[str, str | None], reason: str, latency: float | None
+    ) -> _Outcome[TotalsT, FiguresT]:
+        good = self._good.get(key)
         if good is None:
             return _Outcome(None, Freshness("missing", reason=reason), latency)
         return _Outcome(good, Freshness("stale", since=self._failing_since, reason=reason), latency)
@@ -193,7 +253,12 @@ class LanePoller:
         self.feed = feed
         self.replay_at = replay_at
         self._tracker: _Tracker[LaneTotals, LaneFigures] = _Tracker(
-            feed.read, self._figures, refresh_s, clocks or Clocks(), max_delay_s
+            feed.read,
+            self._figures,
+            refresh_s,
+            clocks or Clocks(),
+            max_delay_s,
+            getattr(feed, "probe", None),
         )
 
     def _figures(self, totals: LaneTotals) -> LaneFigures:
@@ -202,15 +267,18 @@ class LanePoller:
     @property
     def delay(self) -> float:
         """Seconds to wait before the next cycle."""
-        return self._tracker.backoff.delay
+        return self._tracker.delay
 
     @property
     def failures(self) -> int:
         return self._tracker.backoff.failures
 
     async def cycle(self, window: str) -> LaneSnapshot:
-        outcome = await self._tracker.run(window, self.replay_at)
+        outcome = await self._tracker.run(window, self.replay_at, self.feed.model_filter)
         good = outcome.good
+        freshness = outcome.freshness
+        if freshness.state == "ok" and good is not None and good.totals.warnings:
+            freshness = Freshness("ok", reason=warning_note(good.totals.warnings))
         return LaneSnapshot(
             lane=self.feed.name,
             window=window,
@@ -218,7 +286,7 @@ class LanePoller:
             figures=good.figures if good else None,
             hardware=self.feed.hardware,
             model=self.feed.model,
-            freshness=outcome.freshness,
+            freshness=freshness,
             latency_s=outcome.latency_s,
             updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
@@ -244,7 +312,12 @@ class LedgerPoller:
         self.prices = prices or Prices()
         self.replay_at = replay_at
         self._tracker: _Tracker[LedgerTotals, LedgerFigures] = _Tracker(
-            feed.read, self._figures, refresh_s, clocks or Clocks(), max_delay_s
+            feed.read,
+            self._figures,
+            refresh_s,
+            clocks or Clocks(),
+            max_delay_s,
+            getattr(feed, "probe", None),
         )
 
     def _figures(self, totals: LedgerTotals) -> LedgerFigures:
@@ -252,7 +325,7 @@ class LedgerPoller:
 
     @property
     def delay(self) -> float:
-        return self._tracker.backoff.delay
+        return self._tracker.delay
 
     @property
     def failures(self) -> int:

@@ -20,7 +20,7 @@ KEY_HELP: tuple[tuple[str, str], ...] = (
     ("p", "pause / resume polling"),
     ("e", "export the current receipt as markdown"),
     ("t", "next theme"),
-    ("m", "filter the lane to one model_name (empty: the whole lane)"),
+    ("m", "filter the lane by model_name (empty: all)"),
     ("ctrl+p", "command palette: lanes, windows, export, themes"),
     ("?", "this help"),
     ("q", "quit"),

@@ -148,8 +148,15 @@ def test_absent_metrics_are_missing_with_reason() -> None:
     )
     assert f["itl_mean"].missing and "not exposed" in f["itl_mean"].reason
     assert f["prefix_cache_hit_rate"].missing
+    # No decode steps seen: tokens per step is unknown, not 1.
+    assert f["tokens_per_step"].missing and "not exposed" in f["tokens_per_step"].reason
+
+
+def test_without_speculative_decoding_a_step_is_one_token() -> None:
+    f = lane_figures(lane({"itl_sum": 2.0, "itl_count": 100.0}))
     assert f.value("tokens_per_step") == 1.0
     assert "no speculative decoding" in f["tokens_per_step"].reason
+    assert f.value("stream_tok_s") == pytest.approx(50.0)
 
 
 def test_nan_is_never_a_number() -> None:

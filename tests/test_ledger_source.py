@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import random
 import shutil
@@ -426,3 +428,28 @@ async def test_concurrent_writer_never_busy_and_every_read_is_a_committed_state(
     finally:
         await tailer.close()
         writer.close()
+
+
+async def test_a_refresh_cancelled_part_way_leaves_no_half_state(hermes_v22: Path) -> None:
+    """The app cancels a ledger read when the user switches window; the next must be exact."""
+    end = 1794700800.0
+    for delay in (0.0, 0.0005, 0.001, 0.002, 0.004, 0.008):
+        tailer = LedgerTailer(hermes_v22)
+        try:
+            task = asyncio.ensure_future(tailer.refresh(30 * 86400, end))
+            await asyncio.sleep(delay)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            totals = await tailer.refresh(7 * 86400, end)
+            assert totals.total.sessions == _count_sessions(hermes_v22, end - 7 * 86400, end)
+        finally:
+            await tailer.close()
+
+
+def _count_sessions(path: Path, start: float, end: float) -> int:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        (count,) = db.execute(
+            "SELECT COUNT(*) FROM sessions WHERE started_at > ? AND started_at <= ?", (start, end)
+        ).fetchone()
+    return int(count)

@@ -1,7 +1,12 @@
-"""The cockpit's themes. Colours live here; the TCSS uses only theme variables."""
+"""The cockpit's themes. Colours live here; the TCSS uses only theme variables.
+
+Every text colour (foreground, primary, secondary, accent, warning, error, success) reads at
+4.5:1 or better on both the pane background (`background`) and the status bar (`panel`).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from textual.theme import Theme
@@ -15,7 +20,7 @@ COCKPIT_DARK = Theme(
     secondary="#7FB4CA",
     accent="#C594C5",
     warning="#E5B84B",
-    error="#E5534B",
+    error="#F06A62",
     success="#57AB5A",
     foreground="#D4D7DC",
     background="#111418",
@@ -26,12 +31,12 @@ COCKPIT_DARK = Theme(
 
 COCKPIT_LIGHT = Theme(
     name="cockpit-light",
-    primary="#1F6FB2",
-    secondary="#3A6F8F",
-    accent="#8250DF",
-    warning="#9A6700",
+    primary="#1A5F99",
+    secondary="#33637F",
+    accent="#6E3FC8",
+    warning="#805700",
     error="#C62828",
-    success="#1A7F37",
+    success="#18733A",
     foreground="#1F2328",
     background="#F6F8FA",
     surface="#FFFFFF",
@@ -66,3 +71,12 @@ def next_theme(current: str) -> str:
     if current not in THEME_NAMES:
         return THEME_NAMES[0]
     return THEME_NAMES[(THEME_NAMES.index(current) + 1) % len(THEME_NAMES)]
+
+
+def ansi_color_setting() -> bool | None:
+    """The App's `ansi_color`: True under NO_COLOR, so Textual strips colour instead of greying.
+
+    With native ANSI colours Textual's NO_COLOR filter resets every colour to the terminal's
+    default (bold, dim and reverse stay); otherwise it would draw the themes in greys.
+    """
+    return True if "NO_COLOR" in os.environ else None

@@ -53,8 +53,21 @@ def _hits_row(engine: Source) -> Row:
         figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
         reason = figure.reason if figure and figure.reason else engine.absent
         return Row(label, MISSING, "muted", engine.stale, reason)
-    text = f"{format_value(hits, 'tokens')} / {format_value(queries, 'tokens')}"
-    return Row(label, text, stale=engine.stale)
+    return Row(label, hits_of_queries(hits, queries), stale=engine.stale)
+
+
+PAIR_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
+"""The suffixes `format_value` uses for token counts, largest first."""
+
+
+def hits_of_queries(hits: float, queries: float) -> str:
+    """`6.720 / 7.284 M`: one scale and the same decimals for both, so the two line up."""
+    for scale, suffix in PAIR_SCALES:
+        if queries >= scale:
+            whole_digits = len(f"{int(queries / scale)}")
+            decimals = max(0, 4 - whole_digits)
+            return f"{hits / scale:,.{decimals}f} / {queries / scale:,.{decimals}f} {suffix}"
+    return f"{format_value(hits, 'tokens')} / {format_value(queries, 'tokens')}"
 
 
 def cache_view(

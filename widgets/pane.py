@@ -86,9 +86,9 @@ class PaneView:
 
 
 def freshness_note(name: str, freshness: Freshness) -> str:
-    """`lane stale since 12:01:03`, `ledger missing: why`, or "" when ok."""
+    """`lane stale since 12:01:03`, `ledger missing: why`, `lane: a server warning` or ""."""
     if freshness.state == "ok":
-        return ""
+        return f"{name}: {freshness.reason}" if freshness.reason else ""
     if freshness.state == "stale":
         since = f" since {clock(freshness.since)}" if freshness.since is not None else ""
         return f"{name} stale{since}"
@@ -183,7 +183,13 @@ def tooltip_for(view: PaneView) -> str | None:
     for name, freshness in view.sources:
         if freshness.state != "ok":
             notes.insert(0, f"{name}: {freshness.describe()}")
+        elif freshness.reason:  # fresh, with a warning from the source
+            notes.insert(0, f"{name}: {freshness.reason}")
     return "\n".join(notes) if notes else None
+
+
+def _height(view: PaneView | None) -> int:
+    return len(view.lines) if view else 1
 
 
 class Pane(Widget):
@@ -192,7 +198,7 @@ class Pane(Widget):
     DEFAULT_CSS = """
     Pane {
         height: auto;
-        border: round $panel-lighten-2;
+        border: round $foreground 35%;
         border-title-color: $primary;
         border-title-style: bold;
         border-subtitle-color: $warning;
@@ -203,8 +209,9 @@ class Pane(Widget):
     Pane.-missing { border-subtitle-color: $error; }
     """
 
-    view: reactive[PaneView | None] = reactive(None, layout=True)
-    """What the pane shows; set by `show()`. Equal views do not redraw."""
+    view: reactive[PaneView | None] = reactive(None)
+    """What the pane shows; set by `show()`. Equal views do not redraw, and only a view with
+    another number of lines lays the screen out again: new figures repaint this pane alone."""
 
     TITLE = ""
 
@@ -217,7 +224,9 @@ class Pane(Widget):
         """The view before any data arrives."""
         return PaneView((Note("waiting for the first read…"),))
 
-    def watch_view(self, view: PaneView | None) -> None:
+    def watch_view(self, old: PaneView | None, view: PaneView | None) -> None:
+        if _height(old) != _height(view):
+            self.refresh(layout=True)
         if view is None:
             return
         notes = [freshness_note(name, fresh) for name, fresh in view.sources]
@@ -228,7 +237,7 @@ class Pane(Widget):
         self.tooltip = tooltip_for(view)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.view.lines) if self.view else 1
+        return _height(self.view)
 
     def render(self) -> Content:
         if self.view is None:

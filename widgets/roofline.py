@@ -179,7 +179,12 @@ def _theme_rgb(variables: dict[str, str], mark: str) -> tuple[int, int, int]:
 
 
 class _RoofPlot(PlotextPlot):
-    """A PlotextPlot that rebuilds its text only when its data, size or theme changed."""
+    """A PlotextPlot redrawn only when its text changes.
+
+    New data is built at once (one plotext build) and compared with the text on screen: live
+    points mostly move within their cell between two refreshes, and then the costly part, the
+    text's conversion and the screen update, is skipped. The comparison is of the exact text.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -189,15 +194,41 @@ class _RoofPlot(PlotextPlot):
         self._generation = 0
         self._cache_key: tuple[object, ...] | None = None
         self._cached: RenderResult | None = None
+        self._built: tuple[tuple[object, ...], str] | None = None
+        """(size, themes, generation) -> the plotext text built for them."""
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.size.width, self.size.height, self.app.theme, self.theme, self._generation)
+
+    def _build(self) -> str:
+        """The plot's text at the current size and theme, as PlotextPlot.render builds it."""
+        width, height = self.size.width, self.size.height
+        self.plt.plotsize(width, height)
+        self.plt._set_size(width, height)
+        self.plt.theme(self._get_plotext_theme_name(self.app.theme))
+        text: str = self.plt.build()
+        self._built = (self._key(), text)
+        return text
 
     def replotted(self) -> None:
-        self._generation += 1
+        """The data changed: redraw unless it plots to the same text."""
+        before = self._built
+        if self.size.area and before is not None and before[0] == self._key():
+            text = self._build()
+            if text == before[1]:
+                return
+            self._generation += 1
+            self._built = (self._key(), text)
+        else:
+            self._generation += 1
         self.refresh()
 
     def render(self) -> RenderResult:
-        key = (self.size.width, self.size.height, self.app.theme, self.theme, self._generation)
+        key = self._key()
         if self._cached is None or key != self._cache_key:
-            self._cached = super().render()
+            built = self._built
+            text = built[1] if built is not None and built[0] == key else self._build()
+            self._cached = Text.from_ansi(text)
             self._cache_key = key
         return self._cached
 
@@ -210,7 +241,7 @@ class RooflinePane(Widget):
         layout: vertical;
         height: 1fr;
         min-height: 5;
-        border: round $panel-lighten-2;
+        border: round $foreground 35%;
         border-title-color: $primary;
         border-title-style: bold;
         padding: 0 1;
@@ -233,13 +264,15 @@ class RooflinePane(Widget):
     }
     """
 
-    view: reactive[RooflineView | None] = reactive(None, init=False)
-    """What to draw; equal views don't redraw."""
+    view: reactive[RooflineView | None] = reactive(None, init=False, repaint=False)
+    """What to draw; equal views don't redraw. The pane itself is only a border: its plot and
+    caption redraw themselves, and a new title repaints the border."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = "Roofline"
         self._drawn_layout: tuple[bool, int] | None = None
+        self._caption_height = -1
 
     def compose(self) -> ComposeResult:
         yield _RoofPlot(id="roofline-plot")
@@ -285,7 +318,11 @@ class RooflinePane(Widget):
         title = self.text_only or outer.height >= TITLE_MIN_HEIGHT
         compact = outer.width < WIDE_CAPTION_WIDTH
         lines = caption_lines(self.view, title=title, compact=compact)
-        self.query_one("#roofline-caption", Static).update(Text("\n".join(lines)))
+        # Only another number of lines needs the screen laid out again; else a repaint.
+        relayout = len(lines) != self._caption_height
+        self._caption_height = len(lines)
+        caption = self.query_one("#roofline-caption", Static)
+        caption.update(Text("\n".join(lines)), layout=relayout)
 
     def _draw_plot(self) -> None:
         plot = self.query_one(_RoofPlot)

@@ -56,6 +56,8 @@ def _source_item(source: SourceStatus) -> Content:
     latency = (
         f" {format_value(source.latency_s, 'seconds')}" if source.latency_s is not None else ""
     )
+    if source.freshness.state == "ok" and source.freshness.reason:
+        return _item(f"{source.name} ok{latency} · {source.freshness.reason}", "$warning")
     if source.freshness.state == "ok":
         return _item(f"{source.name} ok{latency}", "$success")
     style = "$warning" if source.freshness.state == "stale" else "$error"
@@ -113,7 +115,9 @@ class StatusLine(Widget):
     }
     """
 
-    view: reactive[StatusView | None] = reactive(None, layout=True)
+    view: reactive[StatusView | None] = reactive(None)
+    """A new view repaints the line; only one that needs another number of lines lays out."""
+    _height: int | None = None
 
     def show(self, view: StatusView) -> None:
         self.view = view
@@ -124,9 +128,13 @@ class StatusLine(Widget):
         reasons = [
             f"{source.name}: {source.freshness.describe()}"
             for source in view.sources
-            if source.freshness.state != "ok"
+            if source.freshness.state != "ok" or source.freshness.reason
         ]
         self.tooltip = "\n".join(reasons) if reasons else None
+        height = len(self._lines(self.size.width)) if self.size.width else None
+        if height is None or height != self._height:
+            self._height = height
+            self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines(width))

@@ -85,6 +85,9 @@ GroupKey = tuple[str, str]
 class LedgerError(Exception):
     """A ledger that can't be read; the message is one line for the user."""
 
+    unreachable = True
+    """Unreadable as the file is now: `LedgerTailer.probe` (a stat) says when it changed."""
+
 
 # --- paths ------------------------------------------------------------------------------
 
@@ -316,6 +319,67 @@ def _session_groups(schema: _Schema, sign: int, where: str, scan: bool = False) 
     )
 
 
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True, slots=True)
+class _Codes:
+    """The (source, profile, model) values a sample of the ledger holds, as small integers.
+
+    A big scan grouped by the text key spends most of its time sorting; grouped by an integer
+    code it sorts about twice as fast. Values outside the sample get no code (NULL), and
+    those rows are summed again by their text (`_scan_groups`), so the sums stay exact.
+    """
+
+    sources: tuple[str, ...]
+    profiles: tuple[str, ...]
+    models: tuple[str, ...]
+
+    def expression(self, schema: _Schema) -> str:
+        def code(expr: str, values: tuple[str, ...]) -> str:
+            cases = " ".join(f"WHEN {_sql_text(v)} THEN {i}" for i, v in enumerate(values))
+            return f"(CASE IFNULL({expr}, '') {cases} END)"
+
+        source = code("s.source", self.sources)
+        profile = code(_profile_expr(schema), self.profiles)
+        model = code(_model_expr(schema), self.models)
+        return f"(({source} * {len(self.profiles)} + {profile}) * {len(self.models)} + {model})"
+
+    def key(self, code: int) -> str:
+        """The text key (`source␟profile␟model`) of a code."""
+        rest, model = divmod(code, len(self.models))
+        source, profile = divmod(rest, len(self.profiles))
+        return _SEP.join((self.sources[source], self.profiles[profile], self.models[model]))
+
+
+def _coded_groups(schema: _Schema, codes: _Codes, sign: int, where: str) -> str:
+    """`_session_groups` for a big scan, grouped by the integer code (NULL: not in `codes`)."""
+    sums = ", ".join(_summed(schema, column) for _, column in COUNTER_COLUMNS)
+    return (
+        f"SELECT 'C', {sign}, NULL, NULL, {codes.expression(schema)} AS k, NULL, NULL, NULL, "
+        f"NULL, 1, COUNT(*), {sums} FROM sessions AS s NOT INDEXED WHERE {where} GROUP BY k"
+    )
+
+
+_SAMPLE_LAST = 20_000
+_SAMPLE_SPREAD = 2_000
+
+
+def _codes_sample(schema: _Schema) -> str:
+    """Distinct (source, profile, model) of the newest sessions and of rowids spread evenly."""
+    columns = (
+        f"IFNULL(s.source, ''), IFNULL({_profile_expr(schema)}, ''), "
+        f"IFNULL({_model_expr(schema)}, '')"
+    )
+    return (
+        f"SELECT DISTINCT {columns} FROM sessions AS s WHERE s.rowid > ? "
+        f"UNION SELECT {columns} FROM sessions AS s WHERE s.rowid IN "
+        "(WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + ? FROM r WHERE x + ? <= ?) "
+        "SELECT x FROM r)"
+    )
+
+
 def _short_model_sql(column: str) -> str:
     """SQL for the last `/` part of a model name (what `model_name` does in Python)."""
     return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
@@ -432,6 +496,10 @@ class LedgerTailer:
         self._queries: dict[str, str] = {}
         self._cached: LedgerReading | None = None
         self._cache_key: tuple[float, float, float, float] | None = None
+        self._failed_on: tuple[object, ...] | None = None
+        """The file as a stat saw it when the last read failed (None after a good read)."""
+        self._interrupted = False
+        """A refresh was cancelled part-way: the next one reads the file afresh."""
         self.stats: dict[str, int] = {
             "full_reads": 0,
             "change_reads": 0,
@@ -452,14 +520,39 @@ class LedgerTailer:
             end = math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
         low, high = float(end) - float(window_s), float(end)
         try:
-            return await self._refresh(window_s, low, high)
+            reading = await self._refresh(window_s, low, high)
         except sqlite3.Error as exc:
             message = _describe(self.path, exc, self._facts)
             await self.close()
+            self._failed_on = self._look()
             raise LedgerError(message) from None
         except LedgerError:
             await self.close()
+            self._failed_on = self._look()
             raise
+        except asyncio.CancelledError:
+            # A refresh cut short (the user switched window) may leave half-moved sums:
+            # the next refresh starts over from the file.
+            self._interrupted = True
+            raise
+        self._failed_on = None
+        return reading
+
+    async def probe(self) -> bool:
+        """After a failed read: has the file changed since (so a full read is worth it now)?"""
+        return self._failed_on is not None and self._look() != self._failed_on
+
+    def _look(self) -> tuple[object, ...]:
+        """The file and its WAL as a stat sees them: identity, size, time, mode (or errno)."""
+        seen: list[object] = []
+        for path in (self.path, Path(f"{self.path}-wal")):
+            try:
+                stat = path.stat()
+            except OSError as exc:
+                seen.append(exc.errno)
+                continue
+            seen.append((stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_mode))
+        return tuple(seen)
 
     async def settle(self) -> None:
         """Wait for background reads of session_model_usage (tests and benchmarks use this)."""
@@ -489,7 +582,8 @@ class LedgerTailer:
     # -- the refresh steps ---------------------------------------------------------------
 
     async def _refresh(self, window_s: float, low: float, high: float) -> LedgerReading:
-        if self._conn is None or self._file_replaced():
+        if self._conn is None or self._interrupted or self._file_replaced():
+            self._interrupted = False
             await self.close()
             await self._open_file()
             version, cookie = await self._versions()
@@ -618,9 +712,11 @@ class LedgerTailer:
             "SELECT 'O', 1, s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 "
             f"FROM sessions AS s NOT INDEXED WHERE {_ROWID_RANGE} AND s.ended_at IS NULL"
         )
-        sql = f"{_session_groups(schema, 1, closed, scan=True)} UNION ALL {still_open}"
-        rows = await self._parallel(
-            "scan", sql, lambda first, last: (first, last, low, high, first, last)
+        rows = await self._scan_groups(
+            1,
+            closed,
+            lambda first, last: (first, last, low, high),
+            extra=(still_open, lambda first, last: (first, last)),
         )
         self._add_groups(rows)
         await self._read_changes([str(row[2]) for row in rows if row[0] == "O"])
@@ -682,8 +778,7 @@ class LedgerTailer:
         for sign, start, stop in slices:
             if await self._slice_is_big(start, stop):
                 ranged = _ranged_params(start, stop, known)
-                sql = _session_groups(schema, sign, _SCAN_WHERE, scan=True)
-                self._add_groups(await self._parallel("scan", sql, ranged))
+                self._add_groups(await self._scan_groups(sign, _SCAN_WHERE, ranged))
                 if schema.has_usage:
                     self._backfill(_usage_groups(schema, sign, _SCAN_WHERE, scan=True), ranged)
                 continue
@@ -725,6 +820,60 @@ class LedgerTailer:
 
         results = await asyncio.gather(*(one(first, last) for first, last in ranges))
         return [row for rows in results for row in rows]
+
+    async def _scan_groups(
+        self,
+        sign: int,
+        where: str,
+        params: Callable[[int, int], Sequence[Any]],
+        extra: tuple[str, Callable[[int, int], Sequence[Any]]] | None = None,
+    ) -> list[Any]:
+        """A big slice summed per (source, profile, model) by parallel scans, as 'S' rows.
+
+        Grouped by the integer codes of a sample's values (see `_Codes`); rows whose values
+        the sample lacked are then summed by their text key in a second scan. `extra` is one
+        more statement (and its parameters) run in the same scans.
+        """
+        schema = self._require_schema()
+        codes = await self._sample_codes()
+        sql = _coded_groups(schema, codes, sign, where)
+        if extra is not None:
+            more_sql, more_params = extra
+            sql = f"{sql} UNION ALL {more_sql}"
+
+            def both(first: int, last: int) -> Sequence[Any]:
+                return (*params(first, last), *more_params(first, last))
+
+            rows = await self._parallel("scan", sql, both)
+        else:
+            rows = await self._parallel("scan", sql, params)
+        decoded: list[Any] = []
+        uncoded = 0
+        for row in rows:
+            if row[0] != "C":
+                decoded.append(row)
+            elif row[4] is None:
+                uncoded += int(row[10])
+            else:
+                decoded.append(("S", row[1], None, None, codes.key(int(row[4])), *row[5:]))
+        if uncoded:
+            rest = f"{where} AND {codes.expression(schema)} IS NULL"
+            sql = _session_groups(schema, sign, rest, scan=True)
+            decoded += await self._parallel("scan_rest", sql, params)
+        return decoded
+
+    async def _sample_codes(self) -> _Codes:
+        schema = self._require_schema()
+        top = self._max_rowid
+        step = max(1, top // _SAMPLE_SPREAD)
+        rows = await self._fetch(
+            "sample", _codes_sample(schema), [top - _SAMPLE_LAST, step, step, top]
+        )
+        return _Codes(
+            tuple(sorted({str(row[0]) for row in rows} | {""})),
+            tuple(sorted({str(row[1]) for row in rows} | {""})),
+            tuple(sorted({str(row[2]) for row in rows} | {""})),
+        )
 
     def _backfill(self, sql: str, params: Callable[[int, int], Sequence[Any]]) -> None:
         """Read a big slice of session_model_usage in the background; merged when done."""
@@ -858,7 +1007,9 @@ _QUERY_ORDER = (
     "changes",
     "slide",
     "count",
+    "sample",
     "scan",
+    "scan_rest",
     "backfill",
     "columns",
     "versions",
@@ -932,6 +1083,10 @@ class LedgerSet:
             end = math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
         readings = [await tailer.read(window_s, end) for tailer in self.tailers]
         return _combine(readings, window_s, end)
+
+    async def probe(self) -> bool:
+        """Has a ledger that failed changed since (see `LedgerTailer.probe`)?"""
+        return any([await tailer.probe() for tailer in self.tailers])
 
     async def close(self) -> None:
         for tailer in self.tailers:

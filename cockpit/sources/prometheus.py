@@ -6,6 +6,7 @@ carries every figure (joined with `or`, split again by the `fig` label).
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import socket
@@ -14,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote_plus, urlsplit, urlunsplit
 
 import httpx
 
@@ -27,15 +28,32 @@ NAMES_TTL_S = 300.0
 """How long a lane's list of exposed metric names is trusted."""
 START_TTL_S = 3600.0
 """How long a lane's known data start is trusted before it is looked up again."""
+FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}
+QUOTED_KEPT = 64
+"""Percent-encoded queries kept: a lane's combined query is the same at every refresh."""
 
 
 class SourceError(Exception):
     """A refresh failed; `str()` is one line for the user, free of secrets."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, *, unreachable: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.unreachable = unreachable
+        """No answer at all (refused, unknown host, TLS, dropped): a cheap probe tells when
+        it is back. A slow or erring server is not unreachable: it gets the back-off."""
+
+
+def tls_verify(url: str, verify: bool | str) -> bool | str | ssl.SSLContext:
+    """What httpx should verify with. A plain-http URL never uses TLS (redirects are not
+    followed), so it gets a strict context with no CA loaded: loading the system's CAs costs
+    ~50 ms per client at start-up, and such a context would refuse any server if ever used."""
+    if verify is True and urlsplit(url).scheme == "http":
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return verify
 
 
 def redact_url(url: str) -> str:
@@ -116,14 +134,18 @@ class PrometheusSource:
         self.stats = stats
         self._timeout = timeout
         headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        self._secrets = _secret_forms(bearer, auth)
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers=headers,
             auth=httpx.BasicAuth(*auth) if auth else None,
-            verify=ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify,
+            verify=ssl.create_default_context(cafile=verify)
+            if isinstance(verify, str)
+            else tls_verify(url, verify),
             timeout=timeout,
         )
         self._lanes: dict[str, _LaneMemory] = {}
+        self._quoted: dict[str, str] = {}
         self.block_cache = block_cache
         self.requests = 0
         """HTTP requests sent so far (the benchmark counts them)."""
@@ -424,18 +446,51 @@ class PrometheusSource:
         self.last_samples = (self.last_samples or 0) + int(samples)
         return int(samples)
 
+    def _form(self, params: Mapping[str, str]) -> bytes:
+        """The form body; long values (the queries) are percent-encoded once, then reused."""
+        parts = []
+        for key, value in params.items():
+            quoted = self._quoted.get(value)
+            if quoted is None:
+                quoted = quote_plus(value)
+                if len(value) > 100:
+                    if len(self._quoted) >= QUOTED_KEPT:
+                        self._quoted.clear()
+                    self._quoted[value] = quoted
+            parts.append(f"{quote_plus(key)}={quoted}")
+        return "&".join(parts).encode("ascii")
+
     async def _request(self, method: str, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         self.requests += 1
         try:
             if method == "POST":
-                response = await self._client.post(path, data=dict(params))
+                body = self._form(params)
+                response = await self._client.post(path, content=body, headers=FORM_HEADERS)
             else:
                 response = await self._client.get(path, params=dict(params))
-        except httpx.TimeoutException:
-            raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
+        except httpx.TimeoutException as exc:
+            reason = f"{self.url}: timed out after {self._timeout:g} s"
+            raise SourceError(reason, unreachable=isinstance(exc, httpx.ConnectTimeout)) from None
         except httpx.HTTPError as exc:
-            raise SourceError(f"{self.url}: {transport_reason(exc)}") from None
+            raise SourceError(
+                f"{self.url}: {self._scrub(transport_reason(exc))}",
+                unreachable=isinstance(exc, httpx.TransportError),
+            ) from None
         return self._decode(response)
+
+    def _scrub(self, text: str) -> str:
+        """`text` with this server's token or password (in any form sent) replaced by ***."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    async def probe(self) -> bool:
+        """Does the query API answer again? One trivial query (`1`): no series are read."""
+        try:
+            await self._request("GET", "/api/v1/query", {"query": "1"})
+        except SourceError:
+            return False
+        return True
 
     def _decode(self, response: httpx.Response) -> dict[str, Any]:
         text = response.text
@@ -443,7 +498,9 @@ class PrometheusSource:
         if isinstance(body, dict) and body.get("status") == "error":
             kind = body.get("errorType", "error")
             message = str(body.get("error", "")).splitlines()[0] if body.get("error") else ""
-            raise SourceError(f"{self.url}: {kind}: {message}", _retry_after(response))
+            # a server may quote the credentials it refused: they stay out of the message
+            message = self._scrub(f"{kind}: {message}")
+            raise SourceError(f"{self.url}: {message}", _retry_after(response))
         if response.status_code >= 400:
             reason = f"{self.url}: HTTP {response.status_code} {response.reason_phrase}".rstrip()
             retry = _retry_after(response)
@@ -463,6 +520,16 @@ class PrometheusSource:
 
 
 # --- decoding helpers -------------------------------------------------------------------
+
+
+def _secret_forms(bearer: str | None, auth: tuple[str, str] | None) -> tuple[str, ...]:
+    """Every form a credential takes on the wire, longest first."""
+    forms: list[str] = [bearer] if bearer else []
+    if auth is not None:
+        forms.append(base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
+        if auth[1]:
+            forms.append(auth[1])
+    return tuple(sorted((form for form in forms if len(form) >= 4), key=len, reverse=True))
 
 
 def _json(text: str) -> Any:

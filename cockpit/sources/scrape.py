@@ -18,19 +18,20 @@ shown at once with `coverage_note = "since engine start (N min)"`. Without `_cre
 
 from __future__ import annotations
 
-import itertools
 import math
+import re
 import time
+from array import array
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from cockpit import dialects
 from cockpit.model import Bucket, LaneTotals, frozen_map
-from cockpit.sources.prometheus import SourceError, redact_url, transport_reason
+from cockpit.sources.prometheus import SourceError, redact_url, tls_verify, transport_reason
 
 LabelKey = tuple[tuple[str, str], ...]
 Point = tuple[float, float, float | None]
@@ -55,9 +56,57 @@ def _label_key(labels: Mapping[str, str]) -> LabelKey:
     return tuple(sorted(labels.items()))
 
 
-@dataclass(slots=True)
-class _Series:
-    points: deque[Point]
+NO_BIRTH = math.nan
+"""`born` of a point whose series carries no `_created`."""
+
+
+def restarted(previous: float, current: float, previous_born: float, born: float) -> bool:
+    """A counter reset between two scrapes: it went down, or a newer `_created` appeared."""
+    return current < previous or born > previous_born  # NaN compares False: no `_created`
+
+
+class _Track:
+    """One series' points in flat arrays (8 bytes a number), oldest first.
+
+    `run[k]` is the counter's increase from the first kept point to point k, resets handled:
+    a window's increase is then one subtraction, however many scrapes it spans.
+    """
+
+    __slots__ = ("born", "run", "times", "values")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.values = array("d")
+        self.born = array("d")
+        self.run = array("d")
+
+    def append(self, at: float, value: float, born: float | None) -> None:
+        born = NO_BIRTH if born is None else born
+        if self.values:
+            last, last_born = self.values[-1], self.born[-1]
+            step = value if restarted(last, value, last_born, born) else value - last
+            self.run.append(self.run[-1] + step)
+        else:
+            self.run.append(0.0)
+        self.times.append(at)
+        self.values.append(value)
+        self.born.append(born)
+
+    def drop_before(self, oldest: float) -> None:
+        cut = bisect_left(self.times, oldest)
+        if cut:
+            for column in (self.times, self.values, self.born, self.run):
+                del column[:cut]
+
+    def window(self, start: float, end: float) -> tuple[int, int]:
+        """Index range [first, stop) of the points with start <= time <= end."""
+        return bisect_left(self.times, start), bisect_right(self.times, end)
+
+    def points(self, first: int, stop: int) -> list[Point]:
+        return [
+            (self.times[k], self.values[k], None if math.isnan(b) else b)
+            for k, b in zip(range(first, stop), self.born[first:stop], strict=True)
+        ]
 
 
 @dataclass(slots=True)
@@ -67,28 +116,34 @@ class Buffer:
     max_scrapes: int
     max_age_s: float
     scrapes: deque[float] = field(default_factory=deque)
-    series: dict[str, dict[LabelKey, deque[Point]]] = field(default_factory=dict)
+    series: dict[str, dict[LabelKey, _Track]] = field(default_factory=dict)
 
     def add(self, at: float, samples: Mapping[str, Mapping[LabelKey, Point]]) -> None:
         self.scrapes.append(at)
         for name, by_labels in samples.items():
             family = self.series.setdefault(name, {})
-            for labels, point in by_labels.items():
-                family.setdefault(labels, deque()).append(point)
+            for labels, (when, value, born) in by_labels.items():
+                track = family.get(labels)
+                if track is None:
+                    track = family[labels] = _Track()
+                track.append(when, value, born)
         self._trim(at)
 
     def _trim(self, now: float) -> None:
+        dropped = False
         while self.scrapes and (
             len(self.scrapes) > self.max_scrapes or now - self.scrapes[0] > self.max_age_s
         ):
             self.scrapes.popleft()
+            dropped = True
+        if not dropped:
+            return
         oldest = self.scrapes[0] if self.scrapes else now
         for family in self.series.values():
             for labels in list(family):
-                points = family[labels]
-                while points and points[0][0] < oldest:
-                    points.popleft()
-                if not points:
+                track = family[labels]
+                track.drop_before(oldest)
+                if not track.times:
                     del family[labels]
 
     @property
@@ -116,7 +171,9 @@ class ScrapeSource:
         headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"}
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
-        self._client = httpx.AsyncClient(headers=headers, verify=verify, timeout=timeout)
+        self._client = httpx.AsyncClient(
+            headers=headers, verify=tls_verify(url, verify), timeout=timeout
+        )
         self._timeout = timeout
         self._raw_url = url
         self.buffer = Buffer(max_scrapes, max_age_s)
@@ -265,7 +322,7 @@ class ScrapeSource:
             family = self.buffer.series.get(
                 dialects.escape_name(name) if self._escaped else name, {}
             )
-            latest = [points[-1][1] for labels, points in family.items() if points]
+            latest = [track.values[-1] for track in family.values() if track.values]
             return sum(latest) if latest else None
         usable = [m for m in matchers if m.name != "model_name"]
         total = 0.0
@@ -295,14 +352,15 @@ class _Reader:
 
     def _series(
         self, name: str, extra: Iterable[tuple[str, str]] = ()
-    ) -> Iterable[tuple[LabelKey, list[Point]]]:
+    ) -> Iterable[tuple[LabelKey, _Track, int, int]]:
+        """The matching series with the index range of their points inside the window."""
         wanted = dict(extra)
-        for labels, points in self.buffer.series.get(name, {}).items():
+        for labels, track in self.buffer.series.get(name, {}).items():
             as_dict = dict(labels)
             if any(as_dict.get(k) != v for k, v in wanted.items()):
                 continue
             if all(m.matches(as_dict) for m in self.matchers):
-                yield labels, [p for p in points if self.start <= p[0] <= self.end]
+                yield (labels, track, *track.window(self.start, self.end))
 
     def value(self, spec: dialects.Spec) -> float | str:
         if isinstance(spec, dialects.Counter):
@@ -319,30 +377,28 @@ class _Reader:
         return "not a single value"
 
     def _counter(self, spec: dialects.Counter) -> float | str:
-        found = [self._increase(points) for _, points in self._series(spec.metric, spec.extra)]
+        found = [self._increase(*found[1:]) for found in self._series(spec.metric, spec.extra)]
         return _total(found)
 
-    def _increase(self, points: list[Point]) -> float | None:
-        if not points:
+    def _increase(self, track: _Track, first: int, stop: int) -> float | None:
+        """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
+        if first >= stop:
             return None
-        first_t, first_v, born = points[0]
         total = 0.0
         counted = False
-        if born is not None and self.start <= born <= first_t:
-            total, counted = first_v, True
+        born = track.born[first]
+        if self.start <= born <= track.times[first]:  # NaN (no `_created`) never is
+            total, counted = track.values[first], True
             self.born = born if self.born is None else max(self.born, born)
-        for (_, prev, prev_born), (_, cur, cur_born) in itertools.pairwise(points):
-            restarted = cur < prev or (
-                cur_born is not None and prev_born is not None and cur_born > prev_born
-            )
-            total += cur if restarted else cur - prev
+        if stop - first >= 2:
+            total += track.run[stop - 1] - track.run[first]
             counted = True
         return total if counted else None
 
     def _gauge(self, spec: dialects.Gauge) -> float | str:
         per_scrape: dict[float, list[float]] = {}
-        for _, points in self._series(spec.metric):
-            for at, value, _ in points:
+        for _, track, first, stop in self._series(spec.metric):
+            for at, value, _ in track.points(first, stop):
                 per_scrape.setdefault(at, []).append(value)
         if not per_scrape:
             return "no samples in window"
@@ -355,11 +411,12 @@ class _Reader:
 
     def histogram(self, base: str) -> tuple[Bucket, ...] | str:
         by_le: dict[float, list[float | None]] = {}
-        for labels, points in self._series(f"{base}_bucket"):
+        for labels, track, first, stop in self._series(f"{base}_bucket"):
             bound = dict(labels).get("le")
             if bound is None:
                 continue
-            by_le.setdefault(dialects.parse_le(bound), []).append(self._increase(points))
+            increase = self._increase(track, first, stop)
+            by_le.setdefault(dialects.parse_le(bound), []).append(increase)
         pairs: list[Bucket] = []
         for le, increases in by_le.items():
             total = _total(increases)
@@ -379,15 +436,69 @@ def _total(found: list[float | None]) -> float | str:
     return total if math.isfinite(total) else "not a number (NaN) in window"
 
 
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_SAMPLE_LINE = re.compile(
+    rf"([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:\{{((?:[^\"}}]|{_QUOTED})*)\}})?[ \t]+(\S+)"
+    r"(?:[ \t]+-?[0-9.eE+]+)?[ \t]*(?:#.*)?"
+)
+"""`name{labels} value [timestamp] [# exemplar]`, as the text and OpenMetrics formats write it."""
+_LABEL_PAIR = re.compile(rf"[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*({_QUOTED})[ \t]*(?:,|$)")
+_ESCAPE = re.compile(r"\\(.)")
+_UNESCAPED = {"n": "\n", "\\": "\\", '"': '"'}
+
+
+_LABELS_SEEN: dict[str, LabelKey] = {}
+"""Parsed label sets by their text: an engine repeats the same ones at every scrape."""
+LABELS_SEEN_MAX = 50_000
+
+
+def _labels(body: str, line: str) -> LabelKey:
+    key = _LABELS_SEEN.get(body)
+    if key is None:
+        if len(_LABELS_SEEN) >= LABELS_SEEN_MAX:
+            _LABELS_SEEN.clear()
+        key = _LABELS_SEEN[body] = _parse_labels(body, line)
+    return key
+
+
+def _parse_labels(body: str, line: str) -> LabelKey:
+    pairs: list[tuple[str, str]] = []
+    at = 0
+    while at < len(body):
+        found = _LABEL_PAIR.match(body, at)
+        if found is None:
+            if body[at:].strip(" \t,"):
+                raise SourceError(f"cannot parse the /metrics text: labels of {line[:80]!r}")
+            break
+        name, quoted = found.groups()
+        value = quoted[1:-1]
+        if "\\" in value:
+            value = _ESCAPE.sub(lambda m: _UNESCAPED.get(m[1], "\\" + m[1]), value)
+        pairs.append((name, value))
+        at = found.end()
+    return tuple(sorted(pairs))
+
+
 def _flatten(text: str) -> dict[tuple[str, LabelKey], float]:
+    """Every engine sample of one exposition: (name, sorted labels) -> value.
+
+    A small parser for the sample lines only (comments, HELP and TYPE are skipped, and so are
+    other processes' samples): the exposition is parsed at every refresh, so it must be cheap.
+    """
     flat: dict[tuple[str, LabelKey], float] = {}
-    try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name.startswith(ENGINE_PREFIXES):
-                    flat[(sample.name, _label_key(sample.labels))] = float(sample.value)
-    except (ValueError, TypeError, IndexError) as exc:
-        raise SourceError(f"cannot parse the /metrics text: {exc}") from None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith(ENGINE_PREFIXES):
+            continue
+        found = _SAMPLE_LINE.fullmatch(line)
+        if found is None:
+            raise SourceError(f"cannot parse the /metrics text: {line[:80]!r}")
+        name, body, value = found.groups()
+        try:
+            number = float(value)
+        except ValueError:
+            raise SourceError(f"cannot parse the /metrics text: value of {line[:80]!r}") from None
+        flat[(name, _labels(body, line) if body else ())] = number
     return flat
 
 

@@ -1,0 +1,30 @@
+"""The yardstick: a bare Textual app (Header, one Static, Footer), started like the cockpit.
+
+`python -m bench._bare`. With `COCKPIT_BENCH_PROBE` set it writes `first_frame` after its first
+screen update, as the cockpit does once every pane has data.
+"""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Header, Static
+
+from cockpit.benchprobe import Probe
+
+
+class BareApp(App[None]):
+    BINDINGS = [("q", "quit", "quit")]  # noqa: RUF012
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("bare Textual app: ready")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        probe = Probe.from_env()
+        if probe is not None:
+            self.call_after_refresh(probe.first_frame)
+
+
+if __name__ == "__main__":
+    BareApp().run()

@@ -1,0 +1,131 @@
+"""Idle cost at the default refresh (5 s): CPU % of one core over 60 s, and RSS.
+
+`python -m bench idle`. Each run starts side by side, each in its own 160×48 tmux pane: a bare
+Textual app (Header, one Static, Footer), the cockpit on external sources (the demo's simulated
+lanes and Hermes writer run in this benchmark's process, so their cost is not the cockpit's),
+once through a real Prometheus and once by direct scrape, and `cockpit demo` (simulators in its
+own process, for reference). After every pane has data and a 10 s settle, CPU is
+utime + stime from /proc/PID/stat over the same 60 s for all of them; RSS at the end.
+Targets (cockpit on external sources): <= 0.5 % of one core, <= 64 MB RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    COCKPIT,
+    PYTHON,
+    cpu_seconds,
+    demo_sources,
+    load_average,
+    probe_path,
+    rss_mb,
+    spread,
+    table,
+    tmux_server,
+    wait_first_frame,
+    wait_prometheus_rates,
+    warm_bytecode,
+)
+
+CPU_TARGET_PCT = 0.5
+RSS_TARGET_MB = 64.0
+SETTLE_S = 10.0
+MEASURE_S = 60.0
+RUNS = 3
+TARGETED = ("cockpit on /metrics", "cockpit on Prometheus")
+
+
+def one_run(subjects: dict[str, list[str]], folder: Path, seconds: float) -> dict[str, Any]:
+    """All subjects at once; CPU % over the same `seconds`, RSS at the end."""
+    with tmux_server() as tmux:
+        windows = {}
+        for name, command in subjects.items():
+            probe = probe_path(folder, name.replace(" ", "_").replace("/", ""))
+            windows[name] = (tmux.start(command, {"COCKPIT_BENCH_PROBE": str(probe)}), probe)
+        try:
+            for _, probe in windows.values():
+                wait_first_frame(probe)
+            time.sleep(SETTLE_S)
+            before = {name: cpu_seconds(w.pid) for name, (w, _) in windows.items()}
+            started = time.monotonic()
+            time.sleep(seconds)
+            elapsed = time.monotonic() - started
+            after = {name: cpu_seconds(w.pid) for name, (w, _) in windows.items()}
+            rss = {name: rss_mb(w.pid) for name, (w, _) in windows.items()}
+        finally:
+            for window, _ in windows.values():
+                window.stop()
+    return {
+        name: {"cpu_pct": 100 * (after[name] - before[name]) / elapsed, "rss_mb": rss[name]}
+        for name in subjects
+    }
+
+
+def run(runs: int = RUNS, seconds: float = MEASURE_S) -> dict[str, Any]:
+    warm_bytecode()
+    load_before = load_average()
+    per_run: list[dict[str, Any]] = []
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        demo_sources(with_prometheus=True) as (demo, prom_config),
+        demo_sources(with_prometheus=False) as (_, scrape_config),
+    ):
+        wait_prometheus_rates(demo.prometheus_url, next(iter(demo.lanes)))
+        subjects = {
+            "bare Textual app": [PYTHON, "-m", "bench._bare"],
+            "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
+            "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
+            "cockpit demo": [COCKPIT, "demo"],
+        }
+        for _ in range(runs):
+            per_run.append(one_run(subjects, Path(tmp), seconds))
+    names = list(per_run[0])
+    result: dict[str, Any] = {
+        "refresh_s": 5,
+        "seconds": seconds,
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "cpu_pct": {n: spread([r[n]["cpu_pct"] for r in per_run], 3) for n in names},
+        "rss_mb": {n: spread([r[n]["rss_mb"] for r in per_run], 1) for n in names},
+        "targets": {"cpu_pct_max": CPU_TARGET_PCT, "rss_mb_max": RSS_TARGET_MB},
+    }
+    result["ok"] = all(
+        result["cpu_pct"][n]["median"] <= CPU_TARGET_PCT
+        and result["rss_mb"][n]["max"] <= RSS_TARGET_MB
+        for n in TARGETED
+    )
+    print_table(result)
+    return result
+
+
+def print_table(result: dict[str, Any]) -> None:
+    rows = []
+    for name, cpu in result["cpu_pct"].items():
+        rss = result["rss_mb"][name]
+        rows.append(
+            (
+                name,
+                f"{cpu['median']:.3f} ({cpu['min']:.3f}–{cpu['max']:.3f})",
+                f"{rss['median']:.1f} ({rss['min']:.1f}–{rss['max']:.1f})",
+            )
+        )
+    print(table(rows, ("subject", "CPU % of a core, med (min–max)", "RSS MB med (min–max)")))
+    print(
+        f"{result['seconds']:g} s at a {result['refresh_s']} s refresh, 160×48; load average "
+        f"before {result['load_average_before']}, after {result['load_average_after']}; "
+        f"targets <= {CPU_TARGET_PCT} % and <= {RSS_TARGET_MB:g} MB"
+    )
+    print("all targets met" if result["ok"] else "TARGET MISSED")
+
+
+if __name__ == "__main__":
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else MEASURE_S
+    print(json.dumps(run(runs, seconds), indent=2))

@@ -1,0 +1,212 @@
+"""Work per refresh: HTTP requests per lane, client-side time, render time of all panes.
+
+`python -m bench refresh`. Two parts, each against the demo's simulators (in this process):
+
+- **Prometheus client** (a real Prometheus scraping the simulated lanes every second, 1 h
+  window, every vLLM figure): requests per refresh (counted by the source), and per refresh
+  the wall time minus the server's own `evalTotalTime` (`stats=all`), and this process's CPU
+  time, which leaves out every other process (Prometheus's HTTP handling and JSON encoding
+  included). Target: 1 request, <= 5 ms median.
+- **Render** (Textual headless, `run_test(size=(160, 48))`, the cockpit on the simulated
+  lanes' /metrics and ledger): two real snapshots A and B are shown in turn; each time is
+  `_show_all()` (views from snapshots) plus the screen update that follows (layout if needed
+  and the compositor's render of every changed pane). Target: <= 16 ms median. It also
+  counts, from the widgets' own render calls, what an unchanged refresh redraws (target 0)
+  and how many screen layouts a changed refresh causes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.common import demo_sources, load_average, spread, table, wait_prometheus_rates
+
+REQUESTS_TARGET = 1
+CLIENT_TARGET_MS = 5.0
+RENDER_TARGET_MS = 16.0
+REFRESHES = 40
+RENDERS = 30
+
+
+# --- the Prometheus client ---------------------------------------------------------------------
+
+
+async def prometheus_client(url: str, selector: str, refreshes: int) -> dict[str, Any]:
+    from cockpit.sources.prometheus import PrometheusSource
+
+    source = PrometheusSource(url, stats=True)
+    try:
+        await source.read_lane("bench", None, selector, 3600)  # names, dialect, data start
+        wall_minus_eval: list[float] = []
+        cpu: list[float] = []
+        requests: list[int] = []
+        for _ in range(refreshes):
+            before = source.requests
+            cpu_started, started = time.process_time(), time.perf_counter()
+            totals = await source.read_lane("bench", None, selector, 3600)
+            wall = time.perf_counter() - started
+            cpu.append((time.process_time() - cpu_started) * 1000)
+            wall_minus_eval.append((wall - (totals.eval_seconds or 0.0)) * 1000)
+            requests.append(source.requests - before)
+            await asyncio.sleep(0.05)
+        return {
+            "figures": len(totals.values) + len(totals.histograms),
+            "missing": len(totals.missing),
+            "requests_per_refresh": max(requests),
+            "client_wall_minus_eval_ms": spread(wall_minus_eval, 3),
+            "client_cpu_ms": spread(cpu, 3),
+        }
+    finally:
+        await source.aclose()
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def counting_renders() -> Iterator[tuple[Counter[str], list[int]]]:
+    """Count render_lines calls per widget class, and screen layouts, while inside."""
+    from textual.screen import Screen
+    from textual.widget import Widget
+
+    renders: Counter[str] = Counter()
+    layouts = [0]
+    render_lines = Widget.render_lines
+    refresh_layout = Screen._refresh_layout
+
+    def counted_render(self: Widget, crop: Any) -> Any:
+        renders[type(self).__name__] += 1
+        return render_lines(self, crop)
+
+    def counted_layout(self: Screen[Any], *args: Any, **kwargs: Any) -> None:
+        layouts[0] += 1
+        refresh_layout(self, *args, **kwargs)
+
+    Widget.render_lines = counted_render  # type: ignore[method-assign]
+    Screen._refresh_layout = counted_layout  # type: ignore[method-assign]
+    try:
+        yield renders, layouts
+    finally:
+        Widget.render_lines = render_lines  # type: ignore[method-assign]
+        Screen._refresh_layout = refresh_layout  # type: ignore[method-assign]
+
+
+async def _until(check: Callable[[], bool], pilot: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the cockpit never had both snapshots")
+        await pilot.pause(0.05)
+
+
+async def render_costs(config_path: str, renders: int) -> dict[str, Any]:
+    from cockpit.app import make_app
+    from cockpit.cli import read_config
+    from cockpit.feeds import build_feeds
+
+    config = read_config(Path(config_path))
+    lanes, ledger = build_feeds(config)
+    app = make_app(config, lanes, ledger, refresh_s=1.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until(lambda: app.lane_snapshot is not None and app.ledger_snapshot is not None,
+                     pilot)  # fmt: skip
+        first = (app.lane_snapshot, app.ledger_snapshot)
+        await _until(lambda: app.lane_snapshot is not first[0], pilot)
+        await _until(lambda: app.ledger_snapshot is not first[1], pilot)
+        second = (app.lane_snapshot, app.ledger_snapshot)
+        app.action_pause()
+        await pilot.pause(0.2)
+        screen = app.screen
+        times: list[float] = []
+        with counting_renders() as (counts, layouts):
+            for i in range(renders):
+                app.lane_snapshot, app.ledger_snapshot = (first, second)[i % 2]
+                started = time.perf_counter()
+                app._show_all()
+                screen._on_timer_update()  # the screen update Textual would run next
+                times.append((time.perf_counter() - started) * 1000)
+                await pilot.pause()
+            changed_renders = sum(counts.values())
+            changed_by_class = dict(counts)
+            changed_layouts = layouts[0]
+            counts.clear()
+            layouts[0] = 0
+            for _ in range(10):
+                app._show_all()  # the same snapshots again
+                screen._on_timer_update()
+                await pilot.pause()
+            unchanged_renders = sum(counts.values())
+            unchanged_layouts = layouts[0]
+    return {
+        "size": "160x48",
+        "show_and_update_ms": spread(times, 3),
+        "widgets_rendered_per_changed_refresh": round(changed_renders / renders, 1),
+        "rendered_by_class": changed_by_class,
+        "layouts_per_changed_refresh": round(changed_layouts / renders, 2),
+        "widgets_rendered_per_unchanged_refresh": unchanged_renders / 10,
+        "layouts_per_unchanged_refresh": unchanged_layouts / 10,
+    }
+
+
+def run(refreshes: int = REFRESHES, renders: int = RENDERS) -> dict[str, Any]:
+    load_before = load_average()
+    with demo_sources(with_prometheus=True) as (demo, _):
+        job = next(iter(demo.lanes))
+        wait_prometheus_rates(demo.prometheus_url, job)
+        client = asyncio.run(prometheus_client(demo.prometheus_url, f'job="{job}"', refreshes))
+    with demo_sources(with_prometheus=False) as (_, scrape_config):
+        render = asyncio.run(render_costs(str(scrape_config), renders))
+    result: dict[str, Any] = {
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "prometheus_client_1h": client,
+        "render": render,
+        "targets": {
+            "requests_per_refresh": REQUESTS_TARGET,
+            "client_ms_median_max": CLIENT_TARGET_MS,
+            "render_ms_median_max": RENDER_TARGET_MS,
+        },
+    }
+    result["ok"] = (
+        client["requests_per_refresh"] <= REQUESTS_TARGET
+        and client["client_wall_minus_eval_ms"]["median"] <= CLIENT_TARGET_MS
+        and render["show_and_update_ms"]["median"] <= RENDER_TARGET_MS
+        and render["widgets_rendered_per_unchanged_refresh"] == 0
+    )
+    print_table(result)
+    return result
+
+
+def print_table(result: dict[str, Any]) -> None:
+    client, render = result["prometheus_client_1h"], result["render"]
+
+    def ms(values: dict[str, float]) -> str:
+        return f"{values['median']:.2f} ({values['min']:.2f}–{values['max']:.2f})"
+
+    rows = [
+        ("HTTP requests per lane refresh", client["requests_per_refresh"], REQUESTS_TARGET),
+        ("client ms: wall − server eval", ms(client["client_wall_minus_eval_ms"]),
+         f"<= {CLIENT_TARGET_MS:g}"),
+        ("client ms: this process's CPU", ms(client["client_cpu_ms"]), ""),
+        ("render ms: show + screen update, 160×48", ms(render["show_and_update_ms"]),
+         f"<= {RENDER_TARGET_MS:g}"),
+        ("widgets redrawn, changed refresh", render["widgets_rendered_per_changed_refresh"], ""),
+        ("layouts, changed refresh", render["layouts_per_changed_refresh"], ""),
+        ("widgets redrawn, unchanged refresh", render["widgets_rendered_per_unchanged_refresh"],
+         0),
+    ]  # fmt: skip
+    print(table(rows, ("measure", "median (min–max)", "target")))
+    print(f"{client['figures']} figures; load average before {result['load_average_before']}, "
+          f"after {result['load_average_after']}")  # fmt: skip
+    print("all targets met" if result["ok"] else "TARGET MISSED")
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2, default=str))

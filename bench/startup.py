@@ -1,0 +1,130 @@
+"""First full frame: process start to the first screen update where every pane has data.
+
+`python -m bench startup`. Each run starts, in a 160×48 tmux pane and in this order, a bare
+Textual app (Header, one Static, Footer), `cockpit demo`, and the cockpit on external sources
+(the demo's simulators in this process, read through a real Prometheus and by direct scrape).
+The time is taken here just before tmux starts the process; the app writes the moment of its
+first full frame with `COCKPIT_BENCH_PROBE` (see cockpit/benchprobe.py), and the screen is then
+captured to check no placeholder is left. Ratios to the bare app are taken within each run.
+Target: <= 1.3× the bare app, and well before the ~2.4 s a two-poll monitor needs for a rate.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    COCKPIT,
+    PLACEHOLDERS,
+    PYTHON,
+    Tmux,
+    demo_sources,
+    load_average,
+    probe_path,
+    spread,
+    table,
+    tmux_server,
+    wait_first_frame,
+    wait_prometheus_rates,
+    warm_bytecode,
+)
+
+RATIO_TARGET = 1.3
+TWO_POLL_RATE_S = 2.4
+RUNS = 5
+
+
+def first_frame(
+    tmux: Tmux, folder: Path, name: str, command: Sequence[str]
+) -> tuple[float, dict[str, int]]:
+    """Seconds from start to the first full frame, and what the screen shows at that moment."""
+    probe = probe_path(folder, name)
+    started = time.time()
+    window = tmux.start(command, {"COCKPIT_BENCH_PROBE": str(probe)})
+    try:
+        seconds = wait_first_frame(probe) - started
+        screen = window.capture()
+    finally:
+        window.stop()
+    found = {text: screen.count(text) for text in PLACEHOLDERS if text in screen}
+    return seconds, {"placeholders": sum(found.values()), "dashes": screen.count("—")}
+
+
+def run(runs: int = RUNS) -> dict[str, Any]:
+    warm_bytecode()
+    load_before = load_average()
+    times: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    screens: dict[str, dict[str, int]] = {}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        demo_sources(with_prometheus=True) as (demo, prom_config),
+        demo_sources(with_prometheus=False) as (_, scrape_config),
+    ):
+        wait_prometheus_rates(demo.prometheus_url, next(iter(demo.lanes)))
+        subjects = {
+            "bare Textual app": [PYTHON, "-m", "bench._bare"],
+            "cockpit demo": [COCKPIT, "demo"],
+            "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
+            "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
+        }
+        with tmux_server() as tmux:
+            for _ in range(runs):
+                bare = 0.0
+                for name, command in subjects.items():
+                    seconds, screen = first_frame(tmux, Path(tmp), name.split()[-1], command)
+                    times.setdefault(name, []).append(seconds)
+                    screens[name] = screen
+                    if name.startswith("bare"):
+                        bare = seconds
+                    else:
+                        ratios.setdefault(name, []).append(seconds / bare)
+    result: dict[str, Any] = {
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "first_frame_s": {name: spread(values) for name, values in times.items()},
+        "ratio_to_bare": {name: spread(values, 3) for name, values in ratios.items()},
+        "last_screen": screens,
+        "targets": {"ratio_to_bare_max": RATIO_TARGET, "two_poll_rate_s": TWO_POLL_RATE_S},
+    }
+    result["ok"] = all(
+        statistics.median(values) <= RATIO_TARGET for values in ratios.values()
+    ) and all(screen["placeholders"] == 0 for screen in screens.values())
+    print_table(result)
+    return result
+
+
+def print_table(result: dict[str, Any]) -> None:
+    rows = []
+    for name, times in result["first_frame_s"].items():
+        ratio = result["ratio_to_bare"].get(name)
+        ratio_text = (
+            f"{ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f})" if ratio else "1"
+        )
+        screen = result["last_screen"][name]
+        rows.append(
+            (
+                name,
+                f"{times['median']:.3f} ({times['min']:.3f}–{times['max']:.3f})",
+                ratio_text,
+                screen["placeholders"],
+                screen["dashes"],
+            )
+        )
+    header = ("subject", "first frame s med (min–max)", "× bare", "placeholders", "— on screen")
+    print(table(rows, header))
+    print(f"load average before {result['load_average_before']}, after "
+          f"{result['load_average_after']}; target <= {RATIO_TARGET}× bare")  # fmt: skip
+    print("all targets met" if result["ok"] else "TARGET MISSED")
+
+
+if __name__ == "__main__":
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    print(json.dumps(run(runs), indent=2))

@@ -1,0 +1,88 @@
+"""The pane layout in a small and a large terminal: what fits, what fills, what overlaps."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from textual.geometry import Region
+
+from cockpit.app import make_app
+from cockpit.widgets.cache_gauge import hits_of_queries
+from cockpit.widgets.columns import column_widths, fill_height
+from tests.test_app import settle
+from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
+
+PANES = ("cache", "prefill", "phases", "roofline", "ratios", "spend")
+FIRST_SCREEN = ("cache", "prefill", "phases", "roofline")
+"""Prefill first: these four must be on screen at 80×24 without scrolling."""
+
+
+def test_column_widths_fill_the_width_with_gaps() -> None:
+    assert column_widths(77, 2, 1) == [38, 38]
+    assert column_widths(157, 3, 1) == [52, 52, 51]
+    for width, columns in itertools.product(range(20, 200, 7), (1, 2, 3)):
+        widths = column_widths(width, columns, 1)
+        assert sum(widths) + columns - 1 == width
+        assert max(widths) - min(widths) <= 1
+
+
+def test_fill_height_takes_the_room_left_within_limits() -> None:
+    assert fill_height(room=8, visible=22, low=7, high=40) == 8
+    assert fill_height(room=60, visible=80, low=7, high=40) == 40
+    # No room left in the column (one column, say): half the screen, at least the minimum.
+    assert fill_height(room=-5, visible=28, low=7, high=40) == 14
+    assert fill_height(room=3, visible=10, low=7, high=None) == 7
+
+
+def test_hits_and_queries_share_one_scale() -> None:
+    assert hits_of_queries(6_720_000, 7_284_000) == "6.720 / 7.284 M"
+    assert hits_of_queries(12_300_000, 123_400_000) == "12.3 / 123.4 M"
+    assert hits_of_queries(999_000_000, 1_200_000_000) == "0.999 / 1.200 B"
+    assert hits_of_queries(13_464, 15_134) == "13,464 / 15,134"
+
+
+def regions(app: object) -> dict[str, Region]:
+    return {name: app.query_one(f"#{name}").region for name in PANES}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 48), (200, 60)])
+async def test_no_pane_overlaps_another(size: tuple[int, int]) -> None:
+    app = make_app(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        placed = app.query_one("#panes").children
+        boxes = [widget.virtual_region for widget in placed]
+        for one, other in itertools.combinations(boxes, 2):
+            assert not one.overlaps(other), (one, other)
+
+
+async def test_the_prefill_first_panes_fit_80x24_and_the_roofline_keeps_its_caption() -> None:
+    app = make_app(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        body = app.query_one("#body").region
+        for name, region in regions(app).items():
+            if name in FIRST_SCREEN:
+                assert body.contains_region(region), f"{name} {region} outside {body}"
+        roofline = app.query_one("#roofline")
+        assert roofline.has_class("-text-only")
+        caption = str(app.query_one("#roofline-caption").render())
+        assert "P " in caption and "D " in caption
+
+
+async def test_the_roofline_fills_its_column_at_160x48() -> None:
+    app = make_app(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        body = app.query_one("#body").region
+        placed = regions(app)
+        column = [r for r in placed.values() if r.x == placed["roofline"].x]
+        assert max(r.bottom for r in column) == body.bottom
+        assert not app.query_one("#roofline").has_class("-text-only")

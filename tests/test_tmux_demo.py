@@ -1,0 +1,232 @@
+"""`cockpit demo` end to end in a real terminal: tmux at 160×48 and 80×24, real keys, real screen.
+
+Each test runs the installed `cockpit` entry point (no Pilot, no in-process app) in a private
+tmux server, reads the screen with `capture-pane` and types with `send-keys`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_binary
+from tests.tmux import TmuxSession
+
+pytestmark = [pytest.mark.slow, pytest.mark.tmux]
+
+COCKPIT = Path(sys.executable).with_name("cockpit")
+DEMO_PREFIX = "lane-cockpit-demo-"
+"""The demo's temp folder starts with this (tempfile under $TMPDIR)."""
+
+HIT_RATE = re.compile(r"Hit rate \(engine\)\s+\d{1,3}\.\d%")
+PREFILL_RATE = re.compile(r"Effective prefill rate\s+[\d,.]+ (k |M )?tok/s")
+STREAM_RATE = re.compile(r"Decode tok/s per stream\s+[\d,.]+ tok/s")
+PROMPT_OUTPUT = re.compile(r"Prompt : output\s+[\d,.]+ : 1")
+SPEND = re.compile(r"Output\s+\d{1,3}\.\d%")
+ROOF_P = re.compile(r"│ P [\d.]+ [kMGTPE]?FLOP/s")
+ROOF_D = re.compile(r"│ D [\d.]+ [kMGTPE]?FLOP/s")
+LANE = re.compile(r"(\S+) \((\d)/(\d)\)")
+WINDOW = re.compile(r"│ (\d+[mhd]) │")
+COLOUR_BASES = (30, 40, 90, 100)
+"""SGR 30-37, 40-47, 90-97, 100-107: the 16 basic colours, foreground and background."""
+SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+
+
+class Demo:
+    """The demo in tmux, with its own cwd (receipts land there) and its own $TMPDIR."""
+
+    def __init__(self, tmp_path: Path, width: int, height: int, *args: str, **env: str) -> None:
+        self.cwd = tmp_path / "cwd"
+        self.tmpdir = tmp_path / "tmp"
+        self.cwd.mkdir()
+        self.tmpdir.mkdir()
+        self.session = TmuxSession(
+            require_binary("tmux"),
+            [str(COCKPIT), "demo", *args],
+            width=width,
+            height=height,
+            cwd=self.cwd,
+            env={"TMPDIR": str(self.tmpdir), "TERM": "tmux-256color", **env},
+        )
+
+    def demo_folders(self) -> list[Path]:
+        return sorted(self.tmpdir.glob(DEMO_PREFIX + "*"))
+
+
+@pytest.fixture
+def demo_factory(tmp_path: Path) -> Iterator[list[Demo]]:
+    started: list[Demo] = []
+    yield started
+    for demo in started:
+        demo.session.kill()
+
+
+def start(
+    started: list[Demo], tmp_path: Path, size: tuple[int, int], *args: str, **env: str
+) -> Demo:
+    folder = tmp_path / f"demo{len(started)}"
+    folder.mkdir()
+    demo = Demo(folder, *size, *args, **env)
+    started.append(demo)
+    return demo
+
+
+def all_match(*patterns: re.Pattern[str]) -> object:
+    def check(screen: str) -> bool:
+        return all(pattern.search(screen) for pattern in patterns)
+
+    return check
+
+
+def wait_figures(session: TmuxSession, *patterns: re.Pattern[str], timeout: float = 10.0) -> str:
+    names = ", ".join(pattern.pattern for pattern in patterns)
+    return session.wait_for(all_match(*patterns), timeout, f"figures {names}")  # type: ignore[arg-type]
+
+
+def status_line(screen: str) -> str:
+    """The status line: the screen's first two lines (it wraps to two when narrow)."""
+    return "\n".join(screen.splitlines()[:2])
+
+
+def lane_of(screen: str) -> tuple[str, int, int]:
+    found = LANE.search(status_line(screen))
+    assert found, f"no lane in the status line:\n{screen}"
+    return found.group(1), int(found.group(2)), int(found.group(3))
+
+
+def window_of(screen: str) -> str:
+    found = WINDOW.search(status_line(screen))
+    assert found, f"no window in the status line:\n{screen}"
+    return found.group(1)
+
+
+def colour_codes(screen: str) -> set[str]:
+    """SGR colour parameters other than the terminal's defaults (39, 49)."""
+    found: set[str] = set()
+    for match in SGR.finditer(screen):
+        params = match.group(1).replace(":", ";").split(";")
+        index = 0
+        while index < len(params):
+            code = params[index]
+            if code in ("38", "48", "58"):
+                found.add(";".join(params[index : index + 5]))
+                index += 5 if params[index + 1 : index + 2] == ["2"] else 3
+                continue
+            if code.isdigit() and any(low <= int(code) <= low + 7 for low in COLOUR_BASES):
+                found.add(code)
+            index += 1
+    return found
+
+
+def test_figures_in_every_pane_at_160x48(demo_factory: list[Demo], tmp_path: Path) -> None:
+    demo = start(demo_factory, tmp_path, (160, 48))
+    session = demo.session
+    wait_figures(session, HIT_RATE, PREFILL_RATE, STREAM_RATE, ROOF_P, ROOF_D)
+    # The simulated agents' past sessions started over an hour ago: a longer window shows them.
+    session.send_keys("w")
+    screen = wait_figures(session, HIT_RATE, PROMPT_OUTPUT, SPEND, ROOF_P, ROOF_D)
+    for title in ("Prefix cache", "Prefill", "Phases & decode", "Roofline", "Token ratios",
+                  "Spend split"):  # fmt: skip
+        assert f"─ {title}" in screen
+    rows = screen.splitlines()
+    assert len(rows) == 48
+    # The panes use the height: no more than a few blank rows above the footer.
+    blank_tail = len(list(iter_blank_tail(rows[:-1])))
+    assert blank_tail <= 3, screen
+
+
+def iter_blank_tail(rows: list[str]) -> Iterator[str]:
+    for row in reversed(rows):
+        if row.strip():
+            return
+        yield row
+
+
+def test_keys_at_80x24_then_quit_cleans_up(demo_factory: list[Demo], tmp_path: Path) -> None:
+    demo = start(demo_factory, tmp_path, (80, 24))
+    session = demo.session
+    # Prefill first: the four panes that matter most are on the first screen, with figures.
+    screen = wait_figures(session, HIT_RATE, PREFILL_RATE, STREAM_RATE, ROOF_P, ROOF_D)
+    assert len(demo.demo_folders()) == 1, "the demo's temp folder is under $TMPDIR"
+
+    first, index, count = lane_of(screen)
+    assert (index, count) == (1, 2)
+    session.send_keys("2")
+    screen = session.wait_for(lambda s: lane_of(s)[1] == 2, what="lane 2 in the status line")
+    second = lane_of(screen)[0]
+    assert second != first
+    session.send_keys("Tab")
+    screen = session.wait_for(lambda s: lane_of(s)[1] == 1, what="lane 1 after tab")
+    assert lane_of(screen)[0] == first
+
+    window = window_of(screen)
+    session.send_keys("w")
+    screen = session.wait_for(lambda s: window_of(s) != window, what="next window")
+    session.send_keys("W")
+    session.wait_for(lambda s: window_of(s) == window, what="previous window")
+    session.send_keys("W")
+    screen = session.wait_for(lambda s: window_of(s) != window, what="window before")
+
+    session.send_keys("p")
+    session.wait_for_text("PAUSED")
+    session.send_keys("p")
+    session.wait_gone("PAUSED")
+
+    session.send_keys("?")
+    screen = session.wait_for_text("lane-cockpit keys")
+    assert "pause / resume" in screen and "quit" in screen and "next theme" in screen
+    session.send_keys("Escape")
+    session.wait_gone("lane-cockpit keys")
+
+    coloured = session.capture(escapes=True)
+    session.send_keys("t")
+    session.wait_for(lambda _: session.capture(escapes=True) != coloured, what="new colours")
+    wait_figures(session, HIT_RATE, PREFILL_RATE, ROOF_P)
+
+    session.send_keys("e")
+    session.wait_for(lambda _: any(demo.cwd.glob("cockpit-receipt-*.md")), what="receipt file")
+    receipt = next(demo.cwd.glob("cockpit-receipt-*.md"))
+    session.wait_for(lambda _: receipt.stat().st_size > 0, what="receipt written")
+    text = receipt.read_text(encoding="utf-8")
+    assert f"## The lane {first}" in text
+    assert re.search(r"\| Requests completed \| [\d,]+ \|", text), text
+    assert re.search(r"\| Prefix-cache hit rate \| \d{1,3}\.\d% \|", text), text
+
+    session.send_keys("m")
+    session.wait_for_text("filter the lane by model")
+    session.type_text("some-model")
+    session.send_keys("Enter")
+    session.wait_for(lambda s: "model 'some-model'" in status_line(s), what="model filter")
+
+    session.send_keys("q")
+    assert session.wait_exited() == 0
+    assert demo.demo_folders() == [], "the demo removed its temp folder"
+
+
+def test_prometheus_demo_reaches_figures(demo_factory: list[Demo], tmp_path: Path) -> None:
+    require_binary("prometheus")
+    demo = start(demo_factory, tmp_path, (160, 48), "--prometheus")
+    # Prometheus needs a scrape or two before the first series exist.
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE, ROOF_P, timeout=20)
+    demo.session.send_keys("q")
+    assert demo.session.wait_exited(timeout=15) == 0
+    assert demo.demo_folders() == []
+
+
+def test_no_color_draws_without_colour(demo_factory: list[Demo], tmp_path: Path) -> None:
+    demo = start(demo_factory, tmp_path, (100, 30), NO_COLOR="1")
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    screen = demo.session.capture(escapes=True)
+    assert "\x1b[" in screen, "capture-pane -e shows styles (bold) at least"
+    assert colour_codes(screen) == set()
+
+
+def test_colour_codes_sees_colours() -> None:
+    """The colour detector used above is able to fail."""
+    assert colour_codes("\x1b[1;38;5;246mx\x1b[39;49m") == {"38;5;246"}
+    assert colour_codes("\x1b[48;2;1;2;3m\x1b[31m") == {"48;2;1;2;3", "31"}
+    assert colour_codes("\x1b[0m\x1b[1m\x1b[7m\x1b[39m") == set()
