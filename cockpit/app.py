@@ -260,6 +260,7 @@ class CockpitApp(App[None]):
             sources=tuple(sources),
             paused=self.paused,
             model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
+            coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
         )
 
     def _show_status(self) -> None:

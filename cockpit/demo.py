@@ -1506,7 +1506,7 @@ class SimulatedHermes:
         sessions.sort(key=lambda s: s.started_at)
         interactive = [s for s in sessions if s.source in INTERACTIVE]
         for s in rng.sample(interactive, min(self.open_sessions, len(interactive))):
-            s.started_at = now - rng.uniform(15 * 60, 3 * 3600)
+            s.started_at = now - rng.uniform(5 * 60, 50 * 60)  # inside the default 1h window
             s.calls = max(s.calls, 40)  # still going: the live writer continues it
             self._live.append(s)
         return sessions

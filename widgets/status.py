@@ -43,6 +43,8 @@ class StatusView:
     sources: tuple[SourceStatus, ...] = ()
     paused: bool = False
     model_filter: str | None = None
+    coverage: str = ""
+    """How much of the window the lane's data covers, when less (`since start (12 min)`)."""
     """The lane is filtered to this `model_name`."""
 
 
@@ -74,6 +76,8 @@ def status_items(view: StatusView) -> list[Content]:
         else (f"{view.window} · ledger {view.ledger_window}")
     )
     items.append(_item(window, "bold"))
+    if view.coverage:
+        items.append(_item(view.coverage, "$warning"))
     if view.replay_at is not None:
         items.append(_item(f"REPLAY {stamp(view.replay_at)}", "bold reverse $accent"))
     elif view.evaluated_at is not None:
