@@ -119,3 +119,5 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
     assert "cockpit/widgets/__init__.py" in names
     assert "cockpit/themes/__init__.py" in names
     assert "cockpit/profiles.yaml" in names
+    assert "cockpit/demo/hermes_schema_v22.sql" in names
+    assert "cockpit/themes/cockpit.tcss" in names
