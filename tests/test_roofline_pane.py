@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cockpit.widgets.roofline import RooflinePane
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual_plotext import PlotextPlot
 
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import LaneLoad, RooflineView, operating_points
+from cockpit.widgets.roofline import RooflinePane
 
 H100 = find_hardware("h100")
 LLAMA = find_model("llama-3.1-8b")
