@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -209,9 +209,9 @@ class Pane(Widget):
     Pane.-missing { border-subtitle-color: $error; }
     """
 
-    view: reactive[PaneView | None] = reactive(None)
-    """What the pane shows; set by `show()`. Equal views do not redraw, and only a view with
-    another number of lines lays the screen out again: new figures repaint this pane alone."""
+    view: reactive[PaneView | None] = reactive(None, repaint=False)
+    """What the pane shows; set by `show()`. Equal views do not redraw; a new view repaints
+    only the lines that changed, and lays the screen out again only if it has more or fewer."""
 
     TITLE = ""
 
@@ -225,16 +225,28 @@ class Pane(Widget):
         return PaneView((Note("waiting for the first read…"),))
 
     def watch_view(self, old: PaneView | None, view: PaneView | None) -> None:
-        if _height(old) != _height(view):
-            self.refresh(layout=True)
+        self._repaint(old, view)
         if view is None:
             return
         notes = [freshness_note(name, fresh) for name, fresh in view.sources]
-        self.border_subtitle = " · ".join(note for note in notes if note)
+        subtitle = " · ".join(note for note in notes if note)
+        if subtitle != self.border_subtitle:  # setting it repaints the whole pane
+            self.border_subtitle = subtitle
         states = {fresh.state for _, fresh in view.sources}
         self.set_class("stale" in states, "-stale")
         self.set_class("missing" in states, "-missing")
         self.tooltip = tooltip_for(view)
+
+    def _repaint(self, old: PaneView | None, view: PaneView | None) -> None:
+        if old is None or view is None or len(old.lines) != len(view.lines):
+            self.refresh(layout=_height(old) != _height(view))
+            return
+        width = self.size.width
+        changed = [y for y, (a, b) in enumerate(zip(old.lines, view.lines, strict=True)) if a != b]
+        if changed and width:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+        elif changed:
+            self.refresh()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return _height(self.view)
