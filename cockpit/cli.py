@@ -27,16 +27,14 @@ DESCRIPTION = """\
 A terminal cockpit for an LLM inference lane and the agents that feed it: token ratios,
 the prefix-cache hit rate, where each request's time goes, the spend split and a mini
 roofline, from the engine's Prometheus counters and the Hermes agent's state.db.
-
-commands:
-  run        the cockpit (the default when no command is given)
-  demo       the cockpit on an embedded simulated lane and ledger: nothing to set up
-  report     the receipts, headless, as markdown or JSON tables with provenance
-  roofline   the back-of-envelope roofline for a GPU and a model
-  check      validate the config and reach every source; exit 0 when all answer
+Read-only: it never writes to what it watches.
 """
 
 EPILOG = """\
+`cockpit COMMAND --help` shows a command's options; `run` is the default command, so
+`cockpit --prometheus URL ...` runs the cockpit. Config: ~/.config/lane-cockpit/config.yaml
+or --config FILE (every option: config.example.yaml).
+
 examples:
   cockpit demo
   cockpit --prometheus http://127.0.0.1:9090 --selector 'job="lane-a"' --ledger ~/.hermes/state.db
@@ -105,27 +103,35 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lane-cockpit {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="command")
+    commands = parser.add_subparsers(dest="command", metavar="command", title="commands")
     sources = _source_options()
-    run = commands.add_parser("run", parents=[sources], help="the cockpit (default)")
+    run = commands.add_parser("run", parents=[sources], help="the cockpit (the default)")
     run.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period (default 5)")
-    demo = commands.add_parser("demo", help="the cockpit on a simulated lane and ledger")
+    demo = commands.add_parser(
+        "demo", help="the cockpit on an embedded simulated lane and ledger: nothing to set up"
+    )
     demo.add_argument(
         "--prometheus",
         action="store_true",
         help="run a real Prometheus scraping the simulated lanes (needs prometheus)",
     )
     demo.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period")
-    report = commands.add_parser("report", parents=[sources], help="receipts, headless")
+    report = commands.add_parser(
+        "report", parents=[sources], help="the receipts, headless: markdown or JSON tables"
+    )
     report.add_argument("--format", choices=("md", "json"), default="md")
-    roofline = commands.add_parser("roofline", help="roofline back-of-envelope")
+    roofline = commands.add_parser(
+        "roofline", help="the roofline back-of-envelope for a GPU and a model"
+    )
     roofline.add_argument("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
     roofline.add_argument("--model", metavar="ID", help="e.g. llama-3.1-8b")
     roofline.add_argument("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
     roofline.add_argument("--batch", type=int, default=1, metavar="B", help="decode batch")
     roofline.add_argument("--context", type=int, metavar="C", help="decode context tokens")
     roofline.add_argument("--list", action="store_true", help="list the known profiles")
-    commands.add_parser("check", parents=[sources], help="validate config, reach every source")
+    commands.add_parser(
+        "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
+    )
     return parser  # fmt: skip
 
 
