@@ -3,12 +3,17 @@
 Each source is polled by a worker that runs one `Poller.cycle()` and posts the snapshot as a
 message; the next cycle is armed with `set_timer` only once that message is handled, so reads
 never overlap. Handlers never await I/O: a key is answered at once however slow a source is.
+
+The lane and the ledger share one refresh tick while both read at the refresh interval, and
+two reads started together are shown together: one screen update per period, not two. A read
+still out `HOLD_S` after the other answered is not waited for.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,17 +93,38 @@ def receipt_name(lane: str, window: str, moment: float) -> str:
     return f"cockpit-receipt-{safe_lane}-{window}-{stamp}.md"
 
 
+HOLD_S = 0.25
+"""The longest a source's answer waits for the other source's read started with it."""
+
+TOGETHER_S = 0.1
+"""Two reads started this close (seconds) belong to the same refresh."""
+
+
 @dataclass
 class _Loop:
-    """One source's polling state: which cycle is current, and the armed timer."""
+    """One source's polling state: which cycle is current, the armed timer, the read out."""
 
     epoch: int = 0
     timer: Timer | None = None
+    due: float | None = None
+    """When (monotonic) the armed timer fires, if it was armed at the refresh interval."""
+    reading: bool = False
+    started: float = 0.0
+    """When (monotonic) the current read started."""
 
     def disarm(self) -> None:
         if self.timer is not None:
             self.timer.stop()
             self.timer = None
+        self.due = None
+
+    def read_started(self) -> None:
+        self.timer, self.due = None, None
+        self.reading, self.started = True, time.monotonic()
+
+    def read_with(self, other: _Loop) -> bool:
+        """This read is out and started in the same refresh as `other`'s."""
+        return self.reading and abs(self.started - other.started) <= TOGETHER_S
 
 
 def _lane_bindings() -> list[BindingType]:
@@ -187,6 +213,10 @@ class CockpitApp(App[None]):
         self._ledger_seen: dict[str, LedgerSnapshot] = {}
         self._lane_loop = _Loop()
         self._ledger_loop = _Loop()
+        self._hold: Timer | None = None
+        """Armed while an answer waits for the other source's (see `HOLD_S`)."""
+        self._shown: dict[str, tuple[object, ...]] = {}
+        """Each pane's last inputs: a pane whose snapshots are the same objects is not rebuilt."""
         self._cockpit_theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
         self._probe = Probe.from_env()
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
@@ -274,12 +304,24 @@ class CockpitApp(App[None]):
             return  # a read that ends while the app quits finds no screen to show it on
         with self.batch_update():
             self._show_status()
-            self.query_one(CacheGauge).show(lane, ledger, has_ledger)
-            self.query_one(PrefillPane).show(lane)
-            self.query_one(PhaseBar).show(lane)
-            self.query_one(RooflinePane).show(lane.roofline() if lane else None)
-            self.query_one(RatiosPane).show(lane, ledger, has_ledger)
-            self.query_one(SpendPane).show(ledger, has_ledger)
+            if self._changed("cache", lane, ledger, has_ledger):
+                self.query_one(CacheGauge).show(lane, ledger, has_ledger)
+            if self._changed("lane", lane):
+                self.query_one(PrefillPane).show(lane)
+                self.query_one(PhaseBar).show(lane)
+                self.query_one(RooflinePane).show(lane.roofline() if lane else None)
+            if self._changed("ratios", lane, ledger, has_ledger):
+                self.query_one(RatiosPane).show(lane, ledger, has_ledger)
+            if self._changed("spend", ledger, has_ledger):
+                self.query_one(SpendPane).show(ledger, has_ledger)
+
+    def _changed(self, panes: str, *inputs: object) -> bool:
+        """Whether `panes` last showed other snapshots (by identity: snapshots are frozen)."""
+        last = self._shown.get(panes)
+        if last is not None and all(a is b for a, b in zip(last, inputs, strict=True)):
+            return False
+        self._shown[panes] = inputs
+        return True
 
     # --- polling ------------------------------------------------------------------------------
 
@@ -298,6 +340,7 @@ class CockpitApp(App[None]):
         self._lane_loop.timer = None
         if not self.lane_pollers:
             return None
+        self._lane_loop.read_started()
         poller, window, epoch = (
             self.lane_pollers[self.lane_index],
             self.window,
@@ -322,6 +365,7 @@ class CockpitApp(App[None]):
         poller = self.ledger_poller
         if poller is None:
             return None
+        self._ledger_loop.read_started()
         window, epoch = self.ledger_window, self._ledger_loop.epoch
 
         async def cycle() -> None:
@@ -346,22 +390,46 @@ class CockpitApp(App[None]):
             return
         self.lane_snapshot = message.snapshot
         self._lane_seen[(self.lane_index, message.snapshot.window)] = message.snapshot
-        self._show_all()
-        self._probe_refresh()
+        self._answered(self._lane_loop, self._ledger_loop)
         poller = self.lane_pollers[self.lane_index]
         if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
-            self._lane_loop.timer = self.set_timer(poller.delay, self._start_lane_cycle)
+            self._arm(self._lane_loop, self._ledger_loop, poller.delay, self._start_lane_cycle)
 
     def on_ledger_refreshed(self, message: LedgerRefreshed) -> None:
         if message.epoch != self._ledger_loop.epoch or self.ledger_poller is None:
             return
         self.ledger_snapshot = message.snapshot
         self._ledger_seen[message.snapshot.window] = message.snapshot
-        self._show_all()
-        self._probe_refresh()
+        self._answered(self._ledger_loop, self._lane_loop)
         if self._wants_next_cycle(message.snapshot.freshness.state == "ok"):
             delay = self.ledger_poller.delay
-            self._ledger_loop.timer = self.set_timer(delay, self._start_ledger_cycle)
+            self._arm(self._ledger_loop, self._lane_loop, delay, self._start_ledger_cycle)
+
+    def _answered(self, loop: _Loop, other: _Loop) -> None:
+        """Show a source's answer, with the other's if that read started with it and is out."""
+        loop.reading = False
+        if other.read_with(loop):
+            if self._hold is None:
+                self._hold = self.set_timer(min(HOLD_S, self.refresh_s / 2), self._show_held)
+            return
+        self._show_held()
+
+    def _show_held(self) -> None:
+        if self._hold is not None:
+            self._hold.stop()
+            self._hold = None
+        self._show_all()
+        self._probe_refresh()
+
+    def _arm(self, loop: _Loop, other: _Loop, delay: float, start: Callable[[], object]) -> None:
+        """Arm the next cycle; at the refresh interval, on the other source's tick when near."""
+        now = time.monotonic()
+        if delay == self.refresh_s and other.due is not None:
+            ahead = now + delay - other.due
+            if 0 <= ahead <= self.refresh_s / 2:
+                delay -= ahead
+        loop.timer = self.set_timer(delay, start)
+        loop.due = now + delay if delay <= self.refresh_s else None
 
     def _probe_refresh(self) -> None:
         """With `COCKPIT_BENCH_PROBE` set: note the first frame with every pane's data, tasks."""
@@ -384,6 +452,11 @@ class CockpitApp(App[None]):
         if event.state != WorkerState.ERROR:
             return
         worker = event.worker
+        loop = {"lane": self._lane_loop, "ledger": self._ledger_loop}.get(worker.group or "")
+        if loop is not None:
+            loop.reading = False
+            if self._hold is not None:
+                self._show_held()
         self.notify(
             f"{worker.description}: {worker.error}", title="refresh failed", severity="error"
         )

@@ -148,14 +148,16 @@ async def test_p_pauses_polling_and_resuming_reads_at_once() -> None:
     async with app.run_test() as pilot:
         await pilot.pause(0.1)
         await pilot.press("p")
-        await pilot.pause(0.05)  # let a read already under way end
+        await pilot.pause(0.3)  # let a read already under way (or just armed) end
         assert "PAUSED" in status_text(pilot)
         reads = len(feed.reads)
-        await pilot.pause(0.2)
+        await pilot.pause(0.3)  # six refresh periods: nothing is read while paused
         assert len(feed.reads) == reads
         await pilot.press("p")
-        await pilot.pause(0.05)
-        assert len(feed.reads) > reads
+        resumed = time.monotonic()
+        while len(feed.reads) == reads:  # resuming reads at once, not after a period
+            assert time.monotonic() - resumed < 1.0, "no read after resuming"
+            await pilot.pause(0.01)
         assert "PAUSED" not in status_text(pilot)
 
 
@@ -225,13 +227,13 @@ async def test_a_missing_source_shows_dashes_with_the_reason_reachable() -> None
 
 async def test_unchanged_figures_do_not_redraw_a_pane(monkeypatch: pytest.MonkeyPatch) -> None:
     renders = {"count": 0}
-    original = PrefillPane.render
+    original = PrefillPane.render_line
 
-    def counting(self: PrefillPane):  # type: ignore[no-untyped-def]
+    def counting(self: PrefillPane, y: int):  # type: ignore[no-untyped-def]
         renders["count"] += 1
-        return original(self)
+        return original(self, y)
 
-    monkeypatch.setattr(PrefillPane, "render", counting)
+    monkeypatch.setattr(PrefillPane, "render_line", counting)
     feed = ScriptedLaneFeed("lane-a")
     app = make_app(config("lane-a"), [feed], None, clocks=fixed_clocks())
     async with app.run_test() as pilot:

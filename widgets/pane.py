@@ -14,6 +14,8 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 
 from cockpit.figures import format_figure
@@ -218,6 +220,9 @@ class Pane(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = self.TITLE
+        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        """Each line's last strip and what it was drawn from: a repaint redraws only the
+        lines that changed (Textual would render every line of the pane again)."""
         self.view = self.placeholder()
 
     def placeholder(self) -> PaneView:
@@ -256,6 +261,23 @@ class Pane(Widget):
             return Content("")
         width = self.size.width or DEFAULT_WIDTH
         return Content("\n").join(render_line(line, width) for line in self.view.lines)
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` on screen: drawn again only if its line, the width, theme or style changed."""
+        self._dirty_regions.clear()  # Textual's own render_line would re-render every line
+        width, style = self.size.width, self.visual_style
+        lines = self.view.lines if self.view is not None else ()
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, style.rich_style)
+        key = (lines[y], width, self.app.theme, style, self.text_selection)
+        cached = self._strips.get(y)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        content = render_line(lines[y], width or DEFAULT_WIDTH)
+        strips = Visual.to_strips(self, content, width, 1, style)
+        strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+        self._strips[y] = (key, strip)
+        return strip
 
 
 # --- reading snapshots ----------------------------------------------------------------------

@@ -273,6 +273,7 @@ class RooflinePane(Widget):
         self.border_title = "Roofline"
         self._drawn_layout: tuple[bool, int] | None = None
         self._caption_height = -1
+        self._caption_lines: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield _RoofPlot(id="roofline-plot")
@@ -320,7 +321,10 @@ class RooflinePane(Widget):
         lines = caption_lines(self.view, title=title, compact=compact)
         # Only another number of lines needs the screen laid out again; else a repaint.
         relayout = len(lines) != self._caption_height
+        if not relayout and lines == self._caption_lines:
+            return  # the same text: Static.update would render and repaint it all the same
         self._caption_height = len(lines)
+        self._caption_lines = lines
         caption = self.query_one("#roofline-caption", Static)
         caption.update(Text("\n".join(lines)), layout=relayout)
 
