@@ -411,7 +411,11 @@ def test_writer_never_meets_busy_while_a_reader_polls(hermes: SimulatedHermes) -
     readers = [threading.Thread(target=poll) for _ in range(2)]
     for thread in readers:
         thread.start()
-    time.sleep(2.0)
+    started = time.monotonic()  # 2 s, or up to 15 s on a loaded machine for 10 writes
+    while time.monotonic() - started < 2.0 or (
+        hermes.writes - start_writes <= 10 and time.monotonic() - started < 15
+    ):
+        time.sleep(0.1)
     stop.set()
     for thread in readers:
         thread.join()
