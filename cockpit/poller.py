@@ -238,7 +238,22 @@ class _Tracker(Generic[TotalsT, FiguresT]):
         return _Outcome(good, Freshness("stale", since=self._failing_since, reason=reason), latency)
 
 
-class LanePoller:
+class _Polling(Generic[TotalsT, FiguresT]):
+    """What the app asks of any poller between cycles."""
+
+    _tracker: _Tracker[TotalsT, FiguresT]
+
+    @property
+    def delay(self) -> float:
+        """Seconds to wait before the next cycle."""
+        return self._tracker.delay
+
+    @property
+    def failures(self) -> int:
+        return self._tracker.backoff.failures
+
+
+class LanePoller(_Polling[LaneTotals, LaneFigures]):
     """Refresh cycles of one lane feed."""
 
     def __init__(
@@ -264,15 +279,6 @@ class LanePoller:
     def _figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens)
 
-    @property
-    def delay(self) -> float:
-        """Seconds to wait before the next cycle."""
-        return self._tracker.delay
-
-    @property
-    def failures(self) -> int:
-        return self._tracker.backoff.failures
-
     async def cycle(self, window: str) -> LaneSnapshot:
         outcome = await self._tracker.run(window, self.replay_at, self.feed.model_filter)
         good = outcome.good
@@ -295,7 +301,7 @@ class LanePoller:
         )
 
 
-class LedgerPoller:
+class LedgerPoller(_Polling[LedgerTotals, LedgerFigures]):
     """Refresh cycles of the agent ledger feed."""
 
     def __init__(
@@ -322,14 +328,6 @@ class LedgerPoller:
 
     def _figures(self, totals: LedgerTotals) -> LedgerFigures:
         return ledger_figures(totals, self.prices)
-
-    @property
-    def delay(self) -> float:
-        return self._tracker.delay
-
-    @property
-    def failures(self) -> int:
-        return self._tracker.backoff.failures
 
     async def cycle(self, window: str) -> LedgerSnapshot:
         outcome = await self._tracker.run(window, self.replay_at)
