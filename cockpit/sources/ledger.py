@@ -628,9 +628,14 @@ class LedgerTailer:
         self._schema = await self._read_schema()
 
     async def _connect(self) -> aiosqlite.Connection:
-        return await aiosqlite.connect(
+        connection = aiosqlite.connect(
             self._uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
         )
+        # aiosqlite's worker thread is not a daemon: a connection whose opening was cancelled
+        # (the user quit mid-read) is never closed and would keep the process from exiting.
+        # Reads hold no write lock, so dropping the thread at exit loses nothing.
+        connection._thread.daemon = True
+        return await connection
 
     async def _fetch(self, name: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         assert self._conn is not None
