@@ -62,28 +62,29 @@ MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
 
 
-class LaneRefreshed(Message):
-    """A lane cycle ended. A newer one replaces it if the app hasn't handled it yet."""
+class _Refreshed(Message):
+    """A cycle ended. A newer one of the same kind replaces it if not handled yet."""
+
+    def can_replace(self, message: Message) -> bool:
+        return type(message) is type(self)
+
+
+class LaneRefreshed(_Refreshed):
+    """A lane cycle ended."""
 
     def __init__(self, snapshot: LaneSnapshot, epoch: int) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.epoch = epoch
 
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LaneRefreshed)
 
-
-class LedgerRefreshed(Message):
-    """A ledger cycle ended. A newer one replaces it if the app hasn't handled it yet."""
+class LedgerRefreshed(_Refreshed):
+    """A ledger cycle ended."""
 
     def __init__(self, snapshot: LedgerSnapshot, epoch: int) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.epoch = epoch
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LedgerRefreshed)
 
 
 def receipt_name(lane: str, window: str, moment: float) -> str:

@@ -315,14 +315,9 @@ class PrometheusSource:
             "end": f"{todo[-1]:.3f}",
             "step": f"{block:.0f}",
         }
-        if self.stats:
-            form["stats"] = "all"
-        started = time.perf_counter()
-        body = await self._request("POST", "/api/v1/query_range", form)
-        spent = time.perf_counter() - started
-        data = body.get("data")
-        if not isinstance(data, dict) or data.get("resultType") != "matrix":
-            raise SourceError(f"{self.url}: range answer is not a matrix")
+        _, data, spent = await self._evaluate(
+            "/api/v1/query_range", form, "matrix", "range answer is not a matrix"
+        )
         self._count_samples(data)
         by_time: dict[float, dict[str, list[dict[str, Any]]]] = {e: {} for e in todo}
         for series in data.get("result") or []:
@@ -419,17 +414,11 @@ class PrometheusSource:
 
     async def query(self, expr: str, at: float) -> Answer:
         """One instant query (POST form) at `at`; raises SourceError with a one-line reason."""
-        form = {"query": expr, "time": f"{at:.3f}"}
-        if self.stats:
-            form["stats"] = "all"
-        started = time.perf_counter()
-        body = await self._request("POST", "/api/v1/query", form)
-        client_seconds = time.perf_counter() - started
-        data = body.get("data")
-        if not isinstance(data, dict) or data.get("resultType") != "vector":
-            raise SourceError(f"{self.url}: answer is not an instant vector")
-        stats = data.get("stats") or {}
-        timings = stats.get("timings") or {}
+        body, data, client_seconds = await self._evaluate(
+            "/api/v1/query", {"query": expr, "time": f"{at:.3f}"}, "vector",
+            "answer is not an instant vector",
+        )  # fmt: skip
+        timings = (data.get("stats") or {}).get("timings") or {}
         samples = self._count_samples(data)
         return Answer(
             result=list(data.get("result") or []),
@@ -438,6 +427,20 @@ class PrometheusSource:
             eval_seconds=timings.get("evalTotalTime"),
             samples=samples,
         )
+
+    async def _evaluate(
+        self, path: str, form: dict[str, str], result_type: str, wrong_shape: str
+    ) -> tuple[dict[str, Any], dict[str, Any], float]:
+        """POST a query; the whole answer, its `data` of the expected type, client seconds."""
+        if self.stats:
+            form["stats"] = "all"
+        started = time.perf_counter()
+        body = await self._request("POST", path, form)
+        spent = time.perf_counter() - started
+        data = body.get("data")
+        if not isinstance(data, dict) or data.get("resultType") != result_type:
+            raise SourceError(f"{self.url}: {wrong_shape}")
+        return body, data, spent
 
     def _count_samples(self, data: Mapping[str, Any]) -> int | None:
         samples = ((data.get("stats") or {}).get("samples") or {}).get("totalQueryableSamples")
