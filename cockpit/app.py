@@ -11,13 +11,14 @@ still out `HOLD_S` after the other answered is not waited for.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
@@ -31,8 +32,9 @@ from textual.worker import Worker, WorkerState
 
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
+from cockpit.head_start import HeadStart, build_pollers
 from cockpit.model import FRESH
-from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
+from cockpit.poller import Clocks, LaneFeed, LedgerFeed
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
@@ -181,6 +183,7 @@ class CockpitApp(App[None]):
         refresh_s: float | None = None,
         export_dir: Path | None = None,
         clocks: Clocks | None = None,
+        head_start: HeadStart | None = None,
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
@@ -190,21 +193,16 @@ class CockpitApp(App[None]):
         self.export_dir = export_dir
         self.clocks = clocks or Clocks()
         self.lane_feeds = tuple(lane_feeds)
-        self.lane_pollers = [
-            LanePoller(feed, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
-            for feed in self.lane_feeds
-        ]
-        self.ledger_poller = (
-            LedgerPoller(
-                ledger_feed,
-                self.refresh_s,
-                prices=config.prices,
-                replay_at=replay_at,
-                clocks=self.clocks,
+        self._head_start = head_start
+        pollers = (
+            head_start.pollers
+            if head_start is not None
+            else build_pollers(
+                config, lane_feeds, ledger_feed, self.refresh_s, replay_at, self.clocks
             )
-            if ledger_feed is not None
-            else None
         )
+        self.lane_pollers = list(pollers.lanes)
+        self.ledger_poller = pollers.ledger
         self.lane_index = 0
         self.window = config.window
         self.paused = False
@@ -241,12 +239,40 @@ class CockpitApp(App[None]):
 
     def on_mount(self) -> None:
         self._show_all()
-        self._poll_lane_now()
-        self._poll_ledger_now()
+        head = self._head_start
+        if head is not None and head.lane_read is not None:
+            self._adopt(head.lane_read, self._lane_loop, LaneRefreshed)
+        else:
+            self._poll_lane_now()
+        if head is not None and head.ledger_read is not None:
+            self._adopt(head.ledger_read, self._ledger_loop, LedgerRefreshed)
+        else:
+            self._poll_ledger_now()
+
+    def _adopt(
+        self,
+        read: asyncio.Task[Any],
+        loop: _Loop,
+        message: Callable[[Any, int], Message],
+    ) -> None:
+        """Take a read started before the app (see `HeadStart`) as the current cycle."""
+        loop.epoch += 1
+        loop.read_started()
+        epoch = loop.epoch
+
+        def answered(done: asyncio.Task[Any]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.post_message(message(done.result(), epoch))
+
+        read.add_done_callback(answered)
 
     async def on_unmount(self) -> None:
         """Close every feed in the loop its clients were made in."""
         self.workers.cancel_all()
+        if self._head_start is not None:
+            for read in (self._head_start.lane_read, self._head_start.ledger_read):
+                if read is not None:
+                    read.cancel()
         for feed in self.lane_feeds:
             await feed.close()
         if self.ledger_poller is not None:
@@ -626,6 +652,7 @@ def make_app(
     refresh_s: float | None = None,
     export_dir: Path | None = None,
     clocks: Clocks | None = None,
+    head_start: HeadStart | None = None,
 ) -> CockpitApp:
     """The cockpit app, as the CLI and the tests build it."""
     return CockpitApp(
@@ -636,4 +663,5 @@ def make_app(
         refresh_s=refresh_s,
         export_dir=export_dir,
         clocks=clocks,
+        head_start=head_start,
     )

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
+import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +23,7 @@ from cockpit.timeutil import TimeParseError, parse_duration, parse_time
 
 if TYPE_CHECKING:
     from cockpit.app import CockpitApp
+    from cockpit.poller import LaneFeed, LedgerFeed
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -245,34 +249,105 @@ def command_run(args: argparse.Namespace) -> int:
     at = replay_time(args)
     if args.refresh is not None and args.refresh <= 0:
         raise ConfigError("<command line>", None, "--refresh", "expected a positive number")
-    from cockpit.app import make_app
     from cockpit.feeds import build_feeds
 
     lanes, ledger = build_feeds(config, first_lane=args.lane)
-    app = make_app(config, lanes, ledger, replay_at=at, refresh_s=args.refresh)
-    with _quit_on_hangup(app):
-        app.run()
+    return _run_cockpit(config, lanes, ledger, replay_at=at, refresh_s=args.refresh)
+
+
+def _run_cockpit(
+    config: Config,
+    lanes: Sequence[LaneFeed],
+    ledger: LedgerFeed | None,
+    *,
+    replay_at: float | None = None,
+    refresh_s: float | None = None,
+    last_words: Callable[[], None] | None = None,
+) -> int:
+    """The app, its first reads started before the UI is loaded (see cockpit/head_start.py)."""
+    from cockpit.head_start import HeadStart, build_pollers
+
+    refresh_s = refresh_s or config.refresh_s
+    pollers = build_pollers(config, lanes, ledger, refresh_s, replay_at)
+    head = HeadStart(pollers, config.window, config.ledger_window or config.window).start()
+    try:
+        from cockpit.app import make_app  # Textual loads while the first reads are out
+
+        app = make_app(
+            config, lanes, ledger, replay_at=replay_at, refresh_s=refresh_s, head_start=head
+        )
+        with _quit_on_hangup(app, last_words):
+            app.run(loop=head.handover())
+    finally:
+        head.close()
     return app.return_code or 0
 
 
+STALL_S = 10.0
+"""After SIGTERM or a hang-up, how long the clean exit may take before the process ends itself."""
+
+
 @contextlib.contextmanager
-def _quit_on_hangup(app: CockpitApp) -> Iterator[None]:
+def _quit_on_hangup(
+    app: CockpitApp, last_words: Callable[[], None] | None = None
+) -> Iterator[None]:
     """SIGTERM or a closed terminal (SIGHUP) quits the app the normal way, so feeds close and
-    the demo removes its temporary files, instead of the process dying where it stands."""
+    the demo removes its temporary files, instead of the process dying where it stands.
+
+    Should that exit stall for `STALL_S` seconds, `last_words` (the demo's clean-up) runs and
+    the process ends itself: a cockpit whose terminal is gone must not live on unseen."""
+    armed: list[threading.Timer] = []
 
     def quit_app(signum: int, frame: object) -> None:
-        app.exit(return_code=128 + signum)
+        if signum == signal.SIGHUP:
+            _let_go_of_terminal()
+        if not armed:
+            armed.append(_end_if_stalled(128 + signum, last_words))
+        exit_app = functools.partial(app.exit, return_code=128 + signum)
+        try:
+            # A handler runs between two steps of the loop's select(); only a wake-up through
+            # the loop's own pipe makes it act now rather than at its next timer.
+            asyncio.get_running_loop().call_soon_threadsafe(exit_app)
+        except RuntimeError:  # the app is not running yet (or any more)
+            exit_app()
 
     previous = {sig: signal.signal(sig, quit_app) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
+        for timer in armed:
+            timer.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
+def _let_go_of_terminal() -> None:
+    """The terminal hung up. The kernel sends SIGCONT with SIGHUP, which Textual answers by
+    restarting its output thread on the dead terminal: that thread dies on its first write and
+    the exit then blocks forever on its full queue. So no restart, and output to /dev/null."""
+    signal.signal(signal.SIGCONT, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (sys.__stdout__, sys.__stderr__):
+            if fd is not None:
+                os.dup2(devnull, fd.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _end_if_stalled(code: int, last_words: Callable[[], None] | None) -> threading.Timer:
+    def end() -> None:
+        if last_words is not None:
+            last_words()
+        os._exit(code)
+
+    timer = threading.Timer(STALL_S, end)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def command_demo(args: argparse.Namespace) -> int:
-    from cockpit.app import make_app
     from cockpit.demo import Demo, demo_config
     from cockpit.feeds import build_feeds
 
@@ -280,10 +355,7 @@ def command_demo(args: argparse.Namespace) -> int:
     with Demo(with_prometheus=args.prometheus) as demo:
         config = demo_config(demo, hardware, models)
         lanes, ledger = build_feeds(config)
-        app = make_app(config, lanes, ledger, refresh_s=args.refresh)
-        with _quit_on_hangup(app):
-            app.run()
-    return app.return_code or 0
+        return _run_cockpit(config, lanes, ledger, refresh_s=args.refresh, last_words=demo.stop)
 
 
 def command_report(args: argparse.Namespace) -> int:

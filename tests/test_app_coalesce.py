@@ -62,7 +62,8 @@ async def test_both_sources_start_on_one_tick_and_show_once_per_period(
         gaps = [abs(a - b) for a, b in zip(lane.starts, ledger.starts, strict=False)]
         # on separate timers the gap grows by 40 ms a period (0.24 s after six)
         assert statistics.median(gaps) < 0.03, gaps
-        assert max(gaps) < 0.12, gaps
+        # drifting, every later gap is wider; one late start on a loaded machine is not drift
+        assert sum(gap >= 0.12 for gap in gaps) <= 1, gaps
         # on_mount's placeholder, then one per period (the last may still be held)
         assert len(seen) <= 1 + periods, (len(seen), periods)
         assert app.lane_snapshot is not None and app.ledger_snapshot is not None

@@ -6,15 +6,19 @@ tmux server, reads the screen with `capture-pane` and types with `send-keys`.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cockpit.cli import STALL_S
 from tests.conftest import require_binary
-from tests.tmux import TmuxSession
+from tests.tmux import TmuxSession, zombie
 
 pytestmark = [pytest.mark.slow, pytest.mark.tmux]
 
@@ -50,7 +54,12 @@ class Demo:
             width=width,
             height=height,
             cwd=self.cwd,
-            env={"TMPDIR": str(self.tmpdir), "TERM": "tmux-256color", **env},
+            env={
+                "TMPDIR": str(self.tmpdir),
+                "TERM": "tmux-256color",
+                "PYTHONFAULTHANDLER": "1",  # a hang shows its stacks (TmuxSession.stacks)
+                **env,
+            },
         )
 
     def demo_folders(self) -> list[Path]:
@@ -214,6 +223,35 @@ def test_prometheus_demo_reaches_figures(demo_factory: list[Demo], tmp_path: Pat
     wait_figures(demo.session, HIT_RATE, PREFILL_RATE, ROOF_P, timeout=20)
     demo.session.send_keys("q")
     assert demo.session.wait_exited(timeout=15) == 0
+    assert demo.demo_folders() == []
+
+
+def ended(pid: int) -> bool:
+    """Gone, or a zombie whose parent (tmux, or init once tmux is gone) has not reaped it yet."""
+    return not Path(f"/proc/{pid}").exists() or zombie(pid)
+
+
+def test_terminal_hang_up_ends_the_cockpit_and_cleans_up(
+    demo_factory: list[Demo], tmp_path: Path
+) -> None:
+    """The ssh session drops: the cockpit must end, not live on unseen with its simulators."""
+    demo = start(demo_factory, tmp_path, (100, 30))
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    pid = demo.session.pid
+    demo.session.kill()  # the terminal goes away: SIGHUP (and SIGCONT) to the cockpit
+    deadline = time.monotonic() + STALL_S - 2
+    while not ended(pid):
+        assert time.monotonic() < deadline, "still running after its terminal hung up"
+        time.sleep(0.1)
+    assert demo.demo_folders() == [], "the demo removed its temp folder"
+
+
+def test_sigterm_quits_at_once(demo_factory: list[Demo], tmp_path: Path) -> None:
+    demo = start(demo_factory, tmp_path, (100, 30))
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    os.kill(demo.session.pid, signal.SIGTERM)
+    # Well inside the 5 s refresh period: the signal wakes the app, not its next timer.
+    assert demo.session.wait_exited(timeout=4) == 128 + signal.SIGTERM
     assert demo.demo_folders() == []
 
 

@@ -6,12 +6,22 @@ never touches the user's tmux; `kill()` stops that server and whatever still run
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+
+def zombie(pid: int) -> bool:
+    """The process has exited but its parent has not collected its status yet."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
 
 
 class TmuxSession:
@@ -70,6 +80,11 @@ class TmuxSession:
         return self._run("display-message", "-p", "-t", self.target, f"#{{{name}}}").strip()
 
     @property
+    def pid(self) -> int:
+        """The command's process id (tmux runs it as the pane's process)."""
+        return int(self.pane_value("pane_pid"))
+
+    @property
     def exited(self) -> bool:
         return self.pane_value("pane_dead") == "1"
 
@@ -101,13 +116,36 @@ class TmuxSession:
         deadline = time.monotonic() + timeout
         # tmux may see the terminal close a moment before it collects the exit status.
         while not (status := self.pane_value("pane_dead_status")):
-            signal = self.pane_value("pane_dead_signal")
-            if signal:
-                raise AssertionError(f"killed by signal {signal}:\n{self.capture()}")
+            killer = self.pane_value("pane_dead_signal")
+            if killer:
+                raise AssertionError(f"killed by signal {killer}:\n{self.capture()}")
+            self._nudge_if_unreaped()
             if time.monotonic() > deadline:
-                raise AssertionError(f"still running after {timeout:.0f} s:\n{self.capture()}")
+                raise AssertionError(f"still running after {timeout:.0f} s:\n{self.stacks()}")
             time.sleep(0.1)
         return int(status)
+
+    def _nudge_if_unreaped(self) -> None:
+        """Debian's tmux is built with libutempter, whose own SIGCHLD handler, in place while
+        tmux updates utmp as the pane's terminal closes, can swallow the SIGCHLD of the pane's
+        process (tmux/tmux#311, #4559): it has exited, yet stays a zombie and the pane never
+        dies. Another SIGCHLD makes the server reap it."""
+        if zombie(self.pid):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(self._run("display-message", "-p", "#{pid}").strip()), signal.SIGCHLD)
+
+    def stacks(self) -> str:
+        """Where a hung command is stuck: SIGABRT makes Python's faulthandler (on when the command
+        runs with PYTHONFAULTHANDLER=1) print every thread's stack on the pane before it dies."""
+        pid = self.pane_value("pane_pid")
+        if pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGABRT)
+            deadline = time.monotonic() + 5
+            while not self.exited and time.monotonic() < deadline:
+                time.sleep(0.1)
+        history = self._run("capture-pane", "-p", "-t", self.target, "-S", "-200")
+        return f"--- screen and scrollback after SIGABRT ---\n{history}"
 
     def kill(self) -> None:
         """Stop this private server (and the command, if it still runs)."""
