@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
@@ -446,6 +447,51 @@ def combined_query(exprs: Mapping[str, str]) -> str:
         f'label_replace({expr}, "fig", "{escape_label_value(key)}", "", "")'
         for key, expr in exprs.items()
     )
+
+
+@dataclass(frozen=True, slots=True)
+class LanePlan:
+    """A lane's figures for one window: what is asked, what can't be, and the one query text."""
+
+    specs: Mapping[str, Spec]
+    """Raw key -> spec for the keys the query asks (every other key is in `missing`)."""
+    exprs: Mapping[str, str]
+    """Raw key -> PromQL over the whole window (what `LaneTotals.queries` shows)."""
+    extra: Mapping[str, str]
+    """`kv_capacity` (and `data_start` when asked) -> PromQL."""
+    missing: Mapping[str, str]
+    """Raw key -> why it is not asked (unavailable, or its metric not exposed)."""
+    query: str
+    """`exprs` and `extra` as one `combined_query`."""
+
+
+@lru_cache(maxsize=64)
+def lane_plan(
+    dialect: str,
+    selector: str,
+    window_s: float,
+    names: frozenset[str] | None,
+    with_start: bool,
+) -> LanePlan:
+    """The plan for a lane's refresh, built once per (dialect, selector, window, names, start).
+
+    A lane asks the same query at every refresh; cached, the text is not rebuilt each time.
+    """
+    escaped = names_escaped(names or ())
+    specs: dict[str, Spec] = {}
+    missing: dict[str, str] = {}
+    for key, spec in lane_specs(dialect, escaped).items():
+        reason = missing_reason(spec, names)
+        if reason:
+            missing[key] = reason
+        else:
+            specs[key] = spec
+    window = promql_duration(window_s)
+    exprs = {k: e for k, s in specs.items() if (e := spec_expression(s, selector, window))}
+    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped)}
+    if with_start:
+        extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
+    return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
 
 
 # --- reading answers --------------------------------------------------------------------

@@ -154,3 +154,23 @@ def test_subquery_step() -> None:
     assert expr == (
         f"(min(min_over_time(timestamp({metric})[1h:15s])) or min(timestamp({metric})))"
     )
+
+
+def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
+    names = frozenset(fixture_names("metrics_real.txt") - {"vllm:prompt_tokens_total"})
+    dialects.lane_plan.cache_clear()
+    plan = dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, False)
+    assert dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, False) is plan
+    assert dialects.lane_plan.cache_info().misses == 1
+    assert plan.missing["prompt_tokens"] == "not exposed by this engine (vllm:prompt_tokens_total)"
+    assert "prompt_tokens" not in plan.exprs and "prompt_tokens" not in plan.specs
+    assert plan.exprs["requests"] == 'sum(increase(vllm:request_success_total{job="a"}[1h]))'
+    labelled = re.findall(r'"fig", "([^"]+)"', plan.query)
+    assert labelled == [*plan.exprs, "kv_capacity"]
+    assert set(plan.exprs) | set(plan.missing) == ALL_KEYS
+    with_start = dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
+    assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-1] == "data_start"
+    assert dialects.lane_plan("vllm", '{job="a"}', 1800.0, names, False).exprs["requests"] == (
+        'sum(increase(vllm:request_success_total{job="a"}[30m]))'
+    )
+    assert dialects.lane_plan.cache_info().misses == 3

@@ -11,6 +11,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
@@ -426,3 +427,51 @@ async def test_stats_and_timing_recorded(source: PrometheusSource) -> None:
     assert totals.eval_seconds is not None and totals.eval_seconds >= 0
     assert totals.server == source.url
     assert "label_replace" not in totals.queries["requests"]
+
+
+async def test_plain_path_keeps_one_connection_and_agrees_with_general_client(
+    source: PrometheusSource, server: PromServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(4):
+        plain = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    assert source.connections == 1  # kept alive across refreshes
+    # A configured proxy sends the source through the general HTTP client (loopback bypassed).
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    general = PrometheusSource(server.url, stats=True)
+    try:
+        assert general.connections is None
+        for _ in range(2):  # the second refresh, like `plain`, no longer asks the data start
+            other = await general.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    finally:
+        await general.aclose()
+    assert plain.values and plain.values == other.values
+    assert plain.histograms == other.histograms
+    assert plain.missing == other.missing
+    assert plain.queries == other.queries
+
+
+async def test_lane_query_text_built_once_per_lane_and_window(
+    source: PrometheusSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cockpit import dialects
+
+    built: list[str] = []
+    real = dialects.combined_query
+
+    def counted(exprs: Any) -> str:
+        built.append("x")
+        return real(exprs)
+
+    monkeypatch.setattr(dialects, "combined_query", counted)
+    dialects.lane_plan.cache_clear()
+    for _ in range(2):  # the first refresh also asks for the data start; the second not
+        await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    after_two = len(built)
+    assert 1 <= after_two <= 2
+    for _ in range(5):
+        totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    assert len(built) == after_two
+    assert totals.values
+    await source.read_lane("a", None, '{job="lane-a"}', WINDOW / 2, END)
+    assert len(built) > after_two  # another window is another query
