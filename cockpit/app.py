@@ -238,33 +238,65 @@ class CockpitApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._show_all()
         head = self._head_start
+        answers: list[Callable[[], None]] = []
         if head is not None and head.lane_read is not None:
-            self._adopt(head.lane_read, self._lane_loop, LaneRefreshed)
+            answers.append(
+                self._adopt(head.lane_read, self._lane_loop, LaneRefreshed, self._poll_lane_now)
+            )
         else:
             self._poll_lane_now()
         if head is not None and head.ledger_read is not None:
-            self._adopt(head.ledger_read, self._ledger_loop, LedgerRefreshed)
+            answers.append(
+                self._adopt(
+                    head.ledger_read, self._ledger_loop, LedgerRefreshed, self._poll_ledger_now
+                )
+            )
         else:
             self._poll_ledger_now()
+        for answer in answers:
+            answer()
+        self._show_all()  # placeholders for what is still being read
 
     def _adopt(
         self,
         read: asyncio.Task[Any],
         loop: _Loop,
-        message: Callable[[Any, int], Message],
-    ) -> None:
-        """Take a read started before the app (see `HeadStart`) as the current cycle."""
+        answer: Callable[[Any, int], _Refreshed],
+        read_again: Callable[[], None],
+    ) -> Callable[[], None]:
+        """Take a read started before the app (see `HeadStart`) as the current cycle.
+
+        Both sources are marked as reading before either answer is handled, so that answers
+        already in are shown together, in the first paint."""
         loop.epoch += 1
         loop.read_started()
         epoch = loop.epoch
 
-        def answered(done: asyncio.Task[Any]) -> None:
-            if not done.cancelled() and done.exception() is None:
-                self.post_message(message(done.result(), epoch))
+        def failed() -> bool:
+            return read.cancelled() or read.exception() is not None
 
-        read.add_done_callback(answered)
+        def landed(_: object) -> None:
+            if not failed():
+                self.post_message(answer(read.result(), epoch))
+            elif not read.cancelled():  # a cycle doesn't raise; if this one did, read again
+                self.call_later(read_again)
+
+        def deliver() -> None:
+            if not read.done():
+                read.add_done_callback(landed)
+            elif failed():
+                read_again()
+            else:
+                self._dispatch_refreshed(answer(read.result(), epoch))
+
+        return deliver
+
+    def _dispatch_refreshed(self, message: _Refreshed) -> None:
+        if isinstance(message, LaneRefreshed):
+            self.on_lane_refreshed(message)
+        elif isinstance(message, LedgerRefreshed):
+            self.on_ledger_refreshed(message)
 
     async def on_unmount(self) -> None:
         """Close every feed in the loop its clients were made in."""
