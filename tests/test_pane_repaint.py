@@ -72,3 +72,50 @@ async def test_another_number_of_lines_lays_out_again() -> None:
         await pilot.pause()
         assert pane.outer_size.height == short + 2
         assert app.export_screenshot().count("figure") == 4
+
+
+class ThemedPane(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Boxed(id="pane")
+
+
+async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
+    """The direct path for rows gives the same segments, styles and offsets as Textual's own
+    rendering of the row's Content, in every tone, stale or not, in two themes."""
+    from textual.visual import Visual
+
+    from cockpit.widgets.pane import TONE_STYLE, render_line
+
+    app = ThemedPane()
+    async with app.run_test(size=(70, 10)) as pilot:
+        pane = app.query_one(Boxed)
+        compared = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            style = pane.visual_style
+            for tone in TONE_STYLE:
+                for stale in (False, True):
+                    for label, value in (("Prompts ≤ 512 tok", "12.5%"), ("", "—"), ("a", "日本")):
+                        for width in (pane.size.width, 24):
+                            row = Row(label, value, tone, stale)  # type: ignore[arg-type]
+                            direct = pane._row_strip(row, width, style)
+                            assert direct is not None
+                            content = render_line(row, width)
+                            (textual,) = Visual.to_strips(pane, content, width, 1, style)
+                            assert list(direct) == list(textual)
+                            assert direct.cell_length == textual.cell_length == width
+                            compared += 1
+        assert compared == 2 * len(TONE_STYLE) * 2 * 3 * 2
+
+
+async def test_a_label_too_long_takes_textuals_path_and_is_shortened() -> None:
+    app = OnePane()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(Boxed)
+        long = Row("a label much longer than the pane is wide", "42")
+        assert pane._row_strip(long, pane.size.width, pane.visual_style) is None
+        pane.view = PaneView((long,))
+        await pilot.pause()
+        line = app.export_screenshot()
+        assert "…" in line and "42" in line

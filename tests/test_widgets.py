@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from rich.text import Text
 from textual.app import App, ComposeResult
 
 from cockpit.figures import lane_figures, ledger_figures
 from cockpit.model import FRESH, Freshness
+from cockpit.profiles import find_hardware, find_model
+from cockpit.roofline import RooflineView, operating_points
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
@@ -15,6 +20,7 @@ from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row, render_line
 from cockpit.widgets.phase_bar import phase_view
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
+from cockpit.widgets.roofline import RooflinePane, _RoofPlot
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
 from tests.test_app_feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
@@ -200,3 +206,105 @@ async def test_a_stale_pane_says_since_when_in_its_border() -> None:
         assert "ledger missing: no ledger configured" in pane.border_subtitle
         assert "91.6%" in pane.render().plain
         assert "lane: stale since" in str(pane.tooltip)
+
+
+# --- the roofline plot is rebuilt only when a mark changes cell ------------------------------
+
+
+def _roofline_view(prefill_scale: float) -> RooflineView:
+    """The roofline test pane's view with the prefill rate scaled."""
+    from tests.test_roofline_pane import CHUNK, LLAMA, LOAD
+    from tests.test_roofline_pane import H100 as H100_PROFILE
+
+    load = replace(LOAD, effective_prefill_rate=LOAD.effective_prefill_rate * prefill_scale)
+    points = operating_points(load, H100_PROFILE, LLAMA, chunk_tokens=CHUNK)
+    return RooflineView(H100_PROFILE, LLAMA, points)
+
+
+def _plot_of(app: App[None]) -> tuple[RooflinePane, _RoofPlot]:
+    return app.query_one(RooflinePane), app.query_one(_RoofPlot)
+
+
+def _on_screen(plot: _RoofPlot) -> str:
+    rendered = plot.render()
+    assert isinstance(rendered, Text)
+    return rendered.plain
+
+
+def _from_scratch(plot: _RoofPlot) -> str:
+    """The plot's text built anew from the spec it holds (what a full redraw shows)."""
+    return Text.from_ansi(plot._build()).plain
+
+
+async def test_a_point_moving_within_its_cell_does_not_rebuild_the_plot() -> None:
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane, plot = _plot_of(app)
+        before, builds, shown = _on_screen(plot), plot.builds, plot.render()
+        pane.show(_roofline_view(1.0001))  # 0.00004 of a decade: far less than a cell
+        await pilot.pause()
+        assert plot.builds == builds
+        assert plot.render() is shown  # not converted or drawn again either
+        assert _on_screen(plot) == before == _from_scratch(plot)
+
+
+async def test_a_point_moving_to_another_cell_rebuilds_and_shows_it() -> None:
+    from tests.test_roofline_pane import PaneApp, plot_area
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane, plot = _plot_of(app)
+        before_area, builds = plot_area(app), plot.builds
+        row_of_p = [i for i, line in enumerate(before_area.splitlines()) if "P" in line]
+        pane.show(_roofline_view(4.0))  # 0.6 decade higher: rows up on a 3-decade axis
+        await pilot.pause()
+        assert plot.builds > builds
+        after_area = plot_area(app)
+        assert [i for i, line in enumerate(after_area.splitlines()) if "P" in line] < row_of_p
+        assert _on_screen(plot) == _from_scratch(plot)
+
+
+async def test_small_moves_keep_the_screen_equal_to_a_full_redraw() -> None:
+    """Whatever is skipped, the plot on screen is the plot of the last view shown."""
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane, plot = _plot_of(app)
+        builds, skipped = plot.builds, 0
+        for step in range(1, 25):
+            pane.show(_roofline_view(1.0 + 0.02 * step))
+            await pilot.pause()
+            skipped += plot.builds == builds
+            builds = plot.builds
+            assert _on_screen(plot) == _from_scratch(plot)
+            builds = plot.builds  # the check built once more
+        assert skipped > 0
+
+
+async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane, _ = _plot_of(app)
+        calls: list[object] = []
+        original = pane.refresh
+
+        def spy(*regions, **options):  # type: ignore[no-untyped-def]
+            calls.append(regions)
+            return original(*regions, **options)
+
+        pane.refresh = spy  # type: ignore[method-assign]
+        pane.show(_roofline_view(1.5))
+        await pilot.pause()
+        assert calls == []
+        pane.show(RooflineView(find_hardware("a100"), find_model("llama-3.1-8b"), None))
+        await pilot.pause()
+        assert calls  # a new title repaints the border

@@ -11,10 +11,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich.cells import cell_len
+from rich.segment import Segment as RichSegment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
 
@@ -126,8 +129,12 @@ def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Ton
     return "warn"
 
 
+def _value_style(row: Row) -> str:
+    return TONE_STYLE[row.tone] + (" dim" if row.stale else "")
+
+
 def _row_content(row: Row, width: int) -> Content:
-    style = TONE_STYLE[row.tone] + (" dim" if row.stale else "")
+    style = _value_style(row)
     value = row.value
     room = width - cell_len(value) - 1
     if room < 1:
@@ -223,6 +230,8 @@ class Pane(Widget):
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         """Each line's last strip and what it was drawn from: a repaint redraws only the
         lines that changed (Textual would render every line of the pane again)."""
+        self._span_styles: dict[tuple[Style, str, str, int], RichStyle] = {}
+        """(widget style, theme, span style, x) -> the style Textual would give that span."""
         self.view = self.placeholder()
 
     def placeholder(self) -> PaneView:
@@ -273,11 +282,43 @@ class Pane(Widget):
         cached = self._strips.get(y)
         if cached is not None and cached[0] == key:
             return cached[1]
-        content = render_line(lines[y], width or DEFAULT_WIDTH)
-        strips = Visual.to_strips(self, content, width, 1, style)
-        strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+        line = lines[y]
+        strip = self._row_strip(line, width, style) if isinstance(line, Row) else None
+        if strip is None:
+            content = render_line(line, width or DEFAULT_WIDTH)
+            strips = Visual.to_strips(self, content, width, 1, style)
+            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
         self._strips[y] = (key, strip)
         return strip
+
+    def _row_strip(self, row: Row, width: int, style: Style) -> Strip | None:
+        """The strip `Visual.to_strips` makes of a row whose label fits, built directly.
+
+        A row is its label and the gap in the widget's style, then the value in its tone;
+        Textual's general path (wrapping, spans, selection) costs ten times as much per line.
+        None when the row needs that path: a label to shorten, no room, a selection.
+        """
+        value, label = row.value, row.label
+        gap = width - cell_len(label) - cell_len(value)
+        if not value or gap < 1 or self.text_selection is not None:
+            return None
+        x = len(label) + gap  # Textual's offsets count characters
+        segments = [
+            RichSegment(label + " " * gap, self._span_style(style, "", 0)),
+            RichSegment(value, self._span_style(style, _value_style(row), x)),
+        ]
+        return Strip(segments, width)
+
+    def _span_style(self, base: Style, span: str, x: int) -> RichStyle:
+        """The Rich style Content rendering gives text in `span` style at offset `x`."""
+        key = (base, self.app.theme, span, x)
+        cached = self._span_styles.get(key)
+        if cached is None:
+            if len(self._span_styles) > 1024:
+                self._span_styles.clear()
+            text_style = base + self._get_style(span) if span else base
+            cached = self._span_styles[key] = (base + text_style).rich_style_with_offset(x, 0)
+        return cached
 
 
 # --- reading snapshots ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The mini roofline pane: the roofs on log-log axes, the lane's points, and a caption.
 
-It renders from a `RooflineView` only. The plot is rebuilt when the view, the size or the
-theme changes, never on a plain repaint.
+It renders from a `RooflineView` only. The plot is rebuilt when a mark moves to another cell,
+or the roofs, the axes, the size or the theme change; never on a plain repaint, and not when
+live points only move within their cells.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from plotext._utility import get_matrix_data
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.color import Color
@@ -21,6 +23,7 @@ from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
 from cockpit.roofline import (
+    Hardware,
     MeasuredPoint,
     OperatingPoints,
     PrefillPoint,
@@ -116,6 +119,50 @@ class _Axes:
     y_hi: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What the plot draws apart from the points: the roofs, the axes, their ticks and labels."""
+
+    hw: Hardware
+    axes: _Axes
+    labels: bool
+    x_ticks: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """One point as plotted: its letter's name and log10 coordinates."""
+
+    name: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlotSpec:
+    """Everything the plot shows, the theme's colours and the size aside."""
+
+    frame: _Frame
+    marks: tuple[_Mark, ...]
+
+
+def plot_spec(view: RooflineView, labels: bool, x_ticks: int) -> PlotSpec:
+    plotted = _plotted(view.points)
+    marks = tuple(
+        _Mark(name, math.log10(point.intensity), math.log10(point.achieved_flops_per_s))
+        for name, point in plotted
+    )
+    return PlotSpec(_Frame(view.hw, _axes(view, plotted), labels, x_ticks), marks)
+
+
+def mark_cells(spec: PlotSpec, width: int, height: int) -> tuple[tuple[str, int, int], ...]:
+    """The canvas cell of every mark, by plotext's own rule for a canvas of this size."""
+    axes = spec.frame.axes
+    xs = get_matrix_data([mark.x for mark in spec.marks], [axes.x_lo, axes.x_hi], width)
+    ys = get_matrix_data([mark.y for mark in spec.marks], [axes.y_lo, axes.y_hi], height)
+    return tuple((mark.name, x, y) for mark, x, y in zip(spec.marks, xs, ys, strict=True))
+
+
 def _plotted(points: OperatingPoints | None) -> list[tuple[str, RoofPoint]]:
     if points is None:
         return []
@@ -179,11 +226,12 @@ def _theme_rgb(variables: dict[str, str], mark: str) -> tuple[int, int, int]:
 
 
 class _RoofPlot(PlotextPlot):
-    """A PlotextPlot redrawn only when its text changes.
+    """A PlotextPlot drawn from a `PlotSpec`, rebuilt only when its text can change.
 
-    New data is built at once (one plotext build) and compared with the text on screen: live
-    points mostly move within their cell between two refreshes, and then the costly part, the
-    text's conversion and the screen update, is skipped. The comparison is of the exact text.
+    A new spec whose marks all stay in the cells they are drawn in, with the same frame, size
+    and theme, plots to the same text: it is kept (for the next build) and nothing else is
+    done. Otherwise it is built at once and compared with the text on screen, so the text's
+    conversion and the screen update are skipped when it plots the same all the same.
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -191,27 +239,61 @@ class _RoofPlot(PlotextPlot):
         # "clear" leaves background and text to the pane's styles, which follow the app
         # theme; the roof and the points take the theme's colours when drawn.
         self.theme = "clear"
+        self.builds = 0
+        """plotext builds so far."""
+        self.spec: PlotSpec | None = None
         self._generation = 0
         self._cache_key: tuple[object, ...] | None = None
         self._cached: RenderResult | None = None
         self._built: tuple[tuple[object, ...], str] | None = None
         """(size, themes, generation) -> the plotext text built for them."""
+        self._canvas: tuple[int, int] = (0, 0)
+        """The data area (columns, rows) of the last build."""
+        self._drawn: tuple[object, ...] | None = None
+        """What the last build drew: `_cells_key` of its spec."""
+
+    def _base_key(self) -> tuple[object, ...]:
+        return (self.size.width, self.size.height, self.app.theme, self.theme)
 
     def _key(self) -> tuple[object, ...]:
-        return (self.size.width, self.size.height, self.app.theme, self.theme, self._generation)
+        return (*self._base_key(), self._generation)
+
+    def _cells_key(self, spec: PlotSpec | None) -> tuple[object, ...]:
+        if spec is None:
+            return (*self._base_key(), None)
+        cells = mark_cells(spec, *self._canvas)
+        return (*self._base_key(), self._canvas, spec.frame, cells)
+
+    def show(self, spec: PlotSpec | None) -> None:
+        """Draw `spec`: a no-op when every mark stays in its cell (and frame, size, theme)."""
+        if spec == self.spec:
+            return
+        same_text = self._drawn is not None and self._cells_key(spec) == self._drawn
+        self.spec = spec
+        if not same_text:
+            self.replotted()
 
     def _build(self) -> str:
         """The plot's text at the current size and theme, as PlotextPlot.render builds it."""
         width, height = self.size.width, self.size.height
-        self.plt.plotsize(width, height)
-        self.plt._set_size(width, height)
-        self.plt.theme(self._get_plotext_theme_name(self.app.theme))
-        text: str = self.plt.build()
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if self.spec is not None:
+            _draw_spec(plt, self.spec, self.app.theme_variables)
+        plt.plotsize(width, height)
+        plt._set_size(width, height)
+        plt.theme(self._get_plotext_theme_name(self.app.theme))
+        text: str = plt.build()
+        self.builds += 1
+        matrix = plt.monitor.matrix  # type: ignore[attr-defined]  # untyped plotext
+        self._canvas = (len(matrix.Cols_canvas), len(matrix.Rows_canvas))
+        self._drawn = self._cells_key(self.spec)
         self._built = (self._key(), text)
         return text
 
     def replotted(self) -> None:
-        """The data changed: redraw unless it plots to the same text."""
+        """The spec or the theme changed: redraw unless it plots to the same text."""
         before = self._built
         if self.size.area and before is not None and before[0] == self._key():
             text = self._build()
@@ -231,6 +313,33 @@ class _RoofPlot(PlotextPlot):
             self._cached = Text.from_ansi(text)
             self._cache_key = key
         return self._cached
+
+
+def _draw_spec(plt: Plot, spec: PlotSpec, colours: dict[str, str]) -> None:
+    frame, axes = spec.frame, spec.frame.axes
+    hw = frame.hw
+    ridge_x = math.log10(hw.ridge)
+    peak_y = math.log10(hw.peak_flops)
+    plt.plot(
+        [axes.x_lo, ridge_x, axes.x_hi],
+        [math.log10(hw.bandwidth) + axes.x_lo, peak_y, peak_y],
+        marker="braille",
+        color=_theme_rgb(colours, "roof"),
+    )
+    plt.vline(ridge_x, _theme_rgb(colours, "ridge"))
+    for mark in spec.marks:
+        plt.scatter(
+            [mark.x], [mark.y], marker=_LETTERS[mark.name], color=_theme_rgb(colours, mark.name)
+        )
+    plt.xlim(axes.x_lo, axes.x_hi)
+    plt.ylim(axes.y_lo, axes.y_hi)
+    xticks, xlabels = _decade_ticks(axes.x_lo, axes.x_hi, room=frame.x_ticks)
+    plt.xticks(xticks, xlabels)
+    yticks, ylabels = _decade_ticks(axes.y_lo, axes.y_hi, room=6)
+    plt.yticks(yticks, ylabels)
+    if frame.labels:
+        plt.xlabel(f"FLOP/byte (ridge {intensity_text(hw.ridge)})")
+        plt.ylabel("FLOP/s")
 
 
 class RooflinePane(Widget):
@@ -274,6 +383,7 @@ class RooflinePane(Widget):
         self._drawn_layout: tuple[bool, int] | None = None
         self._caption_height = -1
         self._caption_lines: list[str] = []
+        self._title = "Roofline"
 
     def compose(self) -> ComposeResult:
         yield _RoofPlot(id="roofline-plot")
@@ -289,7 +399,9 @@ class RooflinePane(Widget):
         self._draw_plot()
 
     def watch_view(self, view: RooflineView | None) -> None:
-        self.border_title = pane_title(view)
+        title = pane_title(view)
+        if title != self._title:  # setting it repaints the whole pane, plot and all
+            self._title = self.border_title = title
         if self.is_mounted:
             self._update_caption()
             self._draw_plot()
@@ -329,43 +441,7 @@ class RooflinePane(Widget):
         caption.update(Text("\n".join(lines)), layout=relayout)
 
     def _draw_plot(self) -> None:
-        plot = self.query_one(_RoofPlot)
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
         view = self.view
         layout = self._drawn_layout = self._plot_layout()
-        if view is not None:
-            self._plot_view(plt, view, *layout)
-        plot.replotted()
-
-    def _plot_view(self, plt: Plot, view: RooflineView, labels: bool, x_ticks: int) -> None:
-        colours = self.app.theme_variables
-        hw = view.hw
-        plotted = _plotted(view.points)
-        axes = _axes(view, plotted)
-        ridge_x = math.log10(hw.ridge)
-        peak_y = math.log10(hw.peak_flops)
-        plt.plot(
-            [axes.x_lo, ridge_x, axes.x_hi],
-            [math.log10(hw.bandwidth) + axes.x_lo, peak_y, peak_y],
-            marker="braille",
-            color=_theme_rgb(colours, "roof"),
-        )
-        plt.vline(ridge_x, _theme_rgb(colours, "ridge"))
-        for name, point in plotted:
-            plt.scatter(
-                [math.log10(point.intensity)],
-                [math.log10(point.achieved_flops_per_s)],
-                marker=_LETTERS[name],
-                color=_theme_rgb(colours, name),
-            )
-        plt.xlim(axes.x_lo, axes.x_hi)
-        plt.ylim(axes.y_lo, axes.y_hi)
-        xticks, xlabels = _decade_ticks(axes.x_lo, axes.x_hi, room=x_ticks)
-        plt.xticks(xticks, xlabels)
-        yticks, ylabels = _decade_ticks(axes.y_lo, axes.y_hi, room=6)
-        plt.yticks(yticks, ylabels)
-        if labels:
-            plt.xlabel(f"FLOP/byte (ridge {intensity_text(hw.ridge)})")
-            plt.ylabel("FLOP/s")
+        spec = plot_spec(view, *layout) if view is not None else None
+        self.query_one(_RoofPlot).show(spec)

@@ -122,6 +122,8 @@ class StatusLine(Widget):
     view: reactive[StatusView | None] = reactive(None)
     """A new view repaints the line; only one that needs another number of lines lays out."""
     _height: int | None = None
+    _packed: tuple[StatusView, int, list[Content]] | None = None
+    """The last view packed at a width: the watcher, the layout and the render all ask."""
 
     def show(self, view: StatusView) -> None:
         self.view = view
@@ -144,9 +146,14 @@ class StatusLine(Widget):
         return len(self._lines(width))
 
     def _lines(self, width: int) -> list[Content]:
-        if self.view is None:
+        view = self.view
+        if view is None:
             return [Content("starting…")]
-        return pack_items(status_items(self.view), width or DEFAULT_WIDTH)
+        width = width or DEFAULT_WIDTH
+        packed = self._packed
+        if packed is None or packed[0] is not view or packed[1] != width:
+            packed = self._packed = (view, width, pack_items(status_items(view), width))
+        return packed[2]
 
     def render(self) -> Content:
         return Content("\n").join(self._lines(self.size.width))
