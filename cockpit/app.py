@@ -130,6 +130,17 @@ class _Loop:
         return self.reading and abs(self.started - other.started) <= TOGETHER_S
 
 
+@dataclass(frozen=True, slots=True)
+class _Panes:
+    status: StatusLine
+    cache: CacheGauge
+    prefill: PrefillPane
+    phases: PhaseBar
+    roofline: RooflinePane
+    ratios: RatiosPane
+    spend: SpendPane
+
+
 def _lane_bindings() -> list[BindingType]:
     first = Binding("1", "lane(1)", "lane", key_display="1-9")
     rest = [Binding(str(n), f"lane({n})", f"lane {n}", show=False) for n in range(2, 10)]
@@ -214,6 +225,8 @@ class CockpitApp(App[None]):
         self._ledger_loop = _Loop()
         self._hold: Timer | None = None
         """Armed while an answer waits for the other source's (see `HOLD_S`)."""
+        self._panes: _Panes | None = None
+        """The panes, found once at mount: a refresh doesn't search the widget tree."""
         self._shown: dict[str, tuple[object, ...]] = {}
         """Each pane's last inputs: a pane whose snapshots are the same objects is not rebuilt."""
         self._cockpit_theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
@@ -238,6 +251,15 @@ class CockpitApp(App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._panes = _Panes(
+            self.query_one(StatusLine),
+            self.query_one(CacheGauge),
+            self.query_one(PrefillPane),
+            self.query_one(PhaseBar),
+            self.query_one(RooflinePane),
+            self.query_one(RatiosPane),
+            self.query_one(SpendPane),
+        )
         head = self._head_start
         answers: list[Callable[[], None]] = []
         if head is not None and head.lane_read is not None:
@@ -353,26 +375,27 @@ class CockpitApp(App[None]):
         )
 
     def _show_status(self) -> None:
-        for status in self.query(StatusLine):
-            status.show(self.status_view())
+        if self._panes is not None:
+            self._panes.status.show(self.status_view())
 
     def _show_all(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_ledger = self.ledger_poller is not None
-        if not self.screen_stack or not self.query(StatusLine):
+        panes = self._panes
+        if panes is None or not panes.status.is_attached:
             return  # a read that ends while the app quits finds no screen to show it on
         with self.batch_update():
             self._show_status()
             if self._changed("cache", lane, ledger, has_ledger):
-                self.query_one(CacheGauge).show(lane, ledger, has_ledger)
+                panes.cache.show(lane, ledger, has_ledger)
             if self._changed("lane", lane):
-                self.query_one(PrefillPane).show(lane)
-                self.query_one(PhaseBar).show(lane)
-                self.query_one(RooflinePane).show(lane.roofline() if lane else None)
+                panes.prefill.show(lane)
+                panes.phases.show(lane)
+                panes.roofline.show(lane.roofline() if lane else None)
             if self._changed("ratios", lane, ledger, has_ledger):
-                self.query_one(RatiosPane).show(lane, ledger, has_ledger)
+                panes.ratios.show(lane, ledger, has_ledger)
             if self._changed("spend", ledger, has_ledger):
-                self.query_one(SpendPane).show(ledger, has_ledger)
+                panes.spend.show(ledger, has_ledger)
 
     def _changed(self, panes: str, *inputs: object) -> bool:
         """Whether `panes` last showed other snapshots (by identity: snapshots are frozen)."""
