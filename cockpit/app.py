@@ -409,11 +409,15 @@ class CockpitApp(App[None]):
 
     def _poll_lane_now(self) -> None:
         """Start a lane cycle at once; any cycle in flight for an older state is cancelled."""
+        if self._head_start is not None and self._head_start.lane_read is not None:
+            self._head_start.lane_read.cancel()  # a worker's exclusivity doesn't reach it
         self._lane_loop.disarm()
         self._lane_loop.epoch += 1
         self._start_lane_cycle()
 
     def _poll_ledger_now(self) -> None:
+        if self._head_start is not None and self._head_start.ledger_read is not None:
+            self._head_start.ledger_read.cancel()
         self._ledger_loop.disarm()
         self._ledger_loop.epoch += 1
         self._start_ledger_cycle()

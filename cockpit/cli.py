@@ -270,16 +270,14 @@ def _run_cockpit(
     refresh_s = refresh_s or config.refresh_s
     pollers = build_pollers(config, lanes, ledger, refresh_s, replay_at)
     head = HeadStart(pollers, config.window, config.ledger_window or config.window).start()
-    try:
-        from cockpit.app import make_app  # Textual loads while the first reads are out
+    from cockpit.app import make_app  # Textual loads while the first reads are out
 
-        app = make_app(
-            config, lanes, ledger, replay_at=replay_at, refresh_s=refresh_s, head_start=head
-        )
-        with _quit_on_hangup(app, last_words):
+    app = make_app(config, lanes, ledger, replay_at=replay_at, refresh_s=refresh_s, head_start=head)
+    with _quit_on_hangup(app, last_words):
+        try:
             app.run(loop=head.handover())
-    finally:
-        head.close()
+        finally:
+            head.close()  # what still runs on the loop ends here, under the stall watchdog
     return app.return_code or 0
 
 
@@ -337,9 +335,11 @@ def _let_go_of_terminal() -> None:
 
 def _end_if_stalled(code: int, last_words: Callable[[], None] | None) -> threading.Timer:
     def end() -> None:
-        if last_words is not None:
-            last_words()
-        os._exit(code)
+        try:
+            if last_words is not None:
+                last_words()
+        finally:
+            os._exit(code)
 
     timer = threading.Timer(STALL_S, end)
     timer.daemon = True

@@ -126,3 +126,29 @@ def test_quitting_before_a_slow_first_read_ends_cancels_it(
         head.close()
     assert time.monotonic() - started < 10
     assert head.lane_read is not None and head.lane_read.cancelled()
+
+
+def test_a_new_window_cancels_the_first_read_still_out(sources: tuple[FaultProxy, Path]) -> None:
+    """Like a worker's cycle, the adopted first read is dropped when the state moves on."""
+    proxy, ledger_path = sources
+    proxy.mode, proxy.delay_s = "delay", 2.0
+    head, (config, lanes, ledger) = head_start(config_for(proxy, ledger_path))
+    loop = head.handover()
+    app = make_app(config, lanes, ledger, head_start=head)  # type: ignore[arg-type]
+
+    async def switch_window() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            assert head.lane_read is not None and not head.lane_read.done()
+            await pilot.press("w")
+            await pilot.pause(0.1)
+            assert head.lane_read.cancelled()
+            deadline = time.monotonic() + 10
+            while app.lane_snapshot is None:
+                assert time.monotonic() < deadline, "the new window's read never landed"
+                await pilot.pause(0.05)
+            assert app.lane_snapshot.window == app.window != config.window
+
+    try:
+        loop.run_until_complete(switch_window())
+    finally:
+        head.close()

@@ -600,10 +600,13 @@ class PlainHttp:
             *headers.items(),
         ]
         self._idle: list[_Connection] = []
+        self._closed = False
+        """After `close()`, a connection whose answer comes in late is closed, not kept."""
         self.connections = 0
         """Connections opened so far (a kept-alive one is reused)."""
 
     def close(self) -> None:
+        self._closed = True
         for connection in self._idle:
             connection.writer.close()
         self._idle.clear()
@@ -663,7 +666,7 @@ class PlainHttp:
         except h11.RemoteProtocolError as exc:
             raise httpx.RemoteProtocolError(str(exc)) from None
         finally:
-            if state.our_state is h11.DONE and state.their_state is h11.DONE:
+            if state.our_state is h11.DONE and state.their_state is h11.DONE and not self._closed:
                 state.start_next_cycle()
                 self._idle.append(connection)
             else:
