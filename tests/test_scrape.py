@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from conftest import VLLM_FIXTURES, require_fixture
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.exposition import MetricsHandler
 
 from cockpit.sources.scrape import ScrapeSource
@@ -224,3 +231,41 @@ def test_buffer_is_bounded_and_long_windows_are_partial() -> None:
     assert totals.covered_s == 20 and totals.coverage_note == "since start (20 s)"
     source.ingest('vllm:prompt_tokens_total{engine="0"} 500\n', 1040.0 + 7200)
     assert list(source.buffer.scrapes) == [8240.0]  # older than max_age_s: dropped
+
+
+async def test_a_keep_alive_engine_is_scraped_over_one_connection(exporter: Exporter) -> None:
+    """Plain http without a proxy: the light client, one kept-alive connection, the classic
+    text format asked for (its Accept header, not the client's default, is sent)."""
+    registry = exporter.registry
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # as vLLM's server: connections stay open
+
+        def do_GET(self) -> None:
+            classic = self.headers.get("Accept", "").startswith("text/plain")
+            body = generate_latest(registry) if classic else b"asked for another format\n"
+            self.send_response(200 if classic else 406)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    source = ScrapeSource(f"http://127.0.0.1:{server.server_address[1]}/metrics")
+    try:
+        exporter.prompt.labels("m", "0").inc(7)
+        for _ in range(3):
+            await source.poll()
+        totals = await source.read_lane("live", None, '{model_name="m"}', 3600)
+        assert source.requests == 3 and source.connections == 1
+        assert "prompt_tokens" in totals.values
+        assert not source._escaped, "asked for the classic format: names keep their colon"
+    finally:
+        await source.aclose()
+        server.shutdown()
+        server.server_close()

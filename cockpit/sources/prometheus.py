@@ -141,7 +141,7 @@ class PrometheusSource:
         self._secrets = _secret_forms(bearer, auth)
         self._plain: PlainHttp | None = None
         self._client: httpx.AsyncClient | None = None
-        if parts.scheme == "http" and not _proxied():
+        if plain_http_ok(url):
             if auth is not None:
                 headers["Authorization"] = _basic(*auth)
             self._plain = PlainHttp(self.url, headers, timeout)
@@ -550,10 +550,11 @@ class Reply(NamedTuple):
     text: str
 
 
-def _proxied() -> bool:
-    """A proxy is configured for plain HTTP (then the general client, which honours it)."""
+def plain_http_ok(url: str) -> bool:
+    """A plain-http URL and no proxy configured for it: `PlainHttp` can ask it (otherwise the
+    general client, which speaks TLS and honours proxies)."""
     proxies = urllib.request.getproxies()
-    return "http" in proxies or "all" in proxies
+    return urlsplit(url).scheme == "http" and not ("http" in proxies or "all" in proxies)
 
 
 def _basic(user: str, password: str) -> str:
@@ -593,12 +594,8 @@ class PlainHttp:
         self._port = parts.port or 80
         self._prefix = parts.path.rstrip("/")
         self._timeout = timeout
-        self._headers = [
-            ("Host", parts.netloc),
-            ("Accept", "*/*"),
-            ("User-Agent", "lane-cockpit"),
-            *headers.items(),
-        ]
+        defaults = {"Accept": "*/*", "User-Agent": "lane-cockpit"}
+        self._headers = [("Host", parts.netloc), *{**defaults, **headers}.items()]
         self._idle: list[_Connection] = []
         self._closed = False
         """After `close()`, a connection whose answer comes in late is closed, not kept."""

@@ -26,12 +26,20 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from cockpit import dialects
 from cockpit.model import Bucket, LaneTotals, frozen_map
-from cockpit.sources.prometheus import SourceError, redact_url, tls_verify, transport_reason
+from cockpit.sources.prometheus import (
+    PlainHttp,
+    SourceError,
+    plain_http_ok,
+    redact_url,
+    tls_verify,
+    transport_reason,
+)
 
 LabelKey = tuple[tuple[str, str], ...]
 Point = tuple[float, float, float | None]
@@ -171,9 +179,16 @@ class ScrapeSource:
         headers = {"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"}
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
-        self._client = httpx.AsyncClient(
-            headers=headers, verify=tls_verify(url, verify), timeout=timeout
-        )
+        self._plain: PlainHttp | None = None
+        self._client: httpx.AsyncClient | None = None
+        if plain_http_ok(url):
+            parts = urlsplit(self.url)
+            self._plain = PlainHttp(f"http://{parts.netloc}", headers, timeout)
+            self._target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        else:
+            self._client = httpx.AsyncClient(
+                headers=headers, verify=tls_verify(url, verify), timeout=timeout
+            )
         self._timeout = timeout
         self._raw_url = url
         self.buffer = Buffer(max_scrapes, max_age_s)
@@ -187,7 +202,10 @@ class ScrapeSource:
         return f"ScrapeSource({self.url!r})"
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._plain is not None:
+            self._plain.close()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def poll(self) -> None:
         """Take one scrape into the buffer; SourceError with a one-line reason on failure."""
@@ -235,14 +253,28 @@ class ScrapeSource:
     async def _fetch(self) -> str:
         self.requests += 1
         try:
-            response = await self._client.get(self._raw_url)
+            status, reason, text = await self._get()
         except httpx.TimeoutException:
             raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise SourceError(f"{self.url}: {transport_reason(exc)}") from None
-        if response.status_code >= 400:
-            raise SourceError(f"{self.url}: HTTP {response.status_code} {response.reason_phrase}")
-        return response.text
+        if status >= 400:
+            raise SourceError(f"{self.url}: HTTP {status} {reason}")
+        return text
+
+    async def _get(self) -> tuple[int, str, str]:
+        """Status, reason and text of one GET (both clients raise httpx's exceptions)."""
+        if self._plain is not None:
+            reply = await self._plain.request("GET", self._target)
+            return reply.status, reply.reason, reply.text
+        assert self._client is not None
+        response = await self._client.get(self._raw_url)
+        return response.status_code, response.reason_phrase, response.text
+
+    @property
+    def connections(self) -> int | None:
+        """Connections opened so far on the plain-http path (None: the general client)."""
+        return self._plain.connections if self._plain is not None else None
 
     # --- reading the buffer -------------------------------------------------------------
 
