@@ -86,3 +86,18 @@ async def test_the_roofline_fills_its_column_at_160x48() -> None:
         column = [r for r in placed.values() if r.x == placed["roofline"].x]
         assert max(r.bottom for r in column) == body.bottom
         assert not app.query_one("#roofline").has_class("-text-only")
+
+
+async def test_three_columns_at_120x36_still_draw_the_roofline_plot() -> None:
+    """A 120-column pane (tmux split beside a benchmark) leaves the roofline ~39 cells wide:
+    enough for the plot, which must not give way to an empty box."""
+    app = make_app(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        roofline = app.query_one("#roofline")
+        assert roofline.outer_size.width < 40
+        assert not roofline.has_class("-text-only")
+        plot = app.query_one("#roofline-plot")
+        assert plot.display and plot.size.height >= 10

@@ -34,7 +34,7 @@ from cockpit.roofline_table import intensity_text, rate_text, si
 
 __all__ = ["RooflinePane", "RooflineView", "caption_lines"]
 
-MIN_PLOT_WIDTH = 40
+MIN_PLOT_WIDTH = 32
 MIN_PLOT_HEIGHT = 12
 TITLE_MIN_HEIGHT = 20
 """Below this height the plot keeps the rows: no roofs line in the caption, no axis labels."""
