@@ -224,6 +224,28 @@ def demo_sources(with_prometheus: bool = False) -> Iterator[tuple[Any, Path]]:
         yield demo, config
 
 
+@contextlib.contextmanager
+def compared_subjects() -> Iterator[tuple[Path, dict[str, list[str]]]]:
+    """A temp folder and the commands the start-up and idle benchmarks compare, in this order:
+    a bare Textual app, `cockpit demo`, and the cockpit on external sources (the demo's
+    simulators in this process), through a real Prometheus and by direct scrape."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        demo_sources(with_prometheus=True) as (demo, prom_config),
+        demo_sources(with_prometheus=False) as (_, scrape_config),
+    ):
+        wait_prometheus_rates(demo.prometheus_url, next(iter(demo.lanes)))
+        yield (
+            Path(tmp),
+            {
+                "bare Textual app": [PYTHON, "-m", "bench._bare"],
+                "cockpit demo": [COCKPIT, "demo"],
+                "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
+                "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
+            },
+        )
+
+
 def wait_prometheus_rates(url: str, job: str, timeout: float = 20.0) -> None:
     """Until Prometheus holds two scrapes of `job` (a rate needs two samples)."""
     import httpx

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    COCKPIT,
-    PYTHON,
+    compared_subjects,
     cpu_seconds,
-    demo_sources,
     load_average,
     probe_path,
     rss_mb,
@@ -30,7 +27,6 @@ from bench.common import (
     table,
     tmux_server,
     wait_first_frame,
-    wait_prometheus_rates,
     warm_bytecode,
 )
 
@@ -72,20 +68,9 @@ def run(runs: int = RUNS, seconds: float = MEASURE_S) -> dict[str, Any]:
     warm_bytecode()
     load_before = load_average()
     per_run: list[dict[str, Any]] = []
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        demo_sources(with_prometheus=True) as (demo, prom_config),
-        demo_sources(with_prometheus=False) as (_, scrape_config),
-    ):
-        wait_prometheus_rates(demo.prometheus_url, next(iter(demo.lanes)))
-        subjects = {
-            "bare Textual app": [PYTHON, "-m", "bench._bare"],
-            "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
-            "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
-            "cockpit demo": [COCKPIT, "demo"],
-        }
+    with compared_subjects() as (tmp, subjects):
         for _ in range(runs):
-            per_run.append(one_run(subjects, Path(tmp), seconds))
+            per_run.append(one_run(subjects, tmp, seconds))
     names = list(per_run[0])
     result: dict[str, Any] = {
         "refresh_s": 5,

@@ -16,25 +16,21 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    COCKPIT,
     PLACEHOLDERS,
-    PYTHON,
     Tmux,
-    demo_sources,
+    compared_subjects,
     load_average,
     probe_path,
     spread,
     table,
     tmux_server,
     wait_first_frame,
-    wait_prometheus_rates,
     warm_bytecode,
 )
 
@@ -77,29 +73,17 @@ def run(runs: int = RUNS) -> dict[str, Any]:
     times: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
     screens: dict[str, dict[str, int]] = {}
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        demo_sources(with_prometheus=True) as (demo, prom_config),
-        demo_sources(with_prometheus=False) as (_, scrape_config),
-    ):
-        wait_prometheus_rates(demo.prometheus_url, next(iter(demo.lanes)))
-        subjects = {
-            "bare Textual app": [PYTHON, "-m", "bench._bare"],
-            "cockpit demo": [COCKPIT, "demo"],
-            "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
-            "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
-        }
-        with tmux_server() as tmux:
-            for _ in range(runs):
-                bare = 0.0
-                for name, command in subjects.items():
-                    seconds, screen = first_frame(tmux, Path(tmp), name.split()[-1], command)
-                    times.setdefault(name, []).append(seconds)
-                    screens[name] = screen
-                    if name.startswith("bare"):
-                        bare = seconds
-                    else:
-                        ratios.setdefault(name, []).append(seconds / bare)
+    with compared_subjects() as (tmp, subjects), tmux_server() as tmux:
+        for _ in range(runs):
+            bare = 0.0
+            for name, command in subjects.items():
+                seconds, screen = first_frame(tmux, tmp, name.split()[-1], command)
+                times.setdefault(name, []).append(seconds)
+                screens[name] = screen
+                if name.startswith("bare"):
+                    bare = seconds
+                else:
+                    ratios.setdefault(name, []).append(seconds / bare)
     result: dict[str, Any] = {
         "load_average_before": load_before,
         "load_average_after": load_average(),
