@@ -24,10 +24,11 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from cockpit.benchprobe import Probe
@@ -56,6 +57,7 @@ from cockpit.widgets import (
     StatusView,
 )
 from cockpit.widgets.columns import PaneColumns
+from cockpit.widgets.keys import KeyBar
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import SourceStatus
 
@@ -148,7 +150,7 @@ def _lane_bindings() -> list[BindingType]:
 
 
 class CockpitApp(App[None]):
-    """The cockpit: status line, six panes (prefill first), footer."""
+    """The cockpit: status line, six panes (prefill first), key bar."""
 
     CSS_PATH = str(STYLESHEET)
     TITLE = "lane-cockpit"
@@ -174,7 +176,7 @@ class CockpitApp(App[None]):
         Binding("shift+tab", "previous_lane", "prev lane", show=False, priority=True),
         Binding("w", "next_window", "window", key_display="w/W"),
         Binding("W", "previous_window", "prev window", show=False),
-        # Polling refreshes on its own: `r` stays in the help, off the footer so 80 columns fit.
+        # Polling refreshes on its own: `r` stays in the help, off the key bar so 80 columns fit.
         Binding("r", "refresh", "refresh", show=False),
         Binding("p", "pause", "pause"),
         Binding("e", "export", "export"),
@@ -248,9 +250,12 @@ class CockpitApp(App[None]):
             yield RooflinePane(id="roofline")
             yield RatiosPane(id="ratios")
             yield SpendPane(id="spend")
-        yield Footer(compact=True)
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
+        # Textual sets breakpoint classes on the first resize, after a first layout and paint
+        # at the wrong number of columns: set them now, so the screen is laid out once.
+        self.screen.update_classes(self._breakpoint_classes(self.size), animate=False)
         self._panes = _Panes(
             self.query_one(StatusLine),
             self.query_one(CacheGauge),
@@ -279,6 +284,17 @@ class CockpitApp(App[None]):
         for answer in answers:
             answer()
         self._show_all()  # placeholders for what is still being read
+
+    def _breakpoint_classes(self, size: Size) -> dict[str, bool]:
+        """The screen's breakpoint classes at `size`, as Textual's Screen sets them on resize."""
+        classes: dict[str, bool] = {}
+        for dimension, breakpoints in (
+            (size.width, self.HORIZONTAL_BREAKPOINTS or []),
+            (size.height, self.VERTICAL_BREAKPOINTS or []),
+        ):
+            reached = [name for low, name in sorted(breakpoints) if dimension >= low]
+            classes.update({name: name == reached[-1] for _, name in breakpoints})
+        return classes
 
     def _adopt(
         self,

@@ -7,6 +7,8 @@ from dataclasses import replace
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 
 from cockpit.figures import lane_figures, ledger_figures
 from cockpit.model import FRESH, Freshness
@@ -20,7 +22,7 @@ from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row, render_line
 from cockpit.widgets.phase_bar import phase_view
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
-from cockpit.widgets.roofline import RooflinePane, _RoofPlot
+from cockpit.widgets.roofline import RooflinePane, _RoofPlot, frame_text_rows
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
 from tests.test_app_feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
@@ -208,7 +210,7 @@ async def test_a_stale_pane_says_since_when_in_its_border() -> None:
         assert "lane: stale since" in str(pane.tooltip)
 
 
-# --- the roofline plot is rebuilt only when a mark changes cell ------------------------------
+# --- the roofline plot: plotext draws the frame once, the marks go on top ---------------------
 
 
 def _roofline_view(prefill_scale: float) -> RooflineView:
@@ -225,18 +227,54 @@ def _plot_of(app: App[None]) -> tuple[RooflinePane, _RoofPlot]:
     return app.query_one(RooflinePane), app.query_one(_RoofPlot)
 
 
-def _on_screen(plot: _RoofPlot) -> str:
-    rendered = plot.render()
-    assert isinstance(rendered, Text)
-    return rendered.plain
+def _on_screen(plot: _RoofPlot) -> list[str]:
+    """The plot's rows as drawn: the frame's, with the rows that carry marks put in."""
+    rows = frame_text_rows(plot._current_frame())
+    for y, (ansi, _) in plot._mark_rows(plot._current_frame()).items():
+        rows[y] = ansi
+    return rows
 
 
-def _from_scratch(plot: _RoofPlot) -> str:
-    """The plot's text built anew from the spec it holds (what a full redraw shows)."""
-    return Text.from_ansi(plot._build()).plain
+def _from_scratch(plot: _RoofPlot) -> list[str]:
+    """plotext's own rows for the spec the plot holds, marks and all (a full redraw)."""
+    return plot._plotext(plot.spec).rstrip("\n").split("\n")
 
 
-async def test_a_point_moving_within_its_cell_does_not_rebuild_the_plot() -> None:
+def _cells(strips: list[Strip]) -> list[list[tuple[str, object, object, object]]]:
+    """Every cell's character and look (colour, background, bold): what the terminal shows."""
+    rows = []
+    for strip in strips:
+        cells = []
+        for segment in strip:
+            style = segment.style
+            look = (style.color, style.bgcolor, style.bold) if style else (None, None, None)
+            cells.extend((char, *look) for char in segment.text)
+        rows.append(cells)
+    return rows
+
+
+async def test_the_plot_on_screen_is_plotexts_own_drawing_of_the_marks() -> None:
+    """Marks put on the frame give plotext's rows code for code, and Textual's cells."""
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane, plot = _plot_of(app)
+        for scale in (1.0, 0.3, 2.5, 4.0, 9.0):
+            pane.show(_roofline_view(scale))
+            await pilot.pause()
+            assert "P" in "".join(Text.from_ansi(row).plain for row in _on_screen(plot))
+            assert _on_screen(plot) == _from_scratch(plot)
+            drawn = [plot.render_line(y) for y in range(plot.size.height)]
+            full = Text.from_ansi(plot._plotext(plot.spec))
+            width, height = plot.size
+            style = plot.visual_style
+            textual = Visual.to_strips(plot, visualize(plot, full), width, height, style)
+            assert _cells(drawn) == _cells(textual)
+
+
+async def test_a_point_moving_within_its_cell_draws_nothing() -> None:
     from tests.test_roofline_pane import PaneApp
 
     app = PaneApp(_roofline_view(1.0))
@@ -244,25 +282,34 @@ async def test_a_point_moving_within_its_cell_does_not_rebuild_the_plot() -> Non
         await pilot.pause()
         pane, plot = _plot_of(app)
         before, builds, shown = _on_screen(plot), plot.builds, plot.render()
+        refreshed: list[object] = []
+        original = plot.refresh
+        plot.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
         pane.show(_roofline_view(1.0001))  # 0.00004 of a decade: far less than a cell
         await pilot.pause()
+        assert refreshed == []
         assert plot.builds == builds
-        assert plot.render() is shown  # not converted or drawn again either
+        assert plot.render() is shown  # not converted again either
         assert _on_screen(plot) == before == _from_scratch(plot)
 
 
-async def test_a_point_moving_to_another_cell_rebuilds_and_shows_it() -> None:
+async def test_a_point_moving_to_another_cell_redraws_its_rows_only() -> None:
     from tests.test_roofline_pane import PaneApp, plot_area
 
     app = PaneApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         pane, plot = _plot_of(app)
-        before_area, builds = plot_area(app), plot.builds
+        before_area, builds, frames = plot_area(app), plot.builds, plot._generation
         row_of_p = [i for i, line in enumerate(before_area.splitlines()) if "P" in line]
+        refreshed: list[tuple[object, ...]] = []
+        original = plot.refresh
+        plot.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
         pane.show(_roofline_view(4.0))  # 0.6 decade higher: rows up on a 3-decade axis
         await pilot.pause()
-        assert plot.builds > builds
+        assert plot.builds == builds and plot._generation == frames  # no plotext build
+        assert refreshed and all(len(regions) in (1, 2) for regions in refreshed)
+        assert all(region.height == 1 for regions in refreshed for region in regions)  # type: ignore[attr-defined]
         after_area = plot_area(app)
         assert [i for i, line in enumerate(after_area.splitlines()) if "P" in line] < row_of_p
         assert _on_screen(plot) == _from_scratch(plot)
@@ -276,15 +323,26 @@ async def test_small_moves_keep_the_screen_equal_to_a_full_redraw() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         pane, plot = _plot_of(app)
-        builds, skipped = plot.builds, 0
+        rows, same = _on_screen(plot), 0
         for step in range(1, 25):
             pane.show(_roofline_view(1.0 + 0.02 * step))
             await pilot.pause()
-            skipped += plot.builds == builds
-            builds = plot.builds
-            assert _on_screen(plot) == _from_scratch(plot)
-            builds = plot.builds  # the check built once more
-        assert skipped > 0
+            same += _on_screen(plot) == rows
+            rows = _on_screen(plot)
+            assert rows == _from_scratch(plot)
+        assert 0 < same < 24
+
+
+async def test_the_first_paint_draws_the_frame_once_at_the_panes_layout() -> None:
+    """The pane's size is known at the first paint: no frame drawn at a guessed layout."""
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        _, plot = _plot_of(app)
+        assert plot._generation == 1 and plot.builds == 1
+        assert plot.spec is not None and plot.spec.frame.labels  # 24 rows: axis labels
 
 
 async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:

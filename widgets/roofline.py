@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from plotext._utility import get_matrix_data
+from plotext._utility import ansi_end, colors_to_ansi, get_matrix_data
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.color import Color
+from textual.content import Content
 from textual.events import Resize
+from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.theme import Theme
+from textual.visual import Visual, visualize
 from textual.widget import Widget
-from textual.widgets import Static
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
@@ -225,13 +229,47 @@ def _theme_rgb(variables: dict[str, str], mark: str) -> tuple[int, int, int]:
     return (255, 255, 255)
 
 
-class _RoofPlot(PlotextPlot):
-    """A PlotextPlot drawn from a `PlotSpec`, rebuilt only when its text can change.
+class _FrameDrawing:
+    """The plot without its marks, as plotext drew it and as Textual shows it."""
 
-    A new spec whose marks all stay in the cells they are drawn in, with the same frame, size
-    and theme, plots to the same text: it is kept (for the next build) and nothing else is
-    done. Otherwise it is built at once and compared with the text on screen, so the text's
-    conversion and the screen update are skipped when it plots the same all the same.
+    __slots__ = ("canvas", "cells", "key", "origin", "strips")
+
+    def __init__(self, key: tuple[object, ...], matrix: Any, strips: list[Strip]) -> None:
+        self.key = key
+        self.cells: tuple[list[list[Any]], ...] = tuple(
+            [list(row) for row in grid]
+            for grid in (matrix.marker, matrix.fullground, matrix.style, matrix.background)
+        )
+        """plotext's marker, colour, style and background rows, bottom row first as it keeps
+        them (see plotext's matrix_class)."""
+        self.origin = (matrix.Cols_canvas.start, matrix.Rows_canvas.start)
+        self.canvas = (len(matrix.Cols_canvas), len(matrix.Rows_canvas))
+        self.strips = strips
+
+
+def _row_ansi(markers: list[str], colors: list[list[Any]]) -> str:
+    """One plot row as plotext's `matrix_class.set_canvas` writes it: a code where the
+    colours change, the end code where they are about to."""
+    out: list[str] = []
+    last = len(markers) - 1
+    for col, marker in enumerate(markers):
+        if col == 0 or colors[col] != colors[col - 1]:
+            out.append(colors_to_ansi(*colors[col]))
+        out.append(marker)
+        if col == last or colors[col] != colors[col + 1]:
+            out.append(ansi_end)
+    return "".join(out)
+
+
+class _RoofPlot(PlotextPlot):
+    """A PlotextPlot drawn from a `PlotSpec`: plotext draws the frame, the marks go on top.
+
+    plotext draws the roofs, ridge, axes and labels once per frame, size and theme. The
+    marks (one letter each) are put into a copy of plotext's own cells, in the cells its
+    rule gives them, as plotext itself would put them last; only their rows are converted
+    again. So live points cost a row or two when they move to another cell, and nothing
+    when they stay in theirs. The spec's layout (axis labels, x ticks) follows the pane's
+    size, read when the plot is drawn, so the first paint is already at the right layout.
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -241,78 +279,209 @@ class _RoofPlot(PlotextPlot):
         self.theme = "clear"
         self.builds = 0
         """plotext builds so far."""
-        self.spec: PlotSpec | None = None
         self._generation = 0
-        self._cache_key: tuple[object, ...] | None = None
-        self._cached: RenderResult | None = None
-        self._built: tuple[tuple[object, ...], str] | None = None
-        """(size, themes, generation) -> the plotext text built for them."""
-        self._canvas: tuple[int, int] = (0, 0)
-        """The data area (columns, rows) of the last build."""
-        self._drawn: tuple[object, ...] | None = None
-        """What the last build drew: `_cells_key` of its spec."""
+        """Frames drawn so far."""
+        self.view: RooflineView | None = None
+        self.spec: PlotSpec | None = None
+        self._frame: _FrameDrawing | None = None
+        self._rows: tuple[tuple[object, ...], dict[int, tuple[str, Strip]]] | None = None
+        """(frame key, mark cells) -> the rows with marks: screen row -> (ansi, strip)."""
+        self._text: tuple[tuple[object, ...], Text] | None = None
 
-    def _base_key(self) -> tuple[object, ...]:
-        return (self.size.width, self.size.height, self.app.theme, self.theme)
+    # --- what to draw ---------------------------------------------------------------------
 
-    def _key(self) -> tuple[object, ...]:
-        return (*self._base_key(), self._generation)
-
-    def _cells_key(self, spec: PlotSpec | None) -> tuple[object, ...]:
-        if spec is None:
-            return (*self._base_key(), None)
-        cells = mark_cells(spec, *self._canvas)
-        return (*self._base_key(), self._canvas, spec.frame, cells)
-
-    def show(self, spec: PlotSpec | None) -> None:
-        """Draw `spec`: a no-op when every mark stays in its cell (and frame, size, theme)."""
+    def show(self, view: RooflineView | None) -> None:
+        """Draw `view`; repaint only the rows whose marks changed when the frame is the same."""
+        self.view = view
+        spec = self._spec_now()
         if spec == self.spec:
             return
-        same_text = self._drawn is not None and self._cells_key(spec) == self._drawn
         self.spec = spec
-        if not same_text:
-            self.replotted()
+        frame = self._frame
+        if frame is None or frame.key != self._frame_key():
+            self.refresh()
+            return
+        before = self._rows[1] if self._rows is not None else {}
+        after = self._mark_rows(frame)
+        width = self.size.width
+        changed = [
+            y
+            for y in before.keys() | after.keys()
+            if (before.get(y) or ("",))[0] != (after.get(y) or ("",))[0]
+        ]
+        if changed:
+            self.refresh(*(Region(0, y, width, 1) for y in sorted(changed)))
 
-    def _build(self) -> str:
-        """The plot's text at the current size and theme, as PlotextPlot.render builds it."""
+    def _spec_now(self) -> PlotSpec | None:
+        if self.view is None:
+            return None
+        return plot_spec(self.view, *plot_layout(self._pane_size()))
+
+    def _pane_size(self) -> Size:
+        pane = self.parent
+        return pane.outer_size if isinstance(pane, Widget) else self.outer_size
+
+    def _frame_key(self) -> tuple[object, ...]:
+        frame = self.spec.frame if self.spec is not None else None
+        return (*self.size, self.app.theme, self.theme, self.visual_style, frame)
+
+    # --- drawing ----------------------------------------------------------------------------
+
+    def _plotext(self, spec: PlotSpec | None) -> str:
+        """plotext's text of `spec` at the current size and theme, as PlotextPlot.render."""
         width, height = self.size.width, self.size.height
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        if self.spec is not None:
-            _draw_spec(plt, self.spec, self.app.theme_variables)
+        if spec is not None:
+            _draw_spec(plt, spec, self.app.theme_variables)
         plt.plotsize(width, height)
         plt._set_size(width, height)
         plt.theme(self._get_plotext_theme_name(self.app.theme))
         text: str = plt.build()
         self.builds += 1
-        matrix = plt.monitor.matrix  # type: ignore[attr-defined]  # untyped plotext
-        self._canvas = (len(matrix.Cols_canvas), len(matrix.Rows_canvas))
-        self._drawn = self._cells_key(self.spec)
-        self._built = (self._key(), text)
         return text
 
-    def replotted(self) -> None:
-        """The spec or the theme changed: redraw unless it plots to the same text."""
-        before = self._built
-        if self.size.area and before is not None and before[0] == self._key():
-            text = self._build()
-            if text == before[1]:
-                return
+    def _current_frame(self) -> _FrameDrawing:
+        spec = self._spec_now()
+        if spec != self.spec:  # the pane's layout changed since `show`
+            self.spec = spec
+        key = self._frame_key()
+        if self._frame is None or self._frame.key != key:
+            bare = PlotSpec(spec.frame, ()) if spec is not None else None
+            text = self._plotext(bare)
+            width, height = self.size
+            visual = visualize(self, Text.from_ansi(text))
+            strips = Visual.to_strips(self, visual, width, height, self.visual_style)
+            self._frame = _FrameDrawing(key, self.plt.monitor.matrix, strips)  # type: ignore[attr-defined]
             self._generation += 1
-            self._built = (self._key(), text)
-        else:
-            self._generation += 1
-        self.refresh()
+        return self._frame
+
+    def _mark_rows(self, frame: _FrameDrawing) -> dict[int, tuple[str, Strip]]:
+        """The rows that carry marks, with the marks put in as plotext puts them."""
+        spec = self.spec
+        cells = mark_cells(spec, *frame.canvas) if spec is not None else ()
+        key = (frame.key, cells)
+        if self._rows is not None and self._rows[0] == key:
+            return self._rows[1]
+        markers, colours, styles, backgrounds = frame.cells
+        rows: dict[int, tuple[list[str], list[Any], list[Any]]] = {}
+        monitor = self.plt.monitor  # type: ignore[attr-defined]  # untyped plotext
+        theme = self.app.theme_variables
+        col0, row0 = frame.origin
+        width, height = frame.canvas
+        for name, x, y in cells:
+            if not (0 <= x < width and 0 <= y < height):
+                continue  # as plotext's remove_outsiders
+            row = row0 + y
+            marker_row, colour_row, style_row = rows.setdefault(
+                row, (list(markers[row]), list(colours[row]), list(styles[row]))
+            )
+            marker_row[col0 + x] = _LETTERS[name]
+            colour_row[col0 + x] = monitor.check_color(_theme_rgb(theme, name))
+            style = monitor.check_style(None)
+            if style is not None:
+                style_row[col0 + x] = style
+        drawn: dict[int, tuple[str, Strip]] = {}
+        last = len(markers) - 1
+        for row, (marker_row, colour_row, style_row) in rows.items():
+            colors = [
+                [colour, style, background]
+                for colour, style, background in zip(
+                    colour_row, style_row, backgrounds[row], strict=True
+                )
+            ]
+            ansi = _row_ansi(marker_row, colors)
+            strip = Visual.to_strips(
+                self, visualize(self, Text.from_ansi(ansi)), self.size.width, 1, self.visual_style
+            )[0]
+            drawn[last - row] = (ansi, strip)
+        self._rows = (key, drawn)
+        return drawn
+
+    def render_line(self, y: int) -> Strip:
+        """Row `y`: the frame's, or the row with its marks put in."""
+        self._dirty_regions.clear()  # Textual's own render_line would convert the whole plot
+        frame = self._current_frame()
+        marked = self._mark_rows(frame).get(y)
+        if marked is not None:
+            return marked[1]
+        if 0 <= y < len(frame.strips):
+            return frame.strips[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
 
     def render(self) -> RenderResult:
-        key = self._key()
-        if self._cached is None or key != self._cache_key:
-            built = self._built
-            text = built[1] if built is not None and built[0] == key else self._build()
-            self._cached = Text.from_ansi(text)
-            self._cache_key = key
-        return self._cached
+        """The whole plot as one text, marks and all (Textual draws it row by row)."""
+        frame = self._current_frame()
+        rows = self._mark_rows(frame)
+        key = self._rows[0] if self._rows is not None else frame.key
+        if self._text is None or self._text[0] != key:
+            lines = frame_text_rows(frame)
+            for y, (ansi, _) in rows.items():
+                lines[y] = ansi
+            self._text = (key, Text.from_ansi("\n".join(lines)))
+        return self._text[1]
+
+
+def frame_text_rows(frame: _FrameDrawing) -> list[str]:
+    """The frame's rows as plotext writes them, top row first."""
+    markers, colours, styles, backgrounds = frame.cells
+    return [
+        _row_ansi(
+            markers[row],
+            [list(c) for c in zip(colours[row], styles[row], backgrounds[row], strict=True)],
+        )
+        for row in reversed(range(len(markers)))
+    ]
+
+
+def plot_layout(pane: Size) -> tuple[bool, int]:
+    """What of the plot depends on the pane's size: axis labels, and how many x ticks fit."""
+    return pane.height >= TITLE_MIN_HEIGHT, max(2, pane.width // 6)
+
+
+def is_text_only(pane: Size) -> bool:
+    """Too small a pane for a plot: the caption alone says it all."""
+    return pane.width < MIN_PLOT_WIDTH or pane.height < MIN_PLOT_HEIGHT
+
+
+def caption_at(view: RooflineView | None, pane: Size) -> list[str]:
+    """The caption's lines in a pane of this (outer) size."""
+    title = is_text_only(pane) or pane.height >= TITLE_MIN_HEIGHT
+    return caption_lines(view, title=title, compact=pane.width < WIDE_CAPTION_WIDTH)
+
+
+class _Caption(Widget):
+    """The words under the plot; how many lines depends on the pane's size, known at layout."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view: RooflineView | None = None
+        self._lines: list[str] = []
+
+    def _pane_size(self, content: Size | None = None) -> Size:
+        pane = self.parent
+        if not isinstance(pane, Widget):
+            return self.outer_size
+        if content is None:
+            return pane.outer_size
+        width, height = pane.styles.gutter.totals
+        return Size(content.width + width, content.height + height)
+
+    def show(self, view: RooflineView | None) -> None:
+        self.view = view
+        lines = caption_at(view, self._pane_size())
+        if lines != self._lines:
+            # Only another number of lines needs the screen laid out again; else a repaint.
+            self.refresh(layout=len(lines) != len(self._lines))
+            self._lines = lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(caption_at(self.view, self._pane_size(container)))
+
+    def render(self) -> RenderResult:
+        self._lines = caption_at(self.view, self._pane_size())
+        return Content("\n".join(self._lines))
 
 
 def _draw_spec(plt: Plot, spec: PlotSpec, colours: dict[str, str]) -> None:
@@ -380,14 +549,11 @@ class RooflinePane(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = "Roofline"
-        self._drawn_layout: tuple[bool, int] | None = None
-        self._caption_height = -1
-        self._caption_lines: list[str] = []
         self._title = "Roofline"
 
     def compose(self) -> ComposeResult:
         yield _RoofPlot(id="roofline-plot")
-        yield Static(id="roofline-caption", markup=False)
+        yield _Caption(id="roofline-caption")
 
     def show(self, view: RooflineView | None) -> None:
         """Draw this view (a no-op when it equals the one on screen)."""
@@ -395,53 +561,26 @@ class RooflinePane(Widget):
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._on_theme_changed)
-        self._update_caption()
-        self._draw_plot()
+        self._draw()
 
     def watch_view(self, view: RooflineView | None) -> None:
         title = pane_title(view)
         if title != self._title:  # setting it repaints the whole pane, plot and all
             self._title = self.border_title = title
         if self.is_mounted:
-            self._update_caption()
-            self._draw_plot()
+            self._draw()
 
     def on_resize(self, _event: Resize) -> None:
-        outer = self.outer_size
-        small = outer.width < MIN_PLOT_WIDTH or outer.height < MIN_PLOT_HEIGHT
-        self.set_class(small, "-text-only")
-        self._update_caption()
-        if self._plot_layout() != self._drawn_layout:
-            self._draw_plot()
-
-    def _plot_layout(self) -> tuple[bool, int]:
-        """What of the plot depends on the size: axis labels, and how many x ticks fit."""
-        outer = self.outer_size
-        return outer.height >= TITLE_MIN_HEIGHT, max(2, outer.width // 6)
+        self.set_class(is_text_only(self.outer_size), "-text-only")
+        self._draw()
 
     @property
     def text_only(self) -> bool:
         return self.has_class("-text-only")
 
     def _on_theme_changed(self, _theme: Theme) -> None:
-        self._draw_plot()
+        self.query_one(_RoofPlot).refresh()
 
-    def _update_caption(self) -> None:
-        outer = self.outer_size
-        title = self.text_only or outer.height >= TITLE_MIN_HEIGHT
-        compact = outer.width < WIDE_CAPTION_WIDTH
-        lines = caption_lines(self.view, title=title, compact=compact)
-        # Only another number of lines needs the screen laid out again; else a repaint.
-        relayout = len(lines) != self._caption_height
-        if not relayout and lines == self._caption_lines:
-            return  # the same text: Static.update would render and repaint it all the same
-        self._caption_height = len(lines)
-        self._caption_lines = lines
-        caption = self.query_one("#roofline-caption", Static)
-        caption.update(Text("\n".join(lines)), layout=relayout)
-
-    def _draw_plot(self) -> None:
-        view = self.view
-        layout = self._drawn_layout = self._plot_layout()
-        spec = plot_spec(view, *layout) if view is not None else None
-        self.query_one(_RoofPlot).show(spec)
+    def _draw(self) -> None:
+        self.query_one(_Caption).show(self.view)
+        self.query_one(_RoofPlot).show(self.view)
