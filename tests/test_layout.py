@@ -101,3 +101,19 @@ async def test_three_columns_at_120x36_still_draw_the_roofline_plot() -> None:
         assert not roofline.has_class("-text-only")
         plot = app.query_one("#roofline-plot")
         assert plot.display and plot.size.height >= 10
+
+
+async def test_the_first_paint_is_at_the_breakpoints_column_count() -> None:
+    """Breakpoint classes are set before the first layout: the roofline is drawn once, at
+    three columns (Textual would set them on the first resize, after a paint at two)."""
+    from cockpit.widgets.roofline import _RoofPlot
+
+    app = make_app(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.screen.has_class("-wide-three-columns")
+        assert not app.screen.has_class("-two-columns")
+        assert app.query_one("#panes").styles.grid_size_columns == 3
+        assert app.query_one(_RoofPlot)._generation == 1
