@@ -24,6 +24,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.driver import Driver
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
@@ -284,6 +285,15 @@ class CockpitApp(App[None]):
         for answer in answers:
             answer()
         self._show_all()  # placeholders for what is still being read
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, with a quiet input thread on Linux (see cockpit/driver.py)."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "LinuxDriver" and driver.__module__.startswith("textual."):
+            from cockpit.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def _breakpoint_classes(self, size: Size) -> dict[str, bool]:
         """The screen's breakpoint classes at `size`, as Textual's Screen sets them on resize."""
