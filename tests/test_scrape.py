@@ -20,6 +20,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import MetricsHandler
 
+from cockpit.sources.prometheus import SourceError
 from cockpit.sources.scrape import ScrapeSource
 
 LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -76,6 +77,21 @@ def test_first_scrape_of_real_exposition_counts_since_engine_start() -> None:
     assert buckets[-1][1] == line_sum(text, "vllm:request_prompt_tokens_count")
     assert [le for le, _ in buckets] == sorted(le for le, _ in buckets)
     assert totals.kv_capacity_tokens == 1048576
+
+
+def test_only_wanted_samples_are_parsed_and_a_garbled_wanted_one_is_an_error() -> None:
+    """Unused families (most of an exposition) aren't parsed; a figure's own lines still are."""
+    text = fixture_text("metrics_real.txt")
+    at = newest_created(text) + 600
+    clean = ScrapeSource("http://127.0.0.1:1/metrics")
+    clean.ingest(text, at)
+    garbled_unused = text + 'vllm:request_params_n_bucket{le="1.0" 3 oops\n'
+    tolerant = ScrapeSource("http://127.0.0.1:1/metrics")
+    tolerant.ingest(garbled_unused, at)
+    assert tolerant.totals("real", "", 3600, at).values == clean.totals("real", "", 3600, at).values
+    garbled_used = text + 'vllm:prompt_tokens_total{engine="9" oops\n'
+    with pytest.raises(SourceError, match="cannot parse the /metrics text"):
+        ScrapeSource("http://127.0.0.1:1/metrics").ingest(garbled_used, at)
 
 
 def test_specdec_exposition_has_spec_counters() -> None:

@@ -215,8 +215,8 @@ class ScrapeSource:
 
     def ingest(self, text: str, at: float) -> None:
         """Parse one exposition taken at `at` and add it to the buffer."""
-        flat = _flatten(text)
-        names = frozenset(name for name, _ in flat)
+        lines = _sample_lines(text)
+        names = frozenset(lines)
         self._exposed = self._exposed | names
         self._escaped = dialects.names_escaped(self._exposed)
         if self.dialect is None:
@@ -225,6 +225,9 @@ class ScrapeSource:
             except dialects.DialectError as exc:
                 raise SourceError(f"{self.url}: {exc}") from None
         keep = self._wanted(self.dialect, self._escaped)
+        info = (INFO_METRIC, dialects.escape_name(INFO_METRIC))
+        parsed = {*keep, *(created_name(name) for name in keep), *info}
+        flat = _flatten(line for name in parsed for line in lines.get(name, ()))
         created: dict[tuple[str, LabelKey], float] = {}
         for name, labels, value in ((n, lab, v) for (n, lab), v in flat.items()):
             if name.endswith("_created"):
@@ -232,7 +235,7 @@ class ScrapeSource:
         samples: dict[str, dict[LabelKey, Point]] = {}
         self._info = []
         for (name, labels), value in flat.items():
-            if name in (INFO_METRIC, dialects.escape_name(INFO_METRIC)):
+            if name in info:
                 self._info.append(dict(labels))
             if name not in keep:
                 continue
@@ -469,6 +472,7 @@ def _total(found: list[float | None]) -> float | str:
 
 
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
+_SAMPLE_NAME = re.compile(r"[^{ \t]+")
 _SAMPLE_LINE = re.compile(
     rf"([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:\{{((?:[^\"}}]|{_QUOTED})*)\}})?[ \t]+(\S+)"
     r"(?:[ \t]+-?[0-9.eE+]+)?[ \t]*(?:#.*)?"
@@ -511,17 +515,23 @@ def _parse_labels(body: str, line: str) -> LabelKey:
     return tuple(sorted(pairs))
 
 
-def _flatten(text: str) -> dict[tuple[str, LabelKey], float]:
-    """Every engine sample of one exposition: (name, sorted labels) -> value.
-
-    A small parser for the sample lines only (comments, HELP and TYPE are skipped, and so are
-    other processes' samples): the exposition is parsed at every refresh, so it must be cheap.
-    """
-    flat: dict[tuple[str, LabelKey], float] = {}
+def _sample_lines(text: str) -> dict[str, list[str]]:
+    """The engine's sample lines by sample name; comments, HELP, TYPE and other processes'
+    samples are left out. Only the wanted names' lines are parsed further: the exposition is
+    read at every refresh, and most of it is other histograms' buckets."""
+    lines: dict[str, list[str]] = {}
     for raw in text.splitlines():
         line = raw.strip()
-        if not line.startswith(ENGINE_PREFIXES):
-            continue
+        if line.startswith(ENGINE_PREFIXES):
+            name = _SAMPLE_NAME.match(line)
+            lines.setdefault(name.group() if name else line, []).append(line)
+    return lines
+
+
+def _flatten(lines: Iterable[str]) -> dict[tuple[str, LabelKey], float]:
+    """Sample lines as (name, sorted labels) -> value; a line that isn't one is an error."""
+    flat: dict[tuple[str, LabelKey], float] = {}
+    for line in lines:
         found = _SAMPLE_LINE.fullmatch(line)
         if found is None:
             raise SourceError(f"cannot parse the /metrics text: {line[:80]!r}")
