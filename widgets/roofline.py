@@ -287,6 +287,7 @@ class _RoofPlot(PlotextPlot):
         self._rows: tuple[tuple[object, ...], dict[int, tuple[str, Strip]]] | None = None
         """(frame key, mark cells) -> the rows with marks: screen row -> (ansi, strip)."""
         self._text: tuple[tuple[object, ...], Text] | None = None
+        self._spec_key: tuple[RooflineView | None, Size, PlotSpec | None] | None = None
 
     # --- what to draw ---------------------------------------------------------------------
 
@@ -313,9 +314,12 @@ class _RoofPlot(PlotextPlot):
             self.refresh(*(Region(0, y, width, 1) for y in sorted(changed)))
 
     def _spec_now(self) -> PlotSpec | None:
-        if self.view is None:
-            return None
-        return plot_spec(self.view, *plot_layout(self._pane_size()))
+        """The spec of the view at the pane's current size (kept: each row drawn asks)."""
+        key = (self.view, self._pane_size())
+        if self._spec_key is None or self._spec_key[0] is not key[0] or self._spec_key[1] != key[1]:
+            spec = plot_spec(self.view, *plot_layout(key[1])) if self.view is not None else None
+            self._spec_key = (key[0], key[1], spec)
+        return self._spec_key[2]
 
     def _pane_size(self) -> Size:
         pane = self.parent
