@@ -366,3 +366,24 @@ async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() 
         pane.show(RooflineView(find_hardware("a100"), find_model("llama-3.1-8b"), None))
         await pilot.pause()
         assert calls  # a new title repaints the border
+
+
+async def test_a_caption_line_that_changes_repaints_alone() -> None:
+    """A point's numbers change: its caption line is drawn again, the roofs line is not."""
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(RooflinePane)
+        caption = app.query_one("#roofline-caption")
+        refreshed: list[tuple[object, ...]] = []
+        original = caption.refresh
+        caption.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
+        pane.show(_roofline_view(1.5))
+        await pilot.pause()
+        assert refreshed and all(len(regions) == 1 for regions in refreshed)
+        (region,) = refreshed[0]
+        lines = str(caption.render()).splitlines()
+        assert lines[region.y].startswith("P ")  # type: ignore[attr-defined]
+        assert lines[0].startswith("ridge")

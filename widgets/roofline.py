@@ -315,11 +315,12 @@ class _RoofPlot(PlotextPlot):
 
     def _spec_now(self) -> PlotSpec | None:
         """The spec of the view at the pane's current size (kept: each row drawn asks)."""
-        key = (self.view, self._pane_size())
-        if self._spec_key is None or self._spec_key[0] is not key[0] or self._spec_key[1] != key[1]:
-            spec = plot_spec(self.view, *plot_layout(key[1])) if self.view is not None else None
-            self._spec_key = (key[0], key[1], spec)
-        return self._spec_key[2]
+        view, pane = self.view, self._pane_size()
+        kept = self._spec_key
+        if kept is None or kept[0] is not view or kept[1] != pane:
+            spec = plot_spec(view, *plot_layout(pane)) if view is not None else None
+            kept = self._spec_key = (view, pane, spec)
+        return kept[2]
 
     def _pane_size(self) -> Size:
         pane = self.parent
@@ -456,12 +457,17 @@ def caption_at(view: RooflineView | None, pane: Size) -> list[str]:
 
 
 class _Caption(Widget):
-    """The words under the plot; how many lines depends on the pane's size, known at layout."""
+    """The words under the plot; how many lines depends on the pane's size, known at layout.
+
+    Each line is drawn again only when its text (or the width, theme or style) changes: the
+    numbers of one or two points move at a refresh, not the roofs line."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view: RooflineView | None = None
         self._lines: list[str] = []
+        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        self._lines_key: tuple[RooflineView | None, Size, list[str]] | None = None
 
     def _pane_size(self, content: Size | None = None) -> Size:
         pane = self.parent
@@ -475,17 +481,45 @@ class _Caption(Widget):
     def show(self, view: RooflineView | None) -> None:
         self.view = view
         lines = caption_at(view, self._pane_size())
-        if lines != self._lines:
-            # Only another number of lines needs the screen laid out again; else a repaint.
+        if lines == self._lines:
+            return
+        width = self.size.width
+        if len(lines) != len(self._lines) or not width:
+            # Only another number of lines needs the screen laid out again.
             self.refresh(layout=len(lines) != len(self._lines))
-            self._lines = lines
+        else:
+            changed = [y for y, (a, b) in enumerate(zip(self._lines, lines, strict=True)) if a != b]
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+        self._lines = lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(caption_at(self.view, self._pane_size(container)))
 
     def render(self) -> RenderResult:
-        self._lines = caption_at(self.view, self._pane_size())
-        return Content("\n".join(self._lines))
+        return Content("\n".join(self._current_lines()))
+
+    def _current_lines(self) -> list[str]:
+        key = (self.view, self._pane_size())
+        if (
+            self._lines_key is None
+            or self._lines_key[0] is not key[0]
+            or self._lines_key[1] != key[1]
+        ):
+            self._lines_key = (key[0], key[1], caption_at(*key))
+        return self._lines_key[2]
+
+    def render_line(self, y: int) -> Strip:
+        self._dirty_regions.clear()  # Textual's own render_line would draw every line again
+        lines = self._current_lines()
+        width, style = self.size.width, self.visual_style
+        if not 0 <= y < len(lines):
+            return Strip.blank(width, style.rich_style)
+        key = (lines[y], width, self.app.theme, style)
+        cached = self._strips.get(y)
+        if cached is None or cached[0] != key:
+            strips = Visual.to_strips(self, Content(lines[y]), width, 1, style)
+            cached = self._strips[y] = (key, strips[0] if strips else Strip.blank(width))
+        return cached[1]
 
 
 def _draw_spec(plt: Plot, spec: PlotSpec, colours: dict[str, str]) -> None:
