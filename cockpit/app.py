@@ -297,13 +297,13 @@ class CockpitApp(App[None]):
 
     def _breakpoint_classes(self, size: Size) -> dict[str, bool]:
         """The screen's breakpoint classes at `size`, as Textual's Screen sets them on resize."""
-        classes: dict[str, bool] = {}
-        for dimension, breakpoints in (
-            (size.width, self.HORIZONTAL_BREAKPOINTS or []),
-            (size.height, self.VERTICAL_BREAKPOINTS or []),
-        ):
+        horizontal = self.HORIZONTAL_BREAKPOINTS or []
+        vertical = self.VERTICAL_BREAKPOINTS or []
+        classes = {name: False for _, name in [*horizontal, *vertical]}
+        for dimension, breakpoints in ((size.width, horizontal), (size.height, vertical)):
             reached = [name for low, name in sorted(breakpoints) if dimension >= low]
-            classes.update({name: name == reached[-1] for _, name in breakpoints})
+            if reached:
+                classes[reached[-1]] = True
         return classes
 
     def _adopt(

@@ -42,6 +42,7 @@ async def test_the_bar_shows_every_shown_binding_in_order() -> None:
         bar = cockpit.query_one(KeyBar)
         shown = [b for b in cockpit.BINDINGS if getattr(b, "show", True)]
         assert {key.action for key in bar.keys} == {b.action for b in shown}  # type: ignore[union-attr]
+        assert [key.display for key in bar.keys][:3] == ["tab", "1-9", "w/W"]
         line = cockpit.screen._compositor.render_strips()[-1].text
         assert line.startswith("tab next 1-9 lane w/W window p pause")
         assert line.rstrip().endswith("▏^p palette")

@@ -57,7 +57,9 @@ def bar_content(keys: list[Key], palette: Key | None, width: int) -> tuple[Conte
 
 
 class KeyBar(Widget):
-    """The shown bindings of the screen it is mounted on, in their order, and ^p palette."""
+    """The shown bindings of the screen it is mounted on, in their order, and ^p palette.
+
+    Taken once, at mount: the cockpit's keys don't depend on focus or state."""
 
     DEFAULT_CSS = """
     KeyBar {

@@ -227,7 +227,7 @@ class ScrapeSource:
         keep = self._wanted(self.dialect, self._escaped)
         info = (INFO_METRIC, dialects.escape_name(INFO_METRIC))
         parsed = {*keep, *(created_name(name) for name in keep), *info}
-        flat = _flatten(line for name in parsed for line in lines.get(name, ()))
+        flat = _flatten(line for name, group in lines.items() if name in parsed for line in group)
         created: dict[tuple[str, LabelKey], float] = {}
         for name, labels, value in ((n, lab, v) for (n, lab), v in flat.items()):
             if name.endswith("_created"):
