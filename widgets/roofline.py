@@ -387,6 +387,7 @@ class _RoofPlot(PlotextPlot):
             style = monitor.check_style(None)
             if style is not None:
                 style_row[col0 + x] = style
+        before = self._rows[1] if self._rows is not None and self._rows[0][0] == frame.key else {}
         drawn: dict[int, tuple[str, Strip]] = {}
         last = len(markers) - 1
         for row, (marker_row, colour_row, style_row) in rows.items():
@@ -397,12 +398,16 @@ class _RoofPlot(PlotextPlot):
                 )
             ]
             ansi = _row_ansi(marker_row, colors)
-            strip = Visual.to_strips(
-                self, visualize(self, Text.from_ansi(ansi)), self.size.width, 1, self.visual_style
-            )[0]
-            drawn[last - row] = (ansi, strip)
+            kept = before.get(last - row)
+            same = kept is not None and kept[0] == ansi
+            drawn[last - row] = kept if same and kept is not None else (ansi, self._strip(ansi))
         self._rows = (key, drawn)
         return drawn
+
+    def _strip(self, ansi: str) -> Strip:
+        """One row of plotext's text as Textual draws it."""
+        visual = visualize(self, Text.from_ansi(ansi))
+        return Visual.to_strips(self, visual, self.size.width, 1, self.visual_style)[0]
 
     def render_line(self, y: int) -> Strip:
         """Row `y`: the frame's, or the row with its marks put in."""
