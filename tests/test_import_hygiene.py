@@ -4,6 +4,7 @@ themes do."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,36 @@ def test_importing_the_app_does_load_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert result.stdout.strip() == "True"
+
+
+def _loaded_after_building(urls: dict[str, str]) -> str:
+    """Which of httpx / urllib.request the cockpit has imported once its app and feeds for
+    these lanes (name -> `prometheus` or `metrics_url` URL) are built."""
+    lanes = "".join(
+        f"- name: {name}\n  {'metrics_url' if 'metrics' in url else 'prometheus'}: {url}\n"
+        for name, url in urls.items()
+    )
+    code = (
+        "import sys\n"
+        "import cockpit.app\n"
+        "from cockpit.config import parse_config\n"
+        "from cockpit.feeds import build_feeds\n"
+        f"build_feeds(parse_config({'lanes:' + chr(10) + lanes!r}, 'test'))\n"
+        "print(sorted(m for m in ('httpx', 'urllib.request') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, env=env
+    )
+    return result.stdout.strip()
+
+
+def test_plain_http_lanes_start_without_httpx() -> None:
+    """httpx (and urllib.request with http.client and email) costs ~50 ms of start-up; the
+    light client needs none of it."""
+    urls = {"a": "http://127.0.0.1:9090", "b": "http://127.0.0.1:8000/metrics"}
+    assert _loaded_after_building(urls) == "[]"
+
+
+def test_a_tls_lane_loads_httpx() -> None:
+    assert "httpx" in _loaded_after_building({"a": "https://prometheus.example:9090"})

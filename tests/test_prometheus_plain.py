@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-import httpx
 import pytest
 
-from cockpit.sources.prometheus import PlainHttp, PrometheusSource, SourceError
+from cockpit.sources.prometheus import (
+    ConnectError,
+    PlainHttp,
+    PrometheusSource,
+    SourceError,
+    environment_proxies,
+)
 
 Answer = Callable[[int], bytes | None]
 """Request number (from 0) -> raw answer, or None to close the connection unanswered."""
@@ -204,7 +210,7 @@ async def test_answers_cut_short_are_reasons(serve: Start) -> None:
 
 async def test_refused_and_timed_out() -> None:
     http = PlainHttp("http://127.0.0.1:1", {}, 1.0)
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(ConnectError):
         await http.request("GET", "/x")
     source = PrometheusSource("http://127.0.0.1:1")
     with pytest.raises(SourceError, match="connection refused") as caught:
@@ -224,3 +230,28 @@ async def test_refused_and_timed_out() -> None:
     await source.aclose()
     slow.close()
     await slow.wait_closed()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"HTTP_PROXY": "http://upper:1"},
+        {"http_proxy": "http://lower:1", "HTTP_PROXY": "http://upper:1"},
+        {"HTTP_PROXY": "http://upper:1", "http_proxy": ""},
+        {"HTTP_PROXY": "http://cgi:1", "REQUEST_METHOD": "GET"},
+        {"http_proxy": "http://lower:1", "REQUEST_METHOD": "GET"},
+        {"ALL_PROXY": "socks5://all:1", "no_proxy": "localhost"},
+    ],
+)
+def test_proxies_are_read_as_urllib_reads_them(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urllib.request
+
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy") or name == "REQUEST_METHOD":
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert environment_proxies() == urllib.request.getproxies_environment()

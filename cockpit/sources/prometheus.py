@@ -1,8 +1,9 @@
 """A lane's window totals from anything that speaks the Prometheus HTTP API.
 
 One long-lived client per server (kept-alive plain HTTP/1.1 for an http:// server without a
-proxy, httpx for TLS or a proxy); one `/api/v1/query` request per lane refresh carries every
-figure (joined with `or`, split again by the `fig` label), its text built once per lane and window.
+proxy; httpx, imported only then, for TLS or a proxy); one `/api/v1/query` request per lane
+refresh carries every figure (joined with `or`, split again by the `fig` label), its text
+built once per lane and window.
 """
 
 from __future__ import annotations
@@ -11,22 +12,24 @@ import asyncio
 import base64
 import json
 import math
+import os
 import socket
 import ssl
 import time
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
 
 import h11
-import httpx
 
 from cockpit import dialects
 from cockpit.dialects import spec_expression
 from cockpit.model import LANE_HISTOGRAMS, Bucket, LaneTotals, frozen_map
 from cockpit.timeutil import promql_duration, stamp
+
+if TYPE_CHECKING:
+    import httpx
 
 NAMES_TTL_S = 300.0
 """How long a lane's list of exposed metric names is trusted."""
@@ -49,6 +52,68 @@ class SourceError(Exception):
         self.unreachable = unreachable
         """No answer at all (refused, unknown host, TLS, dropped): a cheap probe tells when
         it is back. A slow or erring server is not unreachable: it gets the back-off."""
+
+
+class TransportError(Exception):
+    """A request that got no usable answer.
+
+    The light client's subclasses are named as httpx names its errors, so both clients give
+    the same reasons; an httpx error is turned into one with its reason already worded (see
+    `general_client_error`), so httpx is imported only where it is used."""
+
+    timeout = False
+    """No answer in time (see `connect`) rather than a refused or broken exchange."""
+    connect = False
+    """It failed while connecting: nothing is listening, or not yet."""
+    unreachable = True
+    """As SourceError.unreachable."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ConnectTimeout(TransportError):
+    timeout = True
+    connect = True
+
+
+class ConnectError(TransportError):
+    connect = True
+
+
+class ReadTimeout(TransportError):
+    timeout = True
+
+
+class ReadError(TransportError):
+    pass
+
+
+class RemoteProtocolError(TransportError):
+    pass
+
+
+class LocalProtocolError(TransportError):
+    pass
+
+
+def general_client_error(exc: httpx.HTTPError) -> TransportError:
+    """httpx's error as a TransportError, with its reason worded."""
+    import httpx
+
+    error = TransportError(str(exc), reason=transport_reason(exc))
+    error.timeout = isinstance(exc, httpx.TimeoutException)
+    error.connect = isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError)
+    error.unreachable = isinstance(exc, httpx.TransportError)
+    return error
+
+
+def failure_reason(url: str, error: TransportError, timeout_s: float) -> tuple[str, bool]:
+    """One line for the user, and whether the server counts as unreachable."""
+    if error.timeout:
+        return f"{url}: timed out after {timeout_s:g} s", error.connect
+    return f"{url}: {error.reason or transport_reason(error)}", error.unreachable
 
 
 def tls_verify(url: str, verify: bool | str) -> bool | str | ssl.SSLContext:
@@ -146,6 +211,8 @@ class PrometheusSource:
                 headers["Authorization"] = _basic(*auth)
             self._plain = PlainHttp(self.url, headers, timeout)
         else:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 base_url=self.url,
                 headers=headers,
@@ -473,14 +540,9 @@ class PrometheusSource:
         self.requests += 1
         try:
             reply = await self._send(method, path, params)
-        except httpx.TimeoutException as exc:
-            reason = f"{self.url}: timed out after {self._timeout:g} s"
-            raise SourceError(reason, unreachable=isinstance(exc, httpx.ConnectTimeout)) from None
-        except httpx.HTTPError as exc:
-            raise SourceError(
-                f"{self.url}: {self._scrub(transport_reason(exc))}",
-                unreachable=isinstance(exc, httpx.TransportError),
-            ) from None
+        except TransportError as exc:
+            reason, unreachable = failure_reason(self.url, exc, self._timeout)
+            raise SourceError(self._scrub(reason), unreachable=unreachable) from None
         return self._decode(reply)
 
     async def _send(self, method: str, path: str, params: Mapping[str, str]) -> Reply:
@@ -488,12 +550,17 @@ class PrometheusSource:
             if method == "POST":
                 return await self._plain.request("POST", path, self._form(params))
             return await self._plain.request("GET", f"{path}?{urlencode(params)}")
+        import httpx
+
         assert self._client is not None
-        if method == "POST":
-            body = self._form(params)
-            response = await self._client.post(path, content=body, headers=FORM_HEADERS)
-        else:
-            response = await self._client.get(path, params=dict(params))
+        try:
+            if method == "POST":
+                body = self._form(params)
+                response = await self._client.post(path, content=body, headers=FORM_HEADERS)
+            else:
+                response = await self._client.get(path, params=dict(params))
+        except httpx.HTTPError as exc:
+            raise general_client_error(exc) from exc
         return Reply(response.status_code, response.reason_phrase, response.headers, response.text)
 
     def _scrub(self, text: str) -> str:
@@ -553,8 +620,28 @@ class Reply(NamedTuple):
 def plain_http_ok(url: str) -> bool:
     """A plain-http URL and no proxy configured for it: `PlainHttp` can ask it (otherwise the
     general client, which speaks TLS and honours proxies)."""
-    proxies = urllib.request.getproxies()
+    proxies = environment_proxies()
     return urlsplit(url).scheme == "http" and not ("http" in proxies or "all" in proxies)
+
+
+def environment_proxies() -> dict[str, str]:
+    """The proxies the environment names, by scheme, by the rule of urllib's
+    `getproxies_environment` (what httpx follows): a lower-case variable wins, and a CGI
+    script's HTTP_PROXY (a request header) is ignored. Reading them here spares importing
+    urllib.request, and http.client and email with it, at start-up."""
+    proxies: dict[str, str] = {}
+    for name, value in os.environ.items():
+        if value and name[-6:].lower() == "_proxy":
+            proxies[name[:-6].lower()] = value
+    if "REQUEST_METHOD" in os.environ:
+        proxies.pop("http", None)
+    for name, value in os.environ.items():
+        if name[-6:] == "_proxy":
+            if value:
+                proxies[name[:-6].lower()] = value
+            else:
+                proxies.pop(name[:-6].lower(), None)
+    return proxies
 
 
 def _basic(user: str, password: str) -> str:
@@ -585,7 +672,7 @@ class PlainHttp:
 
     A lane refresh is one small POST; the general client spends ~2 ms of CPU per request on
     layers this path does not need (cookies, redirects, auth flows, anyio). h11 does the
-    framing; failures are raised as httpx's exceptions, so both paths give the same reasons.
+    framing; failures are raised as TransportError, named as httpx names its errors.
     """
 
     def __init__(self, url: str, headers: Mapping[str, str], timeout: float) -> None:
@@ -629,7 +716,7 @@ class PlainHttp:
         try:
             return h11.Request(method=method, target=self._prefix + target, headers=headers)
         except h11.LocalProtocolError:  # its message would quote the header, credentials too
-            raise httpx.LocalProtocolError(
+            raise LocalProtocolError(
                 "request not sendable: a header or the URL path has characters HTTP forbids"
             ) from None
 
@@ -638,9 +725,9 @@ class PlainHttp:
             async with asyncio.timeout(self._timeout):
                 reader, writer = await asyncio.open_connection(self._host, self._port)
         except TimeoutError:
-            raise httpx.ConnectTimeout("connect timed out") from None
+            raise ConnectTimeout("connect timed out") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
         self.connections += 1
         return _Connection(reader, writer)
 
@@ -653,15 +740,15 @@ class PlainHttp:
             async with asyncio.timeout(self._timeout):
                 return await _roundtrip(connection, request, body)
         except TimeoutError:
-            raise httpx.ReadTimeout("timed out") from None
-        except (OSError, httpx.RemoteProtocolError) as exc:
+            raise ReadTimeout("timed out") from None
+        except (OSError, RemoteProtocolError) as exc:
             if not fresh and state.their_state is h11.SEND_RESPONSE:
                 raise _Stale from exc  # nothing came back: the request was not answered
             if isinstance(exc, OSError):
-                raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
+                raise ReadError(str(exc) or type(exc).__name__) from exc
             raise
         except h11.RemoteProtocolError as exc:
-            raise httpx.RemoteProtocolError(str(exc)) from None
+            raise RemoteProtocolError(str(exc)) from None
         finally:
             if state.our_state is h11.DONE and state.their_state is h11.DONE and not self._closed:
                 state.start_next_cycle()
@@ -692,7 +779,7 @@ async def _next_event(connection: _Connection) -> h11.Event:
     while (event := state.next_event()) is h11.NEED_DATA:
         data = await connection.reader.read(READ_SIZE)
         if not data and state.their_state is h11.SEND_RESPONSE:
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+            raise RemoteProtocolError("Server disconnected without sending a response.")
         state.receive_data(data)
     assert isinstance(event, h11.Event)  # PAUSED comes only after the answer's end
     return event
@@ -737,7 +824,7 @@ def _retry_after(response: Reply) -> float | None:
         return None
 
 
-def transport_reason(exc: httpx.HTTPError) -> str:
+def transport_reason(exc: Exception) -> str:
     """One line for a transport failure: refused, unknown host, TLS, or the error's name."""
     cause: BaseException | None = exc
     while cause is not None:

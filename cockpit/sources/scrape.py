@@ -26,20 +26,24 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from cockpit import dialects
 from cockpit.model import Bucket, LaneTotals, frozen_map
 from cockpit.sources.prometheus import (
     PlainHttp,
     SourceError,
+    TransportError,
+    failure_reason,
+    general_client_error,
     plain_http_ok,
     redact_url,
     tls_verify,
-    transport_reason,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 LabelKey = tuple[tuple[str, str], ...]
 Point = tuple[float, float, float | None]
@@ -186,6 +190,8 @@ class ScrapeSource:
             self._plain = PlainHttp(f"http://{parts.netloc}", headers, timeout)
             self._target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
         else:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 headers=headers, verify=tls_verify(url, verify), timeout=timeout
             )
@@ -257,21 +263,24 @@ class ScrapeSource:
         self.requests += 1
         try:
             status, reason, text = await self._get()
-        except httpx.TimeoutException:
-            raise SourceError(f"{self.url}: timed out after {self._timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise SourceError(f"{self.url}: {transport_reason(exc)}") from None
+        except TransportError as exc:
+            raise SourceError(failure_reason(self.url, exc, self._timeout)[0]) from None
         if status >= 400:
             raise SourceError(f"{self.url}: HTTP {status} {reason}")
         return text
 
     async def _get(self) -> tuple[int, str, str]:
-        """Status, reason and text of one GET (both clients raise httpx's exceptions)."""
+        """Status, reason and text of one GET (either client raises TransportError)."""
         if self._plain is not None:
             reply = await self._plain.request("GET", self._target)
             return reply.status, reply.reason, reply.text
+        import httpx
+
         assert self._client is not None
-        response = await self._client.get(self._raw_url)
+        try:
+            response = await self._client.get(self._raw_url)
+        except httpx.HTTPError as exc:
+            raise general_client_error(exc) from exc
         return response.status_code, response.reason_phrase, response.text
 
     @property
