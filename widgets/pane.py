@@ -249,7 +249,9 @@ class Pane(Widget):
         states = {fresh.state for _, fresh in view.sources}
         self.set_class("stale" in states, "-stale")
         self.set_class("missing" in states, "-missing")
-        self.tooltip = tooltip_for(view)
+        tooltip = tooltip_for(view)
+        if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
+            self.tooltip = tooltip
 
     def _repaint(self, old: PaneView | None, view: PaneView | None) -> None:
         if old is None or view is None or len(old.lines) != len(view.lines):

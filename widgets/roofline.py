@@ -593,10 +593,13 @@ class RooflinePane(Widget):
         super().__init__(id=id, classes=classes)
         self.border_title = "Roofline"
         self._title = "Roofline"
+        # Kept, not queried: a query at every refresh cost more than drawing the caption.
+        self._plot = _RoofPlot(id="roofline-plot")
+        self._caption = _Caption(id="roofline-caption")
 
     def compose(self) -> ComposeResult:
-        yield _RoofPlot(id="roofline-plot")
-        yield _Caption(id="roofline-caption")
+        yield self._plot
+        yield self._caption
 
     def show(self, view: RooflineView | None) -> None:
         """Draw this view (a no-op when it equals the one on screen)."""
@@ -622,8 +625,8 @@ class RooflinePane(Widget):
         return self.has_class("-text-only")
 
     def _on_theme_changed(self, _theme: Theme) -> None:
-        self.query_one(_RoofPlot).refresh()
+        self._plot.refresh()
 
     def _draw(self) -> None:
-        self.query_one(_Caption).show(self.view)
-        self.query_one(_RoofPlot).show(self.view)
+        self._caption.show(self.view)
+        self._plot.show(self.view)

@@ -136,7 +136,9 @@ class StatusLine(Widget):
             for source in view.sources
             if source.freshness.state != "ok" or source.freshness.reason
         ]
-        self.tooltip = "\n".join(reasons) if reasons else None
+        tooltip = "\n".join(reasons) if reasons else None
+        if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
+            self.tooltip = tooltip
         height = len(self._lines(self.size.width)) if self.size.width else None
         if height is None or height != self._height:
             self._height = height
