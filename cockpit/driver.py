@@ -57,17 +57,24 @@ class QuietLinuxDriver(LinuxDriver):
         self._wake: tuple[int, int] | None = None
 
     def start_application_mode(self) -> None:
+        if self._wake is not None:
+            # Textual starts application mode again at any SIGCONT (after a SIGSTOP, say),
+            # not only after a suspend: the running session's input thread must end first.
+            self.disable_input()
         self._wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.exit_event.wake_fd = self._wake[1]
         super().start_application_mode()  # type: ignore[no-untyped-call]
 
     def disable_input(self) -> None:
         super().disable_input()  # sets the flag, which wakes the thread, and joins it
-        wake, self._wake = self._wake, None
-        if wake is not None and not (self._key_thread and self._key_thread.is_alive()):
+        wake = self._wake
+        if wake is None or (self._key_thread is not None and self._key_thread.is_alive()):
+            return  # its thread may still read it: kept for a later call
+        self._wake = None
+        if self.exit_event.wake_fd == wake[1]:
             self.exit_event.wake_fd = None
-            for fd in wake:
-                os.close(fd)
+        for fd in wake:
+            os.close(fd)
 
     def run_input_thread(self) -> None:
         assert self._wake is not None

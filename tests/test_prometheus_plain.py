@@ -12,14 +12,18 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+import httpx
 import pytest
 
 from cockpit.sources.prometheus import (
     ConnectError,
     PlainHttp,
     PrometheusSource,
+    ReadError,
     SourceError,
     environment_proxies,
+    failure_reason,
+    general_client_error,
 )
 
 Answer = Callable[[int], bytes | None]
@@ -255,3 +259,29 @@ def test_proxies_are_read_as_urllib_reads_them(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert environment_proxies() == urllib.request.getproxies_environment()
+
+
+@pytest.mark.parametrize(
+    ("error", "reason", "unreachable"),
+    [
+        (httpx.ConnectTimeout("connect"), "timed out after 5 s", True),
+        (httpx.ReadTimeout("read"), "timed out after 5 s", False),
+        (httpx.PoolTimeout("pool"), "timed out after 5 s", False),
+        (httpx.ConnectError("[Errno 111] Connection refused"), "connection refused", True),
+        (httpx.RemoteProtocolError("peer closed"), "RemoteProtocolError: peer closed", True),
+        (httpx.DecodingError("bad gzip"), "DecodingError: bad gzip", False),
+    ],
+)
+def test_the_general_clients_errors_read_as_before(
+    error: httpx.HTTPError, reason: str, unreachable: bool
+) -> None:
+    """httpx's errors give the reasons and reachability they gave when caught directly."""
+    said, gone = failure_reason("http://p:9090", general_client_error(error), 5.0)
+    assert said == f"http://p:9090: {reason}"
+    assert gone is unreachable
+
+
+def test_only_the_errors_own_words_are_scrubbed() -> None:
+    error = ReadError("token sekret9090 leaked")
+    said, _ = failure_reason("http://p:9090", error, 5.0, lambda text: text.replace("9090", "***"))
+    assert said == "http://p:9090: ReadError: token sekret*** leaked"

@@ -7,7 +7,9 @@ counted is the cockpit's own.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -131,3 +133,20 @@ def test_a_suspended_and_resumed_driver_still_reads_keys(tmp_path: Path) -> None
         assert session.wait_exited(timeout=10) == 0
     finally:
         session.kill()
+
+
+def test_a_stop_and_continue_with_no_suspend_still_quits(cockpit: TmuxSession) -> None:
+    """SIGCONT alone (after a SIGSTOP, or from a debugger) makes Textual start application mode
+    again: the input thread already running must end, or the exit would wait for it."""
+    fds = len(list(Path(f"/proc/{cockpit.pid}/fd").iterdir()))
+    os.kill(cockpit.pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    os.kill(cockpit.pid, signal.SIGCONT)
+    time.sleep(1.0)
+    cockpit.send_keys("?")
+    cockpit.wait_for_text("command palette", timeout=5)
+    cockpit.send_keys("Escape")
+    cockpit.wait_gone("command palette", timeout=5)
+    assert len(list(Path(f"/proc/{cockpit.pid}/fd").iterdir())) <= fds
+    cockpit.send_keys("q")
+    assert cockpit.wait_exited(timeout=10) == 0

@@ -15,8 +15,9 @@ import math
 import os
 import socket
 import ssl
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
@@ -109,11 +110,14 @@ def general_client_error(exc: httpx.HTTPError) -> TransportError:
     return error
 
 
-def failure_reason(url: str, error: TransportError, timeout_s: float) -> tuple[str, bool]:
-    """One line for the user, and whether the server counts as unreachable."""
+def failure_reason(
+    url: str, error: TransportError, timeout_s: float, scrub: Callable[[str], str] = str
+) -> tuple[str, bool]:
+    """One line for the user (the error's own words passed through `scrub`), and whether
+    the server counts as unreachable."""
     if error.timeout:
         return f"{url}: timed out after {timeout_s:g} s", error.connect
-    return f"{url}: {error.reason or transport_reason(error)}", error.unreachable
+    return f"{url}: {scrub(error.reason or transport_reason(error))}", error.unreachable
 
 
 def tls_verify(url: str, verify: bool | str) -> bool | str | ssl.SSLContext:
@@ -541,8 +545,8 @@ class PrometheusSource:
         try:
             reply = await self._send(method, path, params)
         except TransportError as exc:
-            reason, unreachable = failure_reason(self.url, exc, self._timeout)
-            raise SourceError(self._scrub(reason), unreachable=unreachable) from None
+            reason, unreachable = failure_reason(self.url, exc, self._timeout, self._scrub)
+            raise SourceError(reason, unreachable=unreachable) from None
         return self._decode(reply)
 
     async def _send(self, method: str, path: str, params: Mapping[str, str]) -> Reply:
@@ -628,7 +632,12 @@ def environment_proxies() -> dict[str, str]:
     """The proxies the environment names, by scheme, by the rule of urllib's
     `getproxies_environment` (what httpx follows): a lower-case variable wins, and a CGI
     script's HTTP_PROXY (a request header) is ignored. Reading them here spares importing
-    urllib.request, and http.client and email with it, at start-up."""
+    urllib.request, and http.client and email with it, at start-up. (macOS also has system
+    proxy settings: there urllib itself is asked.)"""
+    if sys.platform == "darwin":
+        import urllib.request
+
+        return urllib.request.getproxies()
     proxies: dict[str, str] = {}
     for name, value in os.environ.items():
         if value and name[-6:].lower() == "_proxy":
