@@ -7,8 +7,10 @@ from dataclasses import replace
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.visual import Visual, visualize
+from textual.widget import Widget
 
 from cockpit.figures import lane_figures, ledger_figures
 from cockpit.model import FRESH, Freshness
@@ -227,6 +229,19 @@ def _plot_of(app: App[None]) -> tuple[RooflinePane, _RoofPlot]:
     return app.query_one(RooflinePane), app.query_one(_RoofPlot)
 
 
+def _refreshes(widget: Widget) -> list[tuple[Region, ...]]:
+    """The regions of every `refresh()` the widget asks for from now on (() for all of it)."""
+    calls: list[tuple[Region, ...]] = []
+    original = widget.refresh
+
+    def spy(*regions: Region, **options: bool) -> Widget:
+        calls.append(regions)
+        return original(*regions, **options)
+
+    widget.refresh = spy  # type: ignore[method-assign]
+    return calls
+
+
 def _on_screen(plot: _RoofPlot) -> list[str]:
     """The plot's rows as drawn: the frame's, with the rows that carry marks put in."""
     rows = frame_text_rows(plot._current_frame())
@@ -282,9 +297,7 @@ async def test_a_point_moving_within_its_cell_draws_nothing() -> None:
         await pilot.pause()
         pane, plot = _plot_of(app)
         before, builds, shown = _on_screen(plot), plot.builds, plot.render()
-        refreshed: list[object] = []
-        original = plot.refresh
-        plot.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
+        refreshed = _refreshes(plot)
         pane.show(_roofline_view(1.0001))  # 0.00004 of a decade: far less than a cell
         await pilot.pause()
         assert refreshed == []
@@ -302,14 +315,12 @@ async def test_a_point_moving_to_another_cell_redraws_its_rows_only() -> None:
         pane, plot = _plot_of(app)
         before_area, builds, frames = plot_area(app), plot.builds, plot._generation
         row_of_p = [i for i, line in enumerate(before_area.splitlines()) if "P" in line]
-        refreshed: list[tuple[object, ...]] = []
-        original = plot.refresh
-        plot.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
+        refreshed = _refreshes(plot)
         pane.show(_roofline_view(4.0))  # 0.6 decade higher: rows up on a 3-decade axis
         await pilot.pause()
         assert plot.builds == builds and plot._generation == frames  # no plotext build
         assert refreshed and all(len(regions) in (1, 2) for regions in refreshed)
-        assert all(region.height == 1 for regions in refreshed for region in regions)  # type: ignore[attr-defined]
+        assert all(region.height == 1 for regions in refreshed for region in regions)
         after_area = plot_area(app)
         assert [i for i, line in enumerate(after_area.splitlines()) if "P" in line] < row_of_p
         assert _on_screen(plot) == _from_scratch(plot)
@@ -352,14 +363,7 @@ async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() 
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         pane, _ = _plot_of(app)
-        calls: list[object] = []
-        original = pane.refresh
-
-        def spy(*regions, **options):  # type: ignore[no-untyped-def]
-            calls.append(regions)
-            return original(*regions, **options)
-
-        pane.refresh = spy  # type: ignore[method-assign]
+        calls = _refreshes(pane)
         pane.show(_roofline_view(1.5))
         await pilot.pause()
         assert calls == []
@@ -377,13 +381,11 @@ async def test_a_caption_line_that_changes_repaints_alone() -> None:
         await pilot.pause()
         pane = app.query_one(RooflinePane)
         caption = app.query_one("#roofline-caption")
-        refreshed: list[tuple[object, ...]] = []
-        original = caption.refresh
-        caption.refresh = lambda *a, **k: refreshed.append(a) or original(*a, **k)  # type: ignore[method-assign]
+        refreshed = _refreshes(caption)
         pane.show(_roofline_view(1.5))
         await pilot.pause()
         assert len(refreshed) == 1
         (region,) = refreshed[0]
         lines = str(caption.render()).splitlines()
-        assert lines[region.y].startswith("P ")  # type: ignore[attr-defined]
+        assert lines[region.y].startswith("P ")
         assert lines[0].startswith("ridge")
