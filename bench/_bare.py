@@ -1,15 +1,22 @@
 """The yardstick: a bare Textual app (Header, one Static, Footer), started like the cockpit.
 
 `python -m bench._bare`. With `COCKPIT_BENCH_PROBE` set it writes `first_frame` after its first
-screen update, as the cockpit does once every pane has data.
+screen update, as the cockpit does once every pane has data. With `--libraries` it first
+imports the libraries the cockpit reads and draws with, so the start-up benchmark can show
+what they cost on their own.
 """
 
 from __future__ import annotations
+
+import sys
 
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, Static
 
 from cockpit.benchprobe import Probe
+
+LIBRARIES = ("yaml", "h11", "aiosqlite", "plotext", "textual_plotext")
+"""What the cockpit imports on its start-up path besides Textual and the standard library."""
 
 
 class BareApp(App[None]):
@@ -27,4 +34,9 @@ class BareApp(App[None]):
 
 
 if __name__ == "__main__":
+    if "--libraries" in sys.argv[1:]:
+        import importlib
+
+        for name in LIBRARIES:
+            importlib.import_module(name)
     BareApp().run()

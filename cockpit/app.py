@@ -242,6 +242,10 @@ class CockpitApp(App[None]):
     # --- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # Textual sets breakpoint classes on the first resize, after a first layout and paint
+        # at the wrong number of columns. Set here, before the panes are mounted, they are
+        # styled once and laid out once, at the right number.
+        self.screen.update_classes(self._breakpoint_classes(self.size), animate=False)
         yield StatusLine(id="status")
         yield Static(TOO_SMALL, id="too-small")
         with VerticalScroll(id="body"), PaneColumns(id="panes"):
@@ -254,9 +258,6 @@ class CockpitApp(App[None]):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
-        # Textual sets breakpoint classes on the first resize, after a first layout and paint
-        # at the wrong number of columns: set them now, so the screen is laid out once.
-        self.screen.update_classes(self._breakpoint_classes(self.size), animate=False)
         self._panes = _Panes(
             self.query_one(StatusLine),
             self.query_one(CacheGauge),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cockpit import __version__
+from cockpit.cli import _collector_paused, main
 from tests.conftest import REPO
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -121,3 +123,24 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
     assert "cockpit/profiles.yaml" in names
     assert "cockpit/demo/hermes_schema_v22.sql" in names
     assert "cockpit/themes/cockpit.tcss" in names
+
+
+def test_start_up_runs_without_the_collector_then_freezes_what_it_built() -> None:
+    frozen_before = gc.get_freeze_count()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+            built = [[index] for index in range(1000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen_before + len(built)
+    finally:
+        gc.unfreeze()
+
+
+def test_a_start_up_that_fails_turns_the_collector_back_on(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("refrsh: 2\n")
+    frozen_before = gc.get_freeze_count()
+    assert main(["--config", str(config)]) == 2
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen_before

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.events import Resize
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -354,6 +355,48 @@ async def test_the_first_paint_draws_the_frame_once_at_the_panes_layout() -> Non
         _, plot = _plot_of(app)
         assert plot._generation == 1 and plot.builds == 1
         assert plot.spec is not None and plot.spec.frame.labels  # 24 rows: axis labels
+
+
+async def test_the_panes_first_resize_lays_nothing_out_again() -> None:
+    """The pane's Resize comes after the first paint, which already drew the plot and the
+    caption at that size: drawing them again asks for no layout (before, the caption asked for
+    one, and the first frame waited for a second layout and another screen update)."""
+    from tests.test_roofline_pane import PaneApp
+
+    asked: list[tuple[str, bool]] = []
+
+    class WatchedPane(RooflinePane):
+        def on_resize(self, event: Resize) -> None:
+            spies = [_refresh_options(child) for child in self.children]
+            super().on_resize(event)
+            for child, calls in zip(self.children, spies, strict=True):
+                asked.extend((str(child.id), layout) for layout in calls)
+
+    class WatchedApp(PaneApp):
+        def compose(self) -> ComposeResult:
+            yield WatchedPane()
+
+    app = WatchedApp(_roofline_view(1.0))
+    # 16 rows: a plot, and a caption without the roofs line, which it has before layout
+    async with app.run_test(size=(80, 16)) as pilot:
+        await pilot.pause()
+        caption = app.query_one("#roofline-caption")
+        assert caption.size.width and caption.size.height  # laid out and painted
+        assert not str(caption.render()).startswith("ridge")
+        assert all(not layout for _, layout in asked), asked
+
+
+def _refresh_options(widget: Widget) -> list[bool]:
+    """Whether each `refresh()` the widget asks for from now on wants a layout."""
+    layouts: list[bool] = []
+    original = widget.refresh
+
+    def spy(*regions: Region, **options: bool) -> Widget:
+        layouts.append(options.get("layout", False))
+        return original(*regions, **options)
+
+    widget.refresh = spy  # type: ignore[method-assign]
+    return layouts
 
 
 async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:

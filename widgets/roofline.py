@@ -470,7 +470,8 @@ class _Caption(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view: RooflineView | None = None
-        self._lines: list[str] = []
+        self._painted: list[str] = []
+        """The lines of the last paint (or of the next, when already asked for)."""
         self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
         self._lines_key: tuple[RooflineView | None, Size, list[str]] | None = None
 
@@ -486,16 +487,17 @@ class _Caption(Widget):
     def show(self, view: RooflineView | None) -> None:
         self.view = view
         lines = caption_at(view, self._pane_size())
-        if lines == self._lines:
+        painted = self._painted
+        if lines == painted:
             return
         width = self.size.width
-        if len(lines) != len(self._lines) or not width:
+        if len(lines) != len(painted) or not width:
             # Only another number of lines needs the screen laid out again.
-            self.refresh(layout=len(lines) != len(self._lines))
+            self.refresh(layout=len(lines) != len(painted))
         else:
-            changed = [y for y, (a, b) in enumerate(zip(self._lines, lines, strict=True)) if a != b]
+            changed = [y for y, (a, b) in enumerate(zip(painted, lines, strict=True)) if a != b]
             self.refresh(*(Region(0, y, width, 1) for y in changed))
-        self._lines = lines
+        self._painted = lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(caption_at(self.view, self._pane_size(container)))
@@ -511,6 +513,7 @@ class _Caption(Widget):
             or self._lines_key[1] != key[1]
         ):
             self._lines_key = (key[0], key[1], caption_at(*key))
+            self._painted = self._lines_key[2]
         return self._lines_key[2]
 
     def render_line(self, y: int) -> Strip:
