@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -181,7 +182,8 @@ def tmux_server(width: int = 160, height: int = 48) -> Iterator[Tmux]:
 
 
 def probe_path(folder: Path, name: str) -> Path:
-    path = folder / f"{name}.probe"
+    """A fresh probe file in `folder` for the subject `name` (any text: "cockpit on /metrics")."""
+    path = folder / f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_')}.probe"
     path.unlink(missing_ok=True)
     return path
 

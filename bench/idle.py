@@ -43,7 +43,7 @@ def one_run(subjects: dict[str, list[str]], folder: Path, seconds: float) -> dic
     with tmux_server() as tmux:
         windows = {}
         for name, command in subjects.items():
-            probe = probe_path(folder, name.replace(" ", "_").replace("/", ""))
+            probe = probe_path(folder, name)
             windows[name] = (tmux.start(command, {"COCKPIT_BENCH_PROBE": str(probe)}), probe)
         try:
             for _, probe in windows.values():

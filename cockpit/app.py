@@ -243,8 +243,8 @@ class CockpitApp(App[None]):
 
     def compose(self) -> ComposeResult:
         # Textual sets breakpoint classes on the first resize, after a first layout and paint
-        # at the wrong number of columns. Set here, before the panes are mounted, they are
-        # styled once and laid out once, at the right number.
+        # at the wrong number of columns. Set here, before the panes are mounted, the panes
+        # are styled once, already at the right number (set on mount, all were styled again).
         self.screen.update_classes(self._breakpoint_classes(self.size), animate=False)
         yield StatusLine(id="status")
         yield Static(TOO_SMALL, id="too-small")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cockpit import __version__
-from cockpit.cli import _collector_paused, main
+from cockpit.cli import _collector_paused, _Setup, _start_cockpit, main
 from tests.conftest import REPO
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -125,14 +125,23 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
     assert "cockpit/themes/cockpit.tcss" in names
 
 
-def test_start_up_runs_without_the_collector_then_freezes_what_it_built() -> None:
+def test_the_cockpit_starts_with_the_collector_off_then_freezes_what_start_up_built() -> None:
+    from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config
+
+    collecting_during_setup: list[bool] = []
+
+    def setup() -> _Setup:
+        collecting_during_setup.append(gc.isenabled())
+        return _Setup(config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed())
+
     frozen_before = gc.get_freeze_count()
     try:
-        with _collector_paused():
-            assert not gc.isenabled()
-            built = [[index] for index in range(1000)]
+        _, head = _start_cockpit(setup)
+        head.close()
+        assert collecting_during_setup == [False]
         assert gc.isenabled()
-        assert gc.get_freeze_count() >= frozen_before + len(built)
+        assert gc.get_freeze_count() > frozen_before
+        assert head.lane_read is not None and head.ledger_read is not None  # reads started
     finally:
         gc.unfreeze()
 
@@ -144,3 +153,14 @@ def test_a_start_up_that_fails_turns_the_collector_back_on(tmp_path: Path) -> No
     assert main(["--config", str(config)]) == 2
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen_before
+
+
+def test_the_pause_leaves_a_collector_that_was_off_off() -> None:
+    gc.disable()
+    try:
+        with _collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

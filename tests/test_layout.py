@@ -7,7 +7,7 @@ import itertools
 import pytest
 from textual.geometry import Region
 
-from cockpit.app import make_app
+from cockpit.app import CockpitApp, make_app
 from cockpit.widgets.cache_gauge import hits_of_queries
 from cockpit.widgets.columns import column_widths, fill_height
 from tests.test_app import settle
@@ -101,6 +101,24 @@ async def test_three_columns_at_120x36_still_draw_the_roofline_plot() -> None:
         assert not roofline.has_class("-text-only")
         plot = app.query_one("#roofline-plot")
         assert plot.display and plot.size.height >= 10
+
+
+async def test_the_panes_are_styled_at_the_breakpoints_column_count_before_mount() -> None:
+    """The breakpoint classes are on the screen before the panes mount, so the panes get
+    their styles once, at three columns, not at two and again when the classes change."""
+    columns_at_mount: list[int | None] = []
+
+    class Watched(CockpitApp):
+        def on_mount(self) -> None:
+            columns_at_mount.append(self.query_one("#panes").styles.grid_size_columns)
+            super().on_mount()
+
+    app = Watched(
+        config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed(), clocks=fixed_clocks()
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert columns_at_mount == [3]
 
 
 async def test_the_first_paint_is_at_the_breakpoints_column_count() -> None:
