@@ -109,6 +109,56 @@ async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
         assert compared == 2 * len(TONE_STYLE) * 2 * 3 * 2
 
 
+async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
+    """The direct path for bars gives the same segments, styles and offsets as Textual's own
+    rendering of the bar's Content: tones, stale, empty and full, captions, two themes."""
+    from textual.visual import Visual
+
+    from cockpit.widgets.pane import TONE_STYLE, render_line
+
+    tones = list(TONE_STYLE)
+    bars = [
+        Bar((Segment(0.62, "good"), Segment(0.25, "warn")), "62% hit"),
+        Bar((Segment(0.0, "bad"),), ""),
+        Bar((Segment(1.0, "accent", "▓"),), "all of it"),
+        Bar(tuple(Segment(0.2, tone) for tone in tones[:5]), "queue · prefill · decode"),
+        Bar((Segment(0.5, "plain"), Segment(0.5, "plain")), "日本 caption"),
+    ]
+    app = ThemedPane()
+    async with app.run_test(size=(70, 10)) as pilot:
+        pane = app.query_one(Boxed)
+        compared = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            style = pane.visual_style
+            for bar in bars:
+                for stale in (False, True):
+                    line = Bar(bar.segments, bar.caption, stale)
+                    for width in (pane.size.width, 30):
+                        direct = pane._bar_strip(line, width, style)
+                        assert direct is not None
+                        content = render_line(line, width)
+                        (textual,) = Visual.to_strips(pane, content, width, 1, style)
+                        assert list(direct) == list(textual)
+                        assert direct.cell_length == textual.cell_length == width
+                        compared += 1
+        assert compared == 2 * len(bars) * 2 * 2
+
+
+async def test_a_bar_whose_caption_does_not_fit_takes_textuals_path() -> None:
+    app = OnePane()
+    async with app.run_test(size=(40, 8)) as pilot:
+        pane = app.query_one(Boxed)
+        bar = Bar((Segment(0.5, "good"),), "a caption far too long for a bar this narrow")
+        assert pane._bar_strip(bar, 20, pane.visual_style) is None
+        pane.view = PaneView((bar,))
+        await pilot.pause()
+        drawn = pane.render_line(0)
+        assert drawn.cell_length == pane.size.width
+        assert drawn.text.startswith("██░░ a caption far")  # four cells at least, then cut
+
+
 async def test_a_label_too_long_takes_textuals_path_and_is_shortened() -> None:
     app = OnePane()
     async with app.run_test(size=(40, 8)) as pilot:

@@ -415,6 +415,37 @@ async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() 
         assert calls  # a new title repaints the border
 
 
+async def test_a_caption_line_drawn_directly_is_the_strip_textual_would_draw() -> None:
+    """Caption lines that fit are built as one segment; Textual's own drawing of the same
+    line gives the same segments, style and offset, in two themes; a line that doesn't fit
+    is cut by Textual, with an ellipsis."""
+    from textual.content import Content
+
+    from tests.test_roofline_pane import PaneApp
+
+    app = PaneApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        caption = app.query_one("#roofline-caption")
+        lines = str(caption.render()).splitlines()
+        assert len(lines) >= 3
+        compared = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            style = caption.visual_style
+            for line in [*lines, "", "日本 caption"]:
+                width = caption.size.width
+                direct = caption._line_strip(line, width, style)  # type: ignore[attr-defined]
+                (textual,) = Visual.to_strips(caption, Content(line), width, 1, style)
+                assert list(direct) == list(textual)
+                assert direct.cell_length == textual.cell_length
+                compared += 1
+        assert compared == 2 * (len(lines) + 2)
+        cut = caption._line_strip("x" * 200, 20, caption.visual_style)  # type: ignore[attr-defined]
+        assert cut.text.endswith("…") and cut.cell_length == 20
+
+
 async def test_a_caption_line_that_changes_repaints_alone() -> None:
     """A point's numbers change: its caption line is drawn again, the roofs line is not."""
     from tests.test_roofline_pane import PaneApp

@@ -144,7 +144,8 @@ def _row_content(row: Row, width: int) -> Content:
     return Content.assemble(label, " " * gap, (value, style))
 
 
-def _bar_content(bar: Bar, width: int) -> Content:
+def _bar_parts(bar: Bar, width: int) -> list[tuple[str, str]]:
+    """The bar's runs of cells, then its caption, each with its style."""
     caption = f" {bar.caption}" if bar.caption else ""
     room = max(width - cell_len(caption), 4)
     cells = _apportion([segment.fraction for segment in bar.segments], room)
@@ -155,8 +156,12 @@ def _bar_content(bar: Bar, width: int) -> Content:
         parts.append((segment.char * count, style))
         used += count
     parts.append(("░" * (room - used), "$text-muted"))
-    line = Content.assemble(*parts, (caption, "dim" if bar.stale else ""))
-    return line.truncate(width)
+    parts.append((caption, "dim" if bar.stale else ""))
+    return parts
+
+
+def _bar_content(bar: Bar, width: int) -> Content:
+    return Content.assemble(*_bar_parts(bar, width)).truncate(width)
 
 
 def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
@@ -285,7 +290,11 @@ class Pane(Widget):
         if cached is not None and cached[0] == key:
             return cached[1]
         line = lines[y]
-        strip = self._row_strip(line, width, style) if isinstance(line, Row) else None
+        strip = None
+        if isinstance(line, Row):
+            strip = self._row_strip(line, width, style)
+        elif isinstance(line, Bar):
+            strip = self._bar_strip(line, width, style)
         if strip is None:
             content = render_line(line, width or DEFAULT_WIDTH)
             strips = Visual.to_strips(self, content, width, 1, style)
@@ -309,6 +318,19 @@ class Pane(Widget):
             RichSegment(label + " " * gap, self._span_style(style, "", 0)),
             RichSegment(value, self._span_style(style, _value_style(row), x)),
         ]
+        return Strip(segments, width)
+
+    def _bar_strip(self, bar: Bar, width: int, style: Style) -> Strip | None:
+        """The strip `Visual.to_strips` makes of a bar whose caption fits, built directly as
+        `_row_strip` builds a row. None when it needs Textual's path (to be cut, a selection)."""
+        parts = _bar_parts(bar, width)
+        if sum(cell_len(text) for text, _ in parts) != width or self.text_selection is not None:
+            return None
+        segments, x = [], 0
+        for text, span in parts:
+            if text:
+                segments.append(RichSegment(text, self._span_style(style, span, x)))
+                x += len(text)
         return Strip(segments, width)
 
     def _span_style(self, base: Style, span: str, x: int) -> RichStyle:
