@@ -525,7 +525,7 @@ class _Caption(Widget):
         width, style = self.size.width, self.visual_style
         if not 0 <= y < len(lines):
             return Strip.blank(width, style.rich_style)
-        key = (lines[y], width, self.app.theme, style)
+        key = (lines[y], width, self.app.theme, style, self.text_selection)
         cached = self._strips.get(y)
         if cached is None or cached[0] != key:
             cached = self._strips[y] = (key, self._line_strip(lines[y], width, style))
