@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.strip import Strip
+from textual.style import Style
 
 from cockpit.model import FRESH, Freshness
-from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
+from cockpit.widgets.pane import Bar, Line, Note, Pane, PaneView, Row, Segment
 
 
 class Boxed(Pane):
@@ -79,18 +81,33 @@ class ThemedPane(App[None]):
         yield Boxed(id="pane")
 
 
+COMPARED_THEMES = ("textual-dark", "textual-light")
+
+
+def assert_drawn_as_textual_would(
+    pane: Pane, direct: Strip | None, line: Line, width: int, style: Style
+) -> None:
+    """`direct` has the segments, styles and offsets of Textual's own drawing of `line`."""
+    from textual.visual import Visual
+
+    from cockpit.widgets.pane import render_line
+
+    assert direct is not None
+    (textual,) = Visual.to_strips(pane, render_line(line, width), width, 1, style)
+    assert list(direct) == list(textual)
+    assert direct.cell_length == textual.cell_length == width
+
+
 async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
     """The direct path for rows gives the same segments, styles and offsets as Textual's own
     rendering of the row's Content, in every tone, stale or not, in two themes."""
-    from textual.visual import Visual
-
-    from cockpit.widgets.pane import TONE_STYLE, render_line
+    from cockpit.widgets.pane import TONE_STYLE
 
     app = ThemedPane()
     async with app.run_test(size=(70, 10)) as pilot:
         pane = app.query_one(Boxed)
         compared = 0
-        for theme in ("textual-dark", "textual-light"):
+        for theme in COMPARED_THEMES:
             app.theme = theme
             await pilot.pause()
             style = pane.visual_style
@@ -100,11 +117,7 @@ async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
                         for width in (pane.size.width, 24):
                             row = Row(label, value, tone, stale)  # type: ignore[arg-type]
                             direct = pane._row_strip(row, width, style)
-                            assert direct is not None
-                            content = render_line(row, width)
-                            (textual,) = Visual.to_strips(pane, content, width, 1, style)
-                            assert list(direct) == list(textual)
-                            assert direct.cell_length == textual.cell_length == width
+                            assert_drawn_as_textual_would(pane, direct, row, width, style)
                             compared += 1
         assert compared == 2 * len(TONE_STYLE) * 2 * 3 * 2
 
@@ -112,9 +125,7 @@ async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
 async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
     """The direct path for bars gives the same segments, styles and offsets as Textual's own
     rendering of the bar's Content: tones, stale, empty and full, captions, two themes."""
-    from textual.visual import Visual
-
-    from cockpit.widgets.pane import TONE_STYLE, render_line
+    from cockpit.widgets.pane import TONE_STYLE
 
     tones = list(TONE_STYLE)
     bars = [
@@ -128,7 +139,7 @@ async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
     async with app.run_test(size=(70, 10)) as pilot:
         pane = app.query_one(Boxed)
         compared = 0
-        for theme in ("textual-dark", "textual-light"):
+        for theme in COMPARED_THEMES:
             app.theme = theme
             await pilot.pause()
             style = pane.visual_style
@@ -137,11 +148,7 @@ async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
                     line = Bar(bar.segments, bar.caption, stale)
                     for width in (pane.size.width, 30):
                         direct = pane._bar_strip(line, width, style)
-                        assert direct is not None
-                        content = render_line(line, width)
-                        (textual,) = Visual.to_strips(pane, content, width, 1, style)
-                        assert list(direct) == list(textual)
-                        assert direct.cell_length == textual.cell_length == width
+                        assert_drawn_as_textual_would(pane, direct, line, width, style)
                         compared += 1
         assert compared == 2 * len(bars) * 2 * 2
 
