@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.strip import Strip
@@ -84,6 +86,14 @@ class ThemedPane(App[None]):
 COMPARED_THEMES = ("textual-dark", "textual-light")
 
 
+async def each_theme(app: App[None], pilot: Pilot[None], pane: Pane) -> AsyncIterator[Style]:
+    """The pane's style in each compared theme, once the theme is applied."""
+    for theme in COMPARED_THEMES:
+        app.theme = theme
+        await pilot.pause()
+        yield pane.visual_style
+
+
 def assert_drawn_as_textual_would(
     pane: Pane, direct: Strip | None, line: Line, width: int, style: Style
 ) -> None:
@@ -107,10 +117,7 @@ async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
     async with app.run_test(size=(70, 10)) as pilot:
         pane = app.query_one(Boxed)
         compared = 0
-        for theme in COMPARED_THEMES:
-            app.theme = theme
-            await pilot.pause()
-            style = pane.visual_style
+        async for style in each_theme(app, pilot, pane):
             for tone in TONE_STYLE:
                 for stale in (False, True):
                     for label, value in (("Prompts ≤ 512 tok", "12.5%"), ("", "—"), ("a", "日本")):
@@ -139,10 +146,7 @@ async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
     async with app.run_test(size=(70, 10)) as pilot:
         pane = app.query_one(Boxed)
         compared = 0
-        for theme in COMPARED_THEMES:
-            app.theme = theme
-            await pilot.pause()
-            style = pane.visual_style
+        async for style in each_theme(app, pilot, pane):
             for bar in bars:
                 for stale in (False, True):
                     line = Bar(bar.segments, bar.caption, stale)
