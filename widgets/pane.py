@@ -313,12 +313,8 @@ class Pane(Widget):
         gap = width - cell_len(label) - cell_len(value)
         if not value or gap < 1 or self.text_selection is not None:
             return None
-        x = len(label) + gap  # Textual's offsets count characters
-        segments = [
-            RichSegment(label + " " * gap, self._span_style(style, "", 0)),
-            RichSegment(value, self._span_style(style, _value_style(row), x)),
-        ]
-        return Strip(segments, width)
+        parts = [(label + " " * gap, ""), (value, _value_style(row))]
+        return self._parts_strip(parts, width, style)
 
     def _bar_strip(self, bar: Bar, width: int, style: Style) -> Strip | None:
         """The strip `Visual.to_strips` makes of a bar whose caption fits, built directly as
@@ -326,11 +322,15 @@ class Pane(Widget):
         parts = _bar_parts(bar, width)
         if sum(cell_len(text) for text, _ in parts) != width or self.text_selection is not None:
             return None
+        return self._parts_strip(parts, width, style)
+
+    def _parts_strip(self, parts: list[tuple[str, str]], width: int, style: Style) -> Strip:
+        """Runs of text that fill the width exactly, each in its span style, as one strip."""
         segments, x = [], 0
         for text, span in parts:
             if text:
                 segments.append(RichSegment(text, self._span_style(style, span, x)))
-                x += len(text)
+                x += len(text)  # Textual's offsets count characters
         return Strip(segments, width)
 
     def _span_style(self, base: Style, span: str, x: int) -> RichStyle:

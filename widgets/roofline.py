@@ -509,15 +509,12 @@ class _Caption(Widget):
         return Content("\n".join(self._current_lines()))
 
     def _current_lines(self) -> list[str]:
-        key = (self.view, self._pane_size())
-        if (
-            self._lines_key is None
-            or self._lines_key[0] is not key[0]
-            or self._lines_key[1] != key[1]
-        ):
-            self._lines_key = (key[0], key[1], caption_at(*key))
-            self._painted = self._lines_key[2]
-        return self._lines_key[2]
+        view, pane = self.view, self._pane_size()
+        kept = self._lines_key
+        if kept is None or kept[0] is not view or kept[1] != pane:
+            kept = self._lines_key = (view, pane, caption_at(view, pane))
+            self._painted = kept[2]
+        return kept[2]
 
     def render_line(self, y: int) -> Strip:
         self._dirty_regions.clear()  # Textual's own render_line would draw every line again
