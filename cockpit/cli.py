@@ -386,19 +386,33 @@ def _end_if_stalled(code: int, last_words: Callable[[], None] | None) -> threadi
 
 
 def command_demo(args: argparse.Namespace) -> int:
-    from cockpit.demo import Demo, demo_config
-    from cockpit.feeds import build_feeds
+    from cockpit.demo_process import DemoProcess, DemoProcessError
 
-    hardware, models = _profiles()
-    with Demo(with_prometheus=args.prometheus) as demo:
+    simulators = DemoProcess.start(prometheus=args.prometheus)
+    note = ""
 
-        def setup() -> _Setup:
-            config = demo_config(demo, hardware, models)
-            lanes, ledger = build_feeds(config)
-            return _Setup(config, lanes, ledger, refresh_s=args.refresh)
+    def setup() -> _Setup:
+        nonlocal note
+        import cockpit.app  # noqa: F401  Textual loads while the simulators start on another core
+        from cockpit.feeds import build_feeds
 
+        ready = simulators.ready()
+        note = ready.note
+        hardware, models = _profiles()
+        config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
+        lanes, ledger = build_feeds(config)
+        return _Setup(config, lanes, ledger, refresh_s=args.refresh)
+
+    try:
         app, head = _start_cockpit(setup)
-        return _run_cockpit(app, head, last_words=demo.stop)
+        if note:
+            print(f"cockpit demo: {note}", file=sys.stderr)
+        return _run_cockpit(app, head, last_words=simulators.stop)
+    except DemoProcessError as error:
+        print(f"cockpit demo: {error}", file=sys.stderr)
+        return 1
+    finally:
+        simulators.stop()
 
 
 def command_report(args: argparse.Namespace) -> int:

@@ -352,6 +352,30 @@ def test_ledger_opens_read_only_while_written_and_its_counters_grow(
         reader.execute("UPDATE sessions SET title = 'x'")
 
 
+def test_history_written_session_by_session_leaves_the_rows_of_call_by_call(
+    tmp_path: Path,
+) -> None:
+    def seeded(name: str, call_by_call: bool) -> dict[str, list[tuple[object, ...]]]:
+        clock = lambda: 1_796_000_000.0  # noqa: E731
+        writer = SimulatedHermes(tmp_path / name, seed=11, history_sessions=80, clock=clock)
+        writer.seed_history(call_by_call=call_by_call)
+        writer.close()
+        db = read_only(tmp_path / name)
+        return {
+            table: db.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4, 5, 6").fetchall()
+            for table in ("sessions", "session_model_usage")
+        }
+
+    at_once, one_by_one = seeded("at_once.db", False), seeded("one_by_one.db", True)
+    (calls,) = (
+        read_only(tmp_path / "at_once.db")
+        .execute("SELECT SUM(api_call_count) FROM sessions")
+        .fetchone()
+    )
+    assert calls > 500, "sessions of many calls each"
+    assert at_once == one_by_one
+
+
 def test_history_has_the_agent_shape(hermes: SimulatedHermes) -> None:
     db = read_only(hermes.path)
     sessions, calls, fresh_input, cache_read, cache_write, output = db.execute(

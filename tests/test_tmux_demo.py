@@ -255,6 +255,22 @@ def test_sigterm_quits_at_once(demo_factory: list[Demo], tmp_path: Path) -> None
     assert demo.demo_folders() == []
 
 
+def test_a_killed_cockpit_leaves_no_simulator_and_no_files(
+    demo_factory: list[Demo], tmp_path: Path
+) -> None:
+    """SIGKILL runs no handler; the simulators, a process of their own, see their stdin close."""
+    demo = start(demo_factory, tmp_path, (100, 30))
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    children = Path(f"/proc/{demo.session.pid}/task/{demo.session.pid}/children").read_text()
+    (simulators,) = map(int, children.split())
+    assert "cockpit.demo" in Path(f"/proc/{simulators}/cmdline").read_text()
+    os.kill(demo.session.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not ended(simulators) or demo.demo_folders():
+        assert time.monotonic() < deadline, "the simulators outlived their cockpit"
+        time.sleep(0.1)
+
+
 def test_no_color_draws_without_colour(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (100, 30), NO_COLOR="1")
     wait_figures(demo.session, HIT_RATE, PREFILL_RATE)

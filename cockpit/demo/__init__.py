@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from cockpit.config import Config, parse_config
 from cockpit.demo.hermes import SimulatedHermes
 from cockpit.demo.lane import LOOPBACK, PRESETS, LanePreset, SimulatedLane
 from cockpit.demo.prometheus import DemoPrometheus
-from cockpit.roofline import Hardware, ModelProfile
+
+if TYPE_CHECKING:
+    from cockpit.config import Config
+    from cockpit.roofline import Hardware, ModelProfile
 
 __all__ = [
     "PRESETS",
@@ -178,6 +178,8 @@ def demo_config_data(demo: Demo) -> dict[str, Any]:
 
 def demo_config_yaml(demo: Demo) -> str:
     """`demo_config_data` as config-file YAML."""
+    import yaml
+
     return yaml.safe_dump(demo_config_data(demo), sort_keys=False)
 
 
@@ -187,4 +189,6 @@ def demo_config(
     models: Mapping[str, ModelProfile] | None = None,
 ) -> Config:
     """The cockpit's config for the running demo, parsed like a config file would be."""
+    from cockpit.config import parse_config
+
     return parse_config(demo_config_yaml(demo), "<cockpit demo>", hardware, models)

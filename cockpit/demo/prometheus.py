@@ -9,8 +9,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import yaml
-
 from cockpit.demo.lane import LOOPBACK
 
 
@@ -31,6 +29,8 @@ def _loopback_get(url: str, timeout: float = 1.0) -> bytes:
 
 def prometheus_config(targets: dict[str, str], interval_s: float = 1.0) -> str:
     """A Prometheus config scraping each `name -> host:port` as job `name`."""
+    import yaml
+
     config = {
         "global": {"scrape_interval": f"{interval_s:g}s", "evaluation_interval": "15s"},
         "scrape_configs": [
@@ -70,8 +70,7 @@ class DemoPrometheus:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(
-                    f"prometheus exited with {self._process.returncode}; "
-                    f"see {self.folder / 'prometheus.log'}"
+                    f"prometheus exited with {self._process.returncode}: {self._last_words()}"
                 )
             try:
                 _loopback_get(f"{self.url}/-/ready", timeout=0.5)
@@ -79,6 +78,11 @@ class DemoPrometheus:
             except (urllib.error.URLError, OSError):
                 time.sleep(0.1)
         raise RuntimeError(f"prometheus was not ready on {self.url} within {timeout:g} s")
+
+    def _last_words(self) -> str:
+        """The last line Prometheus logged (its folder goes away with the demo's)."""
+        said = (self.folder / "prometheus.log").read_text(errors="replace").strip().splitlines()
+        return said[-1] if said else "it said nothing"
 
     def stop(self) -> None:
         if self._process.poll() is None:

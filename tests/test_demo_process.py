@@ -1,0 +1,148 @@
+"""`cockpit demo`'s simulators as their own process: the config they hand over, how they end
+(their stdin closed, their cockpit killed), and what a failure to start says."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cockpit.config import parse_config
+from cockpit.demo_process import DemoProcess, DemoProcessError
+from cockpit.profiles import hardware_profiles, model_profiles
+from tests.conftest import REPO
+from tests.test_demo import Scrape, get
+
+DEMO_PREFIX = "lane-cockpit-demo-"
+
+
+def demo_folders(tmpdir: Path) -> list[Path]:
+    return sorted(tmpdir.glob(f"{DEMO_PREFIX}*"))
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The simulators' temp folder goes under this test's own $TMPDIR."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    return folder
+
+
+def test_config_handed_over_reads_as_the_cockpits_and_stdin_closed_cleans_up(
+    tmpdir_env: Path,
+) -> None:
+    simulators = DemoProcess.start()
+    try:
+        ready = simulators.ready()
+        config = parse_config(
+            ready.config_text, "<cockpit demo>", hardware_profiles(), model_profiles()
+        )
+        assert ready.note == ""
+        assert [lane.name for lane in config.lanes] == ["gb300-dsv4", "h100-llama8b"]
+        for lane in config.lanes:
+            assert lane.metrics_url is not None and lane.prometheus is None
+            scrape = Scrape(get(lane.metrics_url).decode())
+            assert scrape.total("vllm:request_success_total") > 0
+        (ledger,) = config.ledgers
+        assert Path(ledger.path).is_file()
+        assert [Path(ledger.path).parent] == demo_folders(tmpdir_env)
+    finally:
+        simulators.stop()
+    assert demo_folders(tmpdir_env) == [], "stdin closed: the simulators removed their folder"
+    assert not alive(simulators.pid)
+
+
+def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
+    """A stand-in for the cockpit starts them, then is killed with SIGKILL, which no handler
+    sees: the simulators still stop and remove their folder."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys, time
+            from cockpit.demo_process import DemoProcess
+            simulators = DemoProcess.start()
+            simulators.ready()
+            print(simulators.pid, flush=True)
+            time.sleep(60)
+        """)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )  # fmt: skip
+    assert parent.stdout is not None
+    simulators_pid = int(parent.stdout.readline())
+    assert alive(simulators_pid) and len(demo_folders(tmpdir_env)) == 1
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(10)
+    assert wait_until(lambda: not alive(simulators_pid)), "the simulators ended"
+    assert demo_folders(tmpdir_env) == []
+
+
+def test_sigterm_stops_the_simulators_cleanly(tmpdir_env: Path) -> None:
+    simulators = DemoProcess.start()
+    try:
+        simulators.ready()
+        os.kill(simulators.pid, signal.SIGTERM)
+        assert wait_until(lambda: not demo_folders(tmpdir_env))
+    finally:
+        simulators.stop()
+    assert not alive(simulators.pid)
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("import sys; print('no port left', file=sys.stderr); sys.exit(3)",
+         ["did not start (exit 3): no port left"]),
+        ("print('hello', flush=True); import sys; sys.stdin.read()",
+         ["answered 'hello' instead of their config"]),
+        ("print('{\"note\": \"\"}', flush=True); import sys; sys.stdin.read()",
+         ["instead of their config"]),
+    ],
+    ids=["exits", "garbage", "no config"],
+)  # fmt: skip
+def test_a_failed_start_is_one_clear_error(code: str, words: list[str]) -> None:
+    simulators = DemoProcess(python(code))
+    try:
+        with pytest.raises(DemoProcessError) as error:
+            simulators.ready(timeout=15)
+    finally:
+        simulators.stop()
+    for text in words:
+        assert text in str(error.value)
+
+
+def test_simulators_not_ready_in_time_are_stopped() -> None:
+    simulators = DemoProcess(python("import sys, time; time.sleep(0.1); sys.stdin.read()"))
+    with pytest.raises(DemoProcessError, match=r"not ready in 0\.3 s"):
+        simulators.ready(timeout=0.3)
+    assert not alive(simulators.pid)
+    simulators.stop()  # again: harmless
