@@ -3,9 +3,10 @@
 `python -m bench idle`. Each run starts side by side, each in its own 160×48 tmux pane: a bare
 Textual app (Header, one Static, Footer), the cockpit on external sources (the demo's simulated
 lanes and Hermes writer run in this benchmark's process, so their cost is not the cockpit's),
-once through a real Prometheus and once by direct scrape, and `cockpit demo` (simulators in its
-own process, for reference). After every pane has data and a 10 s settle, CPU is
-utime + stime from /proc/PID/stat over the same 60 s for all of them; RSS at the end.
+once through a real Prometheus and once by direct scrape, and `cockpit demo` for reference (its
+simulators run as a process of their own, not counted). After every pane has data and a 10 s
+settle, CPU is utime + stime from /proc/PID/stat over the same 60 s for all of them; RSS at the
+end.
 Targets (cockpit on external sources): <= 0.5 % of one core, <= 64 MB RSS.
 """
 

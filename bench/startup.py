@@ -1,8 +1,9 @@
 """First full frame: process start to the first screen update where every pane has data.
 
 `python -m bench startup`. Each run starts, in a 160×48 tmux pane and in this order, a bare
-Textual app (Header, one Static, Footer), `cockpit demo`, and the cockpit on external sources
-(the demo's simulators in this process, read through a real Prometheus and by direct scrape).
+Textual app (Header, one Static, Footer), `cockpit demo` (which starts its simulators as a
+process of their own, first, and waits for them), and the cockpit on external sources (the
+demo's simulators in this process, read through a real Prometheus and by direct scrape).
 The time is taken here just before tmux starts the process; the app writes the moment of its
 first full frame with `COCKPIT_BENCH_PROBE` (see cockpit/benchprobe.py), and the screen is then
 captured until no placeholder is left (the last run's time to that is shown too: tmux

@@ -64,8 +64,10 @@ async def test_both_sources_start_on_one_tick_and_show_once_per_period(
         assert statistics.median(gaps) < 0.03, gaps
         # drifting, every later gap is wider; one late start on a loaded machine is not drift
         assert sum(gap >= 0.12 for gap in gaps) <= 1, gaps
-        # on_mount's placeholder, then one per period (the last may still be held)
-        assert len(seen) <= 1 + periods, (len(seen), periods)
+        # on_mount's placeholder, then one per period (the last may still be held). On separate
+        # timers that is two a period; on a loaded machine an answer may come after the hold
+        # (~50 ms late) and split one or two periods, which is not that.
+        assert len(seen) <= 1 + periods + 2, (len(seen), periods)
         assert app.lane_snapshot is not None and app.ledger_snapshot is not None
 
 
