@@ -87,6 +87,15 @@ def threads(pid: int) -> int:
     return sum(1 for _ in Path(f"/proc/{pid}/task").iterdir())
 
 
+def children(pid: int) -> list[int]:
+    """The process's child processes (`cockpit demo`'s: its simulators)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
 # --- tmux ---------------------------------------------------------------------------------------
 
 

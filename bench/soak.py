@@ -2,7 +2,8 @@
 
 `python -m bench soak` (or `python -m bench.soak --minutes 10`). Every 10 s: RSS, open file
 descriptors (/proc/PID/fd), threads (/proc/PID/task); after every refresh the app itself writes
-its asyncio task count (`COCKPIT_BENCH_PROBE`). Warm-up is the first fifth of the run (at most
+its asyncio task count (`COCKPIT_BENCH_PROBE`). The demo's simulators are a process of their
+own: their RSS is shown beside, not counted. Warm-up is the first fifth of the run (at most
 5 minutes). Targets: RSS growth <= 5 MB after warm-up; no growth in fds, threads or tasks.
 Growth is the median of the last five samples minus the median of the first five after
 warm-up, so one sample caught mid-refresh doesn't decide it.
@@ -23,6 +24,7 @@ from typing import Any
 from bench.common import (
     COCKPIT,
     RESULTS,
+    children,
     load_average,
     open_fds,
     probe_path,
@@ -64,6 +66,7 @@ def run(minutes: float = 30.0) -> dict[str, Any]:
                         "rss_mb": round(rss_mb(window.pid), 2),
                         "fds": open_fds(window.pid),
                         "threads": threads(window.pid),
+                        "simulators_rss_mb": round(sum(map(rss_mb, children(window.pid))), 2),
                     }
                 )
                 time.sleep(SAMPLE_S)
@@ -87,6 +90,7 @@ def run(minutes: float = 30.0) -> dict[str, Any]:
         "threads_range": [min(s["threads"] for s in after), max(s["threads"] for s in after)],
         "tasks_growth": _growth([float(n) for n in task_after]) if task_after else None,
         "tasks_range": [min(task_after), max(task_after)] if task_after else None,
+        "simulators_rss_mb": [after[0]["simulators_rss_mb"], after[-1]["simulators_rss_mb"]],
         "load_average_before": load_before,
         "load_average_after": load_average(),
         "stale_or_missing_on_screen": sum(screen.count(w) for w in ("stale", "missing")),
@@ -119,6 +123,10 @@ def print_summary(result: dict[str, Any]) -> None:
         f"fds {result['fds_range']} growth {result['fds_growth']}; threads "
         f"{result['threads_range']} growth {result['threads_growth']}; asyncio tasks "
         f"{result['tasks_range']} growth {result['tasks_growth']}"
+    )
+    print(
+        "the simulators (a process of their own, not counted): RSS "
+        f"{' -> '.join(map(str, result['simulators_rss_mb']))} MB"
     )
     print(f"load average before {result['load_average_before']}, after "
           f"{result['load_average_after']}")  # fmt: skip
