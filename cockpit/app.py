@@ -198,6 +198,7 @@ class CockpitApp(App[None]):
         export_dir: Path | None = None,
         clocks: Clocks | None = None,
         head_start: HeadStart | None = None,
+        notice: str = "",
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
@@ -208,6 +209,8 @@ class CockpitApp(App[None]):
         self.clocks = clocks or Clocks()
         self.lane_feeds = tuple(lane_feeds)
         self._head_start = head_start
+        self._notice = notice
+        """Shown once, as a notification, when the cockpit starts."""
         pollers = (
             head_start.pollers
             if head_start is not None
@@ -286,6 +289,8 @@ class CockpitApp(App[None]):
         for answer in answers:
             answer()
         self._show_all()  # placeholders for what is still being read
+        if self._notice:
+            self.notify(self._notice, severity="warning", timeout=20)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver, with a quiet input thread on Linux (see cockpit/driver.py)."""
@@ -739,6 +744,7 @@ def make_app(
     export_dir: Path | None = None,
     clocks: Clocks | None = None,
     head_start: HeadStart | None = None,
+    notice: str = "",
 ) -> CockpitApp:
     """The cockpit app, as the CLI and the tests build it."""
     return CockpitApp(
@@ -750,4 +756,5 @@ def make_app(
         export_dir=export_dir,
         clocks=clocks,
         head_start=head_start,
+        notice=notice,
     )

@@ -268,13 +268,15 @@ class _Setup(NamedTuple):
     ledger: LedgerFeed | None
     replay_at: float | None = None
     refresh_s: float | None = None
+    notice: str = ""
+    """Said once when the cockpit starts (why `cockpit demo --prometheus` has no Prometheus)."""
 
 
 def _start_cockpit(setup: Callable[[], _Setup]) -> tuple[CockpitApp, HeadStart]:
     """The app, its first reads started before the UI is loaded (see cockpit/head_start.py),
     all with the garbage collector paused (see `_collector_paused`)."""
     with _collector_paused():
-        config, lanes, ledger, replay_at, refresh_s = setup()
+        config, lanes, ledger, replay_at, refresh_s, notice = setup()
         from cockpit.head_start import HeadStart, build_pollers
 
         refresh_s = refresh_s or config.refresh_s
@@ -283,7 +285,13 @@ def _start_cockpit(setup: Callable[[], _Setup]) -> tuple[CockpitApp, HeadStart]:
         from cockpit.app import make_app  # Textual loads while the first reads are out
 
         app = make_app(
-            config, lanes, ledger, replay_at=replay_at, refresh_s=refresh_s, head_start=head
+            config,
+            lanes,
+            ledger,
+            replay_at=replay_at,
+            refresh_s=refresh_s,
+            head_start=head,
+            notice=notice,
         )
     return app, head
 
@@ -321,6 +329,9 @@ def _run_cockpit(
 
 STALL_S = 10.0
 """After SIGTERM or a hang-up, how long the clean exit may take before the process ends itself."""
+LAST_WORDS_S = 3.0
+"""Of what is left when it does, how long the demo's simulators get to stop before they are
+killed and their folder removed."""
 
 
 @contextlib.contextmanager
@@ -389,25 +400,21 @@ def command_demo(args: argparse.Namespace) -> int:
     from cockpit.demo_process import DemoProcess, DemoProcessError
 
     simulators = DemoProcess.start(prometheus=args.prometheus)
-    note = ""
 
     def setup() -> _Setup:
-        nonlocal note
         import cockpit.app  # noqa: F401  Textual loads while the simulators start on another core
         from cockpit.feeds import build_feeds
 
         ready = simulators.ready()
-        note = ready.note
         hardware, models = _profiles()
         config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
         lanes, ledger = build_feeds(config)
-        return _Setup(config, lanes, ledger, refresh_s=args.refresh)
+        return _Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note)
 
     try:
         app, head = _start_cockpit(setup)
-        if note:
-            print(f"cockpit demo: {note}", file=sys.stderr)
-        return _run_cockpit(app, head, last_words=simulators.stop)
+        last_words = functools.partial(simulators.stop, timeout=LAST_WORDS_S)
+        return _run_cockpit(app, head, last_words=last_words)
     except DemoProcessError as error:
         print(f"cockpit demo: {error}", file=sys.stderr)
         return 1

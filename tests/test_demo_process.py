@@ -44,6 +44,10 @@ def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
     return False
 
 
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
 @pytest.fixture
 def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The simulators' temp folder goes under this test's own $TMPDIR."""
@@ -74,32 +78,38 @@ def test_config_handed_over_reads_as_the_cockpits_and_stdin_closed_cleans_up(
     finally:
         simulators.stop()
     assert demo_folders(tmpdir_env) == [], "stdin closed: the simulators removed their folder"
-    assert not alive(simulators.pid)
+    assert simulators.returncode == 0
 
 
 def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
     """A stand-in for the cockpit starts them, then is killed with SIGKILL, which no handler
     sees: the simulators still stop and remove their folder."""
     parent = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent("""
-            import sys, time
+        python("""
+            import time
             from cockpit.demo_process import DemoProcess
             simulators = DemoProcess.start()
             simulators.ready()
             print(simulators.pid, flush=True)
             time.sleep(60)
-        """)],
+        """),
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
-    )  # fmt: skip
-    assert parent.stdout is not None
-    simulators_pid = int(parent.stdout.readline())
-    assert alive(simulators_pid) and len(demo_folders(tmpdir_env)) == 1
-    os.kill(parent.pid, signal.SIGKILL)
-    parent.wait(10)
-    assert wait_until(lambda: not alive(simulators_pid)), "the simulators ended"
-    assert demo_folders(tmpdir_env) == []
+    )
+    try:
+        assert parent.stdout is not None
+        simulators_pid = int(parent.stdout.readline())
+        assert alive(simulators_pid) and len(demo_folders(tmpdir_env)) == 1
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        assert wait_until(lambda: not alive(simulators_pid)), "the simulators ended"
+        assert demo_folders(tmpdir_env) == []
+    finally:
+        parent.kill()
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
 
 
 def test_sigterm_stops_the_simulators_cleanly(tmpdir_env: Path) -> None:
@@ -110,11 +120,7 @@ def test_sigterm_stops_the_simulators_cleanly(tmpdir_env: Path) -> None:
         assert wait_until(lambda: not demo_folders(tmpdir_env))
     finally:
         simulators.stop()
-    assert not alive(simulators.pid)
-
-
-def python(code: str) -> list[str]:
-    return [sys.executable, "-c", textwrap.dedent(code)]
+    assert simulators.returncode == 128 + signal.SIGTERM
 
 
 @pytest.mark.parametrize(
@@ -140,9 +146,36 @@ def test_a_failed_start_is_one_clear_error(code: str, words: list[str]) -> None:
         assert text in str(error.value)
 
 
-def test_simulators_not_ready_in_time_are_stopped() -> None:
-    simulators = DemoProcess(python("import sys, time; time.sleep(0.1); sys.stdin.read()"))
-    with pytest.raises(DemoProcessError, match=r"not ready in 0\.3 s"):
-        simulators.ready(timeout=0.3)
-    assert not alive(simulators.pid)
-    simulators.stop()  # again: harmless
+def test_simulators_not_ready_in_time_say_so() -> None:
+    simulators = DemoProcess(python("import sys; sys.stdin.read()"))
+    try:
+        with pytest.raises(DemoProcessError, match=r"not ready in 0\.3 s"):
+            simulators.ready(timeout=0.3)
+    finally:
+        simulators.stop()
+    assert simulators.returncode == 0
+
+
+def test_simulators_that_do_not_stop_are_killed_with_what_they_started(tmp_path: Path) -> None:
+    """Deaf to their stdin and to SIGTERM, with a child of their own (as Prometheus is): after
+    the stop timeout both are killed and their folder is removed from the cockpit's side."""
+    folder, child_pid = tmp_path / "lane-cockpit-demo-stuck", tmp_path / "child.pid"
+    simulators = DemoProcess(
+        python(f"""
+            import json, os, pathlib, signal, subprocess, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.mkdir({str(folder)!r})
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            pathlib.Path({str(child_pid)!r}).write_text(str(child.pid))
+            print(json.dumps({{"folder": {str(folder)!r}, "config": {{}}}}), flush=True)
+            time.sleep(60)
+        """)
+    )
+    simulators.ready()
+    child = int(child_pid.read_text())
+    started = time.monotonic()
+    simulators.stop(timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert simulators.returncode == -signal.SIGKILL
+    assert wait_until(lambda: not alive(child)), "the simulators' child was killed too"
+    assert not folder.exists()

@@ -271,6 +271,17 @@ def test_a_killed_cockpit_leaves_no_simulator_and_no_files(
         time.sleep(0.1)
 
 
+def test_prometheus_asked_for_but_missing_is_said_on_screen(
+    demo_factory: list[Demo], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    demo = start(demo_factory, tmp_path, (120, 36), "--prometheus", PATH=str(empty))
+    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    screen = demo.session.wait_for_text("prometheus is not on PATH", timeout=5.0)
+    assert "the lanes are scraped" in screen, screen
+
+
 def test_no_color_draws_without_colour(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (100, 30), NO_COLOR="1")
     wait_figures(demo.session, HIT_RATE, PREFILL_RATE)

@@ -1,11 +1,11 @@
 """`python -m cockpit.demo`: the demo's simulators as a process of their own.
 
 `cockpit demo` starts this, as a real engine and agent run apart from the cockpit that watches
-them. It starts the simulated lanes and Hermes (and Prometheus with `--prometheus`), writes one
-JSON line to stdout, `{"config": <the cockpit's config data>, "note": <what to tell the user>}`,
-then runs until its stdin closes: when the cockpit quits, and also when the cockpit is killed.
-Then it stops everything and removes its temp folder. If it can't start, it says why on stderr
-and exits 1.
+them. It starts the simulated lanes and Hermes (and Prometheus with `--prometheus`) and writes
+one JSON line to stdout: `{"folder": <its temp folder>, "config": <the cockpit's config data>,
+"note": <what to tell the user>}`. Then it runs until its stdin closes: when the cockpit quits,
+and also when the cockpit is killed. Then it stops everything and removes its temp folder. If
+it can't start, it exits 1 with the reason as the last line on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -29,21 +30,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prometheus", action="store_true", help="a real Prometheus too")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    demo = Demo(with_prometheus=args.prometheus)
+    demo = Demo(with_prometheus=args.prometheus).start()  # if it raises, the last line says why
     try:
-        demo.start()
-    except Exception as exc:  # everything is already stopped and removed by start()
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        ready = {"config": demo_config_data(demo), "note": demo.prometheus_note}
+        ready = {
+            "folder": str(demo.folder),
+            "config": demo_config_data(demo),
+            "note": demo.prometheus_note,
+        }
         with contextlib.suppress(BrokenPipeError):  # the cockpit is already gone
             sys.stdout.write(json.dumps(ready) + "\n")
             sys.stdout.flush()
+        _silence_stdout()
         sys.stdin.buffer.read()  # returns at end of file: the cockpit is gone
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM doesn't cut the clean-up
         demo.stop()
     return 0
+
+
+def _silence_stdout() -> None:
+    """Nobody reads stdout after the ready line: anything written later goes nowhere rather
+    than filling the pipe (or failing at exit, if the cockpit is gone)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:

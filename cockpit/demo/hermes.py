@@ -9,8 +9,8 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.resources import files
 from operator import add
 from pathlib import Path
@@ -183,10 +183,16 @@ class CallUsage:
     prompt: int
 
     @classmethod
-    def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
-        """The calls' usage summed, field by field."""
-        usages = list(usages)
-        return cls(*(sum(getattr(u, f.name) for u in usages) for f in fields(cls)))
+    def total(cls, usages: Sequence[CallUsage]) -> CallUsage:
+        """The calls' token counts summed, with the last call's prompt."""
+        return cls(
+            input_tokens=sum(u.input_tokens for u in usages),
+            output_tokens=sum(u.output_tokens for u in usages),
+            cache_read_tokens=sum(u.cache_read_tokens for u in usages),
+            cache_write_tokens=sum(u.cache_write_tokens for u in usages),
+            reasoning_tokens=sum(u.reasoning_tokens for u in usages),
+            prompt=usages[-1].prompt,
+        )
 
     def cost(self, route: Route) -> float | None:
         if route.prices is None:
@@ -339,10 +345,11 @@ class SimulatedHermes:
         if not calls:
             return
         route = s.route
-        costs = [u.cost(route) or 0.0 for _, u in calls]  # None only when the route has no prices
-        # running totals as SQLite keeps them; not sum(), which from Python 3.12 compensates
-        session_cost = None if route.prices is None else functools.reduce(add, costs, 0)
-        usage = CallUsage.total(u for _, u in calls)
+        # A running total, as SQLite keeps one (not sum(): from Python 3.12 it compensates for
+        # rounding). A call's cost is None only on a route without prices.
+        cost = functools.reduce(add, (u.cost(route) or 0.0 for _, u in calls), 0.0)
+        session_cost = None if route.prices is None else cost
+        usage = CallUsage.total([u for _, u in calls])
         status = "unknown" if session_cost is None else "estimated"
         source = "none" if session_cost is None else "official_docs_snapshot"
         c.execute(
@@ -354,10 +361,9 @@ class SimulatedHermes:
                 len(calls), s.id,
             ),
         )  # fmt: skip
-        model_cost = functools.reduce(add, costs, 0.0)
         first, last = calls[0][0], calls[-1][0]
         self._upsert_model_usage(
-            c, s.id, route, usage, len(calls), model_cost, status, source, "", first, last
+            c, s.id, route, usage, len(calls), cost, status, source, "", first, last
         )
 
     def _upsert_model_usage(
@@ -484,7 +490,8 @@ class SimulatedHermes:
             self._execute_write(lambda c: self._create_session(c, s))
             self._live.append(s)
         s = self._rng.choice(self._live)
-        self._execute_write(lambda c: self._record_calls(c, s, [(now, self._next_call(s))]))
+        call = (now, self._next_call(s))
+        self._execute_write(lambda c: self._record_calls(c, s, [call]))
         if s.done == 1 and s.source in INTERACTIVE and self._rng.random() < 0.6:
             self._execute_write(lambda c: self._title(c, s, now))
         if s.done >= s.calls:
