@@ -10,7 +10,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -310,9 +310,21 @@ def read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
 
 
+def from_last_noon() -> Callable[[], float]:
+    """Wall time shifted back to the last noon (UTC) it passed, then running on. The history a
+    seed plans depends on the hour of the day it is planned at; from noon it is the same history
+    whatever the hour the tests run."""
+    now = time.time()
+    noon = now - now % 86400 + 12 * 3600
+    shift = now - (noon if noon <= now else noon - 86400)
+    return lambda: time.time() - shift
+
+
 @pytest.fixture
 def hermes(tmp_path: Path) -> Iterator[SimulatedHermes]:
-    writer = SimulatedHermes(tmp_path / "state.db", seed=5, history_sessions=60, interval=0.05)
+    writer = SimulatedHermes(
+        tmp_path / "state.db", seed=5, history_sessions=60, interval=0.05, clock=from_last_noon()
+    )
     writer.start()
     yield writer
     writer.close()
@@ -386,6 +398,13 @@ def test_history_has_the_agent_shape(hermes: SimulatedHermes) -> None:
     assert 100_000 <= prompt / calls <= 220_000
     assert 500 <= output / calls <= 1_200
     assert 0.6 <= cache_read / prompt <= 0.95
+    # Local engines (billing provider `custom`) report no cache reads; where it is reported,
+    # nearly all of the prompt is read from the cache
+    reported = db.execute(
+        "SELECT SUM(cache_read_tokens), SUM(input_tokens + cache_read_tokens + cache_write_tokens)"
+        " FROM sessions WHERE billing_provider != 'custom'"
+    ).fetchone()
+    assert 0.8 <= reported[0] / reported[1] <= 0.95
     sources = {r[0] for r in db.execute("SELECT DISTINCT source FROM sessions")}
     assert sources == {"cli", "tui", "desktop", "cron", "telegram", "subagent"}
     models = {r[0] for r in db.execute("SELECT DISTINCT model FROM sessions")}
