@@ -19,20 +19,13 @@ from cockpit.demo_process import DemoProcess, DemoProcessError
 from cockpit.profiles import hardware_profiles, model_profiles
 from tests.conftest import REPO
 from tests.test_demo import Scrape, get
+from tests.tmux import ended
 
 DEMO_PREFIX = "lane-cockpit-demo-"
 
 
 def demo_folders(tmpdir: Path) -> list[Path]:
     return sorted(tmpdir.glob(f"{DEMO_PREFIX}*"))
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
@@ -100,10 +93,10 @@ def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
     try:
         assert parent.stdout is not None
         simulators_pid = int(parent.stdout.readline())
-        assert alive(simulators_pid) and len(demo_folders(tmpdir_env)) == 1
+        assert not ended(simulators_pid) and len(demo_folders(tmpdir_env)) == 1
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
-        assert wait_until(lambda: not alive(simulators_pid)), "the simulators ended"
+        assert wait_until(lambda: ended(simulators_pid)), "the simulators ended"
         assert demo_folders(tmpdir_env) == []
     finally:
         parent.kill()
@@ -177,5 +170,5 @@ def test_simulators_that_do_not_stop_are_killed_with_what_they_started(tmp_path:
     simulators.stop(timeout=0.5)
     assert time.monotonic() - started < 5
     assert simulators.returncode == -signal.SIGKILL
-    assert wait_until(lambda: not alive(child)), "the simulators' child was killed too"
+    assert wait_until(lambda: ended(child)), "the simulators' child was killed too"
     assert not folder.exists()

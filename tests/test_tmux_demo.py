@@ -18,7 +18,7 @@ import pytest
 
 from cockpit.cli import STALL_S
 from tests.conftest import require_binary
-from tests.tmux import TmuxSession, zombie
+from tests.tmux import TmuxSession, ended
 
 pytestmark = [pytest.mark.slow, pytest.mark.tmux]
 
@@ -224,11 +224,6 @@ def test_prometheus_demo_reaches_figures(demo_factory: list[Demo], tmp_path: Pat
     demo.session.send_keys("q")
     assert demo.session.wait_exited(timeout=15) == 0
     assert demo.demo_folders() == []
-
-
-def ended(pid: int) -> bool:
-    """Gone, or a zombie whose parent (tmux, or init once tmux is gone) has not reaped it yet."""
-    return not Path(f"/proc/{pid}").exists() or zombie(pid)
 
 
 def test_terminal_hang_up_ends_the_cockpit_and_cleans_up(

@@ -24,6 +24,11 @@ def zombie(pid: int) -> bool:
         return False
 
 
+def ended(pid: int) -> bool:
+    """Gone, or a zombie whose parent (tmux, or init once tmux is gone) has not reaped it yet."""
+    return not Path(f"/proc/{pid}").exists() or zombie(pid)
+
+
 class TmuxSession:
     """`command` running in a detached tmux window of `width` × `height` cells."""
 
