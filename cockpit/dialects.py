@@ -270,6 +270,15 @@ def detect_dialect(metric_names: Iterable[str]) -> str:
     raise DialectError("no vllm: or sglang: metrics found for this lane")
 
 
+def has_engine_names(metric_names: Iterable[str]) -> bool:
+    """Whether any of these names is an engine's (`detect_dialect` finds a dialect)."""
+    try:
+        detect_dialect(metric_names)
+    except DialectError:
+        return False
+    return True
+
+
 def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
     """Why a key can't have a value before querying: unavailable, or a name not exposed."""
     if isinstance(spec, Unavailable):

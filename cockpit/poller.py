@@ -116,6 +116,11 @@ def _unreachable(error: BaseException) -> bool:
     return getattr(error, "unreachable", False) is True
 
 
+def _answered(error: BaseException) -> bool:
+    """The source answered well; the lane's data just isn't there yet (see SourceError)."""
+    return getattr(error, "answered", False) is True
+
+
 def _retry_after(error: BaseException) -> float | None:
     value = getattr(error, "retry_after", None)
     return float(value) if isinstance(value, int | float) and value > 0 else None
@@ -217,7 +222,10 @@ class _Tracker(Generic[TotalsT, FiguresT]):
     ) -> _Outcome[TotalsT, FiguresT]:
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
-        self.backoff.failed(_retry_after(error))
+        if _answered(error):
+            self.backoff.succeeded()  # a healthy server: asking each refresh costs it nothing
+        else:
+            self.backoff.failed(_retry_after(error))
         self._unreachable = _unreachable(error)
         self._retry_at = self._clocks.monotonic() + self.backoff.delay
         reason = failure_reason(error)

@@ -23,7 +23,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
-from promharness import PromServer, ScrapeJob, start_prometheus
+from promharness import PromServer, ScrapeJob, free_port, start_prometheus
 from textual.pilot import Pilot
 
 from cockpit.app import CockpitApp, make_app
@@ -32,6 +32,9 @@ from cockpit.feeds import build_feeds
 from cockpit.widgets import CacheGauge, StatusLine
 
 JOB = "fault-lane"
+LATE_JOB = "late-lane"
+"""Scraped from the start, but its engine is not up yet: Prometheus has only `up` and
+`scrape_*` for it, as for a vLLM still loading its model."""
 REFRESH_S = 0.5
 QUOTED = 'q"uote\\back\nnew'
 """A model_name with a quote, a backslash and a newline."""
@@ -99,18 +102,24 @@ class Exporter:
         self.server.server_close()
 
 
-def start_exporter() -> Exporter:
+def start_exporter(port: int = 0) -> Exporter:
     registry = CollectorRegistry()
     collector = StepCollector()
     registry.register(collector)  # type: ignore[arg-type]
-    server = QuietServer(("127.0.0.1", 0), MetricsHandler.factory(registry))
+    server = QuietServer(("127.0.0.1", port), MetricsHandler.factory(registry))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return Exporter(collector, server)
 
 
-def start_lane_prometheus(workdir: Path, exporter: Exporter) -> PromServer:
-    server = start_prometheus(workdir, [ScrapeJob(JOB, [exporter.address], "1s")])
+def start_lane_prometheus(workdir: Path, exporter: Exporter, late_port: int) -> PromServer:
+    """Prometheus scraping the exporter as JOB, and `late_port`, where nothing listens yet, as
+    LATE_JOB."""
+    jobs = [
+        ScrapeJob(JOB, [exporter.address], "1s"),
+        ScrapeJob(LATE_JOB, [f"127.0.0.1:{late_port}"], "1s"),
+    ]
+    server = start_prometheus(workdir, jobs)
     wait_for_samples(server.url, 3)
     return server
 
@@ -200,15 +209,23 @@ def error_notices(app: CockpitApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-_SHARED: list[tuple[Exporter, PromServer]] = []
+_SHARED: list[tuple[Exporter, PromServer, int]] = []
 
 
 def shared_lane_prometheus(workdir: Path) -> tuple[Exporter, PromServer]:
     """One exporter and Prometheus for every fault-test module of the run (stopped at exit)."""
     if not _SHARED:
         exporter = start_exporter()
-        server = start_lane_prometheus(workdir, exporter)
+        late_port = free_port()
+        server = start_lane_prometheus(workdir, exporter, late_port)
         atexit.register(exporter.stop)
         atexit.register(server.stop)
-        _SHARED.append((exporter, server))
-    return _SHARED[0]
+        _SHARED.append((exporter, server, late_port))
+    exporter, server, _ = _SHARED[0]
+    return exporter, server
+
+
+def shared_late_port() -> int:
+    """Where the shared Prometheus scrapes LATE_JOB: free until a test starts an exporter."""
+    assert _SHARED, "shared_lane_prometheus() first"
+    return _SHARED[0][2]

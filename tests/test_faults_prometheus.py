@@ -27,6 +27,7 @@ import yaml
 from faultlane import (
     JOB,
     LANE_HIT_RATE,
+    LATE_JOB,
     MODELS,
     QUOTED,
     QUOTED_PREFIX,
@@ -43,6 +44,8 @@ from faultlane import (
     screen_text,
     share_text,
     shared_lane_prometheus,
+    shared_late_port,
+    start_exporter,
     status_text,
     wait_until,
 )
@@ -424,6 +427,26 @@ async def test_unreachable_servers_say_why_on_the_pane(case: str, tls_server: st
         await pilot.pause(1.2)  # probed once a refresh meanwhile, never faster
         assert app.lane_pollers[0].failures >= 1
         assert app.is_running and error_notices(app) == []
+
+
+async def test_an_engine_that_comes_up_late_shows_at_the_next_refresh(prom: PromServer) -> None:
+    """Prometheus already scrapes the lane's job, but the engine is still loading: only `up` and
+    `scrape_*` exist. The lane is missing with that reason, asked again every refresh (not
+    backed off), and shows as soon as the engine's own series arrive."""
+    config = lane_config(prom.url, selector=f'job="{LATE_JOB}"')
+    async with running_app(config) as (app, pilot):
+        await wait_until(pilot, lambda: lane_state(app) == "missing")
+        assert "no vllm: or sglang: metrics found" in lane_reason(app)
+        await pilot.pause(5 * REFRESH_S)  # a backed-off poller would wait 8 refreshes by now
+        assert app.lane_pollers[0].delay == REFRESH_S
+        exporter = start_exporter(shared_late_port())
+        try:
+            up = time.perf_counter()
+            await wait_until(pilot, lambda: lane_state(app) == "ok")
+            MEASURED["engine up, lane shown"] = time.perf_counter() - up
+        finally:
+            exporter.stop()
+        assert error_notices(app) == []
 
 
 def write_config(path: Path, lanes: list[dict[str, Any]]) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, failure_reason
+from cockpit.sources.prometheus import SourceError
 from tests.test_app_feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -105,6 +106,27 @@ async def test_back_off_doubles_up_to_the_cap_and_resets_on_success() -> None:
     feed.failure = None
     await poller.cycle("1h")
     assert poller.delay == 5.0 and poller.failures == 0
+
+
+async def test_a_lane_not_there_yet_is_asked_again_every_refresh() -> None:
+    """A healthy server without the lane's series yet (an engine loading its model) is no
+    reason to back off: the lane must show at the first refresh after it comes up."""
+    not_yet = SourceError("no vllm: or sglang: metrics found for this lane", answered=True)
+    feed = ScriptedLaneFeed("lane-a", failure=SourceDown("503 service unavailable"))
+    poller = LanePoller(feed, 5.0, max_delay_s=60.0)
+    await poller.cycle("1h")
+    await poller.cycle("1h")
+    assert poller.delay == 10.0
+    feed.failure = not_yet
+    delays = []
+    for _ in range(4):
+        snapshot = await poller.cycle("1h")
+        delays.append(poller.delay)
+    assert delays == [5.0] * 4
+    assert snapshot.freshness.state == "missing"
+    assert snapshot.freshness.reason == "no vllm: or sglang: metrics found for this lane"
+    feed.failure = None
+    assert (await poller.cycle("1h")).freshness.state == "ok"
 
 
 async def test_retry_after_on_the_error_is_honoured() -> None:

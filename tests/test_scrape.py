@@ -94,6 +94,20 @@ def test_only_wanted_samples_are_parsed_and_a_garbled_wanted_one_is_an_error() -
         ScrapeSource("http://127.0.0.1:1/metrics").ingest(garbled_used, at)
 
 
+def test_an_exposition_without_engine_metrics_is_not_an_engine_yet() -> None:
+    """Another exporter, or a server up before its engine: said so, and not backed off (the
+    endpoint answered well), so the engine shows on the first scrape that has its names."""
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    at = 1_700_000_000.0
+    with pytest.raises(SourceError, match="no vllm: or sglang: metrics found") as raised:
+        source.ingest(
+            "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n", at
+        )
+    assert raised.value.answered is True
+    source.ingest(fixture_text("metrics_real.txt"), at + 5)
+    assert source.dialect == "vllm"
+
+
 def test_specdec_exposition_has_spec_counters() -> None:
     text = fixture_text("metrics_real_specdec.txt")
     at = newest_created(text) + 60

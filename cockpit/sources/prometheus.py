@@ -45,7 +45,12 @@ class SourceError(Exception):
     """A refresh failed; `str()` is one line for the user, free of secrets."""
 
     def __init__(
-        self, reason: str, retry_after: float | None = None, *, unreachable: bool = False
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        *,
+        unreachable: bool = False,
+        answered: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -53,6 +58,9 @@ class SourceError(Exception):
         self.unreachable = unreachable
         """No answer at all (refused, unknown host, TLS, dropped): a cheap probe tells when
         it is back. A slow or erring server is not unreachable: it gets the back-off."""
+        self.answered = answered
+        """The server answered well, but the lane has no engine series yet (a job not yet
+        scraped, an engine still loading its model): no back-off, the next refresh asks again."""
 
 
 class TransportError(Exception):
@@ -263,7 +271,7 @@ class PrometheusSource:
         self.last_samples = 0
         memory = self._lanes.setdefault(f"{lane}\0{selector}", _LaneMemory())
         names = await self._names(memory, selector, end)
-        dialect = dialect or memory.dialect or dialects.detect_dialect(names or ())
+        dialect = dialect or memory.dialect or self._detect(names, selector)
         memory.dialect = dialect
         with_start = self._needs_start(memory, end, window_s)
         block = block_size(window_s) if self.block_cache else None
@@ -484,10 +492,18 @@ class PrometheusSource:
         if not isinstance(data, list):
             raise SourceError(f"{self.url}: label values answer has no list of names")
         if not data:
-            raise SourceError(f"{self.url}: no series match {selector}")
-        memory.names = frozenset(str(name) for name in data)
-        memory.names_at = time.monotonic()
-        return memory.names
+            raise SourceError(f"{self.url}: no series match {selector}", answered=True)
+        names = frozenset(str(name) for name in data)
+        # Only `up` and `scrape_*` while the engine loads: its own names come later.
+        if dialects.has_engine_names(names):
+            memory.names, memory.names_at = names, time.monotonic()
+        return names
+
+    def _detect(self, names: frozenset[str], selector: str) -> str:
+        try:
+            return dialects.detect_dialect(names)
+        except dialects.DialectError as exc:
+            raise SourceError(f"{self.url}: {exc} ({selector})", answered=True) from None
 
     async def query(self, expr: str, at: float) -> Answer:
         """One instant query (POST form) at `at`; raises SourceError with a one-line reason."""

@@ -229,7 +229,7 @@ class ScrapeSource:
             try:
                 self.dialect = dialects.detect_dialect(names)
             except dialects.DialectError as exc:
-                raise SourceError(f"{self.url}: {exc}") from None
+                raise SourceError(f"{self.url}: {exc}", answered=True) from None
         keep = self._wanted(self.dialect, self._escaped)
         info = (INFO_METRIC, dialects.escape_name(INFO_METRIC))
         parsed = {*keep, *(created_name(name) for name in keep), *info}
