@@ -23,6 +23,9 @@ DATA_START = "data_start"
 """Expression key for the timestamp of the lane's oldest sample in the window."""
 
 
+NO_ENGINE_METRICS = "no vllm: or sglang: metrics found for this lane"
+
+
 class DialectError(ValueError):
     """An unknown dialect, or metric names that belong to no known engine."""
 
@@ -267,7 +270,7 @@ def detect_dialect(metric_names: Iterable[str]) -> str:
         return "vllm-legacy"
     if any(name.startswith("vllm:") for name in names):
         return "vllm"
-    raise DialectError("no vllm: or sglang: metrics found for this lane")
+    raise DialectError(NO_ENGINE_METRICS)
 
 
 def has_engine_names(metric_names: Iterable[str]) -> bool:

@@ -116,9 +116,9 @@ def _unreachable(error: BaseException) -> bool:
     return getattr(error, "unreachable", False) is True
 
 
-def _answered(error: BaseException) -> bool:
-    """The source answered well; the lane's data just isn't there yet (see SourceError)."""
-    return getattr(error, "answered", False) is True
+def _engine_absent(error: BaseException) -> bool:
+    """The lane's engine is not up (yet); its source is fine (see SourceError)."""
+    return getattr(error, "engine_absent", False) is True
 
 
 def _retry_after(error: BaseException) -> float | None:
@@ -222,8 +222,8 @@ class _Tracker(Generic[TotalsT, FiguresT]):
     ) -> _Outcome[TotalsT, FiguresT]:
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
-        if _answered(error):
-            self.backoff.succeeded()  # a healthy server: asking each refresh costs it nothing
+        if _engine_absent(error):
+            self.backoff.succeeded()  # asking each refresh costs nothing: no back-off
         else:
             self.backoff.failed(_retry_after(error))
         self._unreachable = _unreachable(error)

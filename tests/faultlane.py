@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -23,7 +24,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
-from promharness import PromServer, ScrapeJob, free_port, start_prometheus
+from promharness import PromServer, ScrapeJob, start_prometheus
 from textual.pilot import Pilot
 
 from cockpit.app import CockpitApp, make_app
@@ -209,23 +210,30 @@ def error_notices(app: CockpitApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-_SHARED: list[tuple[Exporter, PromServer, int]] = []
+_SHARED: list[tuple[Exporter, PromServer]] = []
+_LATE_PORT: list[socket.socket] = []
+"""LATE_JOB's port, bound but not listening (a connection is refused) until it is taken."""
 
 
 def shared_lane_prometheus(workdir: Path) -> tuple[Exporter, PromServer]:
     """One exporter and Prometheus for every fault-test module of the run (stopped at exit)."""
     if not _SHARED:
         exporter = start_exporter()
-        late_port = free_port()
-        server = start_lane_prometheus(workdir, exporter, late_port)
+        late = socket.socket()
+        late.bind(("127.0.0.1", 0))  # held, so no other test's server gets this port
+        _LATE_PORT.append(late)
+        server = start_lane_prometheus(workdir, exporter, late.getsockname()[1])
         atexit.register(exporter.stop)
         atexit.register(server.stop)
-        _SHARED.append((exporter, server, late_port))
-    exporter, server, _ = _SHARED[0]
-    return exporter, server
+        _SHARED.append((exporter, server))
+    return _SHARED[0]
 
 
-def shared_late_port() -> int:
-    """Where the shared Prometheus scrapes LATE_JOB: free until a test starts an exporter."""
-    assert _SHARED, "shared_lane_prometheus() first"
-    return _SHARED[0][2]
+def take_late_port() -> int:
+    """LATE_JOB's port, freed for the engine to come up on. Once per run: after that,
+    Prometheus holds engine series for LATE_JOB and it is no longer late."""
+    assert _LATE_PORT, "shared_lane_prometheus() first, and only one test can take it"
+    late = _LATE_PORT.pop()
+    port: int = late.getsockname()[1]
+    late.close()
+    return port

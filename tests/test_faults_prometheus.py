@@ -44,9 +44,9 @@ from faultlane import (
     screen_text,
     share_text,
     shared_lane_prometheus,
-    shared_late_port,
     start_exporter,
     status_text,
+    take_late_port,
     wait_until,
 )
 from faultproxy import FaultProxy, http_answer, json_answer
@@ -54,6 +54,7 @@ from promharness import PromServer, free_port
 from textual.pilot import Pilot
 
 from cockpit.app import CockpitApp
+from cockpit.sources.prometheus import PrometheusSource, SourceError
 from cockpit.timeutil import clock
 from cockpit.widgets import CacheGauge
 
@@ -433,13 +434,19 @@ async def test_an_engine_that_comes_up_late_shows_at_the_next_refresh(prom: Prom
     """Prometheus already scrapes the lane's job, but the engine is still loading: only `up` and
     `scrape_*` exist. The lane is missing with that reason, asked again every refresh (not
     backed off), and shows as soon as the engine's own series arrive."""
-    config = lane_config(prom.url, selector=f'job="{LATE_JOB}"')
-    async with running_app(config) as (app, pilot):
+    selector = f'job="{LATE_JOB}"'
+    async with running_app(lane_config(prom.url, selector=selector)) as (app, pilot):
         await wait_until(pilot, lambda: lane_state(app) == "missing")
         assert "no vllm: or sglang: metrics found" in lane_reason(app)
         await pilot.pause(5 * REFRESH_S)  # a backed-off poller would wait 8 refreshes by now
         assert app.lane_pollers[0].delay == REFRESH_S
-        exporter = start_exporter(shared_late_port())
+        # The same when the config names the engine: not taken for one that lacks every metric.
+        source = PrometheusSource(prom.url)
+        with pytest.raises(SourceError, match="no vllm: or sglang: metrics") as absent:
+            await source.read_lane("late", "vllm", selector, 300.0)
+        await source.aclose()
+        assert absent.value.engine_absent is True
+        exporter = start_exporter(take_late_port())
         try:
             up = time.perf_counter()
             await wait_until(pilot, lambda: lane_state(app) == "ok")

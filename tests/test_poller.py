@@ -111,7 +111,7 @@ async def test_back_off_doubles_up_to_the_cap_and_resets_on_success() -> None:
 async def test_a_lane_not_there_yet_is_asked_again_every_refresh() -> None:
     """A healthy server without the lane's series yet (an engine loading its model) is no
     reason to back off: the lane must show at the first refresh after it comes up."""
-    not_yet = SourceError("no vllm: or sglang: metrics found for this lane", answered=True)
+    not_yet = SourceError("no vllm: or sglang: metrics found for this lane", engine_absent=True)
     feed = ScriptedLaneFeed("lane-a", failure=SourceDown("503 service unavailable"))
     poller = LanePoller(feed, 5.0, max_delay_s=60.0)
     await poller.cycle("1h")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -103,7 +104,7 @@ def test_an_exposition_without_engine_metrics_is_not_an_engine_yet() -> None:
         source.ingest(
             "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n", at
         )
-    assert raised.value.answered is True
+    assert raised.value.engine_absent is True
     source.ingest(fixture_text("metrics_real.txt"), at + 5)
     assert source.dialect == "vllm"
 
@@ -233,9 +234,21 @@ async def test_unreachable_engine(tmp_path: Path) -> None:
     from cockpit.sources.prometheus import SourceError
 
     source = ScrapeSource(f"http://127.0.0.1:{free_port()}/metrics")
-    with pytest.raises(SourceError, match="connection refused"):
+    with pytest.raises(SourceError, match="connection refused") as refused:
         await source.poll()
     await source.aclose()
+    assert refused.value.engine_absent is True  # not up yet: asked every refresh, no back-off
+
+
+async def test_an_engine_that_does_not_answer_in_time_is_not_taken_for_absent() -> None:
+    """It listens but is stuck (or overloaded): that one gets the back-off."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:  # accepts, never answers
+        port = listening.getsockname()[1]
+        source = ScrapeSource(f"http://127.0.0.1:{port}/metrics", timeout=0.3)
+        with pytest.raises(SourceError, match="timed out") as stuck:
+            await source.poll()
+        await source.aclose()
+    assert stuck.value.engine_absent is False
 
 
 def test_names_escaped_by_an_openmetrics_answer() -> None:

@@ -50,7 +50,7 @@ class SourceError(Exception):
         retry_after: float | None = None,
         *,
         unreachable: bool = False,
-        answered: bool = False,
+        engine_absent: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -58,9 +58,11 @@ class SourceError(Exception):
         self.unreachable = unreachable
         """No answer at all (refused, unknown host, TLS, dropped): a cheap probe tells when
         it is back. A slow or erring server is not unreachable: it gets the back-off."""
-        self.answered = answered
-        """The server answered well, but the lane has no engine series yet (a job not yet
-        scraped, an engine still loading its model): no back-off, the next refresh asks again."""
+        self.engine_absent = engine_absent
+        """The lane's engine is not there (yet): Prometheus answers well but has no engine
+        series for it (a job not scraped yet, a vLLM still loading its model), or nothing
+        listens on its /metrics port. Asking again costs nothing, so every refresh does,
+        without back-off, and the lane shows at the first refresh after the engine is up."""
 
 
 class TransportError(Exception):
@@ -271,7 +273,11 @@ class PrometheusSource:
         self.last_samples = 0
         memory = self._lanes.setdefault(f"{lane}\0{selector}", _LaneMemory())
         names = await self._names(memory, selector, end)
-        dialect = dialect or memory.dialect or self._detect(names, selector)
+        if not dialects.has_engine_names(names):  # only `up` and `scrape_*` while it loads
+            raise SourceError(
+                f"{self.url}: {dialects.NO_ENGINE_METRICS} ({selector})", engine_absent=True
+            )
+        dialect = dialect or memory.dialect or dialects.detect_dialect(names)
         memory.dialect = dialect
         with_start = self._needs_start(memory, end, window_s)
         block = block_size(window_s) if self.block_cache else None
@@ -492,18 +498,11 @@ class PrometheusSource:
         if not isinstance(data, list):
             raise SourceError(f"{self.url}: label values answer has no list of names")
         if not data:
-            raise SourceError(f"{self.url}: no series match {selector}", answered=True)
+            raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
         names = frozenset(str(name) for name in data)
-        # Only `up` and `scrape_*` while the engine loads: its own names come later.
-        if dialects.has_engine_names(names):
+        if dialects.has_engine_names(names):  # kept only once the engine's own names are in
             memory.names, memory.names_at = names, time.monotonic()
         return names
-
-    def _detect(self, names: frozenset[str], selector: str) -> str:
-        try:
-            return dialects.detect_dialect(names)
-        except dialects.DialectError as exc:
-            raise SourceError(f"{self.url}: {exc} ({selector})", answered=True) from None
 
     async def query(self, expr: str, at: float) -> Answer:
         """One instant query (POST form) at `at`; raises SourceError with a one-line reason."""

@@ -225,11 +225,9 @@ class ScrapeSource:
         names = frozenset(lines)
         self._exposed = self._exposed | names
         self._escaped = dialects.names_escaped(self._exposed)
-        if self.dialect is None:
-            try:
-                self.dialect = dialects.detect_dialect(names)
-            except dialects.DialectError as exc:
-                raise SourceError(f"{self.url}: {exc}", answered=True) from None
+        if not dialects.has_engine_names(names):
+            raise SourceError(f"{self.url}: {dialects.NO_ENGINE_METRICS}", engine_absent=True)
+        self.dialect = self.dialect or dialects.detect_dialect(names)
         keep = self._wanted(self.dialect, self._escaped)
         info = (INFO_METRIC, dialects.escape_name(INFO_METRIC))
         parsed = {*keep, *(created_name(name) for name in keep), *info}
@@ -264,7 +262,9 @@ class ScrapeSource:
         try:
             status, reason, text = await self._get()
         except TransportError as exc:
-            raise SourceError(failure_reason(self.url, exc, self._timeout)[0]) from None
+            refused = exc.connect and not exc.timeout  # nothing listens there (yet)
+            reason = failure_reason(self.url, exc, self._timeout)[0]
+            raise SourceError(reason, engine_absent=refused) from None
         if status >= 400:
             raise SourceError(f"{self.url}: HTTP {status} {reason}")
         return text
