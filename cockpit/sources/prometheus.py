@@ -273,10 +273,6 @@ class PrometheusSource:
         self.last_samples = 0
         memory = self._lanes.setdefault(f"{lane}\0{selector}", _LaneMemory())
         names = await self._names(memory, selector, end)
-        if not dialects.has_engine_names(names):  # only `up` and `scrape_*` while it loads
-            raise SourceError(
-                f"{self.url}: {dialects.NO_ENGINE_METRICS} ({selector})", engine_absent=True
-            )
         dialect = dialect or memory.dialect or dialects.detect_dialect(names)
         memory.dialect = dialect
         with_start = self._needs_start(memory, end, window_s)
@@ -500,8 +496,11 @@ class PrometheusSource:
         if not data:
             raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
         names = frozenset(str(name) for name in data)
-        if dialects.has_engine_names(names):  # kept only once the engine's own names are in
-            memory.names, memory.names_at = names, time.monotonic()
+        if not dialects.has_engine_names(names):  # only `up` and `scrape_*` while it loads
+            raise SourceError(
+                f"{self.url}: {dialects.NO_ENGINE_METRICS} ({selector})", engine_absent=True
+            )
+        memory.names, memory.names_at = names, time.monotonic()
         return names
 
     async def query(self, expr: str, at: float) -> Answer:
