@@ -225,9 +225,11 @@ class ScrapeSource:
         names = frozenset(lines)
         self._exposed = self._exposed | names
         self._escaped = dialects.names_escaped(self._exposed)
-        if not dialects.has_engine_names(names):
-            raise SourceError(f"{self.url}: {dialects.NO_ENGINE_METRICS}", engine_absent=True)
-        self.dialect = self.dialect or dialects.detect_dialect(names)
+        try:
+            found = dialects.detect_dialect(names)  # each scrape: the port may change hands
+        except dialects.DialectError as exc:
+            raise SourceError(f"{self.url}: {exc}", engine_absent=True) from None
+        self.dialect = self.dialect or found
         keep = self._wanted(self.dialect, self._escaped)
         info = (INFO_METRIC, dialects.escape_name(INFO_METRIC))
         parsed = {*keep, *(created_name(name) for name in keep), *info}
