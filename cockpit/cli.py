@@ -9,6 +9,7 @@ import functools
 import gc
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -142,12 +143,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    argv = list(argv)
+    argv = _attach_relative_times(argv)
     first = next((arg for arg in argv if not arg.startswith("-")), None)
     wants_help = any(arg in ("-h", "--help", "--version") for arg in argv)
     if first not in COMMANDS and not (wants_help and first is None):
         argv.insert(0, "run")
     return build_parser().parse_args(argv)
+
+
+def _attach_relative_times(argv: Sequence[str]) -> list[str]:
+    """`--at -2h` as `--at=-2h`: argparse takes any value that starts with a dash for an option
+    and would say `--at: expected one argument`."""
+    attached: list[str] = []
+    for arg in argv:
+        if attached and attached[-1] == "--at" and re.match(r"-\d", arg):
+            attached[-1] = f"--at={arg}"
+        else:
+            attached.append(arg)
+    return attached
 
 
 # --- config ---------------------------------------------------------------------------------
@@ -174,8 +187,21 @@ def read_config(path: Path | None) -> Config:
     return parse_config(text, str(path), hardware, models)
 
 
+ADHOC_LANE_FLAGS = {
+    "prometheus": "--prometheus",
+    "metrics_url": "--metrics-url",
+    "selector": "--selector",
+    "name": "--selector",
+    "engine": "--engine",
+    "hardware": "--hardware",
+    "model": "--model",
+}
+"""The ad-hoc lane's config keys, by the flag that sets each (its name comes from the job)."""
+
+
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
+        _refuse_lane_flags_without_a_lane(args)
         return None
     import yaml
 
@@ -189,8 +215,31 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
             lane[option] = getattr(args, option)
     hardware, models = _profiles()
     text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
-    parsed = parse_config(text, "<command line>", hardware, models)
-    return parsed.lanes[0]
+    try:
+        return parse_config(text, "<command line>", hardware, models).lanes[0]
+    except ConfigError as error:
+        raise _said_as_flags(error) from None
+
+
+def _said_as_flags(error: ConfigError) -> ConfigError:
+    """A mistake in the ad-hoc lane, named by its flag rather than by the config it becomes."""
+    key = error.key.removeprefix("lanes[0]").removeprefix(".")
+    if not key:
+        return ConfigError("<command line>", None, "--prometheus, --metrics-url",
+                           "give one of the two, not both")  # fmt: skip
+    flag = ADHOC_LANE_FLAGS.get(key.split(".")[0], key)
+    return ConfigError("<command line>", None, flag, error.problem)
+
+
+def _refuse_lane_flags_without_a_lane(args: argparse.Namespace) -> None:
+    """--selector, --engine, --hardware, --model describe the ad-hoc lane: alone they would be
+    ignored without a word."""
+    given = [f"--{option}" for option in ("selector", "hardware", "model") if getattr(args, option)]
+    given += ["--engine"] if args.engine != "auto" else []
+    if given:
+        raise ConfigError("<command line>", None, given[0], "describes an ad-hoc lane: give "
+                          "--prometheus URL or --metrics-url URL with it (a config file's lanes "
+                          "set it in the file)")  # fmt: skip
 
 
 def _adhoc_name(selector: str) -> str:
@@ -221,13 +270,26 @@ def effective_config(args: argparse.Namespace) -> Config:
     return config
 
 
-def replay_time(args: argparse.Namespace) -> float | None:
+def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float | None:
+    """The moment `--at` replays, if given; the `lanes` it will be read on must keep history."""
     if not getattr(args, "at", None):
         return None
     try:
-        return parse_time(args.at)
+        at = parse_time(args.at)
     except TimeParseError as exc:
         raise ConfigError("<command line>", None, "--at", str(exc)) from None
+    scraped = [lane.name for lane in lanes if lane.metrics_url]
+    if scraped:
+        raise ConfigError("<command line>", None, "--at", f"replays Prometheus's history, and "
+                          f"lane {scraped[0]!r} is read from its /metrics, which has only the "
+                          "present")  # fmt: skip
+    return at
+
+
+def _reported_lane(config: Config, name: str | None) -> list[LaneConfig]:
+    """The one lane `cockpit report` reads: the one named, or the first."""
+    chosen = [lane for lane in config.lanes if lane.name == name] if name else []
+    return chosen or list(config.lanes[:1])
 
 
 def _require_sources(config: Config) -> None:
@@ -249,7 +311,7 @@ def command_run(args: argparse.Namespace) -> int:
     def setup() -> _Setup:
         config = effective_config(args)
         _require_sources(config)
-        at = replay_time(args)
+        at = replay_time(args, config.lanes)
         if args.refresh is not None and args.refresh <= 0:
             raise ConfigError("<command line>", None, "--refresh", "expected a positive number")
         from cockpit.feeds import build_feeds
@@ -425,7 +487,7 @@ def command_demo(args: argparse.Namespace) -> int:
 def command_report(args: argparse.Namespace) -> int:
     config = effective_config(args)
     _require_sources(config)
-    at = replay_time(args)
+    at = replay_time(args, _reported_lane(config, args.lane))
     from cockpit.feeds import read_once
     from cockpit.report import json_receipt, markdown_receipt
 

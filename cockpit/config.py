@@ -25,6 +25,8 @@ from cockpit.timeutil import TimeParseError, parse_duration
 
 Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
 ENGINES: tuple[str, ...] = ("auto", "vllm", "vllm-legacy", "sglang")
+THEME_NAMES: tuple[str, ...] = ("cockpit-dark", "cockpit-light", "cockpit-high-contrast")
+"""The cockpit's themes by name, the first the default (their colours: cockpit/themes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,7 @@ class Config:
     windows: tuple[str, ...] = ("5m", "1h", "6h", "24h", "7d", "30d", "90d")
     ledger_window: str | None = None
     """A separate window for the ledger (e.g. 90d) while the lane shows 1h; None = same."""
-    theme: str = "cockpit-dark"
+    theme: str = THEME_NAMES[0]
     hardware_profiles: Mapping[str, Hardware] = field(default_factory=dict)
     model_profiles: Mapping[str, ModelProfile] = field(default_factory=dict)
 
@@ -274,9 +276,9 @@ def _valid_selector(value: str) -> bool:
 def _choice(reader: _Reader, node: Node, key: str, choices: tuple[str, ...]) -> str:
     value = str(reader.scalar(node, key)).strip()
     if value not in choices:
-        reader.fail(
-            node, key, f"expected one of {', '.join(choices)}{_did_you_mean(value, choices)}"
-        )
+        close = difflib.get_close_matches(value, choices, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        reader.fail(node, key, f"expected one of {', '.join(choices)}, got {value!r}{hint}")
     return value
 
 
@@ -420,7 +422,7 @@ def parse_config(
         windows = [_window(reader, n, f"windows[{i}]") for i, n in enumerate(nodes)]
         values["windows"] = tuple(sorted(set(windows), key=parse_duration))
     if "theme" in items:
-        values["theme"] = _text(reader, items["theme"][1], "theme")
+        values["theme"] = _choice(reader, items["theme"][1], "theme", THEME_NAMES)
     if "prices" in items:
         values["prices"] = _prices(reader, items["prices"][1], "prices")
     if "ledgers" in items:

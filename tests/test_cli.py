@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -96,6 +98,56 @@ def test_adhoc_flags_are_validated(tmp_path: Path) -> None:
     assert result.returncode == 2 and "<command line>" in result.stderr and "URL" in result.stderr
     bad_at = run("report", "--ledger", "x.db", "--at", "yesterday-ish", cwd=tmp_path)
     assert bad_at.returncode == 2 and "--at" in bad_at.stderr
+
+
+def test_a_relative_at_may_follow_its_flag(hermes_v22: Path) -> None:
+    before = time.time()
+    result = run("report", "--ledger", str(hermes_v22), "--at", "-2h", "--format", "json",
+                 cwd=hermes_v22.parent)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    end = json.loads(result.stdout)["ledger"]["end"]
+    assert before - 2 * 3600 - 1 <= end <= time.time() - 2 * 3600 + 1
+
+
+def test_replay_refuses_a_lane_read_from_its_metrics(tmp_path: Path) -> None:
+    result = run("report", "--metrics-url", "http://127.0.0.1:9/metrics", "--at", "-2h",
+                 cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--at: replays Prometheus's history" in result.stderr and "'lane'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--selector", 'job="x"'],
+        ["--hardware", "h100"],
+        ["--model", "llama-3.1-8b"],
+        ["--engine", "vllm"],
+    ],
+)
+def test_lane_flags_without_a_lane_are_refused(hermes_v22: Path, flags: list[str]) -> None:
+    result = run("check", "--ledger", str(hermes_v22), *flags, cwd=hermes_v22.parent)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"<command line>: {flags[0]}: describes an ad-hoc lane" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--metrics-url", "http://127.0.0.1:9/metrics", "--hardware", "h900"], "--hardware"),
+        (["--prometheus", "http://u:p@127.0.0.1:9"], "--prometheus"),
+        (["--prometheus", "http://127.0.0.1:9", "--selector", "job=x"], "--selector"),
+        (
+            ["--prometheus", "http://127.0.0.1:9", "--metrics-url", "http://127.0.0.1:9/metrics"],
+            "--prometheus, --metrics-url",
+        ),
+    ],
+)
+def test_an_adhoc_lane_mistake_names_its_flag(tmp_path: Path, flags: list[str], named: str) -> None:
+    result = run("report", *flags, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"cockpit: <command line>: {named}: " in result.stderr
+    assert "lanes[0]" not in result.stderr
 
 
 def test_unknown_lane(tmp_path: Path) -> None:

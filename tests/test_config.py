@@ -60,6 +60,8 @@ def test_empty_config_is_defaults() -> None:
          "credentials"),
         ("window: soon\n", 1, "window", "duration"),
         ("theme: [a]\n", 1, "theme", "single value"),
+        ("theme: nope\n", 1, "theme", "expected one of cockpit-dark, cockpit-light"),
+        ("refresh: 5\ntheme: cockpit-drak\n", 2, "theme", "did you mean 'cockpit-dark'"),
         ("prices:\n  output: -5\n", 2, "prices.output", "zero or more"),
         ("lanes:\n  - name: a\n    prometheus: http://x\n    engine: vlm\n", 4, "lanes[0].engine",
          "did you mean 'vllm'"),
@@ -78,6 +80,14 @@ def test_each_mistake_names_line_and_key(text: str, line: int, key: str, words: 
     assert words in str(error)
     assert str(error).startswith(f"c.yaml:{line}: ")
     assert "\n" not in str(error)
+
+
+def test_a_wrong_choice_lists_the_choices_once() -> None:
+    text = "lanes:\n  - name: a\n    prometheus: http://x\n    engine: tgi\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "c.yaml")
+    assert str(caught.value).count("auto, vllm, vllm-legacy, sglang") == 1
+    assert "'tgi'" in str(caught.value)
 
 
 def test_e_notation_without_sign_is_a_number() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.themes import THEMES, ansi_color_setting, next_theme
+from cockpit import config
+from cockpit.themes import DEFAULT_THEME, THEMES, ansi_color_setting, next_theme
 
 TEXT_COLOURS = ("foreground", "primary", "secondary", "accent", "warning", "error", "success")
 BACKGROUNDS = ("background", "panel")
@@ -44,6 +45,13 @@ def test_next_theme_cycles_through_the_cockpit_themes() -> None:
     names = [theme.name for theme in THEMES]
     assert [next_theme(name) for name in names] == [*names[1:], names[0]]
     assert next_theme("textual-dark") == names[0]
+
+
+def test_a_config_accepts_exactly_the_cockpit_themes() -> None:
+    assert config.THEME_NAMES == tuple(theme.name for theme in THEMES)
+    assert config.Config().theme == DEFAULT_THEME
+    for name in config.THEME_NAMES:
+        assert config.parse_config(f"theme: {name}\n", "t.yaml").theme == name
 
 
 def test_no_color_asks_for_native_ansi(monkeypatch: pytest.MonkeyPatch) -> None:

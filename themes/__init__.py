@@ -63,6 +63,8 @@ COCKPIT_HIGH_CONTRAST = Theme(
 
 THEMES: tuple[Theme, ...] = (COCKPIT_DARK, COCKPIT_LIGHT, COCKPIT_HIGH_CONTRAST)
 THEME_NAMES: tuple[str, ...] = tuple(theme.name for theme in THEMES)
+"""The same names, in the same order, as `cockpit.config.THEME_NAMES`, which a config's
+`theme:` is checked against without loading Textual (a test holds the two together)."""
 DEFAULT_THEME = COCKPIT_DARK.name
 
 
