@@ -2,8 +2,9 @@
 
 `python -m bench._bare`. With `COCKPIT_BENCH_PROBE` set it writes `first_frame` after its first
 screen update, as the cockpit does once every pane has data. With `--libraries` it first
-imports the libraries the cockpit reads and draws with, so the start-up benchmark can show
-what they cost on their own.
+imports the libraries the cockpit reads and draws with, and with `--modules` those and the
+cockpit's own modules too (all `cockpit` imports before its first frame, without reading,
+composing or drawing anything), so the start-up benchmark can show what they cost on their own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from cockpit.benchprobe import Probe
 
 LIBRARIES = ("yaml", "h11", "aiosqlite", "plotext", "textual_plotext")
 """What the cockpit imports on its start-up path besides Textual and the standard library."""
+MODULES = (
+    "cockpit.cli",
+    "cockpit.feeds",
+    "cockpit.head_start",
+    "cockpit.sources.prometheus",
+    "cockpit.sources.ledger",
+    "cockpit.app",
+)
+"""The cockpit's own modules on its start-up path (they import the rest of what it loads)."""
 
 
 class BareApp(App[None]):
@@ -33,10 +43,17 @@ class BareApp(App[None]):
             self.call_after_refresh(probe.first_frame)
 
 
-if __name__ == "__main__":
-    if "--libraries" in sys.argv[1:]:
-        import importlib
+def preload(flags: list[str]) -> None:
+    """Imports what `--libraries` or `--modules` names, before the app starts."""
+    import importlib
 
-        for name in LIBRARIES:
-            importlib.import_module(name)
+    names = [*LIBRARIES, *MODULES] if "--modules" in flags else []
+    if "--libraries" in flags and not names:
+        names = list(LIBRARIES)
+    for name in names:
+        importlib.import_module(name)
+
+
+if __name__ == "__main__":
+    preload(sys.argv[1:])
     BareApp().run()
