@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from cockpit import __version__
 from cockpit.config import Config, ConfigError, LaneConfig, LedgerConfig, parse_config
 from cockpit.roofline import Hardware, ModelProfile
-from cockpit.timeutil import TimeParseError, parse_duration, parse_time
+from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 
 if TYPE_CHECKING:
     from cockpit.app import CockpitApp
@@ -144,11 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     argv = _attach_relative_times(argv)
+    parser = build_parser()
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        parser.error(f"unknown command {argv[0]!r}{_closest_command(argv[0])}")
     first = next((arg for arg in argv if not arg.startswith("-")), None)
     wants_help = any(arg in ("-h", "--help", "--version") for arg in argv)
     if first not in COMMANDS and not (wants_help and first is None):
         argv.insert(0, "run")
-    return build_parser().parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _closest_command(word: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else f" (commands: {', '.join(COMMANDS)})"
 
 
 def _attach_relative_times(argv: Sequence[str]) -> list[str]:
@@ -270,6 +281,10 @@ def effective_config(args: argparse.Namespace) -> Config:
     return config
 
 
+FUTURE_SLACK_S = 60.0
+"""How far past this machine's clock `--at` may be (another server's clock may run ahead)."""
+
+
 def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float | None:
     """The moment `--at` replays, if given; the `lanes` it will be read on must keep history."""
     if not getattr(args, "at", None):
@@ -278,6 +293,8 @@ def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float 
         at = parse_time(args.at)
     except TimeParseError as exc:
         raise ConfigError("<command line>", None, "--at", str(exc)) from None
+    if at > time.time() + FUTURE_SLACK_S:
+        raise ConfigError("<command line>", None, "--at", f"{stamp(at)} is in the future")
     scraped = [lane.name for lane in lanes if lane.metrics_url]
     if scraped:
         raise ConfigError("<command line>", None, "--at", f"replays Prometheus's history, and "
@@ -529,11 +546,16 @@ def command_check(args: argparse.Namespace) -> int:
     _require_sources(config)
     from cockpit.feeds import check_sources
 
-    print(f"config: {config.source}: ok ({len(config.lanes)} lanes, {len(config.ledgers)} ledgers)")
+    counts = f"{_count(len(config.lanes), 'lane')}, {_count(len(config.ledgers), 'ledger')}"
+    print(f"config: {config.source}: ok ({counts})")
     results = asyncio.run(check_sources(config))
     for ok, line in results:
         print(f"{'ok  ' if ok else 'FAIL'} {line}")
     return 0 if all(ok for ok, _ in results) else 1
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 HANDLERS = {

@@ -109,6 +109,27 @@ def test_a_relative_at_may_follow_its_flag(hermes_v22: Path) -> None:
     assert before - 2 * 3600 - 1 <= end <= time.time() - 2 * 3600 + 1
 
 
+def test_replay_refuses_a_moment_to_come(hermes_v22: Path) -> None:
+    result = run("report", "--ledger", str(hermes_v22), "--at", "-2h", "--at", "2099-01-01",
+                 cwd=hermes_v22.parent)  # fmt: skip
+    assert result.returncode == 2
+    assert "--at: 2099-01-01 00:00:00 UTC is in the future" in result.stderr
+
+
+def test_an_unknown_command_is_said_as_one(tmp_path: Path) -> None:
+    typo = run("reprot", "--ledger", "x.db", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert "unknown command 'reprot' (did you mean 'report'?)" in typo.stderr
+    other = run("bogus", cwd=tmp_path)
+    assert other.returncode == 2 and "commands: run, demo, report" in other.stderr
+
+
+def test_check_counts_its_sources_in_words(hermes_v22: Path) -> None:
+    result = run("check", "--ledger", str(hermes_v22), cwd=hermes_v22.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok (0 lanes, 1 ledger)" in result.stdout
+
+
 def test_replay_refuses_a_lane_read_from_its_metrics(tmp_path: Path) -> None:
     result = run("report", "--metrics-url", "http://127.0.0.1:9/metrics", "--at", "-2h",
                  cwd=tmp_path)  # fmt: skip
