@@ -166,6 +166,19 @@ async def test_database_without_sessions(tmp_path: Path) -> None:
     assert folder_state(tmp_path) == before
 
 
+async def test_a_sessions_table_of_another_shape_names_what_it_lacks(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, started_at REAL, ended_at REAL)")
+    conn.execute("INSERT INTO sessions VALUES ('a', strftime('%s', 'now') - 60, NULL)")
+    conn.commit()
+    conn.close()
+    before = folder_state(tmp_path)
+    message = await failure(path)
+    assert "has no source column: not a Hermes ledger" in message and "SQLite error" not in message
+    assert folder_state(tmp_path) == before
+
+
 async def test_locked_past_the_timeout_then_recovers(hermes_v22: Path) -> None:
     holder = sqlite3.connect(hermes_v22, isolation_level=None)  # rollback journal: locks block
     holder.execute("BEGIN EXCLUSIVE")

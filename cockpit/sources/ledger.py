@@ -209,6 +209,9 @@ def _describe(path: Path, exc: sqlite3.Error, facts: _FileFacts | None) -> str:
         return f"{path} can't be opened ({text})"
     if "no such table" in text:
         return f"{path} has no sessions table: not a Hermes ledger"
+    if "no such column" in text:
+        column = text.rpartition(":")[2].strip().removeprefix("s.").removeprefix("u.")
+        return f"{path} has no {column} column: not a Hermes ledger"
     return f"{path}: SQLite error: {text}"
 
 
