@@ -7,9 +7,11 @@ reason, never zero; a ratio whose denominator is zero is missing too ("no output
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from cockpit.dialects import DecodePace, Derived, DialectError, decode_pace
 from cockpit.model import Bucket, Figure, LaneTotals, LedgerTotals, TokenCounts, Unit, frozen_map
 from cockpit.roofline import LaneLoad
 
@@ -88,6 +90,27 @@ def _figure(
     if value is not None and not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query)
     return Figure(key, label, value, unit, "" if value is not None else why, query)
+
+
+_CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
+
+
+def merge_reasons(reasons: Iterable[str]) -> str:
+    """Reasons joined with `; `, each cause once, in first-seen order.
+
+    `not exposed by this engine (vllm:a)` and `... (vllm:b)` read
+    `not exposed by this engine (vllm:a, vllm:b)`; identical reasons appear once.
+    """
+    causes: dict[str, list[str]] = {}
+    for reason in reasons:
+        match = _CAUSE_AND_DETAIL.match(reason)
+        cause, detail = (match["cause"], match["detail"]) if match else (reason, "")
+        details = causes.setdefault(cause, [])
+        if detail and detail not in details:
+            details.append(detail)
+    return "; ".join(
+        f"{cause} ({', '.join(details)})" if details else cause for cause, details in causes.items()
+    )
 
 
 # --- the agent ledger -----------------------------------------------------------------------
@@ -351,7 +374,7 @@ def bucket_share(
 
 
 def _length_label(name: str, bound: float, above: bool) -> str:
-    what = "prompt" if name.startswith("prompt") else "generation"
+    what = _length_noun(name)
     sign = ">" if above else "≤"
     return f"Requests with {what} {sign} {bound:,.0f} tokens"
 
@@ -363,8 +386,12 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     gone = totals.missing.get
 
     def why(*keys: str) -> str:
-        reasons = [f"{gone(key)}" for key in keys if gone(key)]
-        return "; ".join(reasons) if reasons else "no data in window"
+        return merge_reasons(gone(key) or "" for key in keys if gone(key)) or "no data in window"
+
+    def derived(key: str, label: str, d: Derived, unit: Unit, query: str = "") -> Figure:
+        absent = merge_reasons(gone(k) or "" for k in d.inputs if gone(k))
+        figure = _figure(key, label, d.value, unit, absent or d.empty, query)
+        return figure if figure.missing else Figure(key, label, figure.value, unit, d.note, query)
 
     def mean(prefix: str) -> float | None:
         return divide(v(f"{prefix}_sum"), v(f"{prefix}_count"))
@@ -385,11 +412,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     if mean_generated is None:
         mean_generated = divide(v("generation_tokens"), v("requests"))
     prefill_rate = divide(computed, v("prefill_sum"))
-    spec_missing = v("spec_drafts") is None
-    tokens_per_step = (
-        1.0 if spec_missing else _tokens_per_step(v("spec_accepted"), v("spec_drafts"))
-    )
-    step = mean("itl")
+    pace = _decode_pace(totals)
     kv_usage = v("kv_usage")
     capacity = totals.kv_capacity_tokens
     resident = None if kv_usage is None or capacity is None else kv_usage * capacity
@@ -437,19 +460,13 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         _figure("decode_share", "Decode share of inference time",
                 divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
                 why("prefill_sum", "decode_sum")),
-        _figure("itl_mean", "Inter-token step (mean)", step, "seconds", why("itl_sum"),
+        derived("itl_mean", "Inter-token step (mean)", pace.step_s, "seconds",
                 q("itl_sum", "")),
-        Figure("tokens_per_step", "Tokens per step", 1.0, "number",
-               "no speculative decoding: 1 token per step") if spec_missing and step is not None
-        else _figure("tokens_per_step", "Tokens per step", None, "number", why("itl_sum"))
-        if spec_missing
-        else _figure("tokens_per_step", "Tokens per step", tokens_per_step, "number",
-                     "no drafts in window"),
+        derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
         _figure("draft_acceptance", "Draft acceptance",
                 divide(v("spec_accepted"), v("spec_draft_tokens")), "share",
                 why("spec_accepted", "spec_draft_tokens")),
-        _figure("stream_tok_s", "Decode tok/s per stream", divide(tokens_per_step, step),
-                "tok/s", why("itl_sum")),
+        derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
         _figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
                 why("prompt_computed", "prefill_sum")),
         _figure("cache_off_prefill", "Prefill per request with the cache off",
@@ -483,9 +500,13 @@ def _sum(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def _tokens_per_step(accepted: float | None, drafts: float | None) -> float | None:
-    per_draft = divide(accepted, drafts)
-    return None if per_draft is None else 1.0 + per_draft
+def _decode_pace(totals: LaneTotals) -> DecodePace:
+    """The dialect's own reading of its ITL histogram (per step in vLLM, per token in SGLang)."""
+    try:
+        return decode_pace(totals.dialect, totals.values.get)
+    except DialectError as error:
+        unknown = Derived(None, (), str(error))
+        return DecodePace(unknown, unknown, unknown)
 
 
 def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
@@ -505,20 +526,56 @@ def _mfu_reason(totals: LaneTotals) -> str:
 
 
 def _length_shares(totals: LaneTotals) -> list[Figure]:
-    shares = []
+    shares: list[Figure] = []
+    bounds_used: set[tuple[str, float, bool]] = set()
     for key, (histogram, threshold, above) in LENGTH_THRESHOLDS.items():
-        buckets = totals.histograms.get(histogram, ())
-        share, bound = bucket_share(buckets, threshold, above)
-        if share is None or bound is None:
+        figure, bound = _length_share(key, totals, histogram, threshold, above)
+        if bound is not None and (histogram, bound, above) in bounds_used:
+            # Two thresholds read at the same bucket bound: one row, not the same twice.
+            what = _length_noun(key)
+            reason = f"the engine has no {what} bucket between {bound:,.0f} and {threshold:,.0f}"
             label = _length_label(key, threshold, above)
-            reason = totals.missing.get(histogram, "no requests in window")
-            shares.append(
-                Figure(key, label, None, "share", reason, totals.queries.get(histogram, ""))
-            )
-        else:
-            label = _length_label(key, bound, above)
-            shares.append(Figure(key, label, share, "share", "", totals.queries.get(histogram, "")))
+            figure = Figure(key, label, None, "share", reason, figure.query)
+        if bound is not None:
+            bounds_used.add((histogram, bound, above))
+        shares.append(figure)
     return shares
+
+
+def _length_share(
+    key: str, totals: LaneTotals, histogram: str, threshold: float, above: bool
+) -> tuple[Figure, float | None]:
+    """The share of requests past (or within) a threshold, and the bucket bound it used.
+
+    Between bounds, the nearest bound below the threshold is used and named in the label. Past
+    the largest finite bound the share is exact only when no request lies beyond that bound
+    (0 % above, 100 % within); otherwise the buckets can't tell it.
+    """
+    buckets = totals.histograms.get(histogram, ())
+    query = totals.queries.get(histogram, "")
+    label = _length_label(key, threshold, above)
+    finite = [(le, count) for le, count in buckets if math.isfinite(le)]
+    total = buckets[-1][1] if buckets and math.isinf(buckets[-1][0]) else None
+    if not finite or not total:
+        reason = totals.missing.get(histogram, "no requests in window")
+        return Figure(key, label, None, "share", reason, query), None
+    what = _length_noun(key)
+    largest, within = finite[-1]
+    if threshold > largest:
+        if within < total:
+            reason = f"the engine's largest {what} bucket is {largest:,.0f}"
+            return Figure(key, label, None, "share", reason, query), None
+        note = f"no {what} above {largest:,.0f} tokens, the engine's largest {what} bucket"
+        return Figure(key, label, 0.0 if above else 1.0, "share", note, query), None
+    share, bound = bucket_share(buckets, threshold, above)
+    if share is None or bound is None:
+        reason = f"the engine's smallest {what} bucket is {finite[0][0]:,.0f}"
+        return Figure(key, label, None, "share", reason, query), None
+    return Figure(key, _length_label(key, bound, above), share, "share", "", query), bound
+
+
+def _length_noun(key: str) -> str:
+    return "prompt" if key.startswith("prompt") else "generation"
 
 
 def lane_load(figures: LaneFigures, gpus: int = 1) -> LaneLoad:

@@ -116,10 +116,15 @@ def ledger_markdown(
         ("### Per profile", figures.by_profile, "by_profile"),
     ):
         lines += ["", heading, ""]
-        if missing_key and missing_key in totals.missing:
-            lines.append(f"Missing: {totals.missing[missing_key]}")
+        note = totals.missing.get(missing_key, "") if missing_key else ""
+        if note and not groups:
+            lines.append(f"Missing: {note}")
             continue
         lines += _table((heading.split()[2].capitalize(), *_GROUP_HEADER), _group_rows(groups))
+        if note:
+            # An old schema credits its sessions to its ledger's profile: the rows are real,
+            # the note says how they were grouped.
+            lines += ["", f"Note: {note}"]
     if totals.side_calls is not None and totals.side_calls.api_calls:
         side = totals.side_calls
         lines += [

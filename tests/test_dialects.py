@@ -174,3 +174,48 @@ def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
         'sum(increase(vllm:request_success_total{job="a"}[30m]))'
     )
     assert dialects.lane_plan.cache_info().misses == 3
+
+
+# --- decode pace ---------------------------------------------------------------------------
+
+
+def test_vllm_tokens_per_step_counts_every_decode_step() -> None:
+    # 10 requests, 100 decode steps carrying 180 tokens after the first ones, 40 of the steps
+    # drafted (accepting 80): 1.8 tokens a step, not 1 + 80/40 = 3.
+    values = {
+        "generation_tokens": 190.0, "ttft_count": 10.0, "itl_count": 100.0, "itl_sum": 4.0,
+        "spec_drafts": 40.0, "spec_accepted": 80.0,
+    }  # fmt: skip
+    for dialect in ("vllm", "vllm-legacy"):
+        pace = dialects.decode_pace(dialect, values.get)
+        assert pace.tokens_per_step.value == pytest.approx(180 / 100)
+        assert pace.step_s.value == pytest.approx(4.0 / 100)
+        assert pace.stream_tok_s.value == pytest.approx(180 / 4.0)
+
+
+def test_vllm_without_speculation_is_one_token_a_step() -> None:
+    pace = dialects.decode_pace("vllm", {"itl_count": 50.0, "itl_sum": 2.0}.get)
+    assert pace.tokens_per_step.value == 1.0
+    assert pace.tokens_per_step.note == dialects.NO_SPECULATION
+    assert pace.stream_tok_s.value == pytest.approx(25.0)
+    idle = dialects.decode_pace("vllm", {"itl_count": 0.0, "itl_sum": 0.0}.get)
+    assert idle.tokens_per_step.value is None and idle.stream_tok_s.value is None
+
+
+def test_sglang_itl_counts_tokens_not_steps() -> None:
+    # SGLang: each output adds its interval once to the sum and its token count to the count.
+    outputs = [(0.030, 3)] * 20 + [(0.010, 1)] * 10  # (interval, tokens) per verify step
+    seconds = sum(interval for interval, _ in outputs)
+    tokens = float(sum(n for _, n in outputs))
+    values = {
+        "itl_sum": seconds, "itl_count": tokens,
+        "spec_drafts": float(len(outputs)), "spec_accepted": tokens - len(outputs),
+    }  # fmt: skip
+    pace = dialects.decode_pace("sglang", values.get)
+    assert pace.stream_tok_s.value == pytest.approx(tokens / seconds)
+    assert pace.tokens_per_step.value == pytest.approx(tokens / len(outputs))
+    assert pace.step_s.value == pytest.approx(seconds / len(outputs))
+    plain = dialects.decode_pace("sglang", {"itl_sum": 1.0, "itl_count": 40.0}.get)
+    assert plain.tokens_per_step.value == 1.0 and plain.stream_tok_s.value == pytest.approx(40.0)
+    with pytest.raises(dialects.DialectError):
+        dialects.decode_pace("tgi", values.get)

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 import pytest
+from conftest import VLLM_FIXTURES, require_fixture
+from prometheus_client.parser import text_string_to_metric_families
 
 from cockpit.figures import (
     Prices,
     bucket_share,
     format_value,
     lane_figures,
+    lane_load,
     ledger_figures,
+    merge_reasons,
     ratio_range,
 )
-from cockpit.model import LaneTotals, LedgerTotals, TokenCounts, frozen_map
+from cockpit.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
+from cockpit.roofline import Hardware, ModelProfile, operating_points
 
 SEED_LEDGER = TokenCounts(
     sessions=3_864,
@@ -87,6 +93,9 @@ def test_group_ratios_range_and_busiest() -> None:
     assert low.prompt_output == 52.0 and high.prompt_output == 255.0
 
 
+# The seed's lane drafts at every step: 2.76 tokens per step of 26.3 ms. Its ITL count is the
+# decode steps that carried the tokens after each request's first.
+SEED_STEPS = (20.9e6 - 56_882) / 2.76
 SEED_LANE = {
     "requests": 56_882.0,
     "prompt_tokens": 1.107e9,
@@ -101,11 +110,11 @@ SEED_LANE = {
     "decode_count": 56_882.0,
     "ttft_sum": 0.57 * 56_882,
     "ttft_count": 56_882.0,
-    "itl_sum": 0.0263 * 1000,
-    "itl_count": 1000.0,
-    "spec_drafts": 1000.0,
-    "spec_accepted": 1760.0,
-    "spec_draft_tokens": 4009.0,
+    "itl_sum": 0.0263 * SEED_STEPS,
+    "itl_count": SEED_STEPS,
+    "spec_drafts": SEED_STEPS,
+    "spec_accepted": 1.76 * SEED_STEPS,
+    "spec_draft_tokens": 4.009 * SEED_STEPS,
 }
 
 
@@ -186,8 +195,21 @@ def test_length_share_labels_follow_bounds() -> None:
     f = lane_figures(lane({"requests": 10.0}, histograms=frozen_map({"prompt_len": hist})))
     assert f.value("prompt_share_short") == 0.5
     assert "400" in f["prompt_share_short"].label
-    assert f.value("prompt_share_long") == pytest.approx(0.1)
-    assert "8,000" in f["prompt_share_long"].label
+    # One prompt lies past 8,000, the largest bound: its share above 10k can't be told.
+    for key, threshold in (("prompt_share_long", "10,000"), ("prompt_share_huge", "100,000")):
+        assert f[key].missing, key
+        assert f[key].reason == "the engine's largest prompt bucket is 8,000"
+        assert f"> {threshold} tokens" in f[key].label
+    # Two thresholds that fall back to the same bound are one row, not the same row twice.
+    gen = ((100.0, 4.0), (600.0, 9.0), (inf, 10.0))
+    g = lane_figures(lane({"requests": 10.0}, histograms=frozen_map({"gen_len": gen})))
+    assert g["gen_share_short"].value == 0.4 and "≤ 100 tokens" in g["gen_share_short"].label
+    assert g["gen_share_medium"].missing and "≤ 5,000 tokens" in g["gen_share_medium"].label
+    assert g["gen_share_medium"].reason == "the engine's largest generation bucket is 600"
+    dup = ((100.0, 4.0), (20_000.0, 10.0), (inf, 10.0))
+    d = lane_figures(lane({"requests": 10.0}, histograms=frozen_map({"gen_len": dup})))
+    assert d["gen_share_medium"].missing
+    assert "no generation bucket between 100 and 5,000" in d["gen_share_medium"].reason
 
 
 def test_measured_point_only_when_counters_move() -> None:
@@ -212,3 +234,183 @@ def test_measured_point_only_when_counters_move() -> None:
 )
 def test_formatting(value: float | None, unit: str, text: str) -> None:
     assert format_value(value, unit) == text  # type: ignore[arg-type]
+
+
+# --- the real vLLM expositions -------------------------------------------------------------
+
+
+def exposition(name: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Sample name -> (labels, value) of a real /metrics text, read by prometheus_client."""
+    text = require_fixture(VLLM_FIXTURES / name).read_text()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[sample.name].append((sample.labels, sample.value))
+    return samples
+
+
+def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str) -> float:
+    return sum(value for _, value in samples[name])
+
+
+def buckets(
+    samples: dict[str, list[tuple[dict[str, str], float]]], base: str
+) -> tuple[Bucket, ...]:
+    return tuple(
+        sorted((float(labels["le"]), value) for labels, value in samples[f"{base}_bucket"])
+    )
+
+
+SPEC_NAMES = {
+    "spec_drafts": "vllm:spec_decode_num_drafts_total",
+    "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_accepted": "vllm:spec_decode_num_accepted_tokens_total",
+}
+
+
+def real_lane(name: str, **extra: float) -> LaneTotals:
+    """The figures' inputs straight from a real exposition (a first scrape: since start)."""
+    s = exposition(name)
+    values = {
+        "requests": total(s, "vllm:request_success_total"),
+        "generation_tokens": total(s, "vllm:generation_tokens_total"),
+        "ttft_count": total(s, "vllm:time_to_first_token_seconds_count"),
+        "itl_sum": total(s, "vllm:inter_token_latency_seconds_sum"),
+        "itl_count": total(s, "vllm:inter_token_latency_seconds_count"),
+        "prompt_len_sum": total(s, "vllm:request_prompt_tokens_sum"),
+        "prompt_len_count": total(s, "vllm:request_prompt_tokens_count"),
+        "gen_len_sum": total(s, "vllm:request_generation_tokens_sum"),
+        "gen_len_count": total(s, "vllm:request_generation_tokens_count"),
+        **extra,
+    }
+    missing = {}
+    for key, metric in SPEC_NAMES.items():
+        if metric in s:
+            values[key] = total(s, metric)
+        else:
+            missing[key] = f"not exposed by this engine ({metric})"
+    histograms = {
+        "prompt_len": buckets(s, "vllm:request_prompt_tokens"),
+        "gen_len": buckets(s, "vllm:request_generation_tokens"),
+    }
+    return lane(values, missing=frozen_map(missing), histograms=frozen_map(histograms))
+
+
+def test_speculative_tokens_per_step_are_measured_per_engine_step() -> None:
+    s = exposition("metrics_real_specdec.txt")
+    # vLLM observes ITL once per request per engine step; the tokens after each request's
+    # first are its finished requests' generated tokens less one each (all 96 finished).
+    decoded = total(s, "vllm:request_generation_tokens_sum") - total(
+        s, "vllm:request_generation_tokens_count"
+    )
+    steps = total(s, "vllm:inter_token_latency_seconds_count")
+    decode_seconds = total(s, "vllm:request_decode_time_seconds_sum")
+    f = lane_figures(real_lane("metrics_real_specdec.txt"))
+    assert f.value("tokens_per_step") == pytest.approx(decoded / steps)
+    assert f.value("stream_tok_s") == pytest.approx(decoded / decode_seconds)
+    assert format_value(f.value("tokens_per_step"), "number") == "1.53"
+    assert format_value(f.value("stream_tok_s"), "tok/s") == "41 tok/s"
+    # Counting only the steps that drafted would claim far more (791 of 3,946 drafted here).
+    drafted = 1 + total(s, SPEC_NAMES["spec_accepted"]) / total(s, SPEC_NAMES["spec_drafts"])
+    assert drafted > 2 * (f.value("tokens_per_step") or 0)
+    accepted, proposed = (
+        total(s, SPEC_NAMES["spec_accepted"]),
+        total(s, SPEC_NAMES["spec_draft_tokens"]),
+    )
+    assert f.value("draft_acceptance") == pytest.approx(accepted / proposed)
+
+
+def test_without_speculation_the_real_lane_steps_one_token() -> None:
+    s = exposition("metrics_real.txt")
+    f = lane_figures(real_lane("metrics_real.txt"))
+    assert f.value("tokens_per_step") == 1.0
+    itl_sum = total(s, "vllm:inter_token_latency_seconds_sum")
+    itl_count = total(s, "vllm:inter_token_latency_seconds_count")
+    assert f.value("stream_tok_s") == pytest.approx(itl_count / itl_sum)
+    assert f.value("itl_mean") == pytest.approx(itl_sum / itl_count)
+
+
+def test_roofline_decode_point_follows_measured_tokens_per_step() -> None:
+    s = exposition("metrics_real_specdec.txt")
+    decoded = total(s, "vllm:request_generation_tokens_sum") - total(
+        s, "vllm:request_generation_tokens_count"
+    )
+    steps = total(s, "vllm:inter_token_latency_seconds_count")
+    f = lane_figures(real_lane("metrics_real_specdec.txt", running=8.0))
+    load = lane_load(f)
+    assert load.tokens_per_step == pytest.approx(decoded / steps)
+    hw = Hardware("h100", "H100 SXM", 989e12, 3.35e12, 80e9)
+    model = ModelProfile("llama-3.1-8b", "Llama 3.1 8B", 8.03e9, 8.03e9, 2, 32, 4096, 131_072)
+    decode = operating_points(load, hw, model).decode
+    assert decode is not None
+    decode_seconds = total(s, "vllm:request_decode_time_seconds_sum")
+    assert decode.tokens_per_s_per_stream == pytest.approx(decoded / decode_seconds)
+
+
+def test_length_thresholds_past_the_largest_bucket_are_not_relabelled() -> None:
+    s = exposition("metrics_real.txt")
+    prompt = buckets(s, "vllm:request_prompt_tokens")
+    largest, within = [(le, n) for le, n in prompt if math.isfinite(le)][-1]
+    assert within == prompt[-1][1]  # every prompt of this lane is within its largest bound
+    f = lane_figures(real_lane("metrics_real.txt"))
+    shares = [f[key] for key in ("prompt_share_short", "prompt_share_long", "prompt_share_huge")]
+    assert len({figure.label for figure in shares}) == 3
+    assert "> 10,000 tokens" in f["prompt_share_long"].label
+    assert "> 100,000 tokens" in f["prompt_share_huge"].label
+    # Nothing past the largest bound: none of them is past 10k either, exactly.
+    assert f.value("prompt_share_long") == 0.0 and f.value("prompt_share_huge") == 0.0
+    assert f"{largest:,.0f}" in f["prompt_share_long"].reason
+    # The same lane with prompts past its largest bound: the share above 10k is unknown.
+    spilled = (*prompt[:-1], (math.inf, prompt[-1][1] + 5))
+    over = lane_figures(
+        lane({"requests": spilled[-1][1]}, histograms=frozen_map({"prompt_len": spilled}))
+    )
+    for key in ("prompt_share_long", "prompt_share_huge"):
+        assert over[key].missing
+        assert over[key].reason == f"the engine's largest prompt bucket is {largest:,.0f}"
+
+
+def test_merge_reasons_says_each_cause_once() -> None:
+    assert merge_reasons(["needs a second scrape", "needs a second scrape"]) == (
+        "needs a second scrape"
+    )
+    assert (
+        merge_reasons(
+            [
+                "not exposed by this engine (vllm:a)",
+                "no data",
+                "not exposed by this engine (vllm:b)",
+            ]
+        )
+        == "not exposed by this engine (vllm:a, vllm:b); no data"
+    )
+    assert merge_reasons(["x (a)", "x (a)"]) == "x (a)"
+    assert merge_reasons([]) == ""
+
+
+def test_figure_reasons_are_not_doubled() -> None:
+    twice = frozen_map({"prompt_tokens": "needs a second scrape",
+                        "generation_tokens": "needs a second scrape"})  # fmt: skip
+    f = lane_figures(lane({}, missing=twice))
+    assert f["prompt_generated"].reason == "needs a second scrape"
+    real = lane_figures(real_lane("metrics_real.txt"))
+    accepted, proposed = SPEC_NAMES["spec_accepted"], SPEC_NAMES["spec_draft_tokens"]
+    assert real["draft_acceptance"].reason == (
+        f"not exposed by this engine ({accepted}, {proposed})"
+    )
+
+
+def test_sglang_lane_reads_itl_per_token() -> None:
+    # SGLang adds each output's interval to ITL's sum once and its tokens to the count:
+    # 300 verify steps of 2.5 tokens in 20 ms each.
+    verify, tokens, seconds = 300.0, 750.0, 300 * 0.020
+    f = lane_figures(
+        LaneTotals(
+            lane="s", dialect="sglang", window_s=3600, end=1.8e9,
+            values=frozen_map({"itl_sum": seconds, "itl_count": tokens, "spec_drafts": verify,
+                               "spec_accepted": tokens - verify}),
+        )
+    )  # fmt: skip
+    assert f.value("tokens_per_step") == pytest.approx(2.5)
+    assert f.value("itl_mean") == pytest.approx(0.020)
+    assert f.value("stream_tok_s") == pytest.approx(tokens / seconds)

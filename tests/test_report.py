@@ -6,16 +6,22 @@ test wrote into Prometheus, never from the code under test.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import VLLM_FIXTURES, require_fixture
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 
@@ -213,3 +219,102 @@ def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
         line.startswith("FAIL lane lane: http://127.0.0.1:9: ") for line in down.stdout.splitlines()
     )
     assert "Traceback" not in down.stderr
+
+
+# --- an engine's /metrics, scraped directly ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fixture_server() -> Any:
+    """The real vLLM expositions over HTTP on a free loopback port."""
+    require_fixture(VLLM_FIXTURES / "metrics_real_specdec.txt")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(VLLM_FIXTURES))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def fixture_counter(name: str, metric: str) -> float:
+    text = (VLLM_FIXTURES / name).read_text()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == metric
+    )
+
+
+def test_speculative_lane_report_measures_tokens_per_step(
+    fixture_server: str, tmp_path: Path
+) -> None:
+    name = "metrics_real_specdec.txt"
+    result = cockpit(
+        "report", "--metrics-url", f"{fixture_server}/{name}", "--window", "24h",
+        "--format", "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)["lane"]["figures"]
+    # Finished requests' tokens after their first, over the decode steps and decode time.
+    decoded = fixture_counter(name, "vllm:request_generation_tokens_sum") - fixture_counter(
+        name, "vllm:request_generation_tokens_count"
+    )
+    steps = fixture_counter(name, "vllm:inter_token_latency_seconds_count")
+    decode_s = fixture_counter(name, "vllm:request_decode_time_seconds_sum")
+    assert figures["tokens_per_step"]["value"] == pytest.approx(decoded / steps)
+    assert figures["stream_tok_s"]["value"] == pytest.approx(decoded / decode_s)
+
+
+def test_lane_report_rows_are_distinct_and_reasons_said_once(
+    fixture_server: str, tmp_path: Path
+) -> None:
+    result = cockpit(
+        "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| Requests with")]
+    labels = [row.split(" | ")[0] for row in rows]
+    assert len(labels) == 5 and len(set(labels)) == 5, rows
+    assert any("prompt > 10,000 tokens" in row for row in rows)
+    assert any("prompt > 100,000 tokens" in row for row in rows)
+    for line in result.stdout.splitlines():
+        if line.startswith("| "):
+            cell = line.rstrip(" |").split(" | ")[-1]
+            causes = [part.split(" (")[0] for part in cell.strip("—() ").split("; ")]
+            assert len(causes) == len(set(causes)), line
+
+
+def test_per_profile_table_survives_an_old_ledger(
+    hermes_v22: Path, hermes_v11: Path, tmp_path: Path
+) -> None:
+    old = tmp_path / ".hermes" / "profiles" / "old" / "state.db"
+    old.parent.mkdir(parents=True)
+    shutil.copyfile(hermes_v11, old)
+    result = cockpit(
+        "report", "--ledger", str(hermes_v22), "--ledger", str(old), "--window", "90d",
+        "--at", str(FIXTURE_NOW), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    section = result.stdout.split("### Per profile", 1)[1].split("\n## ", 1)[0]
+    start = FIXTURE_NOW - 90 * 86400
+    with sqlite3.connect(f"file:{hermes_v22}?mode=ro", uri=True) as db:
+        new_profiles = dict(
+            db.execute(
+                "SELECT COALESCE(profile_name, 'default'), COUNT(*) FROM sessions "
+                "WHERE started_at > ? AND started_at <= ? GROUP BY 1",
+                (start, FIXTURE_NOW),
+            ).fetchall()
+        )
+    expected = {**new_profiles, "old": sql_totals(old, start, FIXTURE_NOW)["sessions"]}
+    shown = {
+        cells[0]: int(cells[1].replace(",", ""))
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| Profile")
+        for cells in [line.strip("| ").split(" | ")]
+    }
+    assert shown == expected
+    assert "schema 11 has no profile_name" in section and "'old'" in section
+    assert "Missing:" not in section
