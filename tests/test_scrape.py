@@ -128,9 +128,96 @@ def test_selector_filters_series() -> None:
     at = newest_created(text) + 60
     source = ScrapeSource("http://127.0.0.1:1/metrics")
     source.ingest(text, at)
-    other = source.totals("x", '{job="ignored",model_name="other"}', 3600, at)
-    assert "prompt_tokens" not in other.values
-    assert other.missing["prompt_tokens"] == "no samples in window"
+    mine = source.totals("x", '{job="ignored",model_name="tiny"}', 3600, at)
+    assert mine.values["prompt_tokens"] == line_sum(text, "vllm:prompt_tokens_total") > 0
+    with pytest.raises(
+        SourceError, match=re.escape('no series match {job="ignored",model_name="other"}')
+    ):
+        source.totals("x", '{job="ignored",model_name="other"}', 3600, at)
+    early = source.totals("x", '{model_name="tiny"}', 3600, at - 7200)  # before any scrape
+    assert early.missing["running"] == "no samples in window"  # matching series, no points
+
+
+# --- the real exposition served over HTTP -------------------------------------------------
+
+
+@pytest.fixture
+def served_fixture(tmp_path: Path) -> Iterator[str]:
+    """metrics_real.txt served by a real HTTP server on loopback; yields its URL."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler
+
+    (tmp_path / "metrics_real.txt").write_text(fixture_text("metrics_real.txt"))
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics_real.txt"
+    server.shutdown()
+    server.server_close()
+
+
+def model_names(text: str) -> set[str]:
+    return set(re.findall(r'model_name="([^"]*)"', text))
+
+
+@pytest.mark.parametrize("selector", ['model_name="nope"', '{model_name=~"no.*",engine="0"}'])
+async def test_a_selector_matching_no_series_on_a_direct_scrape_is_said_so(
+    served_fixture: str, selector: str
+) -> None:
+    assert "nope" not in model_names(fixture_text("metrics_real.txt"))
+    source = ScrapeSource(served_fixture)
+    try:
+        await source.poll()
+        with pytest.raises(SourceError) as mismatch:
+            await source.read_lane("lane", None, selector, 3600)
+    finally:
+        await source.aclose()
+    assert str(mismatch.value) == f"{served_fixture}: no series match {selector}"
+    # as on Prometheus: the source answered well, so it is asked again without back-off
+    assert mismatch.value.engine_absent is True
+
+
+async def test_a_model_filter_matching_no_series_on_a_direct_scrape_is_said_so(
+    served_fixture: str,
+) -> None:
+    from cockpit.config import LaneConfig
+    from cockpit.feeds import ScrapeLaneFeed
+
+    text = fixture_text("metrics_real.txt")
+    (served,) = model_names(text)
+    feed = ScrapeLaneFeed(
+        LaneConfig("lane", metrics_url=served_fixture), ScrapeSource(served_fixture)
+    )
+    try:
+        feed.filter_model(served)
+        totals = await feed.read(3600, None)
+        assert totals.values["running"] == line_sum(text, "vllm:num_requests_running")
+        feed.filter_model("nope")
+        with pytest.raises(SourceError, match=re.escape('no series match {model_name="nope"}')):
+            await feed.read(3600, None)
+    finally:
+        await feed.close()
+
+
+def test_check_fails_on_a_direct_scrape_whose_selector_matches_nothing(
+    served_fixture: str,
+) -> None:
+    import subprocess
+    import sys
+
+    def check(selector: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "cockpit", "check", "--metrics-url", served_fixture]
+        return subprocess.run(
+            [*command, "--selector", selector], capture_output=True, text=True, timeout=60
+        )
+
+    wrong = check('model_name="nope"')
+    assert wrong.returncode != 0, wrong.stdout
+    assert 'no series match model_name="nope"' in wrong.stdout
+    (served,) = model_names(fixture_text("metrics_real.txt"))
+    right = check(f'model_name="{served}"')
+    assert right.returncode == 0, right.stdout + right.stderr
 
 
 def test_without_created_needs_a_second_scrape() -> None:

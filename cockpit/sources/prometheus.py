@@ -170,6 +170,8 @@ class _LaneMemory:
     start_at: float = 0.0
     start_from: float = 0.0
     """The window start of the query that found `start`."""
+    probed_window: float = 0.0
+    """The widest long window whose data start was looked up on its own (see `_covered`)."""
     signature: tuple[object, ...] = ()
     blocks: dict[float, dict[str, PieceValue]] = field(default_factory=dict)
     """Closed block end -> raw key -> that block's value (see `_read_blocks`)."""
@@ -186,6 +188,24 @@ PieceValue = float | tuple[Bucket, ...] | str | None
 LONG_WINDOW_S = 86400.0
 """Windows from this length on are summed from cached closed blocks plus the two open edges."""
 BLOCK_SIZES: tuple[float, ...] = (300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 86400)
+
+
+GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
+"""Steps a long window's gauges may be sampled at when the lane's history is shorter."""
+FINE_STEP_S = 15.0
+"""The data start's precision in a long window, as in a short one (`subquery_step`)."""
+
+
+def gauge_step(window_s: float, covered_s: float | None) -> float:
+    """The subquery step of a long window's gauges: the window's own, or, when the lane's data
+    covers only `covered_s` of it, the step a window that long would use (rounded up to
+    `GAUGE_STEPS`, so a growing history changes it, and drops the cached blocks, rarely).
+    Sampled at the window's step, a few minutes of data would be one point or none."""
+    step = dialects.subquery_step(window_s)
+    if covered_s is None or covered_s >= window_s:
+        return step
+    wanted = dialects.subquery_step(max(covered_s, 0.0))
+    return min([s for s in GAUGE_STEPS if s >= wanted] + [step])
 
 
 def block_size(window_s: float) -> float | None:
@@ -278,6 +298,7 @@ class PrometheusSource:
         with_start = self._needs_start(memory, end, window_s)
         block = block_size(window_s) if self.block_cache else None
         plan = dialects.lane_plan(dialect, selector, window_s, names, with_start)
+        escaped = dialects.names_escaped(names)
         missing = dict(plan.missing)
         if block is None:
             answer = await self.query(plan.query, end)
@@ -285,10 +306,13 @@ class PrometheusSource:
             values, histograms = _read_values(plan.exprs, found, missing)
             exprs: Mapping[str, str] = {**plan.exprs, **plan.extra}
         else:
-            signature = (dialect, dialects.names_escaped(names), block)
-            blocks = memory.blocks_for(signature)
+            covered = await self._covered(memory, dialect, escaped, selector, window_s, end)
+            step = gauge_step(window_s, covered)
+            blocks = memory.blocks_for((dialect, escaped, block, step))
+            presence = dialects.presence_metric(dialect, escaped) + dialects.selector_with(selector)
+            read = _BlockRead(plan.specs, selector, window_s, end, block, step, presence)
             values, histograms, answer, found, exprs = await self._read_blocks(
-                blocks, plan.specs, selector, window_s, end, block, plan.extra, missing
+                blocks, read, plan.extra, missing
             )
         return self._totals(
             lane,
@@ -305,14 +329,35 @@ class PrometheusSource:
             histograms,
         )
 
-    async def _read_blocks(
+    async def _covered(
         self,
-        blocks: dict[float, dict[str, PieceValue]],
-        specs: Mapping[str, dialects.Spec],
+        memory: _LaneMemory,
+        dialect: str,
+        escaped: bool,
         selector: str,
         window_s: float,
         end: float,
-        block: float,
+    ) -> float | None:
+        """How much of a long window the lane's data covers (None: all of it).
+
+        The lane's known data start tells, if it holds for this window; else (a lane's first
+        long read, or a wider window) one coarse lookup does, once per window, so its gauges
+        are sampled finely enough from the first answer on."""
+        start = _known_start(memory, end, window_s)
+        if start is None and memory.probed_window < window_s:
+            memory.probed_window = window_s
+            expr = dialects.data_start_expression(dialect, selector, window_s, escaped)
+            answer = await self.query(expr, end)
+            found = _value(answer.result[0]) if answer.result else None
+            start = found if isinstance(found, float) else None
+        if start is None or start <= end - window_s:
+            return None
+        return end - start
+
+    async def _read_blocks(
+        self,
+        blocks: dict[float, dict[str, PieceValue]],
+        read: _BlockRead,
         extra: Mapping[str, str],
         missing: dict[str, str],
     ) -> tuple[
@@ -326,9 +371,12 @@ class PrometheusSource:
 
         Each piece is Prometheus's own `increase()` over that piece (resets inside a piece are
         handled by Prometheus; the step across a boundary is covered by each piece's
-        extrapolation to its edges). Gauges are the time-weighted mean of the pieces.
+        extrapolation to its edges). A gauge piece is the sum and the count of its subquery
+        points, so the window's mean weighs each piece by the data it holds (a block the
+        history only begins in counts for the part it covers).
         """
-        start = end - window_s
+        specs, block, end = read.specs, read.block, read.end
+        start = end - read.window_s
         first = math.ceil(start / block) * block
         last = math.floor(end / block) * block
         ends = [first + block * i for i in range(1, round((last - first) / block) + 1)]
@@ -337,7 +385,7 @@ class PrometheusSource:
         todo = [e for e in ends if e not in blocks]
         spent = 0.0
         if len(todo) > 2:
-            spent += await self._fill_blocks(blocks, specs, selector, window_s, block, todo)
+            spent += await self._fill_blocks(blocks, read, todo)
             todo = []
         pieces: dict[str, tuple[float, float]] = {}
         if first > start:
@@ -347,55 +395,55 @@ class PrometheusSource:
         for block_end in todo:
             pieces[f"{block_end:.0f}"] = (block, block_end)
         exprs = dict(extra)
+        if dialects.DATA_START in exprs and (fine := _data_start(read, blocks, first, ends, last)):
+            exprs[dialects.DATA_START] = fine
+        for name, (length, at) in pieces.items():
+            exprs.update(read.piece_expressions(length, at, f"|{name}"))
         for key, spec in specs.items():
-            for name, (length, at) in pieces.items():
-                piece = f"{round(length * 1000)}ms"
-                expr = spec_expression(spec, selector, piece, at, dialects.subquery_step(window_s))
-                if expr:
-                    exprs[f"{key}|{name}"] = expr
+            if isinstance(spec, dialects.Gauge):  # data younger than one step: its last value
+                exprs[f"{key}{LAST}"] = f"{spec.across}({spec.metric}{read.series})"
         answer = await self.query(dialects.combined_query(exprs), end)
         found = _split(answer.result)
         for block_end in todo:
             blocks[block_end] = {
-                key: _piece(found.get(f"{key}|{block_end:.0f}"), key) for key in specs
+                key: _piece(found.get(f"{key}|{block_end:.0f}"), key) for key in read.keys
             }
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
         for key, spec in specs.items():
-            parts = [
-                (_piece(found.get(f"{key}|{n}"), key), length)
-                for n, (length, _) in pieces.items()
-                if n in ("h", "t")
-            ]
-            parts += [(blocks[e].get(key), block) for e in ends]
-            combined = _combine(parts, isinstance(spec, dialects.Gauge))
+            edges = [n for n in pieces if n in ("h", "t")]
+            combined: float | tuple[Bucket, ...] | str
+            if isinstance(spec, dialects.Gauge):
+                count = f"{key}{COUNT}"
+                sums = [
+                    (_piece(found.get(f"{key}|{n}"), key), _piece(found.get(f"{count}|{n}"), key))
+                    for n in edges
+                ]
+                sums += [(blocks[e].get(key), blocks[e].get(count)) for e in ends]
+                combined = _gauge_mean(sums, _piece(found.get(f"{key}{LAST}"), key))
+            else:
+                parts = [_piece(found.get(f"{key}|{n}"), key) for n in edges]
+                parts += [blocks[e].get(key) for e in ends]
+                combined = _combine(parts)
             if isinstance(combined, str):
                 missing[key] = combined
             elif isinstance(combined, tuple):
                 histograms[key] = combined
             else:
                 values[key] = combined
-        window = promql_duration(window_s)
-        queries = {k: e for k, s in specs.items() if (e := spec_expression(s, selector, window))}
+        window = promql_duration(read.window_s)
+        queries = {
+            k: e for k, s in specs.items() if (e := spec_expression(s, read.selector, window))
+        }
         answer = replace(answer, client_seconds=answer.client_seconds + spent)
         return values, histograms, answer, found, {**queries, **extra}
 
     async def _fill_blocks(
-        self,
-        blocks: dict[float, dict[str, PieceValue]],
-        specs: Mapping[str, dialects.Spec],
-        selector: str,
-        window_s: float,
-        block: float,
-        todo: list[float],
+        self, blocks: dict[float, dict[str, PieceValue]], read: _BlockRead, todo: list[float]
     ) -> float:
         """Read many closed blocks with one range query (step = block); client seconds spent."""
-        window, step = promql_duration(block), dialects.subquery_step(window_s)
-        exprs = {
-            k: e
-            for k, s in specs.items()
-            if (e := spec_expression(s, selector, window, None, step))
-        }
+        block = read.block
+        exprs = read.piece_expressions(block, None, "")
         form = {
             "query": dialects.combined_query(exprs),
             "start": f"{todo[0]:.3f}",
@@ -415,7 +463,7 @@ class PrometheusSource:
                     sample = {"metric": labels, "value": [at, text]}
                     slot.setdefault(labels.get("fig", ""), []).append(sample)
         for block_end, found in by_time.items():
-            blocks[block_end] = {key: _piece(found.get(key), key) for key in specs}
+            blocks[block_end] = {key: _piece(found.get(key), key) for key in read.keys}
         return spent
 
     def _needs_start(self, memory: _LaneMemory, end: float, window_s: float) -> bool:
@@ -948,25 +996,130 @@ def _read_values(
     return values, histograms
 
 
-def _combine(
-    parts: list[tuple[PieceValue, float]], gauge: bool
-) -> float | tuple[Bucket, ...] | str:
-    """Sum of the pieces (per `le` for buckets), or for gauges their time-weighted mean."""
-    present = [(value, length) for value, length in parts if value is not None]
-    reasons = [value for value, _ in present if isinstance(value, str)]
+def _known_start(memory: _LaneMemory, end: float, window_s: float) -> float | None:
+    """The lane's data start if it holds for this window: found inside the window that asked
+    (the first sample), or that window reached back as far as this one (data covers it)."""
+    if memory.start is None:
+        return None
+    exact = memory.start > memory.start_from + dialects.subquery_step(window_s)
+    return memory.start if exact or end - window_s >= memory.start_from else None
+
+
+COUNT = "#n"
+"""Suffix of a gauge piece's count of subquery points (the piece itself is their sum)."""
+LAST = "#last"
+"""Suffix of a gauge's value at the window's end."""
+
+
+@dataclass(frozen=True, slots=True)
+class _BlockRead:
+    """What a long window's pieces are asked for."""
+
+    specs: Mapping[str, dialects.Spec]
+    selector: str
+    window_s: float
+    end: float
+    block: float
+    gauge_step: float
+    presence: str
+    """The lane's presence series (metric and selector), for its data start."""
+
+    @property
+    def series(self) -> str:
+        return dialects.selector_with(self.selector)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """A piece's values: one per spec, and each gauge's count of points."""
+        counts = [f"{k}{COUNT}" for k, s in self.specs.items() if isinstance(s, dialects.Gauge)]
+        return (*self.specs, *counts)
+
+    def piece_expressions(self, length_s: float, at: float | None, suffix: str) -> dict[str, str]:
+        """Key + suffix -> PromQL of one piece `length_s` long ending at `at` (None: the
+        evaluation time): counters' and histograms' increase, gauges' sum and count."""
+        pin = "" if at is None else f" @ {at:.3f}"
+        step = promql_duration(self.gauge_step)
+        length = f"{round(length_s * 1000)}ms"
+        # A subquery's range holds both its ends: a point on a boundary would count in both
+        # pieces, so a gauge piece leaves out its start (the piece before holds it).
+        points_length = f"{round(length_s * 1000) - 1}ms"
+        exprs: dict[str, str] = {}
+        for key, spec in self.specs.items():
+            if isinstance(spec, dialects.Gauge):
+                points = f"{spec.across}({spec.metric}{self.series})[{points_length}:{step}]{pin}"
+                exprs[f"{key}{suffix}"] = f"sum_over_time({points})"
+                exprs[f"{key}{COUNT}{suffix}"] = f"count_over_time({points})"
+            elif expr := spec_expression(spec, self.selector, length, at):
+                exprs[f"{key}{suffix}"] = expr
+        return exprs
+
+
+def _data_start(
+    read: _BlockRead,
+    blocks: Mapping[float, Mapping[str, PieceValue]],
+    first: float,
+    ends: list[float],
+    last: float,
+) -> str:
+    """The lane's first sample in a long window, to `FINE_STEP_S` as in a short window.
+
+    Sampled at the window's own step, each point sees only the newest sample, so a history
+    shorter than a step came out as the evaluation time. Instead, each piece that may hold the
+    start (the head, blocks not known empty, up to the first known to hold data, else the tail)
+    is scanned at the fine step, and `or` keeps the earliest piece's answer: a few blocks'
+    worth of points, asked only when the start is looked up.
+    """
+    fine = promql_duration(FINE_STEP_S)
+    spans: list[tuple[float, float]] = []
+    if first > read.end - read.window_s:
+        spans.append((first - (read.end - read.window_s), first))
+    for block_end in ends:
+        known = blocks.get(block_end)
+        if known is not None and all(value is None for value in known.values()):
+            continue
+        spans.append((read.block, block_end))
+        if known is not None:
+            break
+    else:
+        if read.end > last:
+            spans.append((read.end - last, read.end))
+    return " or ".join(
+        f"min(min_over_time(timestamp({read.presence})[{round(length * 1000)}ms:{fine}]"
+        f" @ {at:.3f}))"
+        for length, at in spans
+    )
+
+
+def _gauge_mean(sums: list[tuple[PieceValue, PieceValue]], last: PieceValue) -> float | str:
+    """The mean of every subquery point in the window: the pieces' sums over their counts
+    (a piece without data adds nothing); data younger than one step gives its last value."""
+    total = count = 0.0
+    for piece_sum, piece_count in sums:
+        for value in (piece_sum, piece_count):
+            if isinstance(value, str):
+                return value
+        if isinstance(piece_sum, float) and isinstance(piece_count, float):
+            total, count = total + piece_sum, count + piece_count
+    if count:
+        return total / count
+    if isinstance(last, float | str):
+        return last
+    return "no samples in window"
+
+
+def _combine(parts: list[PieceValue]) -> float | tuple[Bucket, ...] | str:
+    """Sum of the pieces (per `le` for buckets)."""
+    present = [value for value in parts if value is not None]
+    reasons = [value for value in present if isinstance(value, str)]
     if reasons:
         return reasons[0]
     if not present:
         return "no samples in window"
-    if any(isinstance(value, tuple) for value, _ in present):
+    if any(isinstance(value, tuple) for value in present):
         by_le: dict[float, float] = {}
-        for value, _ in present:
+        for value in present:
             if isinstance(value, tuple):
                 for bound, count in value:
                     by_le[bound] = by_le.get(bound, 0.0) + count
         return dialects.sorted_buckets(by_le.items())
-    numbers = [(float(value), length) for value, length in present if isinstance(value, float)]
-    if gauge:
-        weight = sum(length for _, length in numbers)
-        return sum(value * length for value, length in numbers) / weight
-    return sum(value for value, _ in numbers)
+    return sum(value for value in present if isinstance(value, float))

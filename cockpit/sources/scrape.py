@@ -337,6 +337,10 @@ class ScrapeSource:
                 missing[key] = number
             else:
                 values[key] = number
+        if not values and not histograms and not self._any_series_match(matchers):
+            # The engine's names are there, none of its series match: a mistaken selector
+            # or model filter, said as Prometheus says it (see `PrometheusSource._names`).
+            raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
         covered, note = self._coverage(reader, start, end)
         return LaneTotals(
             lane=lane,
@@ -352,6 +356,17 @@ class ScrapeSource:
             coverage_note=note,
             server=self.url,
             selector=selector,
+        )
+
+    def _any_series_match(self, matchers: list[dialects.Matcher]) -> bool:
+        """Whether any engine series kept in the buffer matches (asked only when no figure has
+        a value: a window before the first scrape is empty, not a mismatch)."""
+        if not matchers:
+            return True
+        return any(
+            all(m.matches(dict(labels)) for m in matchers)
+            for family in self.buffer.series.values()
+            for labels in family
         )
 
     def _coverage(self, reader: _Reader, start: float, end: float) -> tuple[float | None, str]:
