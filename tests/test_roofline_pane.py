@@ -14,7 +14,7 @@ from textual_plotext import PlotextPlot
 
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import LaneLoad, RooflineView, operating_points
-from cockpit.widgets.roofline import RooflinePane
+from cockpit.widgets.roofline import RooflinePane, caption_lines
 
 H100 = find_hardware("h100")
 LLAMA = find_model("llama-3.1-8b")
@@ -100,6 +100,16 @@ async def test_pane_at_80x24_plots_and_captions_both_points() -> None:
         assert "50% of roof" in screen
         assert f"ceiling {CEILING_TOK_S / 1e3:.2f}k tok/s at batch 8" in screen
         assert "FLOP/byte" in screen
+
+
+def test_the_ceiling_names_the_mean_batch_it_was_worked_out_for() -> None:
+    load = LaneLoad(running=3.5, mean_prompt=PROMPT, mean_generated=GENERATED, itl_s=0.02)
+    points = operating_points(load, H100, LLAMA)
+    assert points.decode is not None and points.decode.batch == 3.5
+    lines = caption_lines(RooflineView(H100, LLAMA, points))
+    assert any(line.endswith("at batch 3.5") for line in lines), lines
+    compact = caption_lines(RooflineView(H100, LLAMA, points), compact=True)
+    assert any(line.endswith("at B 3.5") for line in compact), compact
 
 
 async def test_pane_at_40x12_keeps_a_plot_and_a_compact_caption() -> None:

@@ -68,7 +68,9 @@ def _decode_lines(points: OperatingPoints, compact: bool) -> list[str]:
     lines = [_point_line("D", decode, compact)]
     ceiling = points.decode_ceiling_tokens_per_s
     if ceiling is not None:
-        batch = f"B {decode.batch:.0f}" if compact else f"batch {decode.batch:.0f}"
+        # The batch is a mean of running requests: 3.5 shown as 4 would name another ceiling.
+        size = f"{decode.batch:.1f}".removesuffix(".0")
+        batch = f"B {size}" if compact else f"batch {size}"
         lines.append(f"  ceiling {rate_text(ceiling)} at {batch}")
     return lines
 
