@@ -413,19 +413,20 @@ class CockpitApp(App[None]):
     def _show_all(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_ledger = self.ledger_poller is not None
+        has_lane = bool(self.lane_feeds)
         panes = self._panes
         if panes is None or not panes.status.is_attached:
             return  # a read that ends while the app quits finds no screen to show it on
         with self.batch_update():
             self._show_status()
             if self._changed("cache", lane, ledger, has_ledger):
-                panes.cache.show(lane, ledger, has_ledger)
+                panes.cache.show(lane, ledger, has_ledger, has_lane)
             if self._changed("lane", lane):
-                panes.prefill.show(lane)
-                panes.phases.show(lane)
+                panes.prefill.show(lane, has_lane)
+                panes.phases.show(lane, has_lane)
                 panes.roofline.show(lane.roofline() if lane else None)
             if self._changed("ratios", lane, ledger, has_ledger):
-                panes.ratios.show(lane, ledger, has_ledger)
+                panes.ratios.show(lane, ledger, has_ledger, has_lane)
             if self._changed("spend", ledger, has_ledger):
                 panes.spend.show(ledger, has_ledger)
 

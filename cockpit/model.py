@@ -18,7 +18,7 @@ FreshnessState = Literal["ok", "stale", "missing"]
 
 @dataclass(frozen=True, slots=True)
 class Freshness:
-    """How current a source's figures are: `ok`, `stale since HH:MM:SS`, `missing: why`."""
+    """How current a source's figures are: `ok`, `stale since HH:MM:SS UTC`, `missing: why`."""
 
     state: FreshnessState
     since: float | None = None
@@ -29,7 +29,7 @@ class Freshness:
         if self.state == "ok":
             return f"ok, {self.reason}" if self.reason else "ok"
         if self.state == "stale":
-            since = f" since {clock(self.since)}" if self.since is not None else ""
+            since = f" since {clock(self.since)} UTC" if self.since is not None else ""
             return f"stale{since}: {self.reason}" if self.reason else f"stale{since}"
         return f"missing: {self.reason}" if self.reason else "missing"
 

@@ -31,7 +31,8 @@ PANE_HELP: tuple[str, ...] = (
     "Panes, prefill first: prefix cache · prefill · phases & decode ·",
     "roofline · token ratios · spend split.",
     "A dim value is stale: its source failed, the last good value stays",
-    "and the border says since when. — is missing: hover for why.",
+    "and the border says why and since when. — is missing: hover for why.",
+    "Times are UTC, as in receipts and --at.",
 )
 
 

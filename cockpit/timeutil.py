@@ -59,8 +59,8 @@ def parse_time(text: str, now: float | None = None) -> float:
 
 
 def clock(epoch: float) -> str:
-    """`HH:MM:SS` in local time, as the status line shows it."""
-    return time.strftime("%H:%M:%S", time.localtime(epoch))
+    """`HH:MM:SS` in UTC: the cockpit shows every time in UTC, as receipts and `--at` do."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S")
 
 
 def stamp(epoch: float) -> str:

@@ -5,18 +5,25 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import sqlite3
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from faultlane import lane_state, running_app, start_exporter, wait_until
 from textual import events
 from textual.geometry import Size
 from textual.pilot import Pilot
 
-from cockpit.app import LaneRefreshed, LedgerRefreshed, make_app
+from cockpit.app import CockpitApp, LaneRefreshed, LedgerRefreshed, make_app
+from cockpit.config import Config, LaneConfig, LedgerConfig
+from cockpit.poller import Clocks
 from cockpit.screens import KEY_HELP, HelpScreen
-from cockpit.widgets import PrefillPane, StatusLine
+from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, SpendPane, StatusLine
+from cockpit.widgets.pane import Pane
 from tests.test_app_feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -25,6 +32,12 @@ from tests.test_app_feeds import (
     config,
     fixed_clocks,
 )
+from tests.test_terminal_sizes import check_screen
+
+
+def utc_hms(epoch: float) -> str:
+    """`HH:MM:SS` of `epoch` in UTC, as the cockpit shows every time."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S")
 
 
 def two_lanes(**options: object) -> tuple[ScriptedLaneFeed, ScriptedLaneFeed, ScriptedLedgerFeed]:
@@ -208,10 +221,10 @@ async def test_a_stale_source_keeps_its_last_value_in_place_and_says_since_when(
         await settle(pilot)
         after = pane.render().plain
         assert f"{1_680_000 / 800:,.0f} tok/s" in after
-        since = time.strftime("%H:%M:%S", time.localtime(EVAL_AT + 30))
-        assert pane.border_subtitle == f"lane stale since {since}"
+        since = utc_hms(EVAL_AT + 30)
+        assert pane.border_subtitle == f"lane stale since {since} · connection refused"
         assert pane.has_class("-stale")
-        assert f"lane stale since {since}" in status_text(pilot)
+        assert f"lane stale since {since} 12.0 ms · connection refused" in status_text(pilot)
 
 
 async def test_a_missing_source_shows_dashes_with_the_reason_reachable() -> None:
@@ -476,3 +489,182 @@ async def test_m_filters_the_lane_to_one_model_and_empty_clears_it() -> None:
         await pilot.pause(0.2)
         assert feed.model_filter is None
         assert "model " not in status_text(pilot)
+
+
+# --- why a source is stale, on screen; a lane not configured; one time zone ------------------
+
+PLACEHOLDERS = ("waiting for the first read", "reading…", "starting…")
+"""What a pane or the status line shows before a source's first answer."""
+WALL = EVAL_AT + 600
+"""The fixed wall clock of the tests below: `stale since` is this moment."""
+
+
+def screen_text(app: CockpitApp) -> str:
+    update = app.screen._compositor.render_full_update()
+    return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
+
+
+def ledger_only(path: Path) -> Config:
+    return Config(
+        source="<test>",
+        ledgers=(LedgerConfig(str(path)),),
+        window="90d",
+        windows=("90d",),
+        refresh_s=3600.0,
+    )
+
+
+def truncate_to_half(path: Path) -> str:
+    """Cut the file mid-way; the words a reader should see about it, from its own header."""
+    data = path.read_bytes()
+    page = int.from_bytes(data[16:18], "big") or 65536
+    pages = int.from_bytes(data[28:32], "big")
+    path.write_bytes(data[: len(data) // 2])
+    return f"{path.name} is truncated: {len(data) // 2} bytes, its header says {pages * page}"
+
+
+def corrupt_pages(path: Path) -> str:
+    """Every page after the first overwritten with garbage, the file replaced by a rename."""
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    for offset in range(page, len(data)):
+        data[offset] = (offset * 151 + 7) % 256
+    spare = path.with_suffix(".new")
+    spare.write_bytes(bytes(data))
+    spare.replace(path)
+    return f"{path.name} is truncated or corrupt"
+
+
+def ledger_state(app: CockpitApp) -> str:
+    return app.ledger_snapshot.freshness.state if app.ledger_snapshot else "none"
+
+
+@pytest.mark.parametrize(
+    ("damage", "size"),
+    [(truncate_to_half, (80, 24)), (corrupt_pages, (160, 48))],
+    ids=["truncated-80x24", "corrupt-160x48"],
+)
+async def test_a_damaged_ledger_says_why_on_the_status_line_and_the_panes(
+    hermes_v22: Path, damage: Callable[[Path], str], size: tuple[int, int]
+) -> None:
+    async with running_app(
+        ledger_only(hermes_v22), size=size, clocks=Clocks(wall=lambda: WALL)
+    ) as (app, pilot):
+        await wait_until(pilot, lambda: ledger_state(app) == "ok")
+        words = damage(hermes_v22)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: ledger_state(app) == "stale")
+        await pilot.pause()
+        since = f"ledger stale since {utc_hms(WALL)}"
+        status = status_text(pilot)
+        assert since in status
+        after = status.split(since, 1)[1].split("\n")[0]
+        assert " · " in after, status  # the time, then why
+        reason = after.split(" · ", 1)[1].rstrip("…")
+        assert len(reason) >= 20  # the reason, cut if need be: one is the start of the other
+        assert reason[: len(words)] == words[: len(reason)]
+        assert str(hermes_v22.parent) not in status  # the file's name, not its folders
+        spend = app.query_one(SpendPane)
+        assert spend.border_subtitle.startswith(f"{since} · {words}")
+        assert str(hermes_v22) in str(spend.tooltip)  # whole, path and all, on hover
+        assert reason in screen_text(app)
+        assert check_screen(app) > 0  # borders and figures whole around it
+
+
+async def test_a_locked_ledger_says_it_is_locked(hermes_v22: Path) -> None:
+    async with running_app(ledger_only(hermes_v22), clocks=Clocks(wall=lambda: WALL)) as (
+        app,
+        pilot,
+    ):
+        await wait_until(pilot, lambda: ledger_state(app) == "ok")
+        holder = sqlite3.connect(hermes_v22, isolation_level=None)
+        try:
+            holder.execute("BEGIN EXCLUSIVE")
+            await pilot.press("r")
+            await wait_until(pilot, lambda: ledger_state(app) == "stale")
+            await pilot.pause()
+            line = next(text for text in status_text(pilot).splitlines() if "ledger stale" in text)
+            assert f"ledger stale since {utc_hms(WALL)}" in line
+            assert f"· {hermes_v22.name} stayed locked" in line
+            assert "locked" in app.query_one(SpendPane).border_subtitle
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+
+
+async def test_a_lane_on_a_refused_port_says_so_on_the_status_line_and_the_panes() -> None:
+    exporter = start_exporter()
+    lane = LaneConfig("lane-r", metrics_url=f"http://{exporter.address}/metrics")
+    settings = Config(source="<test>", lanes=(lane,), window="5m", refresh_s=3600.0)
+    try:
+        async with running_app(settings, clocks=Clocks(wall=lambda: WALL)) as (app, pilot):
+            await wait_until(pilot, lambda: lane_state(app) == "ok")
+            exporter.stop()  # nothing listens on the port any more: connection refused
+            await pilot.press("r")
+            await wait_until(pilot, lambda: lane_state(app) == "stale")
+            await pilot.pause()
+            since = f"lane stale since {utc_hms(WALL)}"
+            status = status_text(pilot)
+            assert since in status and " · connection refused" in status
+            assert exporter.address not in status  # the lane is named; its URL is on hover
+            for pane in (app.query_one(PrefillPane), app.query_one(PhaseBar)):
+                assert pane.border_subtitle == f"{since} · connection refused"
+                assert f"{exporter.address}/metrics: connection refused" in str(pane.tooltip)
+            assert "connection refused" in screen_text(app)
+    finally:
+        exporter.stop()
+
+
+async def test_without_a_lane_the_lane_panes_say_none_is_configured() -> None:
+    app = make_app(config(), [], ScriptedLedgerFeed(), clocks=fixed_clocks())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)
+        for pane in (app.query_one(PrefillPane), app.query_one(PhaseBar)):
+            assert pane.border_subtitle == "lane missing: no lane configured"
+        assert app.query_one(CacheGauge).border_subtitle.startswith(
+            "lane missing: no lane configured"
+        )
+        assert status_text(pilot).startswith("no lane configured │ 1h")
+        screen = screen_text(app)
+        assert "no lane configured" in screen
+        panes = [pane.border_subtitle for pane in app.query(Pane)]
+        for placeholder in PLACEHOLDERS:
+            assert placeholder not in screen and placeholder not in status_text(pilot)
+            assert not any(placeholder in subtitle for subtitle in panes)
+            assert not any(placeholder in str(pane.tooltip) for pane in app.query(Pane))
+
+
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's zone 9 h east of UTC; the process's zone put back afterwards."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert time.localtime(EVAL_AT).tm_gmtoff == 9 * 3600
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.usefixtures("tokyo")
+async def test_every_time_on_screen_is_utc_whatever_the_machines_zone() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    app = make_app(config("lane-a"), [feed], None, clocks=fixed_clocks(wall=WALL))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert f"at {utc_hms(EVAL_AT)} UTC" in status_text(pilot)
+        feed.failure = SourceDown("connection refused")
+        await pilot.press("r")
+        await settle(pilot)
+        status = status_text(pilot)
+        assert f"at {utc_hms(EVAL_AT)} UTC" in status
+        assert f"lane stale since {utc_hms(WALL)}" in status
+        pane = app.query_one(PrefillPane)
+        assert pane.border_subtitle.startswith(f"lane stale since {utc_hms(WALL)}")
+        assert f"stale since {utc_hms(WALL)}" in str(pane.tooltip)
+        for moment in (EVAL_AT, WALL):
+            local = time.strftime("%H:%M:%S", time.localtime(moment))
+            assert local != utc_hms(moment)
+            assert local not in screen_text(app)

@@ -15,6 +15,8 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
+from datetime import UTC, datetime
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 from conftest import VLLM_FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
+from cockpit.model import Freshness
 from tests.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -318,3 +321,17 @@ def test_per_profile_table_survives_an_old_ledger(
     assert shown == expected
     assert "schema 11 has no profile_name" in section and "'old'" in section
     assert "Missing:" not in section
+
+
+def test_a_stale_source_is_dated_in_utc_whatever_the_machines_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failed_at = datetime(2026, 11, 30, 12, 31, 6, tzinfo=UTC).timestamp()
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        said = Freshness("stale", since=failed_at, reason="connection refused").describe()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert said == "stale since 12:31:06 UTC: connection refused"

@@ -48,7 +48,7 @@ def test_next_theme_cycles_through_the_cockpit_themes() -> None:
 
 
 def test_a_config_accepts_exactly_the_cockpit_themes() -> None:
-    assert config.THEME_NAMES == tuple(theme.name for theme in THEMES)
+    assert tuple(theme.name for theme in THEMES) == config.THEME_NAMES
     assert config.Config().theme == DEFAULT_THEME
     for name in config.THEME_NAMES:
         assert config.parse_config(f"theme: {name}\n", "t.yaml").theme == name

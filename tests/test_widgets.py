@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 from rich.text import Text
@@ -172,6 +173,68 @@ def test_status_items_wrap_between_items_never_inside_one() -> None:
             assert any(item in line for line in lines)
 
 
+def test_without_a_lane_its_panes_say_none_is_configured() -> None:
+    unconfigured = Freshness("missing", reason="no lane configured")
+    views = {
+        "prefill": prefill_view(None, lane_configured=False),
+        "phases": phase_view(None, lane_configured=False),
+        "cache": cache_view(None, ledger_snapshot(), lane_configured=False),
+        "ratios": ratios_view(None, ledger_snapshot(), lane_configured=False),
+    }
+    for name, view in views.items():
+        assert ("lane", unconfigured) in view.sources, name
+        lane_rows = [row for row in rows(view).values() if row.value == MISSING]
+        assert any(row.reason == "no lane configured" for row in lane_rows), name
+        assert not any("waiting" in row.reason for row in lane_rows), name
+    band = views["cache"].lines[1]
+    assert isinstance(band, Note) and band.text == "no lane configured"
+
+
+def test_a_failure_is_said_short_on_screen_and_whole_on_hover() -> None:
+    from cockpit.widgets.pane import freshness_note, short_reason, tooltip_for
+
+    path = "/home/agent/.hermes/profiles/work/state.db"
+    locked = Freshness("stale", since=EVAL_AT, reason=f"{path} stayed locked longer than 1 s")
+    refused = Freshness("missing", reason="http://10.1.2.3:9090/metrics: connection refused")
+    since = datetime.fromtimestamp(EVAL_AT, UTC).strftime("%H:%M:%S")
+    note = freshness_note("ledger", locked)
+    assert note == f"ledger stale since {since} · state.db stayed locked longer than 1 s"
+    assert freshness_note("lane", refused) == f"lane missing: {refused.reason}"
+    assert short_reason("a" * 50, 20) == "a" * 19 + "…"
+    assert short_reason("http://h:1/x?q=a: b") == "b"
+    assert short_reason("see http://h:1/x/y: b") == "see http://h:1/x/y: b"  # not a lead URL
+    tooltip = str(tooltip_for(PaneView((), (("ledger", locked), ("lane", refused)))))
+    assert path in tooltip and "http://10.1.2.3:9090/metrics" in tooltip
+
+
+def test_status_reasons_fit_their_line_and_give_way_before_the_other_items() -> None:
+    from cockpit.widgets.status import status_lines
+
+    long_reason = "/srv/ledgers/state.db is truncated: 1 bytes, its header says " + "9" * 40
+    timeout = Freshness("stale", since=EVAL_AT, reason="http://h:1: timed out after 3 s")
+    truncated = Freshness("stale", since=EVAL_AT, reason=long_reason)
+    view = StatusView(
+        "lane-a", 1, 2, "1h", evaluated_at=EVAL_AT, model_filter="llama",
+        coverage="since start (3 s)", paused=True,
+        sources=(SourceStatus("lane", timeout, 3.0), SourceStatus("ledger", truncated, 0.2)),
+    )  # fmt: skip
+    for width in (78, 98, 118, 158):  # 80 to 160 columns, less the padding
+        lines = [line.plain for line in status_lines(view, width)]
+        text = "\n".join(lines)
+        assert len(lines) <= 3 and all(len(line) <= width for line in lines), (width, lines)
+        for item in ("lane-a (1/2)", "model 'llama'", "PAUSED", "lane stale since", "ledger stale"):
+            assert item in text, (width, item, lines)
+        assert "· timed out" in text, (width, lines)  # the short reason stays
+    wide = "\n".join(line.plain for line in status_lines(view, 158))
+    assert "· timed out after 3 s" in wide and "· state.db is truncated: 1 bytes" in wide
+    assert "/srv/ledgers" not in wide
+
+
+def test_a_lane_not_configured_is_said_first_on_the_status_line() -> None:
+    view = StatusView("no lane", 0, 0, "1h", sources=(SourceStatus("ledger", Freshness("ok")),))
+    assert [item.plain for item in status_items(view)][:2] == ["no lane configured", "1h"]
+
+
 class Host(App[None]):
     def __init__(self, pane: CacheGauge | PrefillPane) -> None:
         super().__init__()
@@ -204,13 +267,21 @@ async def test_a_stale_pane_says_since_when_in_its_border() -> None:
         stale = Freshness("stale", since=EVAL_AT, reason="connection refused")
         pane.show(lane_snapshot(stale), None, ledger_configured=False)
         await pilot.pause()
-        import time
-
-        since = time.strftime("%H:%M:%S", time.localtime(EVAL_AT))
-        assert pane.border_subtitle.startswith(f"lane stale since {since}")
+        since = datetime.fromtimestamp(EVAL_AT, UTC).strftime("%H:%M:%S")
+        assert pane.border_subtitle.startswith(f"lane stale since {since} · connection refused")
         assert "ledger missing: no ledger configured" in pane.border_subtitle
         assert "91.6%" in pane.render().plain
         assert "lane: stale since" in str(pane.tooltip)
+
+
+async def test_a_source_not_configured_comes_last_in_a_pane_border() -> None:
+    pane = CacheGauge()
+    async with Host(pane).run_test() as pilot:
+        stale = Freshness("stale", since=EVAL_AT, reason="state.db is truncated")
+        pane.show(None, ledger_snapshot(stale), lane_configured=False)
+        await pilot.pause()
+        assert pane.border_subtitle.startswith("ledger stale since ")
+        assert pane.border_subtitle.endswith("lane missing: no lane configured")
 
 
 # --- the roofline plot: plotext draws the frame once, the marks go on top ---------------------

@@ -42,8 +42,9 @@ class CacheGauge(Pane):
         lane: LaneSnapshot | None,
         ledger: LedgerSnapshot | None,
         ledger_configured: bool = True,
+        lane_configured: bool = True,
     ) -> None:
-        self.view = cache_view(lane, ledger, ledger_configured)
+        self.view = cache_view(lane, ledger, ledger_configured, lane_configured)
 
 
 def _hits_row(engine: Source) -> Row:
@@ -71,9 +72,12 @@ def hits_of_queries(hits: float, queries: float) -> str:
 
 
 def cache_view(
-    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, ledger_configured: bool = True
+    lane: LaneSnapshot | None,
+    ledger: LedgerSnapshot | None,
+    ledger_configured: bool = True,
+    lane_configured: bool = True,
 ) -> PaneView:
-    engine = lane_source(lane)
+    engine = lane_source(lane, lane_configured)
     agent = ledger_source(ledger, ledger_configured)
     rate = engine.value("prefix_cache_hit_rate")
     tone = band_tone(rate, LOW, HIGH)

@@ -6,6 +6,7 @@ unchanged view (same text, same tones, same freshness) causes no re-render at al
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -90,13 +91,43 @@ class PaneView:
     """(source name, freshness) of every source the pane draws on."""
 
 
+_LEADING_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S*?: ")
+"""`http://host:9090/metrics: ` before a lane's reason: the pane already names the source."""
+_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s/:]+/)+([^\s/:]+)")
+"""An absolute file path: its file name says which ledger, the folders only take room."""
+
+
+def short_reason(reason: str, cells: int | None = None) -> str:
+    """A failure's reason as the screen shows it: no leading URL, file paths as file names,
+    at most `cells` wide (cut with `…`). The tooltip keeps it whole."""
+    text = _PATH.sub(r"\1", _LEADING_URL.sub("", reason.strip(), count=1)) or reason
+    if cells is not None and cell_len(text) > cells:
+        return Content(text).truncate(cells, ellipsis=True).plain
+    return text
+
+
+def stale_since(freshness: Freshness) -> str:
+    """`stale since 12:01:03` (UTC), or `stale` when the time is not known."""
+    return f"stale since {clock(freshness.since)}" if freshness.since is not None else "stale"
+
+
+def describe(freshness: Freshness) -> str:
+    """The freshness in full, with its whole reason, for a tooltip (times in UTC)."""
+    if freshness.state == "stale":
+        head = stale_since(freshness)
+        return f"{head}: {freshness.reason}" if freshness.reason else head
+    return freshness.describe()
+
+
 def freshness_note(name: str, freshness: Freshness) -> str:
-    """`lane stale since 12:01:03`, `ledger missing: why`, `lane: a server warning` or ""."""
+    """`lane stale since 12:01:03 · connection refused` (UTC), `ledger missing: why`,
+    `lane: a server warning` or ""."""
     if freshness.state == "ok":
         return f"{name}: {freshness.reason}" if freshness.reason else ""
     if freshness.state == "stale":
-        since = f" since {clock(freshness.since)}" if freshness.since is not None else ""
-        return f"{name} stale{since}"
+        head = f"{name} {stale_since(freshness)}"
+        reason = short_reason(freshness.reason)  # after the time: room is short
+        return f"{head} · {reason}" if reason else head
     return f"{name} missing: {freshness.reason}" if freshness.reason else f"{name} missing"
 
 
@@ -196,10 +227,18 @@ def tooltip_for(view: PaneView) -> str | None:
     ]
     for name, freshness in view.sources:
         if freshness.state != "ok":
-            notes.insert(0, f"{name}: {freshness.describe()}")
+            notes.insert(0, f"{name}: {describe(freshness)}")
         elif freshness.reason:  # fresh, with a warning from the source
             notes.insert(0, f"{name}: {freshness.reason}")
     return "\n".join(notes) if notes else None
+
+
+def _border_notes(view: PaneView) -> list[str]:
+    """Each source's note; a source not configured at all comes last, so that it doesn't
+    push a failing source's note (and its reason) off a narrow border."""
+    unconfigured = (NO_LANE, NO_LEDGER)
+    ordered = sorted(view.sources, key=lambda source: source[1] in unconfigured)
+    return [freshness_note(name, fresh) for name, fresh in ordered]
 
 
 def _height(view: PaneView | None) -> int:
@@ -247,8 +286,7 @@ class Pane(Widget):
         self._repaint(old, view)
         if view is None:
             return
-        notes = [freshness_note(name, fresh) for name, fresh in view.sources]
-        subtitle = " · ".join(note for note in notes if note)
+        subtitle = " · ".join(note for note in _border_notes(view) if note)
         if subtitle != self.border_subtitle:  # setting it repaints the whole pane
             self.border_subtitle = subtitle
         states = {fresh.state for _, fresh in view.sources}
@@ -348,6 +386,7 @@ class Pane(Widget):
 # --- reading snapshots ----------------------------------------------------------------------
 
 NO_LEDGER = Freshness("missing", reason="no ledger configured")
+NO_LANE = Freshness("missing", reason="no lane configured")
 WAITING = "waiting for the first read"
 
 
@@ -377,9 +416,10 @@ class Source:
         return figure_row(self.get(key), label, stale=self.stale, **options)
 
 
-def lane_source(snapshot: LaneSnapshot | None) -> Source:
+def lane_source(snapshot: LaneSnapshot | None, configured: bool = True) -> Source:
     if snapshot is None:
-        return Source("lane", {}, Freshness("missing", reason=WAITING), WAITING)
+        freshness = Freshness("missing", reason=WAITING) if configured else NO_LANE
+        return Source("lane", {}, freshness, freshness.reason)
     figures = snapshot.figures.figures if snapshot.figures else {}
     return Source("lane", figures, snapshot.freshness, snapshot.freshness.reason or WAITING)
 

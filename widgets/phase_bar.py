@@ -22,8 +22,8 @@ class PhaseBar(Pane):
 
     TITLE = "Phases & decode"
 
-    def show(self, lane: LaneSnapshot | None) -> None:
-        self.view = phase_view(lane)
+    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        self.view = phase_view(lane, lane_configured)
 
 
 def _phase_bar(engine: Source) -> Bar:
@@ -44,8 +44,8 @@ def _legend(engine: Source) -> tuple[Row, ...]:
     )
 
 
-def phase_view(lane: LaneSnapshot | None) -> PaneView:
-    engine = lane_source(lane)
+def phase_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+    engine = lane_source(lane, lane_configured)
     lines: tuple[Line, ...] = (
         _phase_bar(engine),
         *_legend(engine),

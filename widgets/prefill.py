@@ -19,8 +19,8 @@ class PrefillPane(Pane):
 
     TITLE = "Prefill"
 
-    def show(self, lane: LaneSnapshot | None) -> None:
-        self.view = prefill_view(lane)
+    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        self.view = prefill_view(lane, lane_configured)
 
 
 def _share_label(engine: Source, key: str, pattern: str) -> str:
@@ -50,8 +50,8 @@ def _mean_context_row(engine: Source) -> Row:
     return Row(label, format_value(prompt + generated, "tokens"), stale=engine.stale)
 
 
-def prefill_view(lane: LaneSnapshot | None) -> PaneView:
-    engine = lane_source(lane)
+def prefill_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+    engine = lane_source(lane, lane_configured)
     lines: tuple[Line, ...] = (
         engine.row("effective_prefill_rate", "Effective prefill rate", tone="primary"),
         engine.row("mean_prompt", "Mean prompt / request"),

@@ -21,8 +21,9 @@ class RatiosPane(Pane):
         lane: LaneSnapshot | None,
         ledger: LedgerSnapshot | None,
         ledger_configured: bool = True,
+        lane_configured: bool = True,
     ) -> None:
-        self.view = ratios_view(lane, ledger, ledger_configured)
+        self.view = ratios_view(lane, ledger, ledger_configured, lane_configured)
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:
@@ -59,9 +60,12 @@ def _busiest_row(groups: tuple[GroupRatio, ...], agent: Source) -> Row:
 
 
 def ratios_view(
-    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, ledger_configured: bool = True
+    lane: LaneSnapshot | None,
+    ledger: LedgerSnapshot | None,
+    ledger_configured: bool = True,
+    lane_configured: bool = True,
 ) -> PaneView:
-    engine = lane_source(lane)
+    engine = lane_source(lane, lane_configured)
     agent = ledger_source(ledger, ledger_configured)
     figures = ledger.figures if ledger else None
     by_source = figures.by_source if figures else ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Size
 from textual.reactive import reactive
@@ -13,9 +14,22 @@ from cockpit.figures import format_value
 from cockpit.model import Freshness
 from cockpit.timeutil import clock, stamp
 
-from .pane import DEFAULT_WIDTH, freshness_note
+from .pane import DEFAULT_WIDTH, describe, short_reason, stale_since
 
 SEPARATOR = " │ "
+MAX_LINES = 3
+"""The status line's most rows (its max-height)."""
+REASON_CELLS = 40
+"""A failure's reason on the status line is cut to at most this, or half a wide line, and to
+what keeps its item on one line (whole in the tooltip)."""
+MIN_REASON_CELLS = 12
+"""How short reasons get, then none at all, when the items would need more than MAX_LINES."""
+
+
+def _reason_room(width: int, rest: int, most: int | None) -> int:
+    """Cells for a reason in an item whose other text takes `rest` cells (0: no reason)."""
+    room = max(MIN_REASON_CELLS, min(max(REASON_CELLS, width // 2), width - rest))
+    return room if most is None else min(room, most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +66,36 @@ def _item(text: str, style: str = "") -> Content:
     return Content.styled(text, style)
 
 
-def _source_item(source: SourceStatus) -> Content:
+def _source_item(
+    source: SourceStatus, width: int = DEFAULT_WIDTH, most: int | None = None
+) -> Content:
     if source.reading:
         return _item(f"{source.name} reading…", "$text-muted")
+    freshness = source.freshness
     latency = (
         f" {format_value(source.latency_s, 'seconds')}" if source.latency_s is not None else ""
     )
-    if source.freshness.state == "ok" and source.freshness.reason:
-        return _item(f"{source.name} ok{latency} · {source.freshness.reason}", "$warning")
-    if source.freshness.state == "ok":
+    if freshness.state == "ok" and freshness.reason:
+        return _item(f"{source.name} ok{latency} · {freshness.reason}", "$warning")
+    if freshness.state == "ok":
         return _item(f"{source.name} ok{latency}", "$success")
-    style = "$warning" if source.freshness.state == "stale" else "$error"
-    return _item(freshness_note(source.name, source.freshness) + latency, style)
+    if freshness.state == "stale":
+        head = f"{source.name} {stale_since(freshness)}{latency}"
+        room = _reason_room(width, cell_len(head) + 3, most)
+        reason = short_reason(freshness.reason, room) if room else ""
+        return _item(f"{head} · {reason}" if reason else head, "$warning")
+    head = f"{source.name} missing"
+    room = _reason_room(width, len(head) + 2 + len(latency), most)
+    reason = short_reason(freshness.reason, room) if room else ""
+    return _item((f"{head}: {reason}" if reason else head) + latency, "$error")
 
 
-def status_items(view: StatusView) -> list[Content]:
-    items = [_item(f"{view.lane} ({view.index}/{view.count})", "bold $primary")]
+def status_items(
+    view: StatusView, width: int = DEFAULT_WIDTH, reason_cells: int | None = None
+) -> list[Content]:
+    """The line's items; failure reasons fit `width`, and at most `reason_cells` (0: none)."""
+    lane = f"{view.lane} ({view.index}/{view.count})" if view.count else "no lane configured"
+    items = [_item(lane, "bold $primary")]
     if view.model_filter:
         items.append(_item(f"model {view.model_filter!r}", "bold $accent"))
     window = (
@@ -81,10 +109,10 @@ def status_items(view: StatusView) -> list[Content]:
     if view.replay_at is not None:
         items.append(_item(f"REPLAY {stamp(view.replay_at)}", "bold reverse $accent"))
     elif view.evaluated_at is not None:
-        items.append(_item(f"at {clock(view.evaluated_at)}"))
-    items.extend(_source_item(source) for source in view.sources)
-    if view.paused:
+        items.append(_item(f"at {clock(view.evaluated_at)} UTC"))
+    if view.paused:  # before the sources: a long reason can't push it off the line
         items.append(_item("PAUSED", "bold reverse $warning"))
+    items.extend(_source_item(source, width, reason_cells) for source in view.sources)
     return items
 
 
@@ -103,6 +131,17 @@ def pack_items(items: list[Content], width: int) -> list[Content]:
     if current is not None:
         lines.append(current)
     return [line.truncate(width, ellipsis=True) for line in lines]
+
+
+def status_lines(view: StatusView, width: int) -> list[Content]:
+    """The items packed into `width`; reasons shortened, then left out (they stay in the
+    tooltip), when whole ones would need more than MAX_LINES rows."""
+    lines: list[Content] = []
+    for reason_cells in (None, MIN_REASON_CELLS, 0):
+        lines = pack_items(status_items(view, width, reason_cells), width)
+        if len(lines) <= MAX_LINES:
+            break
+    return lines
 
 
 class StatusLine(Widget):
@@ -132,7 +171,7 @@ class StatusLine(Widget):
         if view is None:
             return
         reasons = [
-            f"{source.name}: {source.freshness.describe()}"
+            f"{source.name}: {describe(source.freshness)}"
             for source in view.sources
             if source.freshness.state != "ok" or source.freshness.reason
         ]
@@ -154,7 +193,7 @@ class StatusLine(Widget):
         width = width or DEFAULT_WIDTH
         packed = self._packed
         if packed is None or packed[0] is not view or packed[1] != width:
-            packed = self._packed = (view, width, pack_items(status_items(view), width))
+            packed = self._packed = (view, width, status_lines(view, width))
         return packed[2]
 
     def render(self) -> Content:
