@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -265,7 +267,8 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
     window_s = parse_duration("5m")
     try:
         for feed in lanes:
-            where = feed.lane.prometheus or feed.lane.metrics_url  # type: ignore[attr-defined]
+            lane: LaneConfig = feed.lane  # type: ignore[attr-defined]
+            where = lane.prometheus or lane.metrics_url
             started = time.perf_counter()
             try:
                 totals = await feed.read(window_s, None)
@@ -275,15 +278,32 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
                 results.append((False, f"lane {feed.name}: {said}"))
                 continue
             elapsed = (time.perf_counter() - started) * 1000
-            missing = f", {len(totals.missing)} figures missing" if totals.missing else ""
+            missing = f"; missing: {missing_causes(totals.missing)}" if totals.missing else ""
             warned = f", {warning_note(totals.warnings)}" if totals.warnings else ""
-            facts = f"{totals.dialect}, {elapsed:.0f} ms{missing}{warned}"
-            results.append((True, f"lane {feed.name}: {where} ({facts})"))
+            facts = f"{totals.dialect}, {elapsed:.0f} ms{warned}{missing}"
+            line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
+            results.append((True, line))
         for ledger_config in config.ledgers:
             results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
     finally:
         await close_all(lanes, ledger)
     return results
+
+
+_DETAIL = re.compile(r" \([^()]*\)$")
+
+
+def missing_causes(missing: Mapping[str, str]) -> str:
+    """What a read lacks, by cause: `needs a second scrape ×31, not exposed by this engine ×3`."""
+    causes = Counter(_DETAIL.sub("", reason) for reason in missing.values())
+    return ", ".join(f"{cause} ×{count}" for cause, count in causes.most_common())
+
+
+def _dialect_hint(lane: LaneConfig, totals: LaneTotals) -> str:
+    """A forced engine dialect that reads nothing at all is most likely the wrong one."""
+    if lane.engine == "auto" or totals.values or totals.histograms:
+        return ""
+    return f"; nothing read as {lane.engine}: is that the engine? (engine: auto detects it)"
 
 
 async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:

@@ -21,6 +21,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import MetricsHandler
 
+from cockpit.feeds import missing_causes
 from cockpit.sources.prometheus import SourceError
 from cockpit.sources.scrape import ScrapeSource
 
@@ -218,6 +219,38 @@ def test_check_fails_on_a_direct_scrape_whose_selector_matches_nothing(
     (served,) = model_names(fixture_text("metrics_real.txt"))
     right = check(f'model_name="{served}"')
     assert right.returncode == 0, right.stdout + right.stderr
+
+
+def test_check_says_what_is_missing_by_cause_and_doubts_a_forced_dialect(
+    served_fixture: str,
+) -> None:
+    import subprocess
+    import sys
+
+    def check(engine: str) -> str:
+        command = [sys.executable, "-m", "cockpit", "check", "--metrics-url", served_fixture]
+        done = subprocess.run(
+            [*command, "--engine", engine], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    detected = check("auto")
+    assert "missing: needs a second scrape ×" in detected and "nothing read as" not in detected
+    forced = check("sglang")
+    assert "nothing read as sglang: is that the engine? (engine: auto detects it)" in forced
+
+
+def test_missing_causes_are_counted_once_each() -> None:
+    missing = {
+        "a": "needs a second scrape",
+        "b": "not exposed by this engine (vllm:b)",
+        "c": "needs a second scrape",
+        "d": "not exposed by this engine (vllm:d)",
+        "e": "needs a second scrape",
+    }
+    said = missing_causes(missing)
+    assert said == "needs a second scrape ×3, not exposed by this engine ×2"
 
 
 def test_without_created_needs_a_second_scrape() -> None:
