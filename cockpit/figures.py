@@ -63,6 +63,8 @@ def format_value(value: float | None, unit: Unit) -> str:
 
 
 def _seconds(value: float) -> str:
+    if 0 < value < 0.001:  # a queue of 37 µs is not "0.0 ms"
+        return f"{value * 1e6:.0f} µs"
     if value < 0.1:
         return f"{value * 1000:.1f} ms"
     if value < 100:

@@ -127,10 +127,11 @@ def ledger_markdown(
             lines += ["", f"Note: {note}"]
     if totals.side_calls is not None and totals.side_calls.api_calls:
         side = totals.side_calls
+        calls = "call" if side.api_calls == 1 else "calls"
         lines += [
             "",
             f"Side calls outside the main loop (title generation, …): "
-            f"{format_value(side.api_calls, 'count')} calls, "
+            f"{format_value(side.api_calls, 'count')} {calls}, "
             f"{format_value(side.prompt, 'tokens')} prompt, "
             f"{format_value(side.output, 'tokens')} output (not in the totals above).",
         ]

@@ -64,9 +64,9 @@ def rate_text(tokens_per_s: float) -> str:
 
 
 def percent_text(share: float) -> str:
-    """A share (0..1) as `3.2 %`, `35 %`."""
+    """A share (0..1) as `3.2 %`, `35 %`, `81,614 %`."""
     pct = 100.0 * share
-    return f"{pct:.1f} %" if abs(pct) < 9.95 else f"{pct:.0f} %"
+    return f"{pct:.1f} %" if abs(pct) < 9.95 else f"{pct:,.0f} %"
 
 
 def _row(label: str, value: str) -> str:

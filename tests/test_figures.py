@@ -21,6 +21,7 @@ from cockpit.figures import (
 )
 from cockpit.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
 from cockpit.roofline import Hardware, ModelProfile, operating_points
+from cockpit.roofline_table import percent_text
 
 SEED_LEDGER = TokenCounts(
     sessions=3_864,
@@ -229,6 +230,8 @@ def test_measured_point_only_when_counters_move() -> None:
         (0.916, "share", "91.6%"),
         (0.24, "seconds", "0.24 s"),
         (0.0263, "seconds", "26.3 ms"),
+        (36.7e-6, "seconds", "37 µs"),
+        (0.0, "seconds", "0.0 ms"),
         (None, "tokens", "—"),
     ],
 )
@@ -414,3 +417,10 @@ def test_sglang_lane_reads_itl_per_token() -> None:
     assert f.value("tokens_per_step") == pytest.approx(2.5)
     assert f.value("itl_mean") == pytest.approx(0.020)
     assert f.value("stream_tok_s") == pytest.approx(tokens / seconds)
+
+
+@pytest.mark.parametrize(
+    ("share", "text"), [(0.032, "3.2 %"), (0.35, "35 %"), (816.14, "81,614 %"), (-0.2, "-20 %")]
+)
+def test_roofline_percentages_group_their_thousands(share: float, text: str) -> None:
+    assert percent_text(share) == text

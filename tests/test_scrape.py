@@ -432,3 +432,21 @@ async def test_a_keep_alive_engine_is_scraped_over_one_connection(exporter: Expo
         await source.aclose()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(45, "45 s"), (12 * 60, "12 min"), (803 * 60, "13.4 h"), (2.5 * 86400, "2.5 d")],
+)
+def test_an_engine_up_for_hours_says_hours(seconds: float, said: str) -> None:
+    text = fixture_text("metrics_real.txt")
+    # the engine's start: its counters' `_created`, made within a second of each other
+    born = max(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:") and "_created{" in line
+    )
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, born + seconds)
+    totals = source.totals("lane", "", 30 * 86400, born + seconds)
+    assert totals.coverage_note == f"since engine start ({said})"

@@ -374,8 +374,8 @@ class ScrapeSource:
         if oldest is None or oldest <= start:
             return None, ""
         if reader.born is not None and reader.born >= start:
-            return end - reader.born, f"since engine start ({_minutes(end - reader.born)})"
-        return end - oldest, f"since start ({_minutes(end - oldest)})"
+            return end - reader.born, f"since engine start ({_span(end - reader.born)})"
+        return end - oldest, f"since start ({_span(end - oldest)})"
 
     def _capacity(self, dialect: str, matchers: list[dialects.Matcher]) -> float | None:
         if dialect == "sglang":
@@ -583,6 +583,12 @@ def _describe(spec: dialects.Spec) -> str:
     return "unavailable"
 
 
-def _minutes(seconds: float) -> str:
-    minutes = seconds / 60
-    return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"
+def _span(seconds: float) -> str:
+    """`45 s`, `12 min`, `13.4 h`, `2.5 d`: how long the data goes back."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
