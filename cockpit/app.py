@@ -674,9 +674,9 @@ class CockpitApp(App[None]):
 
     def action_export(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
-        target = (self.export_dir or Path.cwd()) / receipt_name(
-            self.lane_name, self.window, self.clocks.wall()
-        )
+        # A replay's receipt is named for the moment it shows, not the moment it was written.
+        moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
+        target = (self.export_dir or Path.cwd()) / receipt_name(self.lane_name, self.window, moment)
         self.run_worker(
             lambda: self._write_receipt(lane, ledger, target),
             name="export",

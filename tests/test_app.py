@@ -281,6 +281,23 @@ async def test_e_exports_the_receipt_as_markdown(tmp_path: Path) -> None:
         assert any(str(files[0]) in n.message for n in app._notifications)
 
 
+async def test_a_replay_exports_a_receipt_named_for_the_moment_it_shows(tmp_path: Path) -> None:
+    a, _, ledger = two_lanes()
+    replayed = EVAL_AT - 86400
+    app = make_app(
+        config("lane-a"), [a], ledger, export_dir=tmp_path, clocks=fixed_clocks(wall=EVAL_AT),
+        replay_at=replayed,
+    )  # fmt: skip
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        # a day before EVAL_AT (2026-09-21 14:13:20 UTC)
+        assert [f.name for f in tmp_path.iterdir()] == [
+            "cockpit-receipt-lane-a-1h-20260920T141320Z.md"
+        ]
+
+
 async def test_export_failure_is_reported_not_raised(tmp_path: Path) -> None:
     a, _, _ = two_lanes()
     missing_dir = tmp_path / "not-there"

@@ -534,3 +534,12 @@ async def test_a_caption_line_that_changes_repaints_alone() -> None:
         lines = str(caption.render()).splitlines()
         assert lines[region.y].startswith("P ")
         assert lines[0].startswith("ridge")
+
+
+def test_a_model_filter_is_shown_as_typed() -> None:
+    from cockpit.widgets.status import status_items
+
+    typed = 'no"such\\model'
+    view = StatusView("lane-a", 1, 1, "1h", evaluated_at=EVAL_AT, model_filter=typed)
+    shown = [item.plain for item in status_items(view)]
+    assert f"model '{typed}'" in shown, shown

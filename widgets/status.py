@@ -97,7 +97,7 @@ def status_items(
     lane = f"{view.lane} ({view.index}/{view.count})" if view.count else "no lane configured"
     items = [_item(lane, "bold $primary")]
     if view.model_filter:
-        items.append(_item(f"model {view.model_filter!r}", "bold $accent"))
+        items.append(_item(f"model '{view.model_filter}'", "bold $accent"))  # as typed
     window = (
         view.window
         if view.ledger_window in (None, view.window)
