@@ -490,9 +490,10 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         _figure("generation_tok_s", "Generated tok/s (window mean)",
                 divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
         _figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
-                divide(flops, window), "flop/s", _mfu_reason(totals)),
+                divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
         _figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
-                divide(bytes_moved, window), "bytes/s", _mfu_reason(totals)),
+                divide(bytes_moved, window), "bytes/s",
+                _mfu_reason(totals, "read_bytes", "write_bytes")),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
     return LaneFigures(frozen_map({figure.key: figure for figure in rows}))
@@ -521,10 +522,10 @@ def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
     return (flops if moved else None), (bytes_moved if moved and bytes_moved else None)
 
 
-def _mfu_reason(totals: LaneTotals) -> str:
-    if "flops" in totals.missing:
-        return totals.missing["flops"]
-    return "MFU counters not moving (engine started without --enable-mfu-metrics)"
+def _mfu_reason(totals: LaneTotals, *keys: str) -> str:
+    """Why a measured figure is missing: its own counters' reasons, else counters at rest."""
+    reasons = merge_reasons(totals.missing[key] for key in keys if key in totals.missing)
+    return reasons or "MFU counters not moving (engine started without --enable-mfu-metrics)"
 
 
 def _length_shares(totals: LaneTotals) -> list[Figure]:

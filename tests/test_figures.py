@@ -424,3 +424,15 @@ def test_sglang_lane_reads_itl_per_token() -> None:
 )
 def test_roofline_percentages_group_their_thousands(share: float, text: str) -> None:
     assert percent_text(share) == text
+
+
+def test_measured_bytes_name_their_own_counters_when_missing() -> None:
+    missing = {
+        key: f"not exposed by this engine (vllm:estimated_{key}_per_gpu_total)"
+        for key in ("flops", "read_bytes", "write_bytes")
+    }
+    f = lane_figures(lane({}, missing=frozen_map(missing)))
+    assert f["measured_flops"].reason == missing["flops"]
+    said = f["measured_bytes"].reason
+    assert "estimated_read_bytes" in said and "estimated_write_bytes" in said
+    assert "flops" not in said
