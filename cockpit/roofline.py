@@ -24,6 +24,9 @@ from typing import Literal
 
 Bound = Literal["memory", "compute"]
 
+ROOF_SLACK = 0.005
+"""How far above its roof a point may sit and still show as 100 %: rounding, not a fault."""
+
 
 @dataclass(frozen=True, slots=True)
 class Hardware:
@@ -155,6 +158,12 @@ class RoofPoint:
     @property
     def pct_of_roof(self) -> float:
         return 100.0 * self.roof_fraction
+
+    @property
+    def above_roof(self) -> bool:
+        """Faster than the roof allows: impossible, so the hardware or model profile (or the
+        engine's counters) must be wrong."""
+        return self.roof_fraction > 1.0 + ROOF_SLACK
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +379,12 @@ class OperatingPoints:
     @property
     def decode_ceiling_tokens_per_s(self) -> float | None:
         return self.decode_ceiling.tokens_per_s if self.decode_ceiling is not None else None
+
+    @property
+    def above_roof(self) -> bool:
+        """Whether any of the lane's points sits above its roof (the ceiling is on it)."""
+        points = (self.prefill, self.decode, self.measured)
+        return any(point is not None and point.above_roof for point in points)
 
 
 @dataclass(frozen=True, slots=True)

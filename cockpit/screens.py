@@ -33,6 +33,8 @@ PANE_HELP: tuple[str, ...] = (
     "A dim value is stale: its source failed, the last good value stays",
     "and the border says why and since when. — is missing: hover for why.",
     "Times are UTC, as in receipts and --at.",
+    "Roofline M: the point the engine's own FLOP and byte counters give;",
+    "its ×0.75: measured FLOP/s over modelled prefill + decode FLOP/s.",
 )
 
 

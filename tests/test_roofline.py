@@ -352,3 +352,54 @@ def test_listing_names_every_profile() -> None:
     for profile_id in ("mi300x", "llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
         assert f"\n  {profile_id} " in text
     assert f"{2 * 32 * 8 * 128 * 2:,}" in text  # Llama 3.1 8B's KV bytes per token
+
+
+# --- a point above its roof -------------------------------------------------------------------
+
+RTX4090 = Hardware("rtx4090", "RTX 4090", 165.2e12, 1.008e12, 24e9)
+
+
+def prefill_load(share_of_peak: float) -> LaneLoad:
+    """A lane whose 2,048-token chunks (far above the ridge: the roof is the peak) run at this
+    share of the H100's peak; mean position 2,500 as in LOAD."""
+    per_token = 2 * P + 4 * LAYERS * HIDDEN * 2500
+    return replace(LOAD, effective_prefill_rate=share_of_peak * PEAK / per_token)
+
+
+def test_a_point_twice_its_roof_is_above_it() -> None:
+    points = operating_points(prefill_load(2.0), H100, LLAMA_8B, chunk_tokens=2048)
+    assert points.prefill is not None
+    assert points.prefill.pct_of_roof == pytest.approx(200)
+    assert points.prefill.above_roof and points.above_roof
+
+
+def test_points_on_or_under_the_roof_are_not_above_it() -> None:
+    for share in (0.25, 1.0, 1.004):
+        points = operating_points(prefill_load(share), H100, LLAMA_8B, chunk_tokens=2048)
+        assert points.prefill is not None and not points.prefill.above_roof, share
+    assert operating_points(prefill_load(1.01), H100, LLAMA_8B, chunk_tokens=2048).above_roof
+
+
+def test_the_lane_on_a_slower_profile_is_above_that_roof() -> None:
+    """60 % of an H100's peak is 989 / 165.2 × 60 = 359 % of an RTX 4090's."""
+    points = operating_points(prefill_load(0.6), RTX4090, LLAMA_8B, chunk_tokens=2048)
+    assert points.prefill is not None
+    assert points.prefill.pct_of_roof == pytest.approx(60 * PEAK / 165.2e12)
+    assert points.prefill.above_roof and points.above_roof
+
+
+def test_a_decode_step_faster_than_the_roof_and_measured_counters_over_it_are_above() -> None:
+    context = 3000 + 400 / 2
+    roof_step = max(
+        8 * 1.5 * (2 * P + 4 * LAYERS * HIDDEN * context) / PEAK,
+        (WEIGHTS + 8 * context * K) / BW,
+    )
+    points = operating_points(replace(LOAD, itl_s=roof_step / 2), H100, LLAMA_8B)
+    assert points.decode is not None and points.decode.pct_of_roof == pytest.approx(200)
+    assert points.decode.above_roof
+    # Measured at intensity 100 (memory bound): twice 100 · BW is above the roof.
+    over = replace(LOAD, measured_flops_per_s=2 * 100 * BW, measured_bytes_per_s=2 * BW)
+    measured = operating_points(over, H100, LLAMA_8B).measured
+    assert measured is not None and measured.above_roof
+    assert operating_points(LOAD, H100, LLAMA_8B).measured is not None
+    assert not operating_points(LOAD, H100, LLAMA_8B).above_roof

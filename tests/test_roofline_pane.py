@@ -6,15 +6,18 @@ decode point at exactly 50 %: both worked out here from the seed's formulas.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.geometry import Size
 from textual_plotext import PlotextPlot
 
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import LaneLoad, RooflineView, operating_points
-from cockpit.widgets.roofline import RooflinePane, caption_lines
+from cockpit.widgets.roofline import RooflinePane, caption_at, caption_lines
 
 H100 = find_hardware("h100")
 LLAMA = find_model("llama-3.1-8b")
@@ -74,8 +77,10 @@ def plot_text(app: App[Any]) -> str:
 
 
 def plot_area(app: App[Any]) -> str:
-    """Only the canvas rows of the plot (between its frame lines), markers included."""
-    return "\n".join(line for line in plot_text(app).splitlines() if "┤" in line or "│" in line)
+    """Only the canvas of the plot: its rows between the frame lines, right of the y axis (whose
+    labels, `1P` for one, are no marks), markers included."""
+    rows = [line for line in plot_text(app).splitlines() if "┤" in line or "│" in line]
+    return "\n".join(row.split("┤" if "┤" in row else "│", 1)[1] for row in rows)
 
 
 def test_the_load_puts_the_points_where_the_test_says() -> None:
@@ -217,3 +222,73 @@ def test_snapshot_80x24(snap_compare: Any) -> None:
 
 def test_snapshot_40x12(snap_compare: Any) -> None:
     assert snap_compare(PaneApp(), terminal_size=(40, 12))
+
+
+# --- a point above its roof: a profile that doesn't match the lane -----------------------------
+
+
+def load_above_the_roof(times: float) -> LaneLoad:
+    """LOAD with prefill `times` its roof: the 2,048-token chunk is compute bound, its roof the
+    peak, so the rate is `times` the peak over the FLOPs per token."""
+    return replace(LOAD, effective_prefill_rate=times * PEAK / PREFILL_FLOPS_PER_TOKEN)
+
+
+def view_above_the_roof(times: float) -> RooflineView:
+    load = load_above_the_roof(times)
+    return RooflineView(H100, LLAMA, operating_points(load, H100, LLAMA, chunk_tokens=CHUNK))
+
+
+def peak_row(canvas: list[str]) -> int:
+    """The lowest canvas row the flat roof is drawn in: it runs to the right edge (braille)."""
+    ends = [row.rstrip().rstrip("│")[-1:] for row in canvas]
+    return max(y for y, end in enumerate(ends) if "\u2801" <= end <= "\u28ff")
+
+
+WARNING = "above the roof: check the hardware/model profile"
+SHORT_WARNING = "above roof: check hw/model profile"
+
+
+def test_a_point_twice_its_roof_is_said_to_be_impossible() -> None:
+    view = view_above_the_roof(2.0)
+    wide = caption_lines(view)
+    assert any(line.startswith("P ") and line.endswith("200% of roof") for line in wide), wide
+    assert wide[-1].strip() == WARNING
+    compact = caption_lines(view, compact=True)
+    assert compact[-1].strip() == SHORT_WARNING
+
+
+@pytest.mark.parametrize("width", [38, 39, 40, 55, 56, 80, 120])
+def test_the_warning_fits_the_pane(width: int) -> None:
+    """38 cells: two columns at 80; 39: three at 120; the border and padding take 4."""
+    lines = caption_at(view_above_the_roof(2.0), Size(width, 24))
+    assert lines[-1].strip() in (WARNING, SHORT_WARNING)
+    assert len(lines[-1]) <= width - 4
+
+
+def test_points_under_their_roof_carry_no_warning() -> None:
+    lines = caption_lines(VIEW) + caption_lines(VIEW, compact=True)
+    assert not any("roof:" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("size", "times", "rows_above"),
+    [((80, 24), 2.0, 0), ((40, 12), 2.0, 0), ((80, 24), 7.67, 1)],
+)
+async def test_a_point_above_its_roof_stays_on_the_canvas_with_the_warning(
+    size: tuple[int, int], times: float, rows_above: int
+) -> None:
+    """Twice the roof is less than a row above it on these canvases; 7.67 times (the 767 %
+    seen with a small GPU's profile) is a row or more."""
+    app = PaneApp(view_above_the_roof(times))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert not app.query_one(RooflinePane).text_only
+        canvas = plot_area(app)
+        assert "P" in canvas and "D" in canvas, canvas
+        rows = canvas.splitlines()
+        p_row = next(y for y, row in enumerate(rows) if "P" in row)
+        assert p_row <= peak_row(rows) - rows_above, canvas
+        screen = screen_text(app)
+        assert f"{100 * times:.0f}%" in screen
+        assert (WARNING if size[0] >= 56 else SHORT_WARNING) in screen
+        assert "…" not in screen

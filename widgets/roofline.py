@@ -49,6 +49,11 @@ WIDE_CAPTION_WIDTH = 56
 
 _LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
 
+ABOVE_ROOF = "  above the roof: check the hardware/model profile"
+ABOVE_ROOF_COMPACT = "above roof: check hw/model profile"
+"""Under the points when one is above its roof; on a line of its own, as the points' lines
+have no room left for it (34 cells: a 38-cell pane, as in two columns at 80)."""
+
 
 # --- the caption: pure text ------------------------------------------------------------------
 
@@ -108,6 +113,8 @@ def caption_lines(
         lines.append(_point_line("P", prefill, compact))
     lines += _decode_lines(points, compact)
     lines += _measured_lines(points.measured, points.measured_reason, compact)
+    if points.above_roof:
+        lines.append(ABOVE_ROOF_COMPACT if compact else ABOVE_ROOF)
     return lines
 
 
@@ -190,11 +197,20 @@ def _plotted(points: OperatingPoints | None) -> list[tuple[str, RoofPoint]]:
 def _axes(view: RooflineView, plotted: list[tuple[str, RoofPoint]]) -> _Axes:
     hw = view.hw
     xs = [p.intensity for _, p in plotted] + [1.0, hw.ridge * 10]
-    ys = [p.achieved_flops_per_s for _, p in plotted]
+    ys = [math.log10(p.achieved_flops_per_s) for _, p in plotted]
     x_lo = math.floor(math.log10(min(xs)))
     x_hi = math.ceil(math.log10(max(xs)))
-    y_lo = min([math.log10(hw.bandwidth * 10.0**x_lo), *(math.log10(y) for y in ys)])
-    return _Axes(x_lo, x_hi, math.floor(y_lo), math.log10(hw.peak_flops) + 0.3)
+    y_lo = min([math.log10(hw.bandwidth * 10.0**x_lo), *ys])
+    return _Axes(x_lo, x_hi, math.floor(y_lo), _y_top(math.log10(hw.peak_flops), ys))
+
+
+def _y_top(peak: float, ys: list[float]) -> float:
+    """Twice the peak, or higher to keep a point above its roof in sight (a wrong profile is
+    shown as it is, not hidden). Rounded up to a half decade, so a point moving a little
+    up there does not rescale the plot at every refresh."""
+    top = peak + 0.3
+    highest = max(ys, default=top)
+    return top if highest <= top else math.ceil(2.0 * (highest + 0.05)) / 2.0
 
 
 _DECADE_PREFIXES = {0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
