@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, divide
 from cockpit.timeutil import parse_duration, promql_duration
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
@@ -324,12 +324,6 @@ class DecodePace:
     stream_tok_s: Derived
 
 
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
-    if numerator is None or denominator is None or denominator == 0:
-        return None
-    return numerator / denominator
-
-
 def _itl_per_step(v: Values) -> DecodePace:
     """vLLM: one ITL observation per request per engine step, however many tokens it carried.
 
@@ -339,13 +333,13 @@ def _itl_per_step(v: Values) -> DecodePace:
     """
     itl = ("itl_sum", "itl_count")
     no_steps = "no decode steps in window"
-    step = Derived(_ratio(v("itl_sum"), v("itl_count")), itl, no_steps)
+    step = Derived(divide(v("itl_sum"), v("itl_count")), itl, no_steps)
     if v("spec_drafts") is None:
         one = None if step.value is None else 1.0
         return DecodePace(
             Derived(one, itl, no_steps, NO_SPECULATION),
             step,
-            Derived(_ratio(one, step.value), itl, no_steps),
+            Derived(divide(one, step.value), itl, no_steps),
         )
     first = v("ttft_count")
     generated = v("generation_tokens")
@@ -353,11 +347,11 @@ def _itl_per_step(v: Values) -> DecodePace:
     counts = ("generation_tokens", "ttft_count")
     return DecodePace(
         Derived(
-            _ratio(decoded, v("itl_count")), (*counts, "itl_count"), no_steps,
+            divide(decoded, v("itl_count")), (*counts, "itl_count"), no_steps,
             "tokens after each first token / decode steps",
         ),
         step,
-        Derived(_ratio(decoded, v("itl_sum")), (*counts, "itl_sum"), no_steps),
+        Derived(divide(decoded, v("itl_sum")), (*counts, "itl_sum"), no_steps),
     )  # fmt: skip
 
 
@@ -369,12 +363,12 @@ def _itl_per_token(v: Values) -> DecodePace:
     """
     itl = ("itl_sum", "itl_count")
     no_tokens = "no decode tokens in window"
-    per_token = _ratio(v("itl_sum"), v("itl_count"))
-    stream = Derived(_ratio(v("itl_count"), v("itl_sum")), itl, no_tokens)
+    per_token = divide(v("itl_sum"), v("itl_count"))
+    stream = Derived(divide(v("itl_count"), v("itl_sum")), itl, no_tokens)
     if v("spec_drafts") is None:
         tokens = Derived(None if per_token is None else 1.0, itl, no_tokens, NO_SPECULATION)
     else:
-        accepted = _ratio(v("spec_accepted"), v("spec_drafts"))
+        accepted = divide(v("spec_accepted"), v("spec_drafts"))
         tokens = Derived(
             None if accepted is None else 1.0 + accepted,
             ("spec_accepted", "spec_drafts"),

@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cockpit.dialects import DecodePace, Derived, DialectError, decode_pace
-from cockpit.model import Bucket, Figure, LaneTotals, LedgerTotals, TokenCounts, Unit, frozen_map
+from cockpit.model import (
+    Bucket,
+    Figure,
+    LaneTotals,
+    LedgerTotals,
+    TokenCounts,
+    Unit,
+    divide,
+    frozen_map,
+)
 from cockpit.roofline import LaneLoad
 
 # --- formatting ---------------------------------------------------------------------------
@@ -77,13 +86,6 @@ def format_figure(figure: Figure) -> str:
 
 
 # --- small helpers --------------------------------------------------------------------------
-
-
-def divide(numerator: float | None, denominator: float | None) -> float | None:
-    """numerator / denominator, or None when either is missing or the denominator is zero."""
-    if numerator is None or denominator is None or denominator == 0:
-        return None
-    return numerator / denominator
 
 
 def _figure(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.figures import LENGTH_THRESHOLDS, divide, format_value
+from cockpit.figures import LENGTH_THRESHOLDS, format_value
+from cockpit.model import divide
 from cockpit.snapshot import LaneSnapshot
 
 from .pane import MISSING, Line, Pane, PaneView, Row, Source, lane_source

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.figures import GroupRatio, divide, format_value, ratio_range
+from cockpit.figures import GroupRatio, format_value, ratio_range
+from cockpit.model import divide
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import MISSING, Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
