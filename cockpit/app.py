@@ -92,6 +92,20 @@ class LedgerRefreshed(_Refreshed):
         self.epoch = epoch
 
 
+def write_new_file(target: Path, text: str) -> Path:
+    """Writes `text` to `target`, or to `name-2.md`, `name-3.md`… if it exists (two exports of
+    one replayed moment, or of one second): an export never replaces another. The path used."""
+    path, number = target, 1
+    while True:
+        try:
+            with path.open("x", encoding="utf-8") as out:
+                out.write(text)
+            return path
+        except FileExistsError:
+            number += 1
+            path = target.with_stem(f"{target.stem}-{number}")
+
+
 def receipt_name(lane: str, window: str, moment: float) -> str:
     """`cockpit-receipt-<lane>-<window>-<UTC stamp>.md`, safe as a file name."""
     safe_lane = re.sub(r"[^A-Za-z0-9_.-]+", "_", lane) or "lane"
@@ -693,7 +707,7 @@ class CockpitApp(App[None]):
 
         text = markdown_receipt(lane, ledger, self.config.prices)
         try:
-            target.write_text(text, encoding="utf-8")
+            target = write_new_file(target, text)
         except OSError as error:
             reason = error.strerror or str(error)
             self.call_from_thread(

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit import __version__
-from cockpit.config import Config, ConfigError, LaneConfig, LedgerConfig, parse_config
+from cockpit.config import (
+    Config,
+    ConfigError,
+    LaneConfig,
+    LedgerConfig,
+    closest,
+    parse_config,
+)
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 
@@ -156,10 +163,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _closest_command(word: str) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, COMMANDS, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else f" (commands: {', '.join(COMMANDS)})"
+    near = closest(word, COMMANDS)
+    return f" (did you mean {near!r}?)" if near else f" (commands: {', '.join(COMMANDS)})"
 
 
 def _attach_relative_times(argv: Sequence[str]) -> list[str]:

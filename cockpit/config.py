@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
@@ -181,11 +181,15 @@ class _Reader:
         return list(node.value)
 
 
-def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
+def closest(name: str, allowed: Sequence[str]) -> str | None:
+    """The allowed name nearest a mistyped one, when one is near."""
     close = difflib.get_close_matches(name, allowed, n=1)
-    if close:
-        return f" (did you mean {close[0]!r}?)"
-    return f" (expected one of: {', '.join(allowed)})"
+    return close[0] if close else None
+
+
+def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
+    near = closest(name, allowed)
+    return f" (did you mean {near!r}?)" if near else f" (expected one of: {', '.join(allowed)})"
 
 
 def _number(reader: _Reader, node: Node, key: str, *, positive: bool = True) -> float:
@@ -276,8 +280,8 @@ def _valid_selector(value: str) -> bool:
 def _choice(reader: _Reader, node: Node, key: str, choices: tuple[str, ...]) -> str:
     value = str(reader.scalar(node, key)).strip()
     if value not in choices:
-        close = difflib.get_close_matches(value, choices, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        near = closest(value, choices)
+        hint = f" (did you mean {near!r}?)" if near else ""
         reader.fail(node, key, f"expected one of {', '.join(choices)}, got {value!r}{hint}")
     return value
 

@@ -344,6 +344,8 @@ def _itl_per_step(v: Values) -> DecodePace:
     first = v("ttft_count")
     generated = v("generation_tokens")
     decoded = None if generated is None or first is None else generated - first
+    if decoded is not None and decoded <= 0:  # window extrapolation can dip below zero
+        decoded = None
     counts = ("generation_tokens", "ttft_count")
     return DecodePace(
         Derived(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from cockpit.config import Auth, Config, LaneConfig
 from cockpit.dialects import selector_with
+from cockpit.figures import split_reason
 from cockpit.model import LaneTotals, LedgerTotals
 from cockpit.poller import (
     LaneFeed,
@@ -290,12 +290,9 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
     return results
 
 
-_DETAIL = re.compile(r" \([^()]*\)$")
-
-
 def missing_causes(missing: Mapping[str, str]) -> str:
     """What a read lacks, by cause: `needs a second scrape ×31, not exposed by this engine ×3`."""
-    causes = Counter(_DETAIL.sub("", reason) for reason in missing.values())
+    causes = Counter(split_reason(reason)[0] for reason in missing.values())
     return ", ".join(f"{cause} ×{count}" for cause, count in causes.most_common())
 
 

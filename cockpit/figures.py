@@ -99,6 +99,12 @@ def _figure(
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
 
 
+def split_reason(reason: str) -> tuple[str, str]:
+    """`not exposed by this engine (vllm:a)` -> (`not exposed by this engine`, `vllm:a`)."""
+    match = _CAUSE_AND_DETAIL.match(reason)
+    return (match["cause"], match["detail"]) if match else (reason, "")
+
+
 def merge_reasons(reasons: Iterable[str]) -> str:
     """Reasons joined with `; `, each cause once, in first-seen order.
 
@@ -107,8 +113,7 @@ def merge_reasons(reasons: Iterable[str]) -> str:
     """
     causes: dict[str, list[str]] = {}
     for reason in reasons:
-        match = _CAUSE_AND_DETAIL.match(reason)
-        cause, detail = (match["cause"], match["detail"]) if match else (reason, "")
+        cause, detail = split_reason(reason)
         details = causes.setdefault(cause, [])
         if detail and detail not in details:
             details.append(detail)
@@ -495,7 +500,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
         _figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
                 divide(bytes_moved, window), "bytes/s",
-                _mfu_reason(totals, "read_bytes", "write_bytes")),
+                _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
     return LaneFigures(frozen_map({figure.key: figure for figure in rows}))
@@ -525,7 +530,8 @@ def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
 
 
 def _mfu_reason(totals: LaneTotals, *keys: str) -> str:
-    """Why a measured figure is missing: its own counters' reasons, else counters at rest."""
+    """Why a measured figure is missing: its counters' reasons (bytes count only while FLOPs
+    move, so theirs name the FLOP counter too), else counters at rest."""
     reasons = merge_reasons(totals.missing[key] for key in keys if key in totals.missing)
     return reasons or "MFU counters not moving (engine started without --enable-mfu-metrics)"
 

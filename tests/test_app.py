@@ -296,6 +296,14 @@ async def test_a_replay_exports_a_receipt_named_for_the_moment_it_shows(tmp_path
         assert [f.name for f in tmp_path.iterdir()] == [
             "cockpit-receipt-lane-a-1h-20260920T141320Z.md"
         ]
+        first = (tmp_path / "cockpit-receipt-lane-a-1h-20260920T141320Z.md").read_text()
+        await pilot.press("e")  # the same moment again: a second file, the first kept
+        await settle(pilot)
+        assert sorted(f.name for f in tmp_path.iterdir()) == [
+            "cockpit-receipt-lane-a-1h-20260920T141320Z-2.md",
+            "cockpit-receipt-lane-a-1h-20260920T141320Z.md",
+        ]
+        assert (tmp_path / "cockpit-receipt-lane-a-1h-20260920T141320Z.md").read_text() == first
 
 
 async def test_export_failure_is_reported_not_raised(tmp_path: Path) -> None:

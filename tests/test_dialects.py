@@ -193,6 +193,17 @@ def test_vllm_tokens_per_step_counts_every_decode_step() -> None:
         assert pace.stream_tok_s.value == pytest.approx(180 / 4.0)
 
 
+def test_vllm_tokens_per_step_never_goes_below_nothing() -> None:
+    # increase() extrapolates each counter to the window's edges on its own: first tokens can
+    # come out a little above all tokens in a quiet window.
+    values = {
+        "generation_tokens": 9.8, "ttft_count": 10.0, "itl_count": 3.0, "itl_sum": 0.1,
+        "spec_drafts": 1.0, "spec_accepted": 1.0,
+    }  # fmt: skip
+    pace = dialects.decode_pace("vllm", values.get)
+    assert pace.tokens_per_step.value is None and pace.stream_tok_s.value is None
+
+
 def test_vllm_without_speculation_is_one_token_a_step() -> None:
     pace = dialects.decode_pace("vllm", {"itl_count": 50.0, "itl_sum": 2.0}.get)
     assert pace.tokens_per_step.value == 1.0

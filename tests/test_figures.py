@@ -434,5 +434,8 @@ def test_measured_bytes_name_their_own_counters_when_missing() -> None:
     f = lane_figures(lane({}, missing=frozen_map(missing)))
     assert f["measured_flops"].reason == missing["flops"]
     said = f["measured_bytes"].reason
-    assert "estimated_read_bytes" in said and "estimated_write_bytes" in said
-    assert "flops" not in said
+    assert said.startswith("not exposed by this engine (vllm:estimated_read_bytes_per_gpu_total")
+    assert "estimated_write_bytes" in said
+    bytes_only = {key: reason for key, reason in missing.items() if key != "flops"}
+    moving = lane({"flops": 1e15}, missing=frozen_map(bytes_only))
+    assert "flops" not in lane_figures(moving)["measured_bytes"].reason

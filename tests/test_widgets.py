@@ -203,6 +203,12 @@ def test_a_failure_is_said_short_on_screen_and_whole_on_hover() -> None:
     assert short_reason("a" * 50, 20) == "a" * 19 + "…"
     assert short_reason("http://h:1/x?q=a: b") == "b"
     assert short_reason("see http://h:1/x/y: b") == "see http://h:1/x/y: b"  # not a lead URL
+    for not_a_file in (
+        "timeout after 5 s (GET /api/v1/query)",
+        'no series match {job="x",path="/srv/a/b.db"}',
+        "/home/me/My Ledgers/state.db is truncated",
+    ):
+        assert short_reason(not_a_file) == not_a_file
     tooltip = str(tooltip_for(PaneView((), (("ledger", locked), ("lane", refused)))))
     assert path in tooltip and "http://10.1.2.3:9090/metrics" in tooltip
 

@@ -93,8 +93,9 @@ class PaneView:
 
 _LEADING_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S*?: ")
 """`http://host:9090/metrics: ` before a lane's reason: the pane already names the source."""
-_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s/:]+/)+([^\s/:]+)")
-"""An absolute file path: its file name says which ledger, the folders only take room."""
+_PATH = re.compile(r"(?<![\w:/.~=\"'-])/(?:[^\s/:\"']+/)+([^\s/:\"']+\.\w+)(?![\w/])")
+"""An absolute path to a file with an extension (`state.db`): its file name says which
+ledger, the folders only take room. A URL's path or a label's value is not one."""
 
 
 def short_reason(reason: str, cells: int | None = None) -> str:
@@ -109,14 +110,6 @@ def short_reason(reason: str, cells: int | None = None) -> str:
 def stale_since(freshness: Freshness) -> str:
     """`stale since 12:01:03` (UTC), or `stale` when the time is not known."""
     return f"stale since {clock(freshness.since)}" if freshness.since is not None else "stale"
-
-
-def describe(freshness: Freshness) -> str:
-    """The freshness in full, with its whole reason, for a tooltip (times in UTC)."""
-    if freshness.state == "stale":
-        head = stale_since(freshness)
-        return f"{head}: {freshness.reason}" if freshness.reason else head
-    return freshness.describe()
 
 
 def freshness_note(name: str, freshness: Freshness) -> str:
@@ -227,7 +220,7 @@ def tooltip_for(view: PaneView) -> str | None:
     ]
     for name, freshness in view.sources:
         if freshness.state != "ok":
-            notes.insert(0, f"{name}: {describe(freshness)}")
+            notes.insert(0, f"{name}: {freshness.describe()}")
         elif freshness.reason:  # fresh, with a warning from the source
             notes.insert(0, f"{name}: {freshness.reason}")
     return "\n".join(notes) if notes else None

@@ -14,7 +14,7 @@ from cockpit.figures import format_value
 from cockpit.model import Freshness
 from cockpit.timeutil import clock, stamp
 
-from .pane import DEFAULT_WIDTH, describe, short_reason, stale_since
+from .pane import DEFAULT_WIDTH, short_reason, stale_since
 
 SEPARATOR = " │ "
 MAX_LINES = 3
@@ -171,7 +171,7 @@ class StatusLine(Widget):
         if view is None:
             return
         reasons = [
-            f"{source.name}: {describe(source.freshness)}"
+            f"{source.name}: {source.freshness.describe()}"
             for source in view.sources
             if source.freshness.state != "ok" or source.freshness.reason
         ]

@@ -468,10 +468,7 @@ class PrometheusSource:
 
     def _needs_start(self, memory: _LaneMemory, end: float, window_s: float) -> bool:
         """Look the data start up again only when a wider window could find an older one."""
-        if memory.start is None or end - memory.start_at > START_TTL_S:
-            return True
-        start_is_exact = memory.start > memory.start_from + dialects.subquery_step(window_s)
-        return not start_is_exact and end - window_s < memory.start_from
+        return end - memory.start_at > START_TTL_S or _known_start(memory, end, window_s) is None
 
     def _totals(
         self,
