@@ -21,7 +21,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-FIXTURE = REPO.parent / "shared" / "fixtures" / "hermes" / "state-v22.db"
+FIXTURE = REPO / "tests" / "fixtures" / "hermes" / "state-v22.db"
 RESULTS = HERE / "results"
 sys.path.insert(0, str(REPO / "tests"))  # the Hermes-like writer lives with the tests
 

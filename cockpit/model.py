@@ -36,6 +36,41 @@ class Freshness:
 
 FRESH = Freshness("ok")
 
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """A value a source could not give, and why (never shown as 0)."""
+
+    reason: str
+
+
+class SourceFailure(Exception):
+    """A read failed; `str()` is one line for the user, free of secrets.
+
+    Every source raises this (or a subclass) for a failure the user should see; the poller
+    reads its fields to decide how soon to ask again."""
+
+    def __init__(
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        *,
+        unreachable: bool = False,
+        engine_absent: bool = False,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        """Seconds the server asked to wait (`Retry-After`), if any."""
+        self.unreachable = unreachable
+        """No answer at all (refused, unknown host, TLS, dropped, a ledger file that can't be
+        opened): a cheap probe tells when it is back. A slow or erring server is not
+        unreachable: it gets the back-off."""
+        self.engine_absent = engine_absent
+        """The lane's engine is not there (yet): the source answers well but has no engine
+        series for it, or nothing listens on its /metrics port. Asking again costs nothing,
+        so every refresh does, without back-off."""
+
 Unit = Literal[
     "count",
     "number",
