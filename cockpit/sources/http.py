@@ -1,0 +1,259 @@
+"""The one HTTP layer of the sources: httpx, one kept-alive client per server.
+
+Public names:
+
+- `HttpClient(url, *, bearer=None, basic=None, verify=True, timeout=10.0, headers=None)`:
+  `await get(path, params)`, `await post_form(path, form)` -> `Reply`; `await aclose()`;
+  `url` (without credentials), `requests` (sent so far), `mask(text)`.
+  Every request has a total deadline of `timeout` seconds (a server trickling bytes times
+  out too); failures raise `SourceError` with a one-line reason free of secrets.
+- `Reply(status, reason, headers, text)`: one whole answer; `reason` and `text` are already
+  masked (no credential this client sends can appear in them).
+- `SourceError`: the `SourceFailure` the sources raise; `connect_failed` tells that nothing
+  answered the connection (refused, unknown host, TLS, connect timeout).
+- `status_error(url, reply)`: the SourceError for an HTTP status >= 400 (with Retry-After).
+- `retry_after(headers)`: the Retry-After in seconds, finite and capped at `RETRY_AFTER_CAP_S`.
+- `redact_url(url)`: the URL without `user:password@`.
+- `secret_forms(bearer, basic)`, `mask(text, secrets)`: what masking hides, and the masking.
+
+Proxies come from the environment (`HTTP_PROXY`, `NO_PROXY`, ...), as httpx reads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import socket
+import ssl
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+
+from cockpit.model import SourceFailure
+
+RETRY_AFTER_CAP_S = 60.0
+"""The longest wait a server's Retry-After can ask for (the poller's back-off cap)."""
+CONNECT_TIMEOUT_S = 5.0
+"""At most this long to open a connection (the whole request has `timeout`)."""
+MASK = "***"
+
+
+class SourceError(SourceFailure):
+    """A read failed; `str()` is one line for the user, free of secrets."""
+
+    def __init__(
+        self,
+        reason: str,
+        retry_after: float | None = None,
+        *,
+        unreachable: bool = False,
+        engine_absent: bool = False,
+        connect_failed: bool = False,
+    ) -> None:
+        super().__init__(reason, retry_after, unreachable=unreachable, engine_absent=engine_absent)
+        self.connect_failed = connect_failed
+        """No connection could be made (refused, unknown host, TLS, connect timeout)."""
+
+
+class Reply(NamedTuple):
+    """One HTTP answer, whole; `reason` and `text` masked."""
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    """Case-insensitive names."""
+    text: str
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password@."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def secret_forms(bearer: str | None, basic: tuple[str, str] | None) -> tuple[str, ...]:
+    """Every form a credential takes on the wire (and percent-encoded), longest first."""
+    forms: list[str] = [bearer] if bearer else []
+    if basic is not None:
+        forms.append(base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode())
+        if basic[1]:
+            forms.append(basic[1])
+    forms += [quote(form, safe="") for form in forms]
+    unique = {form for form in forms if len(form) >= 4}
+    return tuple(sorted(unique, key=len, reverse=True))
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each secret replaced by ***."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The Retry-After header in seconds (HTTP-date forms are ignored), within [0, cap]."""
+    try:
+        seconds = float(headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    if math.isnan(seconds):
+        return RETRY_AFTER_CAP_S
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
+
+
+def status_error(url: str, reply: Reply) -> SourceError:
+    """The failure for an HTTP status >= 400, with the wait the server asked for."""
+    retry = retry_after(reply.headers)
+    reason = f"{url}: HTTP {reply.status} {one_line(reply.reason)}".rstrip()
+    if retry is not None:
+        reason += f" (retry after {retry:g} s)"
+    return SourceError(reason, retry)
+
+
+def one_line(text: str) -> str:
+    """The first line of `text`, stripped."""
+    return text.strip().splitlines()[0].strip() if text.strip() else ""
+
+
+def transport_reason(exc: BaseException) -> str:
+    """One line for a transport failure: refused, unknown host, TLS, or the error's name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return "TLS certificate not trusted (self-signed? set ca_file)"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS error ({cause.reason or 'handshake failed'})"
+        if isinstance(cause, socket.gaierror):
+            return "unknown host"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc).lower()
+    if "certificate verify failed" in text:
+        return "TLS certificate not trusted (self-signed? set ca_file)"
+    if "name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    if "connection refused" in text or "connect call failed" in text:
+        return "connection refused"
+    if isinstance(exc, httpx.RemoteProtocolError) and "without sending" in text:
+        return "server disconnected without sending a response"
+    return f"{type(exc).__name__}: {one_line(str(exc)) or 'request failed'}"
+
+
+def tls_context(url: str, verify: bool | str) -> bool | ssl.SSLContext:
+    """What httpx verifies with: the system's CAs, a `ca_file`'s, or none (verify=False).
+
+    A plain-http URL never uses TLS (redirects are not followed), so it gets a strict context
+    with no CA loaded: loading the system's CAs costs ~70 ms per client."""
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    if verify and urlsplit(url).scheme == "http":
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return verify
+
+
+class HttpClient:
+    """One server's kept-alive httpx client: credentials, TLS, timeouts, masking."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        bearer: str | None = None,
+        basic: tuple[str, str] | None = None,
+        verify: bool | str = True,
+        timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if basic is None and parts.username is not None:
+            basic = (parts.username, parts.password or "")
+        self.url = redact_url(url).rstrip("/")
+        self.timeout = timeout
+        self.requests = 0
+        """Requests sent so far."""
+        self._secrets = secret_forms(bearer, basic)
+        sent = dict(headers or {})
+        if bearer:
+            sent["Authorization"] = f"Bearer {bearer}"
+        self._client = httpx.AsyncClient(
+            base_url=self.url,
+            headers=sent,
+            auth=httpx.BasicAuth(*basic) if basic else None,
+            verify=tls_context(url, verify),
+            timeout=httpx.Timeout(
+                connect=min(timeout, CONNECT_TIMEOUT_S), read=timeout, write=timeout, pool=timeout
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return f"HttpClient({self.url!r})"
+
+    def mask(self, text: str) -> str:
+        """`text` with this client's credentials (in any form sent) replaced by ***."""
+        return mask(text, self._secrets)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def get(self, path: str = "", params: Mapping[str, str] | None = None) -> Reply:
+        """GET `path` (relative to the URL) with query `params`."""
+        return await self._send("GET", path, params=params)
+
+    async def post_form(self, path: str, form: Mapping[str, str]) -> Reply:
+        """POST `form` url-encoded to `path`."""
+        return await self._send("POST", path, data=dict(form))
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        data: dict[str, str] | None = None,
+    ) -> Reply:
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.timeout):
+                request = self._client.build_request(method, path, params=params, data=data)
+                response = await self._client.send(request)
+        except (TimeoutError, httpx.HTTPError, httpx.InvalidURL, UnicodeError, OSError) as exc:
+            raise self._failure(exc) from None
+        return Reply(
+            response.status_code,
+            self.mask(response.reason_phrase),
+            response.headers,
+            self.mask(response.text),
+        )
+
+    def _failure(self, exc: BaseException) -> SourceError:
+        """The one-line, masked SourceError for a request that got no answer."""
+        if isinstance(exc, TimeoutError):
+            return SourceError(f"{self.url}: timed out after {self.timeout:g} s")
+        if isinstance(exc, httpx.ConnectTimeout):
+            connect = min(self.timeout, CONNECT_TIMEOUT_S)
+            reason = f"{self.url}: timed out connecting after {connect:g} s"
+            return SourceError(reason, unreachable=True, connect_failed=True)
+        if isinstance(exc, httpx.TimeoutException):
+            return SourceError(f"{self.url}: timed out after {self.timeout:g} s")
+        if isinstance(exc, httpx.LocalProtocolError | UnicodeError | httpx.InvalidURL):
+            # its message would quote the header, credentials too
+            return SourceError(
+                f"{self.url}: request not sendable: a header or the URL has characters HTTP forbids"
+            )
+        if isinstance(exc, httpx.HTTPError):
+            return SourceError(
+                f"{self.url}: {self.mask(transport_reason(exc))}",
+                unreachable=isinstance(exc, httpx.TransportError),
+                connect_failed=isinstance(exc, httpx.ConnectError),
+            )
+        return SourceError(f"{self.url}: {self.mask(transport_reason(exc))}", unreachable=True)
