@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     roofline.add_argument("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
     roofline.add_argument("--batch", type=int, default=1, metavar="B", help="decode batch")
     roofline.add_argument("--context", type=int, metavar="C", help="decode context tokens")
+    roofline.add_argument(
+        "--gpus", type=int, default=1, metavar="N", help="GPUs in one tensor-parallel group"
+    )
     roofline.add_argument("--list", action="store_true", help="list the known profiles")
     commands.add_parser(
         "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
@@ -534,11 +537,11 @@ def command_roofline(args: argparse.Namespace) -> int:
         raise ConfigError("<command line>", None, "roofline", "needs --hardware ID and --model ID "
                           "(see cockpit roofline --list)")  # fmt: skip
     for option, value in (("--prompt", args.prompt), ("--batch", args.batch),
-                          ("--context", args.context)):  # fmt: skip
+                          ("--context", args.context), ("--gpus", args.gpus)):  # fmt: skip
         if value is not None and value < 1:
             raise ConfigError("<command line>", None, option, "expected a whole number ≥ 1")
     try:
-        hardware = find_hardware(args.hardware)
+        hardware = find_hardware(args.hardware).scaled(args.gpus)
         model = find_model(args.model)
     except KeyError as exc:
         raise ConfigError("<command line>", None, "roofline", str(exc.args[0])) from None

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
-from cockpit.roofline import Hardware, ModelProfile
+from cockpit.specs import DTYPES, Hardware, ModelProfile
 
 T = TypeVar("T")
 
@@ -116,7 +116,9 @@ def _reject_unknown(mapping: Mapping[str, Any], known: set[str]) -> None:
             raise ProfileFieldError(str(key), f"unknown field (known: {', '.join(sorted(known))})")
 
 
-_HARDWARE_FIELDS = {"name", "peak_flops", "bandwidth", "memory_bytes"}
+_OTHER_PEAK_FIELDS = {f"peak_flops_{dtype}": dtype for dtype in DTYPES if dtype != "bf16"}
+"""`peak_flops` is the dense BF16 peak; `peak_flops_fp8` and the like the other formats'."""
+_HARDWARE_FIELDS = {"name", "peak_flops", "bandwidth", "memory_bytes", *_OTHER_PEAK_FIELDS}
 _MODEL_FIELDS = {
     "name",
     "params",
@@ -126,6 +128,9 @@ _MODEL_FIELDS = {
     "hidden",
     "kv_bytes_per_token",
     "attention_width",
+    "compute_dtype",
+    "experts",
+    "experts_per_token",
 }
 
 
@@ -138,27 +143,65 @@ def hardware_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> Hardwa
         peak_flops=_positive_number(mapping, "peak_flops"),
         bandwidth=_positive_number(mapping, "bandwidth"),
         memory_bytes=_positive_number(mapping, "memory_bytes"),
+        other_peaks=tuple(
+            (dtype, _positive_number(mapping, field))
+            for field, dtype in _OTHER_PEAK_FIELDS.items()
+            if mapping.get(field) is not None
+        ),
     )
 
 
+def _dtype(mapping: Mapping[str, Any], field: str) -> str:
+    value = mapping[field]
+    if not isinstance(value, str) or value.strip().lower() not in DTYPES:
+        raise ProfileFieldError(field, f"expected one of {', '.join(DTYPES)}")
+    return value.strip().lower()
+
+
+def _expert_counts(mapping: Mapping[str, Any], is_moe: bool) -> tuple[int | None, int | None]:
+    """(experts, experts_per_token): both or neither, k < E, and only for a MoE."""
+    experts = _optional(mapping, "experts", _positive_int)
+    chosen = _optional(mapping, "experts_per_token", _positive_int)
+    if (experts is None) != (chosen is None):
+        missing = "experts" if experts is None else "experts_per_token"
+        raise ProfileFieldError(missing, "missing (experts and experts_per_token go together)")
+    if experts is not None and chosen is not None:
+        if chosen >= experts:
+            raise ProfileFieldError("experts_per_token", "expected fewer than experts")
+        if not is_moe:
+            raise ProfileFieldError("experts", "a MoE needs active_params below params")
+    return experts, chosen
+
+
 def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProfile:
-    """A ModelProfile from config-style fields; `active_params` defaults to `params`."""
+    """A ModelProfile from config-style fields; `active_params` defaults to `params`,
+    `compute_dtype` to bf16."""
     _reject_unknown(mapping, _MODEL_FIELDS)
     params = _positive_number(mapping, "params")
     active = _optional(mapping, "active_params", _positive_number)
     if active is not None and active > params:
         raise ProfileFieldError("active_params", "expected at most params")
-    return ModelProfile(
+    active = active if active is not None else params
+    experts, chosen = _expert_counts(mapping, active < params)
+    model = ModelProfile(
         id=normalize_id(profile_id),
         name=_name(profile_id, mapping),
         params=params,
-        active_params=active if active is not None else params,
+        active_params=active,
         bytes_per_param=_positive_number(mapping, "bytes_per_param"),
         layers=_positive_int(mapping, "layers"),
         hidden=_positive_int(mapping, "hidden"),
         kv_bytes_per_token=_positive_number(mapping, "kv_bytes_per_token"),
         attention_width=_optional(mapping, "attention_width", _positive_int),
+        compute_dtype=_optional(mapping, "compute_dtype", _dtype) or "bf16",
+        experts=experts,
+        experts_per_token=chosen,
     )
+    if model.shared_params < 0:
+        raise ProfileFieldError(
+            "experts_per_token", "more routed experts per token than active_params holds"
+        )
+    return model
 
 
 # --- the packaged profiles -----------------------------------------------------------------

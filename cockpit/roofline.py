@@ -7,108 +7,29 @@ The model of work, in one place:
   Q·Kᵀ and A·V at `2·w·t` each per layer, `w` the attention width (the hidden size d for
   Llama-style models). Summed over a fresh prompt of N tokens this is the seed's
   `2·P·N + 2·L·d·N²`; for one decode token at context C it is `2·P + 4·L·d·C`.
-- A pass over T tokens reads the weights once: `bytes_per_param · min(P, T·P_active)`.
-  Each token touches at most its active parameters and no pass reads more than all of
-  them, so for a MoE this is an upper bound (every expert counted as soon as the tokens
-  could reach it); for a dense model it is simply all the weights.
+- A pass over T tokens reads the weights it uses once: all of them for a dense model; for
+  a MoE the shared part and the experts its tokens touch (cockpit/specs.py says how that
+  is estimated). All the weights stay resident either way.
 - A decode step at batch B and context C also rereads each sequence's KV cache: `B·C·k`.
 - Activations, KV writes and kernel overheads are left out, as in the seed: the roof is a
   ceiling, not a prediction.
-- Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`.
+- Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`, the peak that of the model's
+  compute number format (an FP8 model against the GPU's FP8 peak).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
+
+from cockpit.specs import Hardware as Hardware
+from cockpit.specs import ModelProfile as ModelProfile
+from cockpit.specs import roof_for
 
 Bound = Literal["memory", "compute"]
 
 ROOF_SLACK = 0.005
 """How far above its roof a point may sit and still show as 100 %: rounding, not a fault."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hardware:
-    """One accelerator's roofs."""
-
-    id: str
-    name: str
-    peak_flops: float
-    """Dense BF16 FLOP/s."""
-    bandwidth: float
-    """Memory bandwidth, bytes/s."""
-    memory_bytes: float
-
-    @property
-    def ridge(self) -> float:
-        """Arithmetic intensity (FLOP/byte) where the memory slope meets the compute roof."""
-        return self.peak_flops / self.bandwidth
-
-    def attainable(self, intensity: float) -> float:
-        """The roof at an intensity: min(peak, intensity · bandwidth), FLOP/s."""
-        return min(self.peak_flops, intensity * self.bandwidth)
-
-    def scaled(self, devices: int) -> Hardware:
-        """`devices` of these as one ideal tensor-parallel group (roofs and memory summed)."""
-        if devices < 1:
-            raise ValueError("devices must be at least 1")
-        if devices == 1:
-            return self
-        return replace(
-            self,
-            id=f"{self.id}x{devices}",
-            name=f"{devices}× {self.name}",
-            peak_flops=self.peak_flops * devices,
-            bandwidth=self.bandwidth * devices,
-            memory_bytes=self.memory_bytes * devices,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ModelProfile:
-    """What the roofline needs to know about a model."""
-
-    id: str
-    name: str
-    params: float
-    """Total parameters P."""
-    active_params: float
-    """Parameters used per token (== params for dense models)."""
-    bytes_per_param: float
-    layers: int
-    hidden: int
-    kv_bytes_per_token: float
-    attention_width: int | None = None
-    """Width of the attention matmuls (heads · head_dim); None means `hidden`."""
-
-    @property
-    def weight_bytes(self) -> float:
-        """All the weights, bytes."""
-        return self.params * self.bytes_per_param
-
-    @property
-    def attention_dim(self) -> int:
-        return self.attention_width if self.attention_width is not None else self.hidden
-
-    @property
-    def is_moe(self) -> bool:
-        return self.active_params < self.params
-
-    def weight_bytes_read(self, tokens: float) -> float:
-        """Weight bytes one pass over `tokens` tokens reads (an upper bound for MoE)."""
-        return self.bytes_per_param * min(self.params, max(tokens, 0.0) * self.active_params)
-
-    def flops_per_token(self, position: float) -> float:
-        """FLOPs of one token that attends to `position` earlier tokens."""
-        return 2.0 * self.active_params + self.attention_flops_per_token(position)
-
-    def attention_flops_per_token(self, position: float) -> float:
-        return 4.0 * self.layers * self.attention_dim * position
-
-    def kv_bytes(self, tokens: float) -> float:
-        """KV cache bytes of a context of `tokens` tokens."""
-        return tokens * self.kv_bytes_per_token
 
 
 # --- results ------------------------------------------------------------------------------
@@ -258,7 +179,7 @@ def prefill_pass(
     if tokens <= 0:
         raise ValueError("a prefill pass needs at least one token")
     mean_position = prefix + tokens / 2.0
-    return _prefill_point(hw, model, tokens, mean_position, seconds)
+    return _prefill_point(roof_for(hw, model), model, tokens, mean_position, seconds)
 
 
 def _prefill_point(
@@ -304,6 +225,7 @@ def decode_step(
     """
     if batch <= 0:
         raise ValueError("a decode step needs a batch of at least one sequence")
+    hw = roof_for(hw, model)
     tokens = batch * tokens_per_step
     flops = tokens * model.flops_per_token(context)
     weights = model.weight_bytes_read(tokens)
@@ -389,11 +311,18 @@ class OperatingPoints:
 
 @dataclass(frozen=True, slots=True)
 class RooflineView:
-    """Everything the roofline pane draws: the roofs and, when known, the lane's points."""
+    """Everything the roofline pane draws: the roofs and, when known, the lane's points.
+
+    `hw` is held to the model's compute number format on construction, so the roof drawn is
+    the one the points were placed under.
+    """
 
     hw: Hardware
     model: ModelProfile
     points: OperatingPoints | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hw", roof_for(self.hw, self.model))
 
 
 def _missing(value: float | None, what: str, idle: str) -> str:
@@ -490,6 +419,7 @@ def operating_points(
     chunk_tokens: int | None = None,
 ) -> OperatingPoints:
     """The lane's prefill, decode and measured points under this hardware's roof."""
+    hw = roof_for(hw, model)
     prefill, prefill_reason = _operating_prefill(load, hw, model, chunk_tokens)
     decode, ceiling, decode_reason = _operating_decode(load, hw, model)
     measured, measured_reason = _operating_measured(load, hw, prefill, decode)

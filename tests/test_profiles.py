@@ -61,6 +61,30 @@ def test_deepseek_v3_is_moe_with_mla_kv() -> None:
     assert model.kv_bytes_per_token == (512 + 64) * 61 * 2
 
 
+def test_deepseek_v3_routes_8_of_256_experts_in_fp8() -> None:
+    model = find_model("deepseek-v3")
+    assert (model.experts, model.experts_per_token, model.compute_dtype) == (256, 8, "fp8")
+    # config.json: 3 · hidden 7168 · moe_intermediate 2048 per expert, in 58 MoE layers
+    assert model.expert_params == pytest.approx(3 * 7168 * 2048 * 58, rel=0.01)
+    assert model.shared_params == pytest.approx(37e9 - 8 * (671e9 - 37e9) / 248)
+
+
+@pytest.mark.parametrize(
+    ("hw_id", "fp8"),
+    [("h100", 1979e12), ("h200", 1979e12), ("b200", 4.5e15), ("gb300", 5e15),
+     ("rtx4090", 330.3e12), ("rtx-pro-6000", 1007.6e12), ("mi300x", 2614.9e12)],
+)  # fmt: skip
+def test_fp8_peaks_are_the_datasheets_dense_figures(hw_id: str, fp8: float) -> None:
+    hw = find_hardware(hw_id)
+    assert hw.peak_for("fp8") == fp8
+    assert hw.peak_for("fp8") == pytest.approx(2 * hw.peak_flops, rel=0.01)
+
+
+def test_the_a100_has_no_fp8_peak() -> None:
+    assert find_hardware("a100").peak_for("fp8") is None
+    assert find_hardware("a100").for_dtype("fp8") == find_hardware("a100")
+
+
 def test_qwen3_32b_attention_is_wider_than_its_hidden_size() -> None:
     model = find_model("qwen3-32b")
     assert model.attention_dim == 64 * 128
@@ -172,6 +196,46 @@ def test_custom_model_defaults_active_to_total_and_name_to_id() -> None:
     model = model_from_mapping("my-7b", GOOD_MODEL)
     assert model.active_params == 7e9 and model.name == "my-7b"
     assert model.attention_width is None
+    assert model.compute_dtype == "bf16" and not model.has_expert_counts
+
+
+GOOD_MOE: dict[str, Any] = {
+    **GOOD_MODEL, "params": 30e9, "active_params": 3e9, "experts": 128, "experts_per_token": 8,
+    "compute_dtype": "FP8",
+}  # fmt: skip
+
+
+def test_custom_moe_and_fp8_fields() -> None:
+    model = model_from_mapping("my-moe", GOOD_MOE)
+    assert (model.experts, model.experts_per_token, model.compute_dtype) == (128, 8, "fp8")
+    assert model.weight_bytes_read(1) == pytest.approx(2 * 3e9)
+    hw = hardware_from_mapping("card", {**GOOD_HW, "peak_flops_fp8": 200e12})
+    assert hw.peak_for("fp8") == 200e12 and hw.peak_for("bf16") == 100e12
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"experts_per_token": None}, "experts_per_token"),
+        ({"experts": None}, "experts"),
+        ({"experts_per_token": 128}, "experts_per_token"),
+        ({"active_params": 30e9}, "experts"),
+        ({"active_params": 1e9}, "experts_per_token"),  # 8 routed experts alone would hold 1.9 B
+        ({"compute_dtype": "fp6"}, "compute_dtype"),
+        ({"experts": 2.5}, "experts"),
+    ],
+)
+def test_bad_moe_fields_are_named(change: dict[str, Any], field: str) -> None:
+    mapping = {k: v for k, v in {**GOOD_MOE, **change}.items() if v is not None}
+    with pytest.raises(ProfileFieldError) as error:
+        model_from_mapping("x", mapping)
+    assert error.value.field == field
+
+
+def test_a_bad_fp8_peak_is_named() -> None:
+    with pytest.raises(ProfileFieldError) as error:
+        hardware_from_mapping("x", {**GOOD_HW, "peak_flops_fp8": -1})
+    assert error.value.field == "peak_flops_fp8"
 
 
 @pytest.mark.parametrize("bad", [0, -1, "fast", True, math.nan, math.inf, [1], None])

@@ -12,10 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cockpit.cli import main
+from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import (
     Hardware,
     LaneLoad,
     ModelProfile,
+    RooflineView,
     attention_share_of_prefill,
     decode_ceiling_tokens_per_s,
     decode_step,
@@ -403,3 +406,108 @@ def test_a_decode_step_faster_than_the_roof_and_measured_counters_over_it_are_ab
     assert measured is not None and measured.above_roof
     assert operating_points(LOAD, H100, LLAMA_8B).measured is not None
     assert not operating_points(LOAD, H100, LLAMA_8B).above_roof
+
+
+# --- resident memory, MoE reads, the model's number format, tensor parallel -------------------
+# DeepSeek-V3 on an H200 from the packaged profiles, against numbers written out here: 671 B
+# params at 1 byte (FP8), 37 B active, 8 of 256 routed experts per token, MLA KV of 70,272
+# bytes per token; the H200 has 141 GB, 4.8 TB/s, 989 TFLOP/s dense BF16, 1,979 dense FP8.
+
+DS_P, DS_ACTIVE, DS_E, DS_K, DS_KV = 671e9, 37e9, 256, 8, 70_272
+DS_EXPERT = (DS_P - DS_ACTIVE) / (DS_E - DS_K)  # one routed expert over all MoE layers
+DS_SHARED = DS_ACTIVE - DS_K * DS_EXPERT
+H200_FP8, H200_BW = 1979e12, 4.8e12
+
+
+def deepseek_reads(tokens: float) -> float:
+    """Bytes of weights `tokens` tokens read: shared + expected distinct experts touched."""
+    return DS_SHARED + DS_EXPERT * DS_E * (1 - (1 - DS_K / DS_E) ** tokens)
+
+
+def test_deepseek_v3_is_resident_in_full_and_does_not_fit_one_h200() -> None:
+    text = roofline_table(find_hardware("h200"), find_model("deepseek-v3"), prompt=2000, batch=2)
+    resident = DS_P + 2 * 2000 * DS_KV
+    assert f"{resident / 1e9:,.0f} GB resident (all weights 671 GB" in text
+    assert "does NOT fit in 141 GB" in text
+    assert " fits" not in text
+
+
+def test_deepseek_v3_on_8_h200s_is_84_gb_per_gpu_and_fits() -> None:
+    eight = find_hardware("h200").scaled(8)
+    text = roofline_table(eight, find_model("deepseek-v3"), prompt=2000, batch=2)
+    per_gpu = (DS_P + 2 * 2000 * DS_KV) / 8
+    assert per_gpu == pytest.approx(84e9, abs=0.2e9)
+    assert f"{per_gpu / 1e9:.1f} GB, fits in 141 GB" in text
+    assert "does NOT fit" not in text
+    assert "8 × 1.98 PFLOP/s" in text and "8 × 4.80 TB/s" in text
+    one = decode_step(find_hardware("h200"), find_model("deepseek-v3"), 2, 2000)
+    assert decode_step(eight, find_model("deepseek-v3"), 2, 2000).seconds == pytest.approx(
+        one.seconds / 8
+    )
+
+
+def test_moe_decode_reads_the_active_params_at_batch_1_and_all_experts_at_256() -> None:
+    model, h200 = find_model("deepseek-v3"), find_hardware("h200")
+    assert decode_step(h200, model, 1, 0).weight_bytes == pytest.approx(DS_ACTIVE)
+    assert decode_step(h200, model, 2, 0).weight_bytes == pytest.approx(deepseek_reads(2))
+    assert 56e9 < deepseek_reads(2) < 2 * DS_ACTIVE  # two tokens share the shared part
+    assert decode_step(h200, model, 256, 0).weight_bytes == pytest.approx(DS_P, rel=1e-3)
+    assert decode_step(h200, model, 4096, 0).weight_bytes <= DS_P
+    assert model.experts_touched(1) == pytest.approx(8)
+    assert model.experts_touched(256) == pytest.approx(256 * (1 - (1 - 8 / 256) ** 256))
+
+
+@given(batch=st.integers(1, 2048))
+def test_moe_reads_grow_with_the_batch_and_never_pass_all_weights(batch: int) -> None:
+    model = find_model("deepseek-v3")
+    read = model.weight_bytes_read(batch)
+    assert DS_ACTIVE * (1 - 1e-9) <= read <= DS_P * (1 + 1e-9)
+    assert read <= batch * DS_ACTIVE * (1 + 1e-9)  # never more than the no-overlap bound
+    assert model.weight_bytes_read(batch + 1) >= read
+
+
+def test_an_fp8_model_is_held_to_the_fp8_peak() -> None:
+    model, h200 = find_model("deepseek-v3"), find_hardware("h200")
+    prefill = prefill_pass(h200, model, 2000)
+    assert prefill.peak_flops == H200_FP8
+    assert prefill.seconds == pytest.approx(max(prefill.flops / H200_FP8, DS_P / H200_BW))
+    text = roofline_table(h200, model)
+    assert "1.98 PFLOP/s dense FP8" in text
+    assert f"{H200_FP8 / H200_BW:,.0f} FLOP/byte" in text
+    load = LaneLoad(mean_prompt=2000.0, mean_generated=100.0, running=4.0, itl_s=0.02)
+    points = operating_points(load, h200, model)
+    assert points.decode is not None and points.decode.peak_flops == H200_FP8
+    assert RooflineView(h200, model, points).hw.peak_flops == H200_FP8
+    # A BF16 model on the same GPU keeps the BF16 peak.
+    assert RooflineView(h200, find_model("llama-3.1-8b")).hw.peak_flops == 989e12
+
+
+def test_without_an_fp8_peak_an_fp8_model_computes_in_bf16_and_says_so() -> None:
+    a100 = find_hardware("a100")
+    assert prefill_pass(a100, find_model("deepseek-v3"), 2000).peak_flops == 312e12
+    assert "312 TFLOP/s dense BF16 (no FP8 peak listed" in roofline_table(
+        a100, find_model("deepseek-v3")
+    )
+
+
+def test_scaled_hardware_scales_every_peak() -> None:
+    h100 = Hardware("h100", "H100", PEAK, BW, 80e9, other_peaks=(("fp8", 2 * PEAK),))
+    eight = h100.scaled(8)
+    assert eight.devices == 8 and eight.memory_per_device == 80e9
+    assert eight.for_dtype("fp8").peak_flops == 16 * PEAK
+    assert eight.for_dtype("fp8").for_dtype("bf16").peak_flops == 8 * PEAK
+
+
+def test_the_table_marks_the_moe_estimate() -> None:
+    text = roofline_table(find_hardware("h200"), find_model("deepseek-v3"), batch=2)
+    assert f"experts read        {256 * (1 - (1 - 8 / 256) ** 2):.1f} of 256" in text
+    assert "(estimate*)" in text and "upper bound if routing is skewed" in text
+    assert "estimate" not in roofline_table(H100, LLAMA_8B)
+
+
+def test_the_roofline_command_takes_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["roofline", "--hardware", "h200", "--model", "deepseek-v3", "--batch", "2"]
+    assert main([*argv, "--gpus", "8"]) == 0
+    assert "on 8× NVIDIA H200" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "does NOT fit in 141 GB" in capsys.readouterr().out
