@@ -1,25 +1,28 @@
-"""A pane repaints only the lines a new view changed, and the screen still shows the new view."""
+"""A pane redraws only when its view changes, lays out only when its height does, and shows
+outside text (names, reasons) as the text it is: no markup, no control characters."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
+from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment, visible
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
-from textual.strip import Strip
-from textual.style import Style
 
 from cockpit.model import FRESH, Freshness
-from cockpit.widgets.pane import Bar, Line, Note, Pane, PaneView, Row, Segment
+from tests.screentext import screen_text
+from tests.test_roofline_pane import Counting
 
 
-class Boxed(Pane):
+class Boxed(Pane, Counting):
     TITLE = "boxed"
 
 
 class OnePane(App[None]):
     def compose(self) -> ComposeResult:
         yield Boxed(id="pane")
+
+    @property
+    def pane(self) -> Boxed:
+        return self.query_one(Boxed)
 
 
 def view(values: list[str], stale: bool = False) -> PaneView:
@@ -34,149 +37,106 @@ async def full_render(app: OnePane, pilot: Pilot[None]) -> str:
     for widget in app.screen.walk_children():
         widget.refresh()
     await pilot.pause()
-    return app.export_screenshot()
+    return screen_text(app)
 
 
-async def test_changed_lines_only_and_the_screen_matches_a_full_render() -> None:
+async def test_an_equal_view_draws_nothing_and_a_new_one_redraws_without_layout() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
-        pane = app.query_one(Boxed)
+        pane = app.pane
         pane.view = view(["1", "2", "3", "4"])
         await pilot.pause()
-        dirty: list[int] = []
-        original = pane.refresh
-
-        def spy(*regions, **options):  # type: ignore[no-untyped-def]
-            dirty.extend(region.y for region in regions)
-            return original(*regions, **options)
-
-        pane.refresh = spy  # type: ignore[method-assign]
+        pane.refreshes.clear()
+        pane.view = view(["1", "2", "3", "4"])  # equal, another object
+        await pilot.pause()
+        assert pane.refreshes == []
         pane.view = view(["1", "2", "30", "4"])
         await pilot.pause()
-        assert dirty == [2]  # the third row only
-        partial = app.export_screenshot()
-        assert "30" in partial
-        pane.refresh = original  # type: ignore[method-assign]
-        assert partial == await full_render(app, pilot)
+        assert pane.refreshes == [False]
+        shown = screen_text(app)
+        assert "figure 2" in shown and "30 │" in shown
+        assert shown == await full_render(app, pilot)
+
+
+async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
         for values, stale in ((["9", "2", "30", "4"], False), (["9", "2", "30", "4"], True)):
             pane.view = view(values, stale)
             await pilot.pause()
-            partial = app.export_screenshot()
-            assert partial == await full_render(app, pilot)
+            shown = screen_text(app)
+            assert ("lane stale" in shown) is stale
+            assert shown == await full_render(app, pilot)
 
 
 async def test_another_number_of_lines_lays_out_again() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
-        pane = app.query_one(Boxed)
+        pane = app.pane
         pane.view = view(["1", "2"])
         await pilot.pause()
         short = pane.outer_size.height
+        pane.refreshes.clear()
         pane.view = view(["1", "2", "3", "4"])
         await pilot.pause()
+        assert True in pane.refreshes
         assert pane.outer_size.height == short + 2
-        assert app.export_screenshot().count("figure") == 4
+        assert screen_text(app).count("figure") == 4
 
 
-class ThemedPane(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Boxed(id="pane")
-
-
-COMPARED_THEMES = ("textual-dark", "textual-light")
-
-
-async def each_theme(app: App[None], pilot: Pilot[None], pane: Pane) -> AsyncIterator[Style]:
-    """The pane's style in each compared theme, once the theme is applied."""
-    for theme in COMPARED_THEMES:
-        app.theme = theme
-        await pilot.pause()
-        yield pane.visual_style
-
-
-def assert_drawn_as_textual_would(
-    pane: Pane, direct: Strip | None, line: Line, width: int, style: Style
-) -> None:
-    """`direct` has the segments, styles and offsets of Textual's own drawing of `line`."""
-    from textual.visual import Visual
-
-    from cockpit.widgets.pane import render_line
-
-    assert direct is not None
-    (textual,) = Visual.to_strips(pane, render_line(line, width), width, 1, style)
-    assert list(direct) == list(textual)
-    assert direct.cell_length == textual.cell_length == width
-
-
-async def test_a_row_drawn_directly_is_the_strip_textual_would_draw() -> None:
-    """The direct path for rows gives the same segments, styles and offsets as Textual's own
-    rendering of the row's Content, in every tone, stale or not, in two themes."""
-    from cockpit.widgets.pane import TONE_STYLE
-
-    app = ThemedPane()
-    async with app.run_test(size=(70, 10)) as pilot:
-        pane = app.query_one(Boxed)
-        compared = 0
-        async for style in each_theme(app, pilot, pane):
-            for tone in TONE_STYLE:
-                for stale in (False, True):
-                    for label, value in (("Prompts ≤ 512 tok", "12.5%"), ("", "—"), ("a", "日本")):
-                        for width in (pane.size.width, 24):
-                            row = Row(label, value, tone, stale)  # type: ignore[arg-type]
-                            direct = pane._row_strip(row, width, style)
-                            assert_drawn_as_textual_would(pane, direct, row, width, style)
-                            compared += 1
-        assert compared == 2 * len(TONE_STYLE) * 2 * 3 * 2
-
-
-async def test_a_bar_drawn_directly_is_the_strip_textual_would_draw() -> None:
-    """The direct path for bars gives the same segments, styles and offsets as Textual's own
-    rendering of the bar's Content: tones, stale, empty and full, captions, two themes."""
-    from cockpit.widgets.pane import TONE_STYLE
-
-    tones = list(TONE_STYLE)
-    bars = [
-        Bar((Segment(0.62, "good"), Segment(0.25, "warn")), "62% hit"),
-        Bar((Segment(0.0, "bad"),), ""),
-        Bar((Segment(1.0, "accent", "▓"),), "all of it"),
-        Bar(tuple(Segment(0.2, tone) for tone in tones[:5]), "queue · prefill · decode"),
-        Bar((Segment(0.5, "plain"), Segment(0.5, "plain")), "日本 caption"),
-    ]
-    app = ThemedPane()
-    async with app.run_test(size=(70, 10)) as pilot:
-        pane = app.query_one(Boxed)
-        compared = 0
-        async for style in each_theme(app, pilot, pane):
-            for bar in bars:
-                for stale in (False, True):
-                    line = Bar(bar.segments, bar.caption, stale)
-                    for width in (pane.size.width, 30):
-                        direct = pane._bar_strip(line, width, style)
-                        assert_drawn_as_textual_would(pane, direct, line, width, style)
-                        compared += 1
-        assert compared == 2 * len(bars) * 2 * 2
-
-
-async def test_a_bar_whose_caption_does_not_fit_takes_textuals_path() -> None:
+async def test_a_bar_whose_caption_does_not_fit_keeps_four_cells_and_is_cut() -> None:
     app = OnePane()
-    async with app.run_test(size=(40, 8)) as pilot:
-        pane = app.query_one(Boxed)
+    async with app.run_test(size=(24, 8)) as pilot:
         bar = Bar((Segment(0.5, "good"),), "a caption far too long for a bar this narrow")
-        assert pane._bar_strip(bar, 20, pane.visual_style) is None
-        pane.view = PaneView((bar,))
+        app.pane.view = PaneView((bar,))
         await pilot.pause()
-        drawn = pane.render_line(0)
-        assert drawn.cell_length == pane.size.width
-        assert drawn.text.startswith("██░░ a caption far")  # four cells at least, then cut
+        (line,) = [row for row in screen_text(app).splitlines() if "░" in row]
+        assert line == "│ ██░░ a caption far t │"
 
 
-async def test_a_label_too_long_takes_textuals_path_and_is_shortened() -> None:
+async def test_a_label_too_long_is_shortened_and_the_value_kept() -> None:
     app = OnePane()
     async with app.run_test(size=(40, 8)) as pilot:
-        pane = app.query_one(Boxed)
-        long = Row("a label much longer than the pane is wide", "42")
-        assert pane._row_strip(long, pane.size.width, pane.visual_style) is None
-        pane.view = PaneView((long,))
+        app.pane.view = PaneView((Row("a label much longer than the pane is wide", "42"),))
         await pilot.pause()
-        line = app.export_screenshot()
-        assert "…" in line and "42" in line
+        (line,) = [row for row in screen_text(app).splitlines() if "42" in row]
+        assert line == "│ a label much longer than the pan… 42 │"
+
+
+MARKUP = "a [/x] b [bold red]x[/ c [link=http://x]y[/link]"
+
+
+async def test_text_like_markup_is_shown_as_it_is() -> None:
+    """A reason or name that looks like markup: no MarkupError, the same characters on screen,
+    in the border and in the tooltip."""
+    failing = Freshness("missing", reason=MARKUP)
+    markup_view = PaneView(
+        (Row(MARKUP, "1"), Row("why", "—", reason=MARKUP), Note(MARKUP), Bar((), MARKUP)),
+        sources=(("lane", failing),),
+    )
+    app = OnePane()
+    async with app.run_test(size=(120, 10)) as pilot:
+        pane = app.pane
+        pane.view = markup_view
+        await pilot.pause()
+        shown = screen_text(app)
+        assert shown.count(MARKUP) == 4  # the label, the note, the bar's caption, the border
+        assert f"lane missing: {MARKUP}" in shown
+        tooltip = pane.tooltip
+        assert tooltip is not None and f"why: {MARKUP}" in str(tooltip)
+
+
+async def test_control_characters_from_outside_are_shown_not_sent() -> None:
+    """An escape sequence in a name would move the cursor or set the terminal's title."""
+    name = "lane\x1b]0;pwned\x07\x1b[2J\x9b1m"
+    assert visible(name) == "lane␛]0;pwned␇␛[2J�1m"
+    app = OnePane()
+    async with app.run_test(size=(80, 8)) as pilot:
+        app.pane.view = PaneView(
+            (Row(name, "1"), Note(name)), sources=(("lane", Freshness("missing", reason=name)),)
+        )
+        await pilot.pause()
+        shown = screen_text(app)
+        assert shown.count(visible(name)) == 3
+        assert "\x1b" not in shown and "\x07" not in shown

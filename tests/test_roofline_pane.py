@@ -6,18 +6,28 @@ decode point at exactly 50 %: both worked out here from the seed's formulas.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Self
 
 import pytest
+from cockpit.widgets.roofline import (
+    Caption,
+    RooflinePane,
+    RoofPlot,
+    caption_at,
+    caption_lines,
+    decade_label,
+)
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import LaneLoad, RooflineView, operating_points
-from cockpit.widgets.roofline import RooflinePane, caption_at, caption_lines
+from tests.screentext import screen_text
 
 H100 = find_hardware("h100")
 LLAMA = find_model("llama-3.1-8b")
@@ -62,12 +72,6 @@ class PaneApp(App[None]):
 
     def on_mount(self) -> None:
         self.query_one(RooflinePane).show(self.initial_view)
-
-
-def screen_text(app: App[Any]) -> str:
-    """The screen as plain text, as the terminal shows it."""
-    strips = app.screen._compositor.render_strips()
-    return "\n".join(strip.text for strip in strips)
 
 
 def plot_text(app: App[Any]) -> str:
@@ -156,38 +160,125 @@ async def test_growing_the_terminal_brings_the_plot_back() -> None:
         assert "P" in plot_area(app)
 
 
+class Counting(Widget):
+    """A widget noting each refresh it asks for: whether it wants the screen laid out again.
+    Put it after the widget class counted, whose name the CSS and queries follow."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.refreshes: list[bool] = []
+        super().__init__(*args, **kwargs)
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        self.refreshes.append(layout)
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
+class CountedPlot(RoofPlot, Counting):
+    pass
+
+
+class CountedCaption(Caption, Counting):
+    pass
+
+
+class CountedPane(RooflinePane, Counting):
+    """The pane, its plot and its caption, each counting its refreshes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plot = CountedPlot(id="roofline-plot")
+        self.caption = CountedCaption(id="roofline-caption")
+
+
+class CountedApp(PaneApp):
+    def compose(self) -> ComposeResult:
+        yield CountedPane()
+
+    @property
+    def pane(self) -> CountedPane:
+        return self.query_one(CountedPane)
+
+
 async def test_an_equal_view_does_not_redraw_and_a_new_one_does() -> None:
-    app = PaneApp()
+    app = CountedApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        pane = app.query_one(RooflinePane)
-        plot = app.query_one(PlotextPlot)
-        first = plot.render()
-        assert plot.render() is first  # a repaint reuses the built plot
-        drawn = plot._generation  # type: ignore[attr-defined]
+        pane = app.pane
+        plot = pane.plot
+        before, plot.refreshes = plot_text(app), []
         same = RooflineView(H100, LLAMA, operating_points(LOAD, H100, LLAMA, chunk_tokens=CHUNK))
         pane.show(same)
         await pilot.pause()
-        assert plot._generation == drawn  # type: ignore[attr-defined]
-        assert plot.render() is first
+        assert plot.refreshes == []
         pane.show(RooflineView(find_hardware("a100"), LLAMA, VIEW.points))
         await pilot.pause()
-        assert plot._generation == drawn + 1  # type: ignore[attr-defined]
+        assert plot.refreshes == [False]
+        assert plot_text(app) != before  # the a100's roofs
         assert "Roofline · a100" in screen_text(app)
         assert "ridge 153" in screen_text(app)
+
+
+def colours(app: App[Any]) -> set[str]:
+    """The colours the plot is drawn in."""
+    rendered = app.query_one(PlotextPlot).render()
+    assert isinstance(rendered, Text)
+    return {str(span.style) for span in rendered.spans}
 
 
 async def test_theme_change_redraws_in_the_new_theme() -> None:
     app = PaneApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        plot = app.query_one(PlotextPlot)
-        before = plot.render()
+        dark = colours(app)
         app.theme = "textual-light"
         await pilot.pause()
-        after = plot.render()
-        assert after is not before
+        assert colours(app) != dark
         assert "P" in plot_area(app)
+
+
+def mark_position(text: str, letter: str) -> tuple[float, float]:
+    """Where `letter` sits on the plot, in log10 units read off the axes' own ticks:
+    the y ticks are the rows labelled `1T`, `10T`…; the x ticks the `┬` under the canvas,
+    labelled in order on the row below."""
+    rows = text.splitlines()
+    y_ticks = [
+        (y, row.split("┤")[0].strip()) for y, row in enumerate(rows) if "┤" in row.split("│")[0]
+    ]
+    frame = next(y for y, row in enumerate(rows) if "└" in row)
+    axis = rows[frame].index("└")
+    columns = [x for x, char in enumerate(rows[frame]) if char == "┬"]
+    x_ticks = list(zip(columns, rows[frame + 1].split(), strict=True))
+    exponents = {decade_label(e): e for e in range(-3, 19)}
+    y, x = next(
+        (y, row.index(letter, axis + 1))
+        for y, row in enumerate(rows[:frame])
+        if letter in row[axis + 1 :]
+    )
+
+    def along(ticks: list[tuple[int, str]], at: int) -> float:
+        (a, low), (b, high) = ticks[0], ticks[-1]
+        return exponents[low] + (at - a) * (exponents[high] - exponents[low]) / (b - a)
+
+    return along(x_ticks, x), along(y_ticks, y)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20), (40, 12)])
+async def test_the_letters_sit_where_the_operating_points_are(size: tuple[int, int]) -> None:
+    points = VIEW.points
+    assert points is not None and points.prefill is not None and points.decode is not None
+    app = PaneApp()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        plot, text = app.query_one(PlotextPlot), plot_text(app)
+        rows = text.splitlines()
+        cell_x = 4 / (plot.size.width - 6)  # 4 decades across the canvas
+        cell_y = 3 / (len([row for row in rows if "┤" in row or "│" in row[:6]]) - 1)
+        for letter, point in (("P", points.prefill), ("D", points.decode)):
+            x, y = mark_position(text, letter)
+            assert abs(x - math.log10(point.intensity)) <= cell_x, (letter, text)
+            assert abs(y - math.log10(point.achieved_flops_per_s)) <= cell_y, (letter, text)
 
 
 async def test_no_live_figures_draws_the_roof_alone() -> None:

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from rich.text import Text
-from textual.app import App, ComposeResult
-from textual.events import Resize
-from textual.geometry import Region
-from textual.strip import Strip
-from textual.visual import Visual, visualize
-from textual.widget import Widget
-
-from cockpit.figures import lane_figures, ledger_figures
-from cockpit.model import FRESH, Freshness
-from cockpit.profiles import find_hardware, find_model
-from cockpit.roofline import RooflineView, operating_points
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
 from cockpit.widgets.cache_gauge import cache_view
@@ -26,9 +14,15 @@ from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row, render_line
 from cockpit.widgets.phase_bar import phase_view
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
-from cockpit.widgets.roofline import RooflinePane, _RoofPlot, frame_text_rows
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
+from textual.app import App, ComposeResult
+
+from cockpit.figures import lane_figures, ledger_figures
+from cockpit.model import FRESH, Freshness
+from cockpit.profiles import find_hardware, find_model
+from cockpit.roofline import RooflineView, operating_points
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from tests.test_app_feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
 
 
@@ -290,7 +284,7 @@ async def test_a_source_not_configured_comes_last_in_a_pane_border() -> None:
         assert pane.border_subtitle.endswith("lane missing: no lane configured")
 
 
-# --- the roofline plot: plotext draws the frame once, the marks go on top ---------------------
+# --- the roofline: plotted again only when what it shows changes -----------------------------
 
 
 def _roofline_view(prefill_scale: float) -> RooflineView:
@@ -303,243 +297,111 @@ def _roofline_view(prefill_scale: float) -> RooflineView:
     return RooflineView(H100_PROFILE, LLAMA, points)
 
 
-def _plot_of(app: App[None]) -> tuple[RooflinePane, _RoofPlot]:
-    return app.query_one(RooflinePane), app.query_one(_RoofPlot)
+def _prefill_at(view: RooflineView) -> tuple[float, float]:
+    """The prefill point's log10 intensity and FLOP/s."""
+    assert view.points is not None and view.points.prefill is not None
+    point = view.points.prefill
+    return math.log10(point.intensity), math.log10(point.achieved_flops_per_s)
 
 
-def _refreshes(widget: Widget) -> list[tuple[Region, ...]]:
-    """The regions of every `refresh()` the widget asks for from now on (() for all of it)."""
-    calls: list[tuple[Region, ...]] = []
-    original = widget.refresh
+async def test_a_point_moving_within_its_spot_draws_nothing() -> None:
+    from tests.test_roofline_pane import CountedApp, plot_text
 
-    def spy(*regions: Region, **options: bool) -> Widget:
-        calls.append(regions)
-        return original(*regions, **options)
-
-    widget.refresh = spy  # type: ignore[method-assign]
-    return calls
-
-
-def _on_screen(plot: _RoofPlot) -> list[str]:
-    """The plot's rows as drawn: the frame's, with the rows that carry marks put in."""
-    rows = frame_text_rows(plot._current_frame())
-    for y, (ansi, _) in plot._mark_rows(plot._current_frame()).items():
-        rows[y] = ansi
-    return rows
-
-
-def _from_scratch(plot: _RoofPlot) -> list[str]:
-    """plotext's own rows for the spec the plot holds, marks and all (a full redraw)."""
-    return plot._plotext(plot.spec).rstrip("\n").split("\n")
-
-
-def _cells(strips: list[Strip]) -> list[list[tuple[str, object, object, object]]]:
-    """Every cell's character and look (colour, background, bold): what the terminal shows."""
-    rows = []
-    for strip in strips:
-        cells = []
-        for segment in strip:
-            style = segment.style
-            look = (style.color, style.bgcolor, style.bold) if style else (None, None, None)
-            cells.extend((char, *look) for char in segment.text)
-        rows.append(cells)
-    return rows
-
-
-async def test_the_plot_on_screen_is_plotexts_own_drawing_of_the_marks() -> None:
-    """Marks put on the frame give plotext's rows code for code, and Textual's cells."""
-    from tests.test_roofline_pane import PaneApp
-
-    app = PaneApp(_roofline_view(1.0))
+    app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        pane, plot = _plot_of(app)
-        for scale in (1.0, 0.3, 2.5, 4.0, 9.0):
-            pane.show(_roofline_view(scale))
-            await pilot.pause()
-            assert "P" in "".join(Text.from_ansi(row).plain for row in _on_screen(plot))
-            assert _on_screen(plot) == _from_scratch(plot)
-            drawn = [plot.render_line(y) for y in range(plot.size.height)]
-            full = Text.from_ansi(plot._plotext(plot.spec))
-            width, height = plot.size
-            style = plot.visual_style
-            textual = Visual.to_strips(plot, visualize(plot, full), width, height, style)
-            assert _cells(drawn) == _cells(textual)
-
-
-async def test_a_point_moving_within_its_cell_draws_nothing() -> None:
-    from tests.test_roofline_pane import PaneApp
-
-    app = PaneApp(_roofline_view(1.0))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        pane, plot = _plot_of(app)
-        before, builds, shown = _on_screen(plot), plot.builds, plot.render()
-        refreshed = _refreshes(plot)
+        pane, before = app.pane, plot_text(app)
+        pane.plot.refreshes.clear()
         pane.show(_roofline_view(1.0001))  # 0.00004 of a decade: far less than a cell
         await pilot.pause()
-        assert refreshed == []
-        assert plot.builds == builds
-        assert plot.render() is shown  # not converted again either
-        assert _on_screen(plot) == before == _from_scratch(plot)
+        assert pane.plot.refreshes == []
+        assert plot_text(app) == before
 
 
-async def test_a_point_moving_to_another_cell_redraws_its_rows_only() -> None:
-    from tests.test_roofline_pane import PaneApp, plot_area
+async def test_a_point_moving_far_is_plotted_again_where_it_now_is() -> None:
+    from tests.test_roofline_pane import CountedApp, mark_position, plot_text
 
-    app = PaneApp(_roofline_view(1.0))
+    app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        pane, plot = _plot_of(app)
-        before_area, builds, frames = plot_area(app), plot.builds, plot._generation
-        row_of_p = [i for i, line in enumerate(before_area.splitlines()) if "P" in line]
-        refreshed = _refreshes(plot)
-        pane.show(_roofline_view(4.0))  # 0.6 decade higher: rows up on a 3-decade axis
+        pane = app.pane
+        _, y_before = mark_position(plot_text(app), "P")
+        pane.plot.refreshes.clear()
+        moved = _roofline_view(4.0)  # 0.6 decade higher: rows up on a 3-decade axis
+        pane.show(moved)
         await pilot.pause()
-        assert plot.builds == builds and plot._generation == frames  # no plotext build
-        assert refreshed and all(len(regions) in (1, 2) for regions in refreshed)
-        assert all(region.height == 1 for regions in refreshed for region in regions)
-        after_area = plot_area(app)
-        assert [i for i, line in enumerate(after_area.splitlines()) if "P" in line] < row_of_p
-        assert _on_screen(plot) == _from_scratch(plot)
+        assert pane.plot.refreshes == [False]
+        text = plot_text(app)
+        x, y = mark_position(text, "P")
+        assert y > y_before + 0.4
+        want_x, want_y = _prefill_at(moved)
+        assert abs(x - want_x) < 0.1 and abs(y - want_y) < 0.3, text
 
 
-async def test_small_moves_keep_the_screen_equal_to_a_full_redraw() -> None:
-    """Whatever is skipped, the plot on screen is the plot of the last view shown."""
-    from tests.test_roofline_pane import PaneApp
+async def test_small_moves_keep_the_letter_on_its_point() -> None:
+    """Whatever is skipped, the letter on screen is where the last view's point is."""
+    from tests.test_roofline_pane import CountedApp, mark_position, plot_text
 
-    app = PaneApp(_roofline_view(1.0))
+    app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        pane, plot = _plot_of(app)
-        rows, same = _on_screen(plot), 0
+        pane = app.pane
+        skipped = 0
         for step in range(1, 25):
-            pane.show(_roofline_view(1.0 + 0.02 * step))
+            pane.plot.refreshes.clear()
+            view = _roofline_view(1.0 + 0.02 * step)
+            pane.show(view)
             await pilot.pause()
-            same += _on_screen(plot) == rows
-            rows = _on_screen(plot)
-            assert rows == _from_scratch(plot)
-        assert 0 < same < 24
-
-
-async def test_the_first_paint_draws_the_frame_once_at_the_panes_layout() -> None:
-    """The pane's size is known at the first paint: no frame drawn at a guessed layout."""
-    from tests.test_roofline_pane import PaneApp
-
-    app = PaneApp(_roofline_view(1.0))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        _, plot = _plot_of(app)
-        assert plot._generation == 1 and plot.builds == 1
-        assert plot.spec is not None and plot.spec.frame.labels  # 24 rows: axis labels
-
-
-async def test_the_panes_first_resize_lays_nothing_out_again() -> None:
-    """The pane's Resize comes after the first paint, which already drew the plot and the
-    caption at that size: drawing them again asks for no layout (before, the caption asked for
-    one, and the first frame waited for a second layout and another screen update)."""
-    from tests.test_roofline_pane import PaneApp
-
-    asked: list[tuple[str, bool]] = []
-
-    class WatchedPane(RooflinePane):
-        def on_resize(self, event: Resize) -> None:
-            spies = [_refresh_options(child) for child in self.children]
-            super().on_resize(event)
-            for child, calls in zip(self.children, spies, strict=True):
-                asked.extend((str(child.id), layout) for layout in calls)
-
-    class WatchedApp(PaneApp):
-        def compose(self) -> ComposeResult:
-            yield WatchedPane()
-
-    app = WatchedApp(_roofline_view(1.0))
-    # 16 rows: a plot, and a caption without the roofs line, which it has before layout
-    async with app.run_test(size=(80, 16)) as pilot:
-        await pilot.pause()
-        caption = app.query_one("#roofline-caption")
-        assert caption.size.width and caption.size.height  # laid out and painted
-        assert not str(caption.render()).startswith("ridge")
-        assert all(not layout for _, layout in asked), asked
-
-
-def _refresh_options(widget: Widget) -> list[bool]:
-    """Whether each `refresh()` the widget asks for from now on wants a layout."""
-    layouts: list[bool] = []
-    original = widget.refresh
-
-    def spy(*regions: Region, **options: bool) -> Widget:
-        layouts.append(options.get("layout", False))
-        return original(*regions, **options)
-
-    widget.refresh = spy  # type: ignore[method-assign]
-    return layouts
+            skipped += pane.plot.refreshes == []
+            x, y = mark_position(plot_text(app), "P")
+            want_x, want_y = _prefill_at(view)
+            assert abs(x - want_x) < 0.1 and abs(y - want_y) < 0.3
+        assert 0 < skipped < 24
 
 
 async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:
-    from tests.test_roofline_pane import PaneApp
+    from tests.test_roofline_pane import CountedApp
 
-    app = PaneApp(_roofline_view(1.0))
+    app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        pane, _ = _plot_of(app)
-        calls = _refreshes(pane)
+        pane = app.pane
+        pane.refreshes.clear()
         pane.show(_roofline_view(1.5))
         await pilot.pause()
-        assert calls == []
+        assert pane.refreshes == []
         pane.show(RooflineView(find_hardware("a100"), find_model("llama-3.1-8b"), None))
         await pilot.pause()
-        assert calls  # a new title repaints the border
+        assert pane.refreshes  # a new title repaints the border
 
 
-async def test_a_caption_line_drawn_directly_is_the_strip_textual_would_draw() -> None:
-    """Caption lines that fit are built as one segment; Textual's own drawing of the same
-    line gives the same segments, style and offset, in two themes; a line that doesn't fit
-    is cut by Textual, with an ellipsis."""
-    from textual.content import Content
+async def test_a_caption_line_that_changes_repaints_the_caption_without_layout() -> None:
+    from tests.screentext import screen_text
+    from tests.test_roofline_pane import CountedApp
 
-    from tests.test_roofline_pane import PaneApp
-
-    app = PaneApp(_roofline_view(1.0))
+    app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        caption = app.query_one("#roofline-caption")
-        lines = str(caption.render()).splitlines()
-        assert len(lines) >= 3
-        compared = 0
-        for theme in ("textual-dark", "textual-light"):
-            app.theme = theme
-            await pilot.pause()
-            style = caption.visual_style
-            for line in [*lines, "", "日本 caption"]:
-                width = caption.size.width
-                direct = caption._line_strip(line, width, style)  # type: ignore[attr-defined]
-                (textual,) = Visual.to_strips(caption, Content(line), width, 1, style)
-                assert list(direct) == list(textual)
-                assert direct.cell_length == textual.cell_length
-                compared += 1
-        assert compared == 2 * (len(lines) + 2)
-        cut = caption._line_strip("x" * 200, 20, caption.visual_style)  # type: ignore[attr-defined]
-        assert cut.text.endswith("…") and cut.cell_length == 20
-
-
-async def test_a_caption_line_that_changes_repaints_alone() -> None:
-    """A point's numbers change: its caption line is drawn again, the roofs line is not."""
-    from tests.test_roofline_pane import PaneApp
-
-    app = PaneApp(_roofline_view(1.0))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        pane = app.query_one(RooflinePane)
-        caption = app.query_one("#roofline-caption")
-        refreshed = _refreshes(caption)
+        pane = app.pane
+        pane.caption.refreshes.clear()
         pane.show(_roofline_view(1.5))
         await pilot.pause()
-        assert len(refreshed) == 1
-        (region,) = refreshed[0]
-        lines = str(caption.render()).splitlines()
-        assert lines[region.y].startswith("P ")
-        assert lines[0].startswith("ridge")
+        assert pane.caption.refreshes == [False]
+        assert "38% of roof" in screen_text(app)
+
+
+async def test_a_taller_pane_adds_the_roofs_line_to_its_caption() -> None:
+    from tests.screentext import screen_text
+    from tests.test_roofline_pane import CountedApp
+
+    app = CountedApp(_roofline_view(1.0))
+    async with app.run_test(size=(80, 16)) as pilot:
+        await pilot.pause()
+        assert "ridge 295 · peak" not in screen_text(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert "ridge 295 · peak" in screen_text(app)
+        assert "FLOP/byte" in screen_text(app)  # and the plot its axis labels
 
 
 def test_a_model_filter_is_shown_as_typed() -> None:

@@ -1,7 +1,8 @@
 """The shared pane: a titled box of `label … value` rows and bars, drawn from a frozen view.
 
 A pane's `show()` turns a snapshot into a `PaneView`; the view is a reactive attribute, so an
-unchanged view (same text, same tones, same freshness) causes no re-render at all.
+unchanged view (same text, same tones, same freshness) causes no re-render at all. Text from
+outside (names, reasons) is shown as plain text, its control characters made `visible`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich.cells import cell_len
-from rich.segment import Segment as RichSegment
-from rich.style import Style as RichStyle
 from textual.content import Content
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.reactive import reactive
-from textual.strip import Strip
-from textual.style import Style
-from textual.visual import Visual
 from textual.widget import Widget
 
 from cockpit.figures import format_figure
@@ -153,39 +149,46 @@ def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Ton
     return "warn"
 
 
+_CONTROLS = {
+    **{code: chr(0x2400 + code) for code in range(0x20)},  # ␀ … ␟, ␛ for ESC
+    0x7F: "␡",
+    **{code: "�" for code in range(0x80, 0xA0)},  # C1 controls, CSI and OSC among them
+}
+
+
+def visible(text: str) -> str:
+    """Outside text with its control characters shown as symbols (ESC as ␛): a name or a
+    reason may not move the cursor, set a title or start an escape sequence."""
+    return text.translate(_CONTROLS)
+
+
 def _value_style(row: Row) -> str:
     return TONE_STYLE[row.tone] + (" dim" if row.stale else "")
 
 
 def _row_content(row: Row, width: int) -> Content:
     style = _value_style(row)
-    value = row.value
+    value = visible(row.value)
     room = width - cell_len(value) - 1
     if room < 1:
         return Content.styled(value, style)
-    label = Content(row.label).truncate(room, ellipsis=True)
+    label = Content(visible(row.label)).truncate(room, ellipsis=True)
     gap = width - label.cell_length - cell_len(value)
     return Content.assemble(label, " " * gap, (value, style))
 
 
-def _bar_parts(bar: Bar, width: int) -> list[tuple[str, str]]:
-    """The bar's runs of cells, then its caption, each with its style."""
-    caption = f" {bar.caption}" if bar.caption else ""
+def _bar_content(bar: Bar, width: int) -> Content:
+    """The bar's runs of cells, the rest in `░`, then its caption."""
+    caption = f" {visible(bar.caption)}" if bar.caption else ""
     room = max(width - cell_len(caption), 4)
     cells = _apportion([segment.fraction for segment in bar.segments], room)
     parts: list[tuple[str, str]] = []
-    used = 0
     for segment, count in zip(bar.segments, cells, strict=True):
         style = TONE_STYLE[segment.tone] + (" dim" if bar.stale else "")
         parts.append((segment.char * count, style))
-        used += count
-    parts.append(("░" * (room - used), "$text-muted"))
+    parts.append(("░" * (room - sum(cells)), "$text-muted"))
     parts.append((caption, "dim" if bar.stale else ""))
-    return parts
-
-
-def _bar_content(bar: Bar, width: int) -> Content:
-    return Content.assemble(*_bar_parts(bar, width)).truncate(width)
+    return Content.assemble(*parts).truncate(width)
 
 
 def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
@@ -200,7 +203,8 @@ def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
 
 
 def _note_content(note: Note, width: int) -> Content:
-    return Content.styled(note.text, TONE_STYLE[note.tone]).truncate(width, ellipsis=True)
+    text = visible(note.text)
+    return Content.styled(text, TONE_STYLE[note.tone]).truncate(width, ellipsis=True)
 
 
 def render_line(line: Line, width: int) -> Content:
@@ -223,19 +227,16 @@ def tooltip_for(view: PaneView) -> str | None:
             notes.insert(0, f"{name}: {freshness.describe()}")
         elif freshness.reason:  # fresh, with a warning from the source
             notes.insert(0, f"{name}: {freshness.reason}")
-    return "\n".join(notes) if notes else None
+    return "\n".join(visible(note) for note in notes) if notes else None
 
 
-def _border_notes(view: PaneView) -> list[str]:
+def border_note(view: PaneView) -> str:
     """Each source's note; a source not configured at all comes last, so that it doesn't
     push a failing source's note (and its reason) off a narrow border."""
     unconfigured = (NO_LANE, NO_LEDGER)
     ordered = sorted(view.sources, key=lambda source: source[1] in unconfigured)
-    return [freshness_note(name, fresh) for name, fresh in ordered]
-
-
-def _height(view: PaneView | None) -> int:
-    return len(view.lines) if view else 1
+    notes = (freshness_note(name, fresh) for name, fresh in ordered)
+    return visible(" · ".join(note for note in notes if note))
 
 
 class Pane(Widget):
@@ -255,125 +256,43 @@ class Pane(Widget):
     Pane.-missing { border-subtitle-color: $error; }
     """
 
-    view: reactive[PaneView | None] = reactive(None, repaint=False)
-    """What the pane shows; set by `show()`. Equal views do not redraw; a new view repaints
-    only the lines that changed, and lays the screen out again only if it has more or fewer."""
+    view: reactive[PaneView] = reactive(PaneView(()), repaint=False, init=False)
+    """What the pane shows; set by `show()`. Views are frozen: setting an equal one does
+    nothing, a new one repaints the pane, and lays the screen out again only when it has
+    more or fewer lines."""
 
     TITLE = ""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.border_title = self.TITLE
-        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
-        """Each line's last strip and what it was drawn from: a repaint redraws only the
-        lines that changed (Textual would render every line of the pane again)."""
-        self._span_styles: dict[tuple[Style, str, str, int], RichStyle] = {}
-        """(widget style, theme, span style, x) -> the style Textual would give that span."""
+        self.border_title = Content(self.TITLE)
+        self.shown_notes: tuple[str, str | None] = ("", None)
+        """The border note and tooltip on screen: setting either, even to the same, redraws."""
         self.view = self.placeholder()
 
     def placeholder(self) -> PaneView:
         """The view before any data arrives."""
         return PaneView((Note("waiting for the first read…"),))
 
-    def watch_view(self, old: PaneView | None, view: PaneView | None) -> None:
-        self._repaint(old, view)
-        if view is None:
-            return
-        subtitle = " · ".join(note for note in _border_notes(view) if note)
-        if subtitle != self.border_subtitle:  # setting it repaints the whole pane
-            self.border_subtitle = subtitle
+    def watch_view(self, old: PaneView, view: PaneView) -> None:
+        self.refresh(layout=len(old.lines) != len(view.lines))
         states = {fresh.state for _, fresh in view.sources}
         self.set_class("stale" in states, "-stale")
         self.set_class("missing" in states, "-missing")
-        tooltip = tooltip_for(view)
-        if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
-            self.tooltip = tooltip
-
-    def _repaint(self, old: PaneView | None, view: PaneView | None) -> None:
-        if old is None or view is None or len(old.lines) != len(view.lines):
-            self.refresh(layout=_height(old) != _height(view))
-            return
-        width = self.size.width
-        changed = [y for y, (a, b) in enumerate(zip(old.lines, view.lines, strict=True)) if a != b]
-        if changed and width:
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
-        elif changed:
-            self.refresh()
+        subtitle, tooltip = border_note(view), tooltip_for(view)
+        shown_subtitle, shown_tooltip = self.shown_notes
+        self.shown_notes = (subtitle, tooltip)
+        if subtitle != shown_subtitle:
+            self.border_subtitle = Content(subtitle)
+        if tooltip != shown_tooltip:
+            self.tooltip = Content(tooltip) if tooltip is not None else None
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return _height(self.view)
+        return len(self.view.lines)
 
     def render(self) -> Content:
-        if self.view is None:
-            return Content("")
         width = self.size.width or DEFAULT_WIDTH
         return Content("\n").join(render_line(line, width) for line in self.view.lines)
-
-    def render_line(self, y: int) -> Strip:
-        """Line `y` on screen: drawn again only if its line, the width, theme or style changed."""
-        self._dirty_regions.clear()  # Textual's own render_line would re-render every line
-        width, style = self.size.width, self.visual_style
-        lines = self.view.lines if self.view is not None else ()
-        if not 0 <= y < len(lines):
-            return Strip.blank(width, style.rich_style)
-        key = (lines[y], width, self.app.theme, style, self.text_selection)
-        cached = self._strips.get(y)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        line = lines[y]
-        strip = None
-        if isinstance(line, Row):
-            strip = self._row_strip(line, width, style)
-        elif isinstance(line, Bar):
-            strip = self._bar_strip(line, width, style)
-        if strip is None:
-            content = render_line(line, width or DEFAULT_WIDTH)
-            strips = Visual.to_strips(self, content, width, 1, style)
-            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
-        self._strips[y] = (key, strip)
-        return strip
-
-    def _row_strip(self, row: Row, width: int, style: Style) -> Strip | None:
-        """The strip `Visual.to_strips` makes of a row whose label fits, built directly.
-
-        A row is its label and the gap in the widget's style, then the value in its tone;
-        Textual's general path (wrapping, spans, selection) costs ten times as much per line.
-        None when the row needs that path: a label to shorten, no room, a selection.
-        """
-        value, label = row.value, row.label
-        gap = width - cell_len(label) - cell_len(value)
-        if not value or gap < 1 or self.text_selection is not None:
-            return None
-        parts = [(label + " " * gap, ""), (value, _value_style(row))]
-        return self._parts_strip(parts, width, style)
-
-    def _bar_strip(self, bar: Bar, width: int, style: Style) -> Strip | None:
-        """The strip `Visual.to_strips` makes of a bar whose caption fits, built directly as
-        `_row_strip` builds a row. None when it needs Textual's path (to be cut, a selection)."""
-        parts = _bar_parts(bar, width)
-        if sum(cell_len(text) for text, _ in parts) != width or self.text_selection is not None:
-            return None
-        return self._parts_strip(parts, width, style)
-
-    def _parts_strip(self, parts: list[tuple[str, str]], width: int, style: Style) -> Strip:
-        """Runs of text that fill the width exactly, each in its span style, as one strip."""
-        segments, x = [], 0
-        for text, span in parts:
-            if text:
-                segments.append(RichSegment(text, self._span_style(style, span, x)))
-                x += len(text)  # Textual's offsets count characters
-        return Strip(segments, width)
-
-    def _span_style(self, base: Style, span: str, x: int) -> RichStyle:
-        """The Rich style Content rendering gives text in `span` style at offset `x`."""
-        key = (base, self.app.theme, span, x)
-        cached = self._span_styles.get(key)
-        if cached is None:
-            if len(self._span_styles) > 1024:
-                self._span_styles.clear()
-            text_style = base + self._get_style(span) if span else base
-            cached = self._span_styles[key] = (base + text_style).rich_style_with_offset(x, 0)
-        return cached
 
 
 # --- reading snapshots ----------------------------------------------------------------------
