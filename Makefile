@@ -3,17 +3,29 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# One stamp per install: the demo (and bench) need the runtime only, tests and lint the tools too.
+RUNTIME := $(VENV)/.installed-runtime
+TOOLS   := $(VENV)/.installed-test
+# The install is editable, so the demo and the tests run the code of this tree. setuptools prints
+# an information-only notice for every editable install that maps folders to packages
+# (widgets/ -> cockpit.widgets); there is nothing in the project to change for it.
+PIP := PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet
 
 .PHONY: demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $@
+
+$(TOOLS): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	touch $@ $(RUNTIME)
+
+demo: $(RUNTIME)
 	$(BIN)/cockpit demo
 
 lint: typecheck
@@ -21,13 +33,13 @@ lint: typecheck
 	$(BIN)/ruff format --check cockpit widgets themes tests bench tools
 
 # mypy alone would check widgets/ and themes/ as top-level packages: see tools/typecheck.py.
-typecheck: $(STAMP)
+typecheck: $(TOOLS)
 	$(BIN)/python tools/typecheck.py
 
 test: lint
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(RUNTIME)
 	$(BIN)/python -m bench
 
 clean:
