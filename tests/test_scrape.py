@@ -22,7 +22,7 @@ from prometheus_client import (
 from prometheus_client.exposition import MetricsHandler
 
 from cockpit.feeds import missing_causes
-from cockpit.sources.prometheus import SourceError
+from cockpit.model import SourceFailure as SourceError
 from cockpit.sources.scrape import ScrapeSource
 
 LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -269,7 +269,7 @@ def test_without_created_needs_a_second_scrape() -> None:
     source.ingest(later, 1005.0)
     second = source.totals("bare", "", 300, 1005.0)
     assert second.values["prompt_tokens"] == 321
-    assert second.covered_s == 5.0 and second.coverage_note == "since start (5 s)"
+    assert second.covered_s == 5.0 and second.coverage_note == "watched 5 s of 5 min"
 
 
 # --- a live exporter ----------------------------------------------------------------------
@@ -351,7 +351,7 @@ async def test_live_exporter_with_restarts(exporter: Exporter) -> None:
 async def test_unreachable_engine(tmp_path: Path) -> None:
     from promharness import free_port
 
-    from cockpit.sources.prometheus import SourceError
+    from cockpit.model import SourceFailure as SourceError
 
     source = ScrapeSource(f"http://127.0.0.1:{free_port()}/metrics")
     with pytest.raises(SourceError, match="connection refused") as refused:
@@ -391,18 +391,23 @@ def test_buffer_is_bounded_and_long_windows_are_partial() -> None:
     assert list(source.buffer.scrapes) == [1020.0, 1030.0, 1040.0]
     totals = source.totals("b", "", 3600, 1040.0)
     assert totals.values["prompt_tokens"] == 200  # 200 -> 400 over the three kept scrapes
-    assert totals.covered_s == 20 and totals.coverage_note == "since start (20 s)"
+    assert totals.covered_s == 20 and totals.coverage_note == "watched 20 s of 1 h"
     source.ingest('vllm:prompt_tokens_total{engine="0"} 500\n', 1040.0 + 7200)
     assert list(source.buffer.scrapes) == [8240.0]  # older than max_age_s: dropped
 
 
 async def test_a_keep_alive_engine_is_scraped_over_one_connection(exporter: Exporter) -> None:
-    """Plain http without a proxy: the light client, one kept-alive connection, the classic
-    text format asked for (its Accept header, not the client's default, is sent)."""
+    """Scrapes reuse one kept-alive connection, and ask for the classic text format (its
+    Accept header, not the client's default, is sent)."""
     registry = exporter.registry
+    connections: list[object] = []
 
     class KeepAlive(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # as vLLM's server: connections stay open
+
+        def setup(self) -> None:
+            connections.append(self.client_address)
+            super().setup()
 
         def do_GET(self) -> None:
             classic = self.headers.get("Accept", "").startswith("text/plain")
@@ -425,9 +430,9 @@ async def test_a_keep_alive_engine_is_scraped_over_one_connection(exporter: Expo
         for _ in range(3):
             await source.poll()
         totals = await source.read_lane("live", None, '{model_name="m"}', 3600)
-        assert source.requests == 3 and source.connections == 1
+        assert source.requests == 3 and len(connections) == 1
         assert "prompt_tokens" in totals.values
-        assert not source._escaped, "asked for the classic format: names keep their colon"
+        assert not source.escaped, "asked for the classic format: names keep their colon"
     finally:
         await source.aclose()
         server.shutdown()

@@ -1,0 +1,367 @@
+"""The scrape source's memory: each kept series' points, and a window's figures from them.
+
+Increase semantics: like Prometheus `increase()` over the samples inside the window, with
+counter resets handled (a drop, or a new `_created` time, counts the new value as the increase
+since the restart), but **without** extrapolation to the window edges: the figure covers the
+first to the last scrape in the window, which at the usual 1-5 s poll differs from Prometheus by
+at most one interval's traffic.
+
+Coverage: when the buffer starts after the window does, the window is only partly watched.
+A series born inside the window (its `_created`) at or before the first watched scrape went
+from 0 at birth, so its first value is its increase since then: when every counter series of
+that first scrape was born so (one engine start inside the window), the window is covered
+since that start. Otherwise it is covered from the first watched scrape, and each series
+counts from there; a series that appears later (an engine restarted with more metrics) counts
+from its own birth, since it was absent, so zero, before. One series' start is never applied
+to the others' totals.
+
+Bounds: by scrape count, by age, and by an approximate size (points × 32 bytes + series ×
+700 bytes); a series that stopped appearing is let go once no window asked for reaches it.
+A non-finite sample (NaN, ±Inf) is left out and counted; windows without it are unaffected.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from cockpit import dialects, promql
+from cockpit.model import Bucket, Missing
+
+LabelKey = tuple[tuple[str, str], ...]
+POINT_BYTES = 32
+"""A point: time, value, `_created` and running increase, 8 bytes each."""
+SERIES_BYTES = 700
+"""A series' arrays, label key and dict entries, roughly."""
+NO_SAMPLES = Missing("no samples in window")
+SECOND_SCRAPE = Missing("needs a second scrape")
+ONLY_NON_FINITE = Missing("only non-finite samples (NaN/Inf) in window")
+
+
+def restarted(previous: float, current: float, previous_born: float, born: float) -> bool:
+    """A counter reset between two scrapes: it went down, or a newer `_created` appeared."""
+    return current < previous or born > previous_born  # NaN compares False: no `_created`
+
+
+class Track:
+    """One series' finite points in flat arrays (8 bytes a number), oldest first.
+
+    `run[k]` is the counter's increase from the first kept point to point k, resets handled:
+    a window's increase is then one subtraction, however many scrapes it spans.
+    """
+
+    __slots__ = ("born", "dropped", "run", "times", "values")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.values = array("d")
+        self.born = array("d")
+        """The series' `_created` at each point; NaN when it has none."""
+        self.run = array("d")
+        self.dropped = array("d")
+        """Times of the non-finite samples left out."""
+
+    def append(self, at: float, value: float, born: float) -> bool:
+        """Add a point; False (and counted in `dropped`) when the value is not finite."""
+        if not math.isfinite(value):
+            self.dropped.append(at)
+            return False
+        born = born if math.isfinite(born) else math.nan
+        if self.values:
+            last, last_born = self.values[-1], self.born[-1]
+            step = value if restarted(last, value, last_born, born) else value - last
+            self.run.append(self.run[-1] + step)
+        else:
+            self.run.append(0.0)
+        self.times.append(at)
+        self.values.append(value)
+        self.born.append(born)
+        return True
+
+    def drop_before(self, oldest: float) -> int:
+        """Let go of the points before `oldest`; how many went."""
+        del self.dropped[: bisect_left(self.dropped, oldest)]
+        cut = bisect_left(self.times, oldest)
+        if cut:
+            for column in (self.times, self.values, self.born, self.run):
+                del column[:cut]
+        return cut
+
+    def window(self, start: float, end: float) -> tuple[int, int]:
+        """Index range [first, stop) of the points with start <= time <= end."""
+        return bisect_left(self.times, start), bisect_right(self.times, end)
+
+    def dropped_in(self, start: float, end: float) -> int:
+        return bisect_right(self.dropped, end) - bisect_left(self.dropped, start)
+
+    @property
+    def empty(self) -> bool:
+        return not self.times and not self.dropped
+
+
+Samples = Mapping[str, Mapping[LabelKey, tuple[float, float]]]
+"""Sample name -> labels -> (value, `_created` or NaN), as one scrape read them."""
+
+
+@dataclass(slots=True)
+class Buffer:
+    """Series-major ring buffer, bounded by scrape count, age and size."""
+
+    max_scrapes: int
+    max_age_s: float
+    max_bytes: int
+    scrapes: deque[float] = field(default_factory=deque)
+    series: dict[str, dict[LabelKey, Track]] = field(default_factory=dict)
+    points: int = 0
+    tracks: int = 0
+    complete_since: float = -math.inf
+    """Series last seen before this were let go: a window reaching back further is partial."""
+    longest_window_s: float | None = None
+    """The longest window read so far: a series that stopped appearing is kept that long
+    (all of them, until a window is read)."""
+
+    @property
+    def size(self) -> int:
+        """Approximate bytes held."""
+        return self.points * POINT_BYTES + self.tracks * SERIES_BYTES
+
+    def fits(self, series: int) -> bool:
+        """Whether one scrape of that many series fits the size bound at all."""
+        return series * (SERIES_BYTES + POINT_BYTES) <= self.max_bytes
+
+    @property
+    def known_from(self) -> float | None:
+        """From when on the buffer holds every kept series' points."""
+        return None if not self.scrapes else max(self.scrapes[0], self.complete_since)
+
+    def add(self, at: float, samples: Samples) -> None:
+        self.scrapes.append(at)
+        for name, by_labels in samples.items():
+            family = self.series.setdefault(name, {})
+            for labels, (value, born) in by_labels.items():
+                track = family.get(labels)
+                if track is None:
+                    track = family[labels] = Track()
+                    self.tracks += 1
+                self.points += track.append(at, value, born)
+        self._trim(at)
+
+    def read_window(self, window_s: float) -> None:
+        """Note a window read (series that stopped appearing are kept as long as the longest)."""
+        self.longest_window_s = max(self.longest_window_s or 0.0, window_s)
+
+    def _trim(self, now: float) -> None:
+        aged = 0
+        while len(self.scrapes) - aged > 1 and (
+            len(self.scrapes) - aged > self.max_scrapes or now - self.scrapes[aged] > self.max_age_s
+        ):
+            aged += 1
+        self._drop_scrapes(aged)
+        while self.size > self.max_bytes and len(self.scrapes) > 1:
+            per_scrape = self.size / len(self.scrapes)
+            excess = math.ceil((self.size - self.max_bytes) / per_scrape)
+            self._drop_scrapes(min(max(excess, 1), len(self.scrapes) - 1))
+        if self.longest_window_s is not None:
+            self._evict_dead(now - self.longest_window_s)
+
+    def _drop_scrapes(self, count: int) -> None:
+        if not count:
+            return
+        for _ in range(count):
+            self.scrapes.popleft()
+        oldest = self.scrapes[0]
+        for family in self.series.values():
+            for labels, track in list(family.items()):
+                self.points -= track.drop_before(oldest)
+                if track.empty:
+                    del family[labels]
+                    self.tracks -= 1
+
+    def _evict_dead(self, before: float) -> None:
+        """Let go of the series last seen before `before` (no window read reaches them)."""
+        for family in self.series.values():
+            for labels, track in list(family.items()):
+                last = track.times[-1] if track.times else -math.inf
+                if last < before:
+                    del family[labels]
+                    self.points -= len(track.times)
+                    self.tracks -= 1
+                    self.complete_since = max(self.complete_since, last)
+
+    def matching(
+        self, name: str, matchers: Iterable[promql.Matcher]
+    ) -> Iterator[tuple[LabelKey, Track]]:
+        """The series of `name` whose labels meet every matcher."""
+        wanted = list(matchers)
+        for labels, track in self.series.get(name, {}).items():
+            as_dict = dict(labels)
+            if all(m.matches(as_dict) for m in wanted):
+                yield labels, track
+
+    def any_match(self, matchers: Iterable[promql.Matcher]) -> bool:
+        wanted = list(matchers)
+        return any(
+            all(m.matches(dict(labels)) for m in wanted)
+            for family in self.series.values()
+            for labels in family
+        )
+
+
+def span(seconds: float) -> str:
+    """`45 s`, `12 min`, `1 h`, `13.4 h`, `2.5 d`: a duration in words."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds % 3600 == 0 and seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} h"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+class Window:
+    """The figures of one window [start, end] over the buffer, for one lane's matchers.
+
+    `counters`: the sample names read as counters; the window's coverage is worked out over
+    their series (see the module's docstring)."""
+
+    def __init__(
+        self,
+        buffer: Buffer,
+        matchers: list[promql.Matcher],
+        start: float,
+        end: float,
+        counters: Iterable[str],
+    ) -> None:
+        self.buffer = buffer
+        self.matchers = matchers
+        self.start = start
+        self.end = end
+        known = buffer.known_from
+        self.lo = start if known is None else max(start, known)
+        self.partial = known is None or known > start
+        self.since = self._counting_start(counters) if self.partial else start
+        """Counts start here: a series born at or after it counts from its birth."""
+        self.dropped: dict[tuple[str, LabelKey], int] = {}
+        """Non-finite samples left out, by series read."""
+
+    def _counting_start(self, counters: Iterable[str]) -> float:
+        first = bisect_left(self.buffer.scrapes, self.lo)
+        if first >= len(self.buffer.scrapes):
+            return self.lo
+        watched = self.buffer.scrapes[first]
+        births: list[float] = []
+        for name in counters:
+            for _, track in self.buffer.matching(name, self.matchers):
+                at = bisect_left(track.times, self.lo)
+                if at < len(track.times) and track.times[at] == watched:
+                    births.append(track.born[at])
+        if births and all(self.start <= born <= watched for born in births):
+            return min(births)  # one engine start inside the window, every series from it
+        return watched
+
+    def coverage(self) -> tuple[float | None, str]:
+        """Seconds of the window the figures cover, and words for it (None, "": all of it)."""
+        if not self.partial:
+            return None, ""
+        covered = max(self.end - self.since, 0.0)
+        window = self.end - self.start
+        if self.since < self.lo:
+            return covered, f"since engine start ({span(covered)})"
+        return covered, f"watched {span(covered)} of {span(window)}"
+
+    def warnings(self) -> tuple[str, ...]:
+        if not self.dropped:
+            return ()
+        count = sum(self.dropped.values())
+        names = ", ".join(sorted({name for name, _ in self.dropped}))
+        plural = "s" if count > 1 else ""
+        return (f"{count} non-finite sample{plural} (NaN/Inf) left out: {names}",)
+
+    def _tracks(
+        self, name: str, extra: Iterable[tuple[str, str]] = ()
+    ) -> Iterator[tuple[LabelKey, Track, int, int]]:
+        """Matching series with the index range of their points inside the window."""
+        matchers = [*self.matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
+        for labels, track in self.buffer.matching(name, matchers):
+            dropped = track.dropped_in(self.lo, self.end)
+            if dropped:
+                self.dropped[(name, labels)] = dropped
+            yield (labels, track, *track.window(self.lo, self.end))
+
+    def value(self, spec: dialects.Spec) -> float | Missing:
+        if isinstance(spec, dialects.Counter):
+            return self.counter(spec)
+        if isinstance(spec, dialects.Difference):
+            a, b = self.counter(spec.a), self.counter(spec.b)
+            if isinstance(a, Missing):
+                return a
+            return b if isinstance(b, Missing) else a - b
+        if isinstance(spec, dialects.Gauge):
+            return self.gauge(spec)
+        return Missing("not a single value")
+
+    def counter(self, spec: dialects.Counter) -> float | Missing:
+        found = self._tracks(spec.metric, spec.extra)
+        return _total([self._increase(track, first, stop) for _, track, first, stop in found])
+
+    def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
+        """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
+        if first >= stop:
+            dropped = track.dropped_in(self.lo, self.end)
+            return ONLY_NON_FINITE if dropped else None
+        total = 0.0
+        counted = False
+        if self.since <= track.born[first] <= track.times[first]:  # NaN (no `_created`) never is
+            total, counted = track.values[first], True
+        if stop - first >= 2:
+            total += track.run[stop - 1] - track.run[first]
+            counted = True
+        return total if counted else SECOND_SCRAPE
+
+    def gauge(self, spec: dialects.Gauge) -> float | Missing:
+        per_scrape: dict[float, list[float]] = {}
+        dropped = False
+        for _, track, first, stop in self._tracks(spec.metric):
+            dropped = dropped or track.dropped_in(self.lo, self.end) > 0
+            for k in range(first, stop):
+                per_scrape.setdefault(track.times[k], []).append(track.values[k])
+        if not per_scrape:
+            return ONLY_NON_FINITE if dropped else NO_SAMPLES
+        if spec.across == "sum":
+            combined = [sum(values) for values in per_scrape.values()]
+        else:
+            combined = [sum(values) / len(values) for values in per_scrape.values()]
+        return sum(combined) / len(combined)
+
+    def histogram(self, base: str) -> tuple[Bucket, ...] | Missing:
+        by_le: dict[float, list[float | Missing | None]] = {}
+        for labels, track, first, stop in self._tracks(f"{base}_bucket"):
+            bound = dict(labels).get("le")
+            if bound is None:
+                continue
+            increase = self._increase(track, first, stop)
+            by_le.setdefault(dialects.parse_le(bound), []).append(increase)
+        pairs: list[Bucket] = []
+        for le, increases in by_le.items():
+            total = _total(increases)
+            if isinstance(total, Missing):
+                return total
+            pairs.append((le, total))
+        return dialects.sorted_buckets(pairs) if pairs else NO_SAMPLES
+
+
+def _total(found: list[float | Missing | None]) -> float | Missing:
+    """The sum of the series' increases; None marks a series with no point in the window."""
+    present = [f for f in found if f is not None]
+    if not present:
+        return NO_SAMPLES
+    numbers = [f for f in present if not isinstance(f, Missing)]
+    if not numbers:
+        return present[0]
+    return sum(numbers)

@@ -1,0 +1,193 @@
+"""An engine's `/metrics`: fetched over the one HTTP layer, parsed by prometheus_client.
+
+`fetch()` gets the text (capped in size); `read_scrape()` keeps only the lines of the sample
+names the lane's figures need (a cheap split by name: most of an exposition is other
+histograms' buckets), parses those with `prometheus_client.parser`, and returns one `Scrape`.
+
+The classic text format is asked for, so names keep their colon (`vllm:x`). Without the
+`# TYPE` lines the library's parser keeps every sample under its own name (`x_total`,
+`x_bucket`, `x_created` as written); an OpenMetrics answer (`vllm_` names, `# EOF`,
+exemplars) reads the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from cockpit import dialects, promql
+from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
+
+LabelKey = tuple[tuple[str, str], ...]
+ENGINE_PREFIXES = ("vllm:", "sglang:", "vllm_", "sglang_")
+"""Engine sample names, also as escaped by an OpenMetrics answer (`vllm_...`)."""
+INFO_METRIC = "vllm:cache_config_info"
+SGLANG_CAPACITY = "sglang:max_total_num_tokens"
+IGNORED_MATCHERS = frozenset({"job", "instance"})
+"""Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
+CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+_SAMPLE_NAME = re.compile(r"[^{ \t]+")
+
+
+class ScrapeError(SourceError):
+    """A scrape that could not be read (the one-line reason says why)."""
+
+
+def label_key(labels: Mapping[str, str]) -> LabelKey:
+    return tuple(sorted(labels.items()))
+
+
+def created_name(sample_name: str) -> str:
+    """`x_total`, `x_bucket`, `x_sum`, `x_count` -> `x_created`."""
+    for suffix in ("_total", "_bucket", "_sum", "_count"):
+        if sample_name.endswith(suffix):
+            return sample_name[: -len(suffix)] + "_created"
+    return sample_name + "_created"
+
+
+def lane_matchers(selector: str) -> list[promql.Matcher]:
+    """The selector's matchers an engine's own labels can meet (not job/instance)."""
+    return [m for m in promql.parse_selector(selector) if m.name not in IGNORED_MATCHERS]
+
+
+@lru_cache(maxsize=8)
+def wanted_names(dialect: str, escaped: bool) -> frozenset[str]:
+    """The sample names the lane's figures read for this dialect."""
+    names = {SGLANG_CAPACITY, dialects.escape_name(SGLANG_CAPACITY)}
+    for spec in dialects.lane_specs(dialect, escaped).values():
+        names.update(dialects.required_metrics(spec))
+    return frozenset(names)
+
+
+@dataclass(slots=True)
+class Scrape:
+    """One exposition, reduced to what the figures need."""
+
+    names: frozenset[str]
+    """Every engine sample name it exposed (wanted or not)."""
+    dialect: str
+    samples: dict[str, dict[LabelKey, tuple[float, float]]] = field(default_factory=dict)
+    """Wanted sample name -> labels -> (value, the series' `_created` or NaN)."""
+    info: list[dict[str, str]] = field(default_factory=list)
+    """The label sets of vLLM's cache-config info metric (its KV capacity)."""
+
+
+def engine_lines(text: str) -> dict[str, list[str]]:
+    """The engine's sample lines by sample name; comments and other processes' samples are
+    left out."""
+    lines: dict[str, list[str]] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(ENGINE_PREFIXES):
+            name = _SAMPLE_NAME.match(line)
+            lines.setdefault(name.group() if name else line, []).append(line)
+    return lines
+
+
+def parse_samples(url: str, lines: Iterable[str]) -> list[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) of each sample line, by prometheus_client's parser."""
+    text = "\n".join(lines)
+    try:
+        return [
+            (sample.name, sample.labels, float(sample.value))
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        ]
+    except (ValueError, IndexError, TypeError) as exc:
+        raise ScrapeError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
+
+
+def read_scrape(
+    url: str,
+    text: str,
+    *,
+    dialect: str | None,
+    seen: frozenset[str],
+    keep: list[promql.Matcher],
+) -> Scrape:
+    """The figures' samples of one exposition (pure: safe to run off the event loop).
+
+    `dialect`: the lane's engine when forced (else detected from this scrape); `seen`: engine
+    names exposed by earlier scrapes (an OpenMetrics answer escapes them all or none);
+    `keep`: the lane's matchers: other series are not kept.
+    """
+    lines = engine_lines(text)
+    names = frozenset(lines)
+    try:
+        found = dialects.detect_dialect(names)  # each scrape: the port may change hands
+    except dialects.DialectError as exc:
+        raise ScrapeError(f"{url}: {exc}", engine_absent=True) from None
+    scrape = Scrape(names, dialect or found)
+    keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
+    info = {INFO_METRIC, dialects.escape_name(INFO_METRIC)}
+    parsed = {*keep_names, *(created_name(name) for name in keep_names), *info}
+    samples = parse_samples(url, (line for name in parsed for line in lines.get(name, ())))
+    created = {
+        (name, label_key(labels)): value
+        for name, labels, value in samples
+        if name.endswith("_created") and math.isfinite(value)
+    }
+    for name, labels, value in samples:
+        if name in info:
+            scrape.info.append(labels)
+        if name not in keep_names or not all(m.matches(labels) for m in keep):
+            continue
+        key = label_key(labels)
+        base = tuple(pair for pair in key if pair[0] != "le")
+        born = created.get((created_name(name), base), math.nan)
+        scrape.samples.setdefault(name, {})[key] = (value, born)
+    return scrape
+
+
+class Endpoint:
+    """One engine's /metrics over a kept-alive client; `fetch()` returns its text."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float,
+        verify: bool | str = True,
+        bearer: str | None = None,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.url = redact_url(url)
+        parts = urlsplit(url)
+        self._path = parts.path or "/"
+        self._params = dict(parse_qsl(parts.query))
+        root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+        # The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`.
+        self.client = HttpClient(
+            root, bearer=bearer, verify=verify, timeout=timeout, headers={"Accept": CLASSIC_TEXT}
+        )
+        self.max_bytes = max_bytes
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def fetch(self) -> str:
+        """The exposition text; ScrapeError with a one-line reason on failure."""
+        try:
+            reply = await self.client.get(self._path, self._params or None)
+        except SourceError as exc:
+            # Nothing listens there (yet): asked again at every refresh, without back-off.
+            refused = exc.connect_failed and "timed out" not in exc.reason
+            reason = exc.reason.replace(self.client.url, self.url, 1)
+            raise ScrapeError(reason, unreachable=exc.unreachable, engine_absent=refused) from None
+        if reply.status >= 400:
+            raise status_error(self.url, reply)
+        if len(reply.text) > self.max_bytes:
+            size = len(reply.text) / 1e6
+            raise ScrapeError(
+                f"{self.url}: answer of {size:.1f} MB refused (over the "
+                f"{self.max_bytes / 1e6:.0f} MB cap; a runaway label?)"
+            )
+        return reply.text
