@@ -11,14 +11,8 @@ from dataclasses import replace
 from typing import Any, Self
 
 import pytest
-from cockpit.widgets.roofline import (
-    Caption,
-    RooflinePane,
-    RoofPlot,
-    caption_at,
-    caption_lines,
-    decade_label,
-)
+from cockpit.widgets.roofline import Caption, RooflinePane, caption_at, caption_lines
+from cockpit.widgets.roofplot import RoofPlot, decade_label
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region, Size

@@ -1,40 +1,28 @@
-"""The mini roofline pane: the roofs on log-log axes, the lane's points, and a caption.
-
-It renders from a `RooflineView` only. The plot is a textual-plotext `PlotextPlot`, cleared and
-plotted again only when its `PlotSpec` changes: the roofs, the axes, the layout, the theme's
-colours, or a point moving to another spot of a grid finer than the plot's cells. A point
-moving a little within its spot draws nothing.
+"""The mini roofline pane: the plot (roofplot.py) above a caption, or the caption alone when
+the pane is too small to plot. It draws from a `RooflineView` only; an equal view draws
+nothing, and the caption lays the screen out again only when its number of lines changes.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from textual.app import ComposeResult, RenderResult
-from textual.color import Color
 from textual.content import Content
 from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual_plotext import PlotextPlot
-from textual_plotext.plot import Plot
 
 from cockpit.roofline import MeasuredPoint, OperatingPoints, RooflineView, RoofPoint
 from cockpit.roofline_table import intensity_text, rate_text, si
 
 from .pane import visible
+from .roofplot import TITLE_MIN_HEIGHT, RoofPlot
 
 __all__ = ["RooflinePane", "RooflineView", "caption_lines"]
 
 MIN_PLOT_WIDTH = 32
 MIN_PLOT_HEIGHT = 12
-TITLE_MIN_HEIGHT = 20
-"""Below this height the plot keeps the rows: no roofs line in the caption, no axis labels."""
 WIDE_CAPTION_WIDTH = 56
-
-LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
 
 ABOVE_ROOF = "  above the roof: check the hardware/model profile"
 ABOVE_ROOF_COMPACT = "above roof: check hw/model profile"
@@ -107,224 +95,6 @@ def caption_lines(
 
 def pane_title(view: RooflineView | None) -> str:
     return "Roofline" if view is None else f"Roofline · {view.hw.id} · {view.model.id}"
-
-
-# --- the plot ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Axes:
-    """Log10 ranges of the plot."""
-
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    y_hi: float
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One point as plotted: its letter, and its spot on the grid of the spec."""
-
-    letter: str
-    colour: tuple[int, int, int]
-    col: int
-    row: int
-
-
-@dataclass(frozen=True, slots=True)
-class PlotSpec:
-    """Everything the plot draws, points rounded to a grid twice as fine as the plot's cells:
-    equal specs draw the same plot."""
-
-    ridge: float
-    peak: float
-    bandwidth: float
-    """log10 of the ridge intensity, the peak FLOP/s and the bandwidth."""
-    axes: Axes
-    grid: Size
-    marks: tuple[Mark, ...]
-    x_ticks: int
-    x_label: str | None
-    """The axis labels, when the pane is tall enough for them."""
-    roof_colour: tuple[int, int, int]
-    ridge_colour: tuple[int, int, int]
-
-    def at(self, mark: Mark) -> tuple[float, float]:
-        """A mark's log10 coordinates."""
-        axes, grid = self.axes, self.grid
-        x = axes.x_lo + (axes.x_hi - axes.x_lo) * mark.col / grid.width
-        return x, axes.y_lo + (axes.y_hi - axes.y_lo) * mark.row / grid.height
-
-
-def plot_layout(pane: Size) -> tuple[bool, int]:
-    """What of the plot depends on the pane's size: axis labels, and how many x ticks fit."""
-    return pane.height >= TITLE_MIN_HEIGHT, max(2, pane.width // 6)
-
-
-def plot_spec(view: RooflineView, pane: Size, plot: Size, colours: dict[str, str]) -> PlotSpec:
-    """The spec of `view` in a pane and plot of these sizes, in the theme's `colours`."""
-    hw, plotted = view.hw, _plotted(view.points)
-    axes = _axes(view, plotted)
-    grid = Size(max(2 * plot.width, 1), max(2 * plot.height, 1))
-    labels, x_ticks = plot_layout(pane)
-    marks = tuple(
-        Mark(
-            LETTERS[name],
-            _theme_rgb(colours, name),
-            _spot(math.log10(point.intensity), axes.x_lo, axes.x_hi, grid.width),
-            _spot(math.log10(point.achieved_flops_per_s), axes.y_lo, axes.y_hi, grid.height),
-        )
-        for name, point in plotted
-    )
-    return PlotSpec(
-        math.log10(hw.ridge),
-        math.log10(hw.peak_flops),
-        math.log10(hw.bandwidth),
-        axes,
-        grid,
-        marks,
-        x_ticks,
-        f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
-        _theme_rgb(colours, "roof"),
-        _theme_rgb(colours, "ridge"),
-    )
-
-
-def _spot(value: float, lo: float, hi: float, steps: int) -> int:
-    """`value`'s nearest step between `lo` and `hi` (kept inside: a mark is never cut off)."""
-    return min(max(round((value - lo) / (hi - lo) * steps), 0), steps)
-
-
-def _plotted(points: OperatingPoints | None) -> list[tuple[str, RoofPoint]]:
-    if points is None:
-        return []
-    named: list[tuple[str, RoofPoint | None]] = [
-        ("prefill", points.prefill),
-        ("decode", points.decode),
-        ("measured", points.measured),
-    ]
-    return [
-        (name, point)
-        for name, point in named
-        if point is not None and math.isfinite(point.intensity) and point.flops > 0
-    ]
-
-
-def _axes(view: RooflineView, plotted: list[tuple[str, RoofPoint]]) -> Axes:
-    hw = view.hw
-    xs = [p.intensity for _, p in plotted] + [1.0, hw.ridge * 10]
-    ys = [math.log10(p.achieved_flops_per_s) for _, p in plotted]
-    x_lo = math.floor(math.log10(min(xs)))
-    x_hi = math.ceil(math.log10(max(xs)))
-    y_lo = min([math.log10(hw.bandwidth * 10.0**x_lo), *ys])
-    return Axes(x_lo, x_hi, math.floor(y_lo), _y_top(math.log10(hw.peak_flops), ys))
-
-
-def _y_top(peak: float, ys: list[float]) -> float:
-    """Twice the peak, or higher to keep a point above its roof in sight (a wrong profile is
-    shown as it is, not hidden). Rounded up to a half decade, so a point moving a little
-    up there does not rescale the plot at every refresh."""
-    top = peak + 0.3
-    highest = max(ys, default=top)
-    return top if highest <= top else math.ceil(2.0 * (highest + 0.05)) / 2.0
-
-
-_DECADE_PREFIXES = {0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
-
-
-def decade_label(exponent: int) -> str:
-    """`1`, `10`, `100`, `1k`, ... `100T`, `1P` for 10**exponent (0.1 and 0.01 below 1)."""
-    if exponent < 0:
-        return f"{10.0**exponent:g}"
-    thousands, rest = divmod(exponent, 3)
-    return f"{10**rest}{_DECADE_PREFIXES.get(thousands, f'e{3 * thousands}')}"
-
-
-def _decade_ticks(lo: float, hi: float, room: int) -> tuple[list[float], list[str]]:
-    """Ticks at whole decades, thinned until `room` of them fit."""
-    decades = list(range(math.ceil(lo), math.floor(hi) + 1))
-    step = max(1, math.ceil(len(decades) / max(room, 1)))
-    chosen = decades[::step]
-    return [float(d) for d in chosen], [decade_label(d) for d in chosen]
-
-
-_COLOURS = {
-    "roof": ("text-primary", "primary"),
-    "ridge": ("foreground-darken-3", "foreground"),
-    "prefill": ("text-warning", "warning"),
-    "decode": ("text-success", "success"),
-    "measured": ("text-secondary", "secondary"),
-}
-"""Theme variables each part is drawn in (the readable `text-*` shades first)."""
-
-
-def _theme_rgb(variables: dict[str, str], part: str) -> tuple[int, int, int]:
-    for name in _COLOURS[part]:
-        if name in variables:
-            rgb: tuple[int, int, int] = Color.parse(variables[name]).rgb
-            return rgb
-    return (255, 255, 255)
-
-
-def draw_spec(plt: Plot, spec: PlotSpec) -> None:
-    """Plot `spec` on a cleared plotext figure."""
-    axes = spec.axes
-    plt.plot(
-        [axes.x_lo, spec.ridge, axes.x_hi],
-        [spec.bandwidth + axes.x_lo, spec.peak, spec.peak],
-        marker="braille",
-        color=spec.roof_colour,
-    )
-    plt.vline(spec.ridge, spec.ridge_colour)
-    for mark in spec.marks:  # after the roofs: a letter is drawn over them
-        x, y = spec.at(mark)
-        plt.scatter([x], [y], marker=mark.letter, color=mark.colour)
-    plt.xlim(axes.x_lo, axes.x_hi)
-    plt.ylim(axes.y_lo, axes.y_hi)
-    plt.xticks(*_decade_ticks(axes.x_lo, axes.x_hi, room=spec.x_ticks))
-    plt.yticks(*_decade_ticks(axes.y_lo, axes.y_hi, room=6))
-    if spec.x_label is not None:
-        plt.xlabel(spec.x_label)
-        plt.ylabel("FLOP/s")
-
-
-class RoofPlot(PlotextPlot):
-    """The roofs and points, plotted again only when the spec at the current size changes."""
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        # "clear" leaves background and text to the pane's styles, which follow the app
-        # theme; the roofs and points take the theme's colours when plotted.
-        self.theme = "clear"
-        self.view: RooflineView | None = None
-        self.plotted: PlotSpec | None = None
-        """The spec plotext holds now."""
-
-    def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
-
-    def show(self, view: RooflineView | None) -> None:
-        self.view = view
-        if self.spec() != self.plotted:
-            self.refresh()
-
-    def spec(self) -> PlotSpec | None:
-        """The spec of the view at the pane's and plot's current sizes and theme."""
-        if self.view is None:
-            return None
-        pane = self.parent.outer_size if isinstance(self.parent, Widget) else self.outer_size
-        return plot_spec(self.view, pane, self.size, self.app.theme_variables)
-
-    def render(self) -> RenderResult:
-        spec = self.spec()
-        if spec != self.plotted:
-            self.plotted = spec
-            self.plt.clear_data()
-            self.plt.clear_figure()
-            if spec is not None:
-                draw_spec(self.plt, spec)
-        return super().render()
 
 
 def is_text_only(pane: Size) -> bool:

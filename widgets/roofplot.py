@@ -1,0 +1,221 @@
+"""The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext.
+
+A textual-plotext `PlotextPlot`, cleared and plotted again only when its `PlotSpec` changes:
+the roofs, the axes, the layout, the theme's colours, or a point moving to another spot of a
+grid finer than the plot's cells. A point moving a little within its spot draws nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from textual.app import RenderResult
+from textual.color import Color
+from textual.geometry import Size
+from textual.widget import Widget
+from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
+
+from cockpit.roofline import RooflineView, RoofPoint
+from cockpit.roofline_table import intensity_text
+
+TITLE_MIN_HEIGHT = 20
+"""Below this pane height the plot keeps the rows: no axis labels (and no roofs line in the
+caption)."""
+
+LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
+
+
+@dataclass(frozen=True, slots=True)
+class Axes:
+    """Log10 ranges of the plot."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One point as plotted: its letter, colour and log10 coordinates, rounded to a grid
+    twice as fine as the plot's cells, so that a point moving within its spot draws nothing."""
+
+    letter: str
+    colour: tuple[int, int, int]
+    x: float
+    y: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlotSpec:
+    """Everything the plot draws: equal specs draw the same plot."""
+
+    ridge: float
+    peak: float
+    bandwidth: float
+    """log10 of the ridge intensity, the peak FLOP/s and the bandwidth."""
+    axes: Axes
+    marks: tuple[Mark, ...]
+    x_ticks: int
+    x_label: str | None
+    """The axis labels, when the pane is tall enough for them."""
+    colours: tuple[tuple[int, int, int], tuple[int, int, int]]
+    """The roofs' and the ridge's."""
+
+
+def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str]) -> PlotSpec:
+    """The spec of `view` in a pane and plot of these sizes, in the theme's colours."""
+    hw, points = view.hw, view.points
+    named: list[tuple[str, RoofPoint | None]] = []
+    if points is not None:
+        named = [("prefill", points.prefill), ("decode", points.decode)]
+        named.append(("measured", points.measured))
+    plotted = [
+        (name, point)
+        for name, point in named
+        if point is not None and math.isfinite(point.intensity) and point.flops > 0
+    ]
+    axes = _axes(view, [point for _, point in plotted])
+    marks = tuple(
+        Mark(
+            LETTERS[name],
+            _theme_rgb(theme, name),
+            _rounded(math.log10(point.intensity), axes.x_lo, axes.x_hi, 2 * plot.width),
+            _rounded(math.log10(point.achieved_flops_per_s), axes.y_lo, axes.y_hi, 2 * plot.height),
+        )
+        for name, point in plotted
+    )
+    labels = pane.height >= TITLE_MIN_HEIGHT
+    return PlotSpec(
+        math.log10(hw.ridge),
+        math.log10(hw.peak_flops),
+        math.log10(hw.bandwidth),
+        axes,
+        marks,
+        max(2, pane.width // 6),
+        f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
+        (_theme_rgb(theme, "roof"), _theme_rgb(theme, "ridge")),
+    )
+
+
+def _rounded(value: float, lo: float, hi: float, steps: int) -> float:
+    """`value` at its nearest of `steps` steps from `lo` to `hi`, kept inside them."""
+    step = (hi - lo) / max(steps, 1)
+    return lo + step * min(max(round((value - lo) / step), 0), steps)
+
+
+def _axes(view: RooflineView, plotted: list[RoofPoint]) -> Axes:
+    hw = view.hw
+    xs = [p.intensity for p in plotted] + [1.0, hw.ridge * 10]
+    ys = [math.log10(p.achieved_flops_per_s) for p in plotted]
+    x_lo = math.floor(math.log10(min(xs)))
+    x_hi = math.ceil(math.log10(max(xs)))
+    y_lo = min([math.log10(hw.bandwidth * 10.0**x_lo), *ys])
+    return Axes(x_lo, x_hi, math.floor(y_lo), _y_top(math.log10(hw.peak_flops), ys))
+
+
+def _y_top(peak: float, ys: list[float]) -> float:
+    """Twice the peak, or higher to keep a point above its roof in sight (a wrong profile is
+    shown as it is, not hidden). Rounded up to a half decade, so a point moving a little
+    up there does not rescale the plot at every refresh."""
+    top = peak + 0.3
+    highest = max(ys, default=top)
+    return top if highest <= top else math.ceil(2.0 * (highest + 0.05)) / 2.0
+
+
+_DECADE_PREFIXES = {0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
+
+
+def decade_label(exponent: int) -> str:
+    """`1`, `10`, `100`, `1k`, ... `100T`, `1P` for 10**exponent (0.1 and 0.01 below 1)."""
+    if exponent < 0:
+        return f"{10.0**exponent:g}"
+    thousands, rest = divmod(exponent, 3)
+    return f"{10**rest}{_DECADE_PREFIXES.get(thousands, f'e{3 * thousands}')}"
+
+
+def _decade_ticks(lo: float, hi: float, room: int) -> tuple[list[float], list[str]]:
+    """Ticks at whole decades, thinned until `room` of them fit."""
+    decades = list(range(math.ceil(lo), math.floor(hi) + 1))
+    step = max(1, math.ceil(len(decades) / max(room, 1)))
+    chosen = decades[::step]
+    return [float(d) for d in chosen], [decade_label(d) for d in chosen]
+
+
+_COLOURS = {
+    "roof": ("text-primary", "primary"),
+    "ridge": ("foreground-darken-3", "foreground"),
+    "prefill": ("text-warning", "warning"),
+    "decode": ("text-success", "success"),
+    "measured": ("text-secondary", "secondary"),
+}
+"""Theme variables each part is drawn in (the readable `text-*` shades first)."""
+
+
+def _theme_rgb(variables: dict[str, str], part: str) -> tuple[int, int, int]:
+    for name in _COLOURS[part]:
+        if name in variables:
+            rgb: tuple[int, int, int] = Color.parse(variables[name]).rgb
+            return rgb
+    return (255, 255, 255)
+
+
+def draw_spec(plt: Plot, spec: PlotSpec) -> None:
+    """Plot `spec` on a cleared plotext figure."""
+    axes = spec.axes
+    plt.plot(
+        [axes.x_lo, spec.ridge, axes.x_hi],
+        [spec.bandwidth + axes.x_lo, spec.peak, spec.peak],
+        marker="braille",
+        color=spec.colours[0],
+    )
+    plt.vline(spec.ridge, spec.colours[1])
+    for mark in spec.marks:  # after the roofs: a letter is drawn over them
+        plt.scatter([mark.x], [mark.y], marker=mark.letter, color=mark.colour)
+    plt.xlim(axes.x_lo, axes.x_hi)
+    plt.ylim(axes.y_lo, axes.y_hi)
+    plt.xticks(*_decade_ticks(axes.x_lo, axes.x_hi, room=spec.x_ticks))
+    plt.yticks(*_decade_ticks(axes.y_lo, axes.y_hi, room=6))
+    if spec.x_label is not None:
+        plt.xlabel(spec.x_label)
+        plt.ylabel("FLOP/s")
+
+
+class RoofPlot(PlotextPlot):
+    """The roofs and points, plotted again only when the spec at the current size changes."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # "clear" leaves background and text to the pane's styles, which follow the app
+        # theme; the roofs and points take the theme's colours when plotted.
+        self.theme = "clear"
+        self.view: RooflineView | None = None
+        self.plotted: PlotSpec | None = None
+        """The spec plotext holds now."""
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
+
+    def show(self, view: RooflineView | None) -> None:
+        self.view = view
+        if self.is_mounted and self.spec() != self.plotted:
+            self.refresh()
+
+    def spec(self) -> PlotSpec | None:
+        """The spec of the view at the pane's and plot's current sizes and theme."""
+        if self.view is None:
+            return None
+        pane = self.parent.outer_size if isinstance(self.parent, Widget) else self.outer_size
+        return plot_spec(self.view, pane, self.size, self.app.theme_variables)
+
+    def render(self) -> RenderResult:
+        spec = self.spec()
+        if spec != self.plotted:
+            self.plotted = spec
+            self.plt.clear_data()
+            self.plt.clear_figure()
+            if spec is not None:
+                draw_spec(self.plt, spec)
+        return super().render()
