@@ -26,15 +26,17 @@ from cockpit.roofline import LaneLoad
 
 # --- formatting ---------------------------------------------------------------------------
 
-_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+"""Metric prefixes, largest first: one set for tokens, bytes and FLOPs (`1 GB/s`, `1.2 G`)."""
 
 
-def si(value: float, digits: int = 4) -> str:
-    """`13.96 B`, `75.6 M`, `1.107 B`: `digits` significant figures, trailing zeros dropped."""
-    for scale, suffix in _SCALES:
-        if abs(value) >= scale:
-            return f"{_significant(value / scale, digits)} {suffix}"
-    return _significant(value, digits)
+def si(value: float, digits: int = 4, unit: str = "") -> str:
+    """`13.96 G`, `75.6 M`, `1 GB/s`, `950 B/s`: `digits` significant figures, trailing zeros
+    dropped, the metric prefix on the unit."""
+    for scale, prefix in SI_PREFIXES:
+        if abs(value) >= scale * (1 - 0.5 * 10.0**-digits):  # 999,999 is `1 M`, not `1,000 k`
+            return f"{_significant(value / scale, digits)} {prefix}{unit}"
+    return f"{_significant(value, digits)} {unit}".rstrip()
 
 
 def _significant(value: float, digits: int) -> str:
@@ -63,11 +65,11 @@ def format_value(value: float | None, unit: Unit) -> str:
     if unit == "tok/s":
         return f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s"
     if unit == "flop/s":
-        return f"{si(value)}FLOP/s"
+        return si(value, unit="FLOP/s")
     if unit == "bytes/s":
-        return f"{si(value)}B/s"
+        return si(value, unit="B/s")
     if unit == "bytes":
-        return f"{si(value)}B"
+        return si(value, unit="B")
     return f"{value:,.3g}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from cockpit.figures import SI_PREFIXES
 from cockpit.profiles import hardware_profiles, model_profiles
 from cockpit.roofline import (
     DecodePoint,
@@ -15,7 +16,6 @@ from cockpit.roofline import (
 )
 from cockpit.specs import roof_for
 
-_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 LABEL_WIDTH = 20
 
 
@@ -23,7 +23,7 @@ def si(value: float, unit: str) -> str:
     """Three significant digits with a metric prefix: `33.2 TFLOP`, `16.1 GB`."""
     if not math.isfinite(value):
         return f"∞ {unit}"
-    for scale, prefix in _PREFIXES:
+    for scale, prefix in SI_PREFIXES:
         if abs(value) >= scale * 0.9995:
             return f"{_three_digits(value / scale)} {prefix}{unit}"
     return f"{_three_digits(value)} {unit}"
@@ -39,7 +39,8 @@ def _three_digits(value: float) -> str:
 
 
 def params_text(params: float) -> str:
-    """Parameter counts the way model cards write them: `8.03B`, `671B`."""
+    """Parameter counts the way model cards write them: `8.03B`, `671B` (the one place a
+    count keeps the word billion: it names a model's size and always reads `params`)."""
     return f"{_three_digits(params / 1e9)}B"
 
 

@@ -41,7 +41,7 @@ def ledger(counts: TokenCounts = SEED_LEDGER, **extra: object) -> LedgerTotals:
 def test_seed_ledger_table() -> None:
     f = ledger_figures(ledger())
     assert f["prompt_tokens"].value == 13_960_000_000
-    assert format_value(f["prompt_tokens"].value, "tokens") == "13.96 B"
+    assert format_value(f["prompt_tokens"].value, "tokens") == "13.96 G"
     assert format_value(f["cache_read_share"].value, "share") == "84.5%"
     assert f["fresh_prefill_tokens"].value == 2_170_000_000
     assert format_value(f["prompt_output"].value, "ratio") == "185 : 1"
@@ -224,7 +224,7 @@ def test_measured_point_only_when_counters_move() -> None:
 @pytest.mark.parametrize(
     ("value", "unit", "text"),
     [
-        (1.107e9, "tokens", "1.107 B"),
+        (1.107e9, "tokens", "1.107 G"),
         (20.9e6, "tokens", "20.9 M"),
         (19_464, "tokens", "19,464"),
         (0.916, "share", "91.6%"),
@@ -233,6 +233,14 @@ def test_measured_point_only_when_counters_move() -> None:
         (36.7e-6, "seconds", "37 µs"),
         (0.0, "seconds", "0.0 ms"),
         (None, "tokens", "—"),
+        (1e9, "bytes/s", "1 GB/s"),
+        (950.0, "bytes/s", "950 B/s"),
+        (1.6e9, "flop/s", "1.6 GFLOP/s"),
+        (3.2e15, "flop/s", "3.2 PFLOP/s"),
+        (25e9, "bytes", "25 GB"),
+        (999_999.0, "bytes", "1 MB"),
+        (12_500.0, "tok/s", "12.5 k tok/s"),
+        (2.4e6, "tok/s", "2.4 M tok/s"),
     ],
 )
 def test_formatting(value: float | None, unit: str, text: str) -> None:

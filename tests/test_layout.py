@@ -35,10 +35,11 @@ def test_fill_height_takes_the_room_left_within_limits() -> None:
     assert fill_height(room=3, visible=10, low=7, high=None) == 7
 
 
-def test_hits_and_queries_share_one_scale() -> None:
-    assert hits_of_queries(6_720_000, 7_284_000) == "6.720 / 7.284 M"
-    assert hits_of_queries(12_300_000, 123_400_000) == "12.3 / 123.4 M"
-    assert hits_of_queries(999_000_000, 1_200_000_000) == "0.999 / 1.200 B"
+def test_hits_and_queries_each_carry_their_own_prefix() -> None:
+    assert hits_of_queries(571_000, 1_040_000) == "571 k / 1.04 M"
+    assert hits_of_queries(6_720_000, 7_284_000) == "6.72 M / 7.28 M"
+    assert hits_of_queries(12_300_000, 123_400_000) == "12.3 M / 123 M"
+    assert hits_of_queries(999_000_000, 1_200_000_000) == "999 M / 1.2 G"
     assert hits_of_queries(13_464, 15_134) == "13,464 / 15,134"
 
 

@@ -66,7 +66,7 @@ def test_hit_rate_bands_are_red_under_70_and_green_over_90(hits: float, tone: st
 def test_cache_gauge_shows_hits_over_queries_and_the_ledger_share() -> None:
     view = cache_view(lane_snapshot(), ledger_snapshot())
     shown = rows(view)
-    assert shown["Hits / queries"].value == "18.32 / 20.00 M"
+    assert shown["Hits / queries"].value == "18.3 M / 20 M"
     # ledger: 30 M cache read of 33 M prompt tokens
     assert shown["Ledger cache-read share"].value == f"{30 / 33 * 100:.1f}%"
 

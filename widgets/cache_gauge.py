@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cockpit.figures import format_value
+from cockpit.figures import format_value, si
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import (
@@ -57,18 +57,11 @@ def _hits_row(engine: Source) -> Row:
     return Row(label, hits_of_queries(hits, queries), stale=engine.stale)
 
 
-PAIR_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
-"""The suffixes `format_value` uses for token counts, largest first."""
-
-
 def hits_of_queries(hits: float, queries: float) -> str:
-    """`6.720 / 7.284 M`: one scale and the same decimals for both, so the two line up."""
-    for scale, suffix in PAIR_SCALES:
-        if queries >= scale:
-            whole_digits = len(f"{int(queries / scale)}")
-            decimals = max(0, 4 - whole_digits)
-            return f"{hits / scale:,.{decimals}f} / {queries / scale:,.{decimals}f} {suffix}"
-    return f"{format_value(hits, 'tokens')} / {format_value(queries, 'tokens')}"
+    """`571 k / 1.04 M`: each number with its own prefix; exact counts below a million."""
+    if queries < 1e6:
+        return f"{format_value(hits, 'tokens')} / {format_value(queries, 'tokens')}"
+    return f"{si(hits, 3)} / {si(queries, 3)}"
 
 
 def cache_view(
