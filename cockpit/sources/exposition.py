@@ -31,7 +31,7 @@ INFO_METRIC = "vllm:cache_config_info"
 SGLANG_CAPACITY = "sglang:max_total_num_tokens"
 IGNORED_MATCHERS = frozenset({"job", "instance"})
 """Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
-MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_RESPONSE_BYTES = 16_000_000
 """A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
 CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _SAMPLE_NAME = re.compile(r"[^{ \t]+")
@@ -188,6 +188,6 @@ class Endpoint:
             size = len(reply.text) / 1e6
             raise ScrapeError(
                 f"{self.url}: answer of {size:.1f} MB refused (over the "
-                f"{self.max_bytes / 1e6:.0f} MB cap; a runaway label?)"
+                f"{self.max_bytes / 1e6:g} MB cap; a runaway label?)"
             )
         return reply.text

@@ -32,7 +32,7 @@ from cockpit.sources.exposition import (
 
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
-MAX_BUFFER_BYTES = 16 * 1024 * 1024
+MAX_BUFFER_BYTES = 16_000_000
 
 
 class ScrapeSource:
@@ -104,7 +104,7 @@ class ScrapeSource:
         if not self.buffer.fits(series):
             raise ScrapeError(
                 f"{self.url}: {series} series kept: over the buffer's "
-                f"{self.buffer.max_bytes / 1e6:.0f} MB bound (narrow the lane's selector)"
+                f"{self.buffer.max_bytes / 1e6:g} MB bound (narrow the lane's selector)"
             )
         self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
