@@ -18,7 +18,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from cockpit.demo.hermes import SimulatedHermes
-from cockpit.demo.lane import LOOPBACK, PRESETS, LanePreset, SimulatedLane
+from cockpit.demo.lane import LOOPBACK, SimulatedLane
+from cockpit.demo.lane_presets import PRESETS, LanePreset
 from cockpit.demo.prometheus import DemoPrometheus
 
 if TYPE_CHECKING:
