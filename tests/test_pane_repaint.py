@@ -3,11 +3,11 @@ outside text (names, reasons) as the text it is: no markup, no control character
 
 from __future__ import annotations
 
-from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment, visible
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from cockpit.model import FRESH, Freshness
+from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment, visible
 from tests.screentext import screen_text
 from tests.test_roofline_pane import Counting
 

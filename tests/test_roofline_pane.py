@@ -11,8 +11,6 @@ from dataclasses import replace
 from typing import Any, Self
 
 import pytest
-from cockpit.widgets.roofline import Caption, RooflinePane, caption_at, caption_lines
-from cockpit.widgets.roofplot import RoofPlot, decade_label
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region, Size
@@ -21,6 +19,8 @@ from textual_plotext import PlotextPlot
 
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import LaneLoad, RooflineView, operating_points
+from cockpit.widgets.roofline import Caption, RooflinePane, caption_at, caption_lines
+from cockpit.widgets.roofplot import RoofPlot, decade_label
 from tests.screentext import screen_text
 
 H100 = find_hardware("h100")

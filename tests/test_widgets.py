@@ -7,6 +7,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from textual.app import App, ComposeResult
+
+from cockpit.figures import lane_figures, ledger_figures
+from cockpit.model import FRESH, Freshness
+from cockpit.profiles import find_hardware, find_model
+from cockpit.roofline import RooflineView, operating_points
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
 from cockpit.widgets.cache_gauge import cache_view
@@ -16,13 +23,6 @@ from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
-from textual.app import App, ComposeResult
-
-from cockpit.figures import lane_figures, ledger_figures
-from cockpit.model import FRESH, Freshness
-from cockpit.profiles import find_hardware, find_model
-from cockpit.roofline import RooflineView, operating_points
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from tests.test_app_feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
 
 

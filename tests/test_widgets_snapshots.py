@@ -42,7 +42,7 @@ class PaneApp(App[None]):
     def __init__(self, pane: Widget, show: Callable[[], None]) -> None:
         super().__init__()
         self.pane = pane
-        self._show = show
+        self.show_pane = show
 
     def compose(self) -> ComposeResult:
         yield self.pane
@@ -51,7 +51,7 @@ class PaneApp(App[None]):
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = "cockpit-dark"
-        self._show()
+        self.show_pane()
 
 
 STALE = Freshness("stale", since=EVAL_AT, reason="connection refused")
