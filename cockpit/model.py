@@ -173,7 +173,8 @@ class LedgerTotals:
     total: TokenCounts
     by_source: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
     by_model: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
-    """Main-loop usage per model, provider prefix stripped."""
+    """Main-loop usage per `provider/model` (the model's own prefix stripped; the model alone
+    where the ledger has no provider)."""
     model_basis: Literal["session_model_usage", "sessions.model"] = "sessions.model"
     """`session_model_usage` is exact; `sessions.model` credits a session to its first model."""
     by_profile: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
@@ -187,6 +188,8 @@ class LedgerTotals:
     queries: tuple[str, ...] = ()
     """The SQL that produced these totals, for provenance."""
     first_started_at: float | None = None
+    skipped: Mapping[str, int] = field(default_factory=frozen_map)
+    """Rows that could not be read and are not in the sums: `"sessions: <why>"` -> rows."""
 
 
 # --- the lane ---------------------------------------------------------------------------

@@ -156,7 +156,7 @@ class HermesLikeWriter:
         ]
 
 
-# --- the oracle: a full recount with plain SQL -----------------------------------------------
+# --- the oracle: a full recount, row by row in Python ---------------------------------------
 
 
 @dataclass
@@ -165,87 +165,124 @@ class Recount:
     by_source: dict[str, tuple[int, ...]]
     by_profile: dict[str, tuple[int, ...]]
     by_model_sessions: dict[str, tuple[int, ...]]
+    """Keyed `provider/model` (the model's last `/` part), or the model alone without one."""
     by_model_usage: dict[str, tuple[int, ...]] | None
     side_calls: tuple[int, ...] | None
+    skipped: dict[str, int]
+    """`table: why` -> rows that can't be read (a counter not a whole number, or negative;
+    a session without a numeric start, whatever the window)."""
 
 
-_SUMS = (
-    "COUNT(*), SUM(COALESCE(api_call_count, 0)), SUM(COALESCE(input_tokens, 0)), "
-    "SUM(COALESCE(cache_read_tokens, 0)), SUM(COALESCE(cache_write_tokens, 0)), "
-    "SUM(COALESCE(output_tokens, 0)), SUM(COALESCE(reasoning_tokens, 0))"
-)
+SESSION_COUNTERS = ("api_call_count", *COUNTERS)
 
 
-def _short(model: str | None) -> str:
-    return model.split("/")[-1] if model else "unknown"
+def _short(model: object) -> str:
+    return str(model).split("/")[-1] or "unknown" if model else "unknown"
 
 
-def _fold(
-    rows: list[tuple[object, ...]], key: Callable[[object], str]
-) -> dict[str, tuple[int, ...]]:
-    out: dict[str, list[int]] = {}
-    for row in rows:
-        vector = out.setdefault(key(row[0]), [0] * 7)
-        for index, value in enumerate(row[1:]):
-            vector[index] += int(value or 0)  # type: ignore[call-overload]
-    return {name: tuple(vector) for name, vector in out.items() if any(vector)}
+def _key(provider: object, model: object) -> str:
+    return f"{provider}/{_short(model)}" if provider else _short(model)
+
+
+def _why(values: tuple[object, ...]) -> str | None:
+    if any(v is not None and type(v) is not int for v in values):
+        return "a token count that is not a whole number"
+    if any(type(v) is int and v < 0 for v in values):
+        return "a negative token count"
+    return None
+
+
+def _add(groups: dict[str, list[int]], key: str, values: tuple[object, ...]) -> None:
+    vector = groups.setdefault(key, [0] * 7)
+    vector[0] += 1
+    for index, value in enumerate(values, start=1):
+        vector[index] += int(value or 0)  # type: ignore[call-overload]
+
+
+def _tuples(groups: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+    return {key: tuple(vector) for key, vector in sorted(groups.items()) if any(vector)}
+
+
+def recount(path: Path, low: float, high: float, profile: str = "default") -> Recount:
+    """Everything a tailer reports for (low, high], from scratch, on a fresh connection."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+
+        def column(name: str) -> str:
+            return name if name in columns else "NULL"
+
+        conn.execute("BEGIN")  # one snapshot for every query below
+        sessions = conn.execute(
+            f"SELECT id, started_at, source, {column('profile_name')}, {column('model')}, "
+            f"{column('billing_provider')}, "
+            + ", ".join(column(name) for name in SESSION_COUNTERS)
+            + " FROM sessions"
+        ).fetchall()
+        usage_rows = []
+        if "session_model_usage" in tables:
+            usage_rows = conn.execute(
+                "SELECT session_id, model, billing_provider, task, "
+                + ", ".join(SESSION_COUNTERS)
+                + " FROM session_model_usage"
+            ).fetchall()
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    groups: dict[str, dict[str, list[int]]] = {
+        name: {} for name in ("total", "source", "profile", "model")
+    }
+    skipped: dict[str, int] = {}
+    inside: set[object] = set()
+    for sid, started, source, prof, model, provider, *values in sessions:
+        if type(started) not in (int, float):
+            skipped["sessions: no start time"] = skipped.get("sessions: no start time", 0) + 1
+            continue
+        if not low < started <= high:
+            continue
+        inside.add(sid)
+        why = _why(tuple(values))
+        if why:
+            skipped[f"sessions: {why}"] = skipped.get(f"sessions: {why}", 0) + 1
+            continue
+        _add(groups["total"], "", tuple(values))
+        _add(groups["source"], str(source) if source else "unknown", tuple(values))
+        _add(groups["profile"], str(prof) if prof else profile, tuple(values))
+        _add(groups["model"], _key(provider, model), tuple(values))
+    usage: dict[str, tuple[int, ...]] | None = None
+    side: tuple[int, ...] | None = None
+    if "session_model_usage" in tables:
+        usage, side = _fold_usage([row for row in usage_rows if row[0] in inside], skipped)
+    return Recount(
+        total=tuple(groups["total"].get("", [0] * 7)),
+        by_source=_tuples(groups["source"]),
+        by_profile=_tuples(groups["profile"]),
+        by_model_sessions=_tuples(groups["model"]),
+        by_model_usage=usage,
+        side_calls=side,
+        skipped=skipped,
+    )
 
 
 def _fold_usage(
-    rows: list[tuple[object, ...]],
+    rows: list[tuple[object, ...]], skipped: dict[str, int]
 ) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
-    """Main-loop usage per short model name and side calls, sessions counted once each."""
+    """Main-loop usage per provider/model and side calls, sessions counted once each."""
     sessions: dict[str, set[object]] = {}
     sums: dict[str, list[int]] = {}
-    for session_id, model, task, *values in rows:
-        name = _short(str(model)) if task == "" else "\0side"
+    for session_id, model, provider, task, *values in rows:
+        why = _why(tuple(values))
+        if why:
+            key = f"session_model_usage: {why}"
+            skipped[key] = skipped.get(key, 0) + 1
+            continue
+        name = _key(provider, model) if not task else "\0side"
         sessions.setdefault(name, set()).add(session_id)
         vector = sums.setdefault(name, [0] * 6)
         for index, value in enumerate(values):
             vector[index] += int(value)  # type: ignore[call-overload]
     folded = {name: (len(sessions[name]), *vector) for name, vector in sums.items()}
     side = folded.pop("\0side", (0,) * 7)
-    return {k: v for k, v in folded.items() if any(v)}, side
-
-
-def recount(path: Path, low: float, high: float, profile: str = "default") -> Recount:
-    """Everything a tailer reports for (low, high], from scratch, on a fresh connection."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-        window = "started_at > ? AND started_at <= ?"
-        conn.execute("BEGIN")  # one snapshot for every query below
-        total = conn.execute(f"SELECT {_SUMS} FROM sessions WHERE {window}", (low, high)).fetchone()
-        by_source = conn.execute(
-            f"SELECT source, {_SUMS} FROM sessions WHERE {window} GROUP BY source", (low, high)
-        ).fetchall()
-        profile_col = "profile_name" if "profile_name" in columns else "NULL"
-        by_profile = conn.execute(
-            f"SELECT {profile_col}, {_SUMS} FROM sessions WHERE {window} GROUP BY 1", (low, high)
-        ).fetchall()
-        by_model = conn.execute(
-            f"SELECT model, {_SUMS} FROM sessions WHERE {window} GROUP BY model", (low, high)
-        ).fetchall()
-        usage: dict[str, tuple[int, ...]] | None = None
-        side: tuple[int, ...] | None = None
-        if "session_model_usage" in tables:
-            rows = conn.execute(
-                "SELECT u.session_id, u.model, u.task, u.api_call_count, u.input_tokens, "
-                "u.cache_read_tokens, u.cache_write_tokens, u.output_tokens, u.reasoning_tokens "
-                "FROM session_model_usage u JOIN sessions s ON s.id = u.session_id "
-                "WHERE s.started_at > ? AND s.started_at <= ?",
-                (low, high),
-            ).fetchall()
-            usage, side = _fold_usage(rows)
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-    return Recount(
-        total=tuple(int(v or 0) for v in total),
-        by_source=_fold(by_source, lambda s: str(s)),
-        by_profile=_fold(by_profile, lambda p: str(p) if p else profile),
-        by_model_sessions=_fold(by_model, lambda m: _short(m)),  # type: ignore[arg-type]
-        by_model_usage=usage,
-        side_calls=side,
-    )
+    return {k: v for k, v in sorted(folded.items()) if any(v)}, side

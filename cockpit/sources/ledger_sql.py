@@ -1,0 +1,235 @@
+"""The SQL the ledger tailer runs: read-only SELECTs and PRAGMA reads, nothing that writes.
+
+Every statement returns rows of one layout (see `Col`), tagged by kind:
+
+- `M` mark: the highest rowid and the first `started_at`, in the statement's own snapshot;
+- `R` one session row, `V` one session_model_usage row (of a session read as `R`);
+- `S` sessions summed per (source, profile, model, provider, problem);
+- `U` session_model_usage summed per (model, provider, main loop?, problem).
+
+Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
+is negative, or a session without a numeric `started_at`, makes the row unreadable; the reason
+travels with the row (NULL when it is fine) so the tailer skips and counts it. Sums use
+`TOTAL()`, which never overflows (SUM raises past 2**63); they are exact below 2**53.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("api_calls", "api_call_count"),
+    ("input", "input_tokens"),
+    ("cache_read", "cache_read_tokens"),
+    ("cache_write", "cache_write_tokens"),
+    ("output", "output_tokens"),
+    ("reasoning", "reasoning_tokens"),
+)
+"""TokenCounts field -> the column that holds it, in TokenCounts order after `sessions`."""
+
+NO_START = "no start time"
+NOT_WHOLE = "a token count that is not a whole number"
+NEGATIVE = "a negative token count"
+
+
+class Col(IntEnum):
+    """Column positions in every row the tailer reads."""
+
+    KIND = 0
+    ROWID = 1
+    """R: the session's rowid; V: its session's rowid; M: the highest rowid."""
+    SOURCE = 2
+    PROFILE = 3
+    MODEL = 4
+    PROVIDER = 5
+    MAIN = 6
+    """V, U: the main loop (task ''), not a side call."""
+    STARTED = 7
+    """R: started_at; M: the first started_at."""
+    CLOSED = 8
+    """R: ended_at is set."""
+    PROBLEM = 9
+    """Why the row can't be read, or NULL."""
+    COUNT = 10
+    """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
+    VALUES = 11
+    """The counters start here, in COUNTER_COLUMNS order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """What this ledger's tables hold (older schemas lack columns and tables)."""
+
+    columns: frozenset[str]
+    usage_columns: frozenset[str]
+    has_usage: bool
+    version: int | None
+    journal_mode: str
+    schema_cookie: int
+
+    @property
+    def usage_has_task(self) -> bool:
+        return "task" in self.usage_columns
+
+
+Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Any]]]
+
+
+async def read_schema(fetch: Fetch) -> Schema | None:
+    """The schema, or None when there is no `sessions` table."""
+    tables = {str(row[0]) for row in await fetch(_TABLES, ())}
+    if "sessions" not in tables:
+        return None
+    columns = frozenset(str(row[1]) for row in await fetch("PRAGMA table_info(sessions)", ()))
+    usage: frozenset[str] = frozenset()
+    if "session_model_usage" in tables:
+        rows = await fetch("PRAGMA table_info(session_model_usage)", ())
+        usage = frozenset(str(row[1]) for row in rows)
+    version = None
+    if "schema_version" in tables:
+        rows = await fetch("SELECT MAX(version) FROM schema_version", ())
+        version = rows[0][0] if rows and isinstance(rows[0][0], int) else None
+    mode = await fetch("PRAGMA journal_mode", ())
+    cookie = await fetch("PRAGMA schema_version", ())
+    return Schema(
+        columns=columns,
+        usage_columns=usage,
+        has_usage={"session_id", "model"} <= usage,
+        version=version,
+        journal_mode=str(mode[0][0]) if mode else "",
+        schema_cookie=int(cookie[0][0]),
+    )
+
+
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+VERSIONS = "SELECT * FROM pragma_data_version, pragma_schema_version"
+
+IN_RANGE = "s.started_at > ? AND s.started_at <= ?"
+"""Started in (start, stop]: a started_at that is not a number is never inside."""
+KNOWN_CLOSED = "s.rowid <= ? AND s.rowid NOT IN (SELECT value FROM json_each(?))"
+"""Read before and closed then (parameters: the highest rowid read, the open rowids as JSON)."""
+CHANGED = "(s.rowid > ? OR s.rowid IN (SELECT value FROM json_each(?)))"
+"""Added since, or open when last read (the same parameters)."""
+OPEN = "s.ended_at IS NULL"
+
+
+# --- pieces ----------------------------------------------------------------------------------
+
+
+def _counters(present: frozenset[str], alias: str) -> list[str | None]:
+    """`alias.column` per counter, None where this schema lacks the column."""
+    return [f"{alias}.{column}" if column in present else None for _, column in COUNTER_COLUMNS]
+
+
+def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
+    """Why a row can't be read (SQL text), NULL when it can."""
+    columns = [c for c in _counters(present, alias) if c is not None]
+    cases = []
+    if start:
+        cases.append(f"WHEN typeof(s.started_at) NOT IN ('integer', 'real') THEN '{NO_START}'")
+    if columns:
+        not_whole = " OR ".join(f"typeof({c}) NOT IN ('integer', 'null')" for c in columns)
+        negative = " OR ".join(f"{c} < 0" for c in columns)
+        cases += [f"WHEN {not_whole} THEN '{NOT_WHOLE}'", f"WHEN {negative} THEN '{NEGATIVE}'"]
+    return f"CASE {' '.join(cases)} END" if cases else "NULL"
+
+
+def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
+    values = [f"COALESCE({c}, 0)" if c else "0" for c in _counters(present, alias)]
+    if named:
+        values = [f"{value} AS c{index}" for index, value in enumerate(values)]
+    return ", ".join(values)
+
+
+_VALUE_NAMES = ", ".join(f"c{index}" for index in range(len(COUNTER_COLUMNS)))
+
+
+def _totals(present: frozenset[str], alias: str) -> str:
+    return ", ".join(f"TOTAL({c})" if c else "0" for c in _counters(present, alias))
+
+
+def _optional(schema: Schema, column: str) -> str:
+    return f"s.{column}" if column in schema.columns else "NULL"
+
+
+def _usage_optional(schema: Schema, column: str) -> str:
+    return f"u.{column}" if column in schema.usage_columns else "''"
+
+
+def _main(schema: Schema) -> str:
+    return "(u.task = '' OR u.task IS NULL)" if schema.usage_has_task else "1"
+
+
+def _short_model(column: str) -> str:
+    """The last `/` part of a model name, as `model_name` does in Python."""
+    return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
+
+
+_MARK = (
+    "SELECT 'M', (SELECT MAX(rowid) FROM sessions), NULL, NULL, NULL, NULL, NULL, "
+    "(SELECT MIN(started_at) FROM sessions), NULL, NULL, 0, 0, 0, 0, 0, 0, 0"
+)
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+def rows_statement(schema: Schema, where: str) -> str:
+    """The mark, the sessions `where` selects (on `s`), and their usage rows: one snapshot."""
+    chosen = (
+        "WITH chosen AS MATERIALIZED (SELECT s.rowid AS rid, s.id AS id, s.source AS source, "
+        f"{_optional(schema, 'profile_name')} AS profile, {_optional(schema, 'model')} AS model, "
+        f"{_optional(schema, 'billing_provider')} AS provider, s.started_at AS started, "
+        f"s.ended_at IS NOT NULL AS closed, {_problem(schema.columns, 's', start=True)} AS p, "
+        f"{_values(schema.columns, 's', named=True)} FROM sessions AS s WHERE {where}) "
+    )
+    parts = [
+        _MARK,
+        "SELECT 'R', rid, source, profile, model, provider, NULL, started, closed, p, 1, "
+        f"{_VALUE_NAMES} FROM chosen",
+    ]
+    if schema.has_usage:
+        provider = _usage_optional(schema, "billing_provider")
+        parts.append(
+            f"SELECT 'V', c.rid, NULL, NULL, u.model, {provider}, "
+            f"{_main(schema)}, NULL, NULL, {_problem(schema.usage_columns, 'u', start=False)}, 1, "
+            f"{_values(schema.usage_columns, 'u')} "
+            "FROM chosen AS c JOIN session_model_usage AS u ON u.session_id = c.id"
+        )
+    return chosen + " UNION ALL ".join(parts)
+
+
+def session_groups(schema: Schema, where: str) -> str:
+    """Sessions `where` selects, summed per (source, profile, model, provider, problem)."""
+    return (
+        f"SELECT 'S', NULL, s.source, {_optional(schema, 'profile_name')}, "
+        f"{_optional(schema, 'model')}, {_optional(schema, 'billing_provider')}, NULL, NULL, 1, "
+        f"{_problem(schema.columns, 's', start=False)} AS p, COUNT(*), "
+        f"{_totals(schema.columns, 's')} FROM sessions AS s WHERE {where} GROUP BY 3, 4, 5, 6, p"
+    )
+
+
+def usage_groups(schema: Schema, where: str) -> str:
+    """Usage of the sessions `where` selects: per short model and provider for the main loop,
+    all side calls together; sessions counted once per group."""
+    main = _main(schema)
+    model = f"CASE WHEN {main} THEN {_short_model('u.model')} ELSE '' END"
+    provider = f"CASE WHEN {main} THEN {_usage_optional(schema, 'billing_provider')} ELSE '' END"
+    problem = _problem(schema.usage_columns, "u", start=False)
+    count = f"CASE WHEN {problem} IS NULL THEN COUNT(DISTINCT u.session_id) ELSE COUNT(*) END"
+    return (
+        f"SELECT 'U', NULL, NULL, NULL, {model} AS m, {provider} AS v, {main} AS k, NULL, NULL, "
+        f"{problem} AS p, {count}, {_totals(schema.usage_columns, 'u')} FROM sessions AS s "
+        f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} GROUP BY m, v, k, p"
+    )
+
+
+def startless_count() -> str:
+    """Known-closed sessions whose started_at is not a number (NULL, text or a blob)."""
+    return (
+        "SELECT COUNT(*) FROM sessions AS s WHERE (s.started_at IS NULL OR s.started_at >= '') "
+        f"AND {KNOWN_CLOSED}"
+    )
