@@ -191,3 +191,12 @@ async def test_an_answer_over_the_size_cap_is_refused_with_its_reason(served: st
     assert str(refused.value) == (
         f"{served}: answer of 0.1 MB refused (over the 0.01 MB cap; a runaway label?)"
     )
+
+
+def test_a_selected_label_value_with_quotes_and_backslashes_is_kept() -> None:
+    text = fixture_text("metrics_real.txt").replace('model_name="tiny"', 'model_name="ti\\"n\\\\y"')
+    source = ScrapeSource(URL, selector='{model_name="ti\\"n\\\\y"}')
+    source.ingest(text, 1000.0)
+    read = source.totals("l", "", 60, 1000.0)
+    assert read.values["running"] == total(text, "vllm:num_requests_running")
+    assert read.values["kv_usage"] == total(text, "vllm:kv_cache_usage_perc")

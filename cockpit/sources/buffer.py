@@ -102,6 +102,12 @@ class Track:
     def empty(self) -> bool:
         return not self.times and not self.dropped
 
+    @property
+    def last_seen(self) -> float:
+        """When the series last appeared (with a finite value or not)."""
+        seen = [column[-1] for column in (self.times, self.dropped) if column]
+        return max(seen, default=-math.inf)
+
 
 Samples = Mapping[str, Mapping[LabelKey, tuple[float, float]]]
 """Sample name -> labels -> (value, `_created` or NaN), as one scrape read them."""
@@ -185,12 +191,11 @@ class Buffer:
         """Let go of the series last seen before `before` (no window read reaches them)."""
         for family in self.series.values():
             for labels, track in list(family.items()):
-                last = track.times[-1] if track.times else -math.inf
-                if last < before:
+                if track.last_seen < before:
                     del family[labels]
                     self.points -= len(track.times)
                     self.tracks -= 1
-                    self.complete_since = max(self.complete_since, last)
+                    self.complete_since = max(self.complete_since, track.last_seen)
 
     def matching(
         self, name: str, matchers: Iterable[promql.Matcher]
@@ -261,8 +266,11 @@ class Window:
                 at = bisect_left(track.times, self.lo)
                 if at < len(track.times) and track.times[at] == watched:
                     births.append(track.born[at])
-        if births and all(self.start <= born <= watched for born in births):
-            return min(births)  # one engine start inside the window, every series from it
+        # One engine start inside the window, every series counted from it (and nothing let
+        # go since: a series evicted after that start would be missing from the totals).
+        earliest = max(self.start, self.buffer.complete_since)
+        if births and all(earliest <= born <= watched for born in births):
+            return min(births)
         return watched
 
     def coverage(self) -> tuple[float | None, str]:

@@ -128,8 +128,17 @@ def read_scrape(
     scrape = Scrape(names, dialect or found)
     keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
     info = {INFO_METRIC, dialects.escape_name(INFO_METRIC)}
-    parsed = {*keep_names, *(created_name(name) for name in keep_names), *info}
-    samples = parse_samples(url, (line for name in parsed for line in lines.get(name, ())))
+    series = {*keep_names, *(created_name(name) for name in keep_names)}
+    written = [_written(m) for m in keep if m.op == "=" and m.value]
+    chosen = [
+        line
+        for name in series
+        for line in lines.get(name, ())
+        if all(label in line for label in written)  # cheap: the parser is the costly part
+    ]
+    samples = parse_samples(
+        url, [*chosen, *(line for name in info for line in lines.get(name, ()))]
+    )
     created = {
         (name, label_key(labels)): value
         for name, labels, value in samples
@@ -145,6 +154,12 @@ def read_scrape(
         born = created.get((created_name(name), base), math.nan)
         scrape.samples.setdefault(name, {})[key] = (value, born)
     return scrape
+
+
+def _written(matcher: promql.Matcher) -> str:
+    """How an equality matcher's label appears in the exposition text: `name="value"`."""
+    value = matcher.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'{matcher.name}="{value}"'
 
 
 class Endpoint:

@@ -129,7 +129,7 @@ class ScrapeSource:
         return self.totals(lane, selector, window_s, end)
 
     def totals(self, lane: str, selector: str, window_s: float, end: float | None) -> LaneTotals:
-        """Pure over the buffer: the lane's raw totals over [end - window, end]."""
+        """The lane's raw totals over [end - window, end], from the buffer alone."""
         dialect = self.dialect or "vllm"
         end = self.buffer.scrapes[-1] if end is None and self.buffer.scrapes else end
         end = time.time() if end is None else end
