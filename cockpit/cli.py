@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
-import gc
 import json
-import os
 import re
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit import __version__
 from cockpit.config import (
@@ -28,13 +22,9 @@ from cockpit.config import (
     closest,
     parse_config,
 )
+from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
-
-if TYPE_CHECKING:
-    from cockpit.app import CockpitApp
-    from cockpit.head_start import HeadStart
-    from cockpit.poller import LaneFeed, LedgerFeed
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -333,7 +323,7 @@ def _require_sources(config: Config) -> None:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    def setup() -> _Setup:
+    def setup() -> Setup:
         config = effective_config(args)
         _require_sources(config)
         at = replay_time(args, config.lanes)
@@ -342,145 +332,9 @@ def command_run(args: argparse.Namespace) -> int:
         from cockpit.feeds import build_feeds
 
         lanes, ledger = build_feeds(config, first_lane=args.lane)
-        return _Setup(config, lanes, ledger, at, args.refresh)
+        return Setup(config, lanes, ledger, at, args.refresh)
 
-    return _run_cockpit(*_start_cockpit(setup))
-
-
-class _Setup(NamedTuple):
-    """What the cockpit runs on: its config, feeds, the moment replayed and the refresh."""
-
-    config: Config
-    lanes: Sequence[LaneFeed]
-    ledger: LedgerFeed | None
-    replay_at: float | None = None
-    refresh_s: float | None = None
-    notice: str = ""
-    """Said once when the cockpit starts (why `cockpit demo --prometheus` has no Prometheus)."""
-
-
-def _start_cockpit(setup: Callable[[], _Setup]) -> tuple[CockpitApp, HeadStart]:
-    """The app, its first reads started before the UI is loaded (see cockpit/head_start.py),
-    all with the garbage collector paused (see `_collector_paused`)."""
-    with _collector_paused():
-        config, lanes, ledger, replay_at, refresh_s, notice = setup()
-        from cockpit.head_start import HeadStart, build_pollers
-
-        refresh_s = refresh_s or config.refresh_s
-        pollers = build_pollers(config, lanes, ledger, refresh_s, replay_at)
-        head = HeadStart(pollers, config.window, config.ledger_window or config.window).start()
-        from cockpit.app import make_app  # Textual loads while the first reads are out
-
-        app = make_app(
-            config,
-            lanes,
-            ledger,
-            replay_at=replay_at,
-            refresh_s=refresh_s,
-            head_start=head,
-            notice=notice,
-        )
-    return app, head
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The garbage collector off while the cockpit starts, then what start-up built frozen.
-
-    Start-up builds a few hundred thousand objects that live as long as the process (modules,
-    classes, styles) and frees few, so collecting while it runs only scans them again and
-    again: ~170 collections, ~38 ms before the first frame. Once the app is built they are
-    frozen, never scanned again, at start-up or at idle, and the collector is on again (if it
-    was). The few cycles start-up left as garbage (~100 KB) are frozen with them, once: a
-    collection to free them would cost ~18 ms."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        if was_on:
-            gc.enable()
-
-
-def _run_cockpit(
-    app: CockpitApp, head: HeadStart, last_words: Callable[[], None] | None = None
-) -> int:
-    with _quit_on_hangup(app, last_words):
-        try:
-            app.run(loop=head.handover())
-        finally:
-            head.close()  # what still runs on the loop ends here, under the stall watchdog
-    return app.return_code or 0
-
-
-STALL_S = 10.0
-"""After SIGTERM or a hang-up, how long the clean exit may take before the process ends itself."""
-LAST_WORDS_S = 3.0
-"""Of what is left when it does, how long the demo's simulators get to stop before they are
-killed and their folder removed."""
-
-
-@contextlib.contextmanager
-def _quit_on_hangup(
-    app: CockpitApp, last_words: Callable[[], None] | None = None
-) -> Iterator[None]:
-    """SIGTERM or a closed terminal (SIGHUP) quits the app the normal way, so feeds close and
-    the demo removes its temporary files, instead of the process dying where it stands.
-
-    Should that exit stall for `STALL_S` seconds, `last_words` (the demo's clean-up) runs and
-    the process ends itself: a cockpit whose terminal is gone must not live on unseen."""
-    armed: list[threading.Timer] = []
-
-    def quit_app(signum: int, frame: object) -> None:
-        if signum == signal.SIGHUP:
-            _let_go_of_terminal()
-        if not armed:
-            armed.append(_end_if_stalled(128 + signum, last_words))
-        exit_app = functools.partial(app.exit, return_code=128 + signum)
-        try:
-            # A handler runs between two steps of the loop's select(); only a wake-up through
-            # the loop's own pipe makes it act now rather than at its next timer.
-            asyncio.get_running_loop().call_soon_threadsafe(exit_app)
-        except RuntimeError:  # the app is not running yet (or any more)
-            exit_app()
-
-    previous = {sig: signal.signal(sig, quit_app) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for timer in armed:
-            timer.cancel()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _let_go_of_terminal() -> None:
-    """The terminal hung up. The kernel sends SIGCONT with SIGHUP, which Textual answers by
-    restarting its output thread on the dead terminal: that thread dies on its first write and
-    the exit then blocks forever on its full queue. So no restart, and output to /dev/null."""
-    signal.signal(signal.SIGCONT, signal.SIG_DFL)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for fd in (sys.__stdout__, sys.__stderr__):
-            if fd is not None:
-                os.dup2(devnull, fd.fileno())
-    finally:
-        os.close(devnull)
-
-
-def _end_if_stalled(code: int, last_words: Callable[[], None] | None) -> threading.Timer:
-    def end() -> None:
-        try:
-            if last_words is not None:
-                last_words()
-        finally:
-            os._exit(code)
-
-    timer = threading.Timer(STALL_S, end)
-    timer.daemon = True
-    timer.start()
-    return timer
+    return run_app(build_app(setup))
 
 
 def command_demo(args: argparse.Namespace) -> int:
@@ -488,7 +342,7 @@ def command_demo(args: argparse.Namespace) -> int:
 
     simulators = DemoProcess.start(prometheus=args.prometheus)
 
-    def setup() -> _Setup:
+    def setup() -> Setup:
         import cockpit.app  # noqa: F401  Textual loads while the simulators start on another core
         from cockpit.feeds import build_feeds
 
@@ -496,12 +350,11 @@ def command_demo(args: argparse.Namespace) -> int:
         hardware, models = _profiles()
         config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
         lanes, ledger = build_feeds(config)
-        return _Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note)
+        return Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note)
 
     try:
-        app, head = _start_cockpit(setup)
-        last_words = functools.partial(simulators.stop, timeout=LAST_WORDS_S)
-        return _run_cockpit(app, head, last_words=last_words)
+        app = build_app(setup)
+        return run_app(app, last_words=functools.partial(simulators.stop, timeout=LAST_WORDS_S))
     except DemoProcessError as error:
         print(f"cockpit demo: {error}", file=sys.stderr)
         return 1

@@ -10,12 +10,13 @@ comes back is fresh within two refreshes while the heavy query still backs off.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from cockpit.figures import LaneFigures, LedgerFigures, Prices, lane_figures, ledger_figures
-from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals
+from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals, SourceFailure
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.timeutil import parse_duration
@@ -55,7 +56,7 @@ class LaneFeed(Protocol):
         ...
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
-        """Window totals ending at `end` (None = now); raises with a one-line reason."""
+        """Window totals ending at `end` (None = now); raises SourceFailure with the reason."""
         ...
 
     async def close(self) -> None: ...
@@ -65,7 +66,7 @@ class LedgerFeed(Protocol):
     """The agent ledger(s), as the app sees them."""
 
     async def read(self, window_s: float, end: float | None) -> LedgerTotals:
-        """Totals of sessions started in the window; raises with a one-line reason."""
+        """Totals of sessions started in the window; raises SourceFailure with the reason."""
         ...
 
     async def close(self) -> None: ...
@@ -111,19 +112,18 @@ def warning_note(warnings: tuple[str, ...]) -> str:
     return f"server warning: {first}{more}"
 
 
-def _unreachable(error: BaseException) -> bool:
-    """The read never reached the source (the feed's error says so with `unreachable`)."""
-    return getattr(error, "unreachable", False) is True
-
-
-def _engine_absent(error: BaseException) -> bool:
-    """The lane's engine is not up (yet); its source is fine (see SourceError)."""
-    return getattr(error, "engine_absent", False) is True
-
-
-def _retry_after(error: BaseException) -> float | None:
-    value = getattr(error, "retry_after", None)
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+def as_failure(error: Exception) -> SourceFailure:
+    """The error as a SourceFailure: itself, or its message with no retry hints."""
+    if isinstance(error, SourceFailure):
+        return error
+    # TRANSITION: sources whose errors don't derive from SourceFailure yet keep their hints.
+    retry_after = getattr(error, "retry_after", None)
+    return SourceFailure(
+        failure_reason(error),
+        float(retry_after) if isinstance(retry_after, int | float) else None,
+        unreachable=getattr(error, "unreachable", False) is True,
+        engine_absent=getattr(error, "engine_absent", False) is True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,47 +136,66 @@ class Clocks:
 
 TotalsT = TypeVar("TotalsT", LaneTotals, LedgerTotals)
 FiguresT = TypeVar("FiguresT", LaneFigures, LedgerFigures)
+SnapshotT = TypeVar("SnapshotT", LaneSnapshot, LedgerSnapshot)
 
 
 @dataclass(frozen=True, slots=True)
-class _Good(Generic[TotalsT, FiguresT]):
+class Good(Generic[TotalsT, FiguresT]):
+    """A read that worked: its totals, their figures, and when (wall time) it was made."""
+
     totals: TotalsT
     figures: FiguresT
     read_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome(Generic[TotalsT, FiguresT]):
-    good: _Good[TotalsT, FiguresT] | None
-    freshness: Freshness
-    latency_s: float | None
+class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
+    """Read timing, last good result per window, failure streak and back-off of one feed.
 
-
-class _Tracker(Generic[TotalsT, FiguresT]):
-    """Read timing, last good result per window, failure streak and back-off."""
+    A subclass says how totals become figures and how a cycle's outcome becomes a snapshot."""
 
     def __init__(
         self,
         read: Callable[[float, float | None], Awaitable[TotalsT]],
-        compute: Callable[[TotalsT], FiguresT],
         refresh_s: float,
-        clocks: Clocks,
+        *,
+        replay_at: float | None,
+        clocks: Clocks | None,
         max_delay_s: float,
-        probe: Callable[[], Awaitable[bool]] | None = None,
+        probe: Callable[[], Awaitable[bool]] | None,
     ) -> None:
-        self._clocks = clocks
-        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
-        self._compute: Callable[[TotalsT], FiguresT] = compute
-        self._probe = probe
+        self.replay_at = replay_at
         self.backoff = Backoff(refresh_s, max_delay_s)
-        self._good: dict[tuple[str, str | None], _Good[TotalsT, FiguresT]] = {}
+        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
+        self._clocks = clocks or Clocks()
+        self._probe = probe
+        self._good: dict[tuple[str, str | None], Good[TotalsT, FiguresT]] = {}
         """Last good read per (window, scope): a model filter's figures are not the lane's."""
         self._failing_since: float | None = None
-        self._failure: tuple[str, float] | None = None
+        self._failure: tuple[str, float | None] | None = None
         """The last failure's reason and latency, while failing."""
         self._unreachable = False
         self._retry_at = 0.0
         """When (monotonic) the backed-off full read is due."""
+
+    @abstractmethod
+    def figures(self, totals: TotalsT) -> FiguresT: ...
+
+    @abstractmethod
+    def snapshot(
+        self,
+        window: str,
+        good: Good[TotalsT, FiguresT] | None,
+        freshness: Freshness,
+        latency_s: float | None,
+    ) -> SnapshotT: ...
+
+    def scope(self) -> str | None:
+        """What part of the source is read (a model filter): good reads are kept per scope."""
+        return None
+
+    @property
+    def failures(self) -> int:
+        return self.backoff.failures
 
     @property
     def probing(self) -> bool:
@@ -190,78 +209,57 @@ class _Tracker(Generic[TotalsT, FiguresT]):
             return min(self.backoff.delay, self.backoff.refresh_s)
         return self.backoff.delay
 
-    async def run(
-        self, window: str, end: float | None, scope: str | None = None
-    ) -> _Outcome[TotalsT, FiguresT]:
-        key = (window, scope)
+    async def cycle(self, window: str) -> SnapshotT:
+        """One read of `window` (or one probe while the source is unreachable), as a snapshot."""
+        key = (window, self.scope())
         if self.probing and self._clocks.monotonic() < self._retry_at:
             assert self._probe is not None
             if not await self._probe():
-                return self._still_failing(key)
+                reason, latency = self._failure or ("unreachable", None)
+                return self._failing(window, key, reason, latency)
             self.backoff.succeeded()  # it answers again: whatever comes next starts afresh
-        window_s = parse_duration(window)
         started = self._clocks.monotonic()
         try:
-            totals = await self._read(window_s, end)
-        # The feed is the I/O boundary: every source raises its own error types, each with a
-        # one-line message. Whatever it is, the user sees that message and the app goes on.
+            totals = await self._read(parse_duration(window), self.replay_at)
+        # The feed is the I/O boundary and raises SourceFailure; anything else is a bug in it,
+        # shown all the same (its message, read again later) rather than ending the polling.
         except Exception as error:
             latency = self._clocks.monotonic() - started
-            return self._failed(key, error, latency)
+            return self._failed(window, key, as_failure(error), latency)
         latency = self._clocks.monotonic() - started
-        good = _Good(totals, self._compute(totals), self._clocks.wall())
+        good = Good(totals, self.figures(totals), self._clocks.wall())
         self._good[key] = good
-        self._failing_since = None
-        self._failure = None
-        self._unreachable = False
+        self._failing_since, self._failure, self._unreachable = None, None, False
         self.backoff.succeeded()
-        return _Outcome(good, FRESH, latency)
+        return self.snapshot(window, good, FRESH, latency)
 
     def _failed(
-        self, key: tuple[str, str | None], error: Exception, latency: float
-    ) -> _Outcome[TotalsT, FiguresT]:
+        self, window: str, key: tuple[str, str | None], error: SourceFailure, latency: float
+    ) -> SnapshotT:
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
-        if _engine_absent(error):
+        if error.engine_absent:
             self.backoff.succeeded()  # asking each refresh costs nothing: no back-off
         else:
-            self.backoff.failed(_retry_after(error))
-        self._unreachable = _unreachable(error)
+            retry_after = error.retry_after
+            self.backoff.failed(retry_after if retry_after and retry_after > 0 else None)
+        self._unreachable = error.unreachable
         self._retry_at = self._clocks.monotonic() + self.backoff.delay
         reason = failure_reason(error)
         self._failure = (reason, latency)
-        return self._failing(key, reason, latency)
-
-    def _still_failing(self, key: tuple[str, str | None]) -> _Outcome[TotalsT, FiguresT]:
-        """A probe found the source still unreachable: the last failure's outcome again."""
-        reason, latency = self._failure or ("unreachable", None)
-        return self._failing(key, reason, latency)
+        return self._failing(window, key, reason, latency)
 
     def _failing(
-        self, key: tuple[str, str | None], reason: str, latency: float | None
-    ) -> _Outcome[TotalsT, FiguresT]:
+        self, window: str, key: tuple[str, str | None], reason: str, latency: float | None
+    ) -> SnapshotT:
         good = self._good.get(key)
         if good is None:
-            return _Outcome(None, Freshness("missing", reason=reason), latency)
-        return _Outcome(good, Freshness("stale", since=self._failing_since, reason=reason), latency)
+            return self.snapshot(window, None, Freshness("missing", reason=reason), latency)
+        stale = Freshness("stale", since=self._failing_since, reason=reason)
+        return self.snapshot(window, good, stale, latency)
 
 
-class _Polling(Generic[TotalsT, FiguresT]):
-    """What the app asks of any poller between cycles."""
-
-    _tracker: _Tracker[TotalsT, FiguresT]
-
-    @property
-    def delay(self) -> float:
-        """Seconds to wait before the next cycle."""
-        return self._tracker.delay
-
-    @property
-    def failures(self) -> int:
-        return self._tracker.backoff.failures
-
-
-class LanePoller(_Polling[LaneTotals, LaneFigures]):
+class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
     """Refresh cycles of one lane feed."""
 
     def __init__(
@@ -273,24 +271,29 @@ class LanePoller(_Polling[LaneTotals, LaneFigures]):
         clocks: Clocks | None = None,
         max_delay_s: float = MAX_DELAY_S,
     ) -> None:
-        self.feed = feed
-        self.replay_at = replay_at
-        self._tracker: _Tracker[LaneTotals, LaneFigures] = _Tracker(
+        super().__init__(
             feed.read,
-            self._figures,
             refresh_s,
-            clocks or Clocks(),
-            max_delay_s,
-            getattr(feed, "probe", None),
+            replay_at=replay_at,
+            clocks=clocks,
+            max_delay_s=max_delay_s,
+            probe=getattr(feed, "probe", None),
         )
+        self.feed = feed
 
-    def _figures(self, totals: LaneTotals) -> LaneFigures:
+    def figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens)
 
-    async def cycle(self, window: str) -> LaneSnapshot:
-        outcome = await self._tracker.run(window, self.replay_at, self.feed.model_filter)
-        good = outcome.good
-        freshness = outcome.freshness
+    def scope(self) -> str | None:
+        return self.feed.model_filter
+
+    def snapshot(
+        self,
+        window: str,
+        good: Good[LaneTotals, LaneFigures] | None,
+        freshness: Freshness,
+        latency_s: float | None,
+    ) -> LaneSnapshot:
         if freshness.state == "ok" and good is not None and good.totals.warnings:
             freshness = Freshness("ok", reason=warning_note(good.totals.warnings))
         return LaneSnapshot(
@@ -301,7 +304,7 @@ class LanePoller(_Polling[LaneTotals, LaneFigures]):
             hardware=self.feed.hardware,
             model=self.feed.model,
             freshness=freshness,
-            latency_s=outcome.latency_s,
+            latency_s=latency_s,
             updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
             gpus=self.feed.gpus,
@@ -309,7 +312,7 @@ class LanePoller(_Polling[LaneTotals, LaneFigures]):
         )
 
 
-class LedgerPoller(_Polling[LedgerTotals, LedgerFigures]):
+class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
     """Refresh cycles of the agent ledger feed."""
 
     def __init__(
@@ -322,30 +325,33 @@ class LedgerPoller(_Polling[LedgerTotals, LedgerFigures]):
         clocks: Clocks | None = None,
         max_delay_s: float = MAX_DELAY_S,
     ) -> None:
+        super().__init__(
+            feed.read,
+            refresh_s,
+            replay_at=replay_at,
+            clocks=clocks,
+            max_delay_s=max_delay_s,
+            probe=getattr(feed, "probe", None),
+        )
         self.feed = feed
         self.prices = prices or Prices()
-        self.replay_at = replay_at
-        self._tracker: _Tracker[LedgerTotals, LedgerFigures] = _Tracker(
-            feed.read,
-            self._figures,
-            refresh_s,
-            clocks or Clocks(),
-            max_delay_s,
-            getattr(feed, "probe", None),
-        )
 
-    def _figures(self, totals: LedgerTotals) -> LedgerFigures:
+    def figures(self, totals: LedgerTotals) -> LedgerFigures:
         return ledger_figures(totals, self.prices)
 
-    async def cycle(self, window: str) -> LedgerSnapshot:
-        outcome = await self._tracker.run(window, self.replay_at)
-        good = outcome.good
+    def snapshot(
+        self,
+        window: str,
+        good: Good[LedgerTotals, LedgerFigures] | None,
+        freshness: Freshness,
+        latency_s: float | None,
+    ) -> LedgerSnapshot:
         return LedgerSnapshot(
             window=window,
             totals=good.totals if good else None,
             figures=good.figures if good else None,
-            freshness=outcome.freshness,
-            latency_s=outcome.latency_s,
+            freshness=freshness,
+            latency_s=latency_s,
             updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
         )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from cockpit.config import Config, LaneConfig
-from cockpit.model import LaneTotals, LedgerTotals, TokenCounts, frozen_map
+from cockpit.model import LaneTotals, LedgerTotals, SourceFailure, TokenCounts, frozen_map
 from cockpit.poller import Clocks
 from cockpit.roofline import Hardware, ModelProfile
 
@@ -147,7 +147,7 @@ class ScriptedLedgerFeed:
         self.closed = True
 
 
-class SourceDown(Exception):
+class SourceDown(SourceFailure):
     """What a real source raises: a one-line reason."""
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cockpit import __version__
-from cockpit.cli import _collector_paused, _Setup, _start_cockpit, main
+from cockpit.cli import main
+from cockpit.lifecycle import Setup, build_app, collector_paused
 from tests.conftest import REPO
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -222,18 +223,17 @@ def test_the_cockpit_starts_with_the_collector_off_then_freezes_what_start_up_bu
 
     collecting_during_setup: list[bool] = []
 
-    def setup() -> _Setup:
+    def setup() -> Setup:
         collecting_during_setup.append(gc.isenabled())
-        return _Setup(config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed())
+        return Setup(config("lane-a"), [ScriptedLaneFeed()], ScriptedLedgerFeed())
 
     frozen_before = gc.get_freeze_count()
     try:
-        _, head = _start_cockpit(setup)
-        head.close()
+        app = build_app(setup)
+        assert app.lane_name == "lane-a"
         assert collecting_during_setup == [False]
         assert gc.isenabled()
         assert gc.get_freeze_count() > frozen_before
-        assert head.lane_read is not None and head.ledger_read is not None  # reads started
     finally:
         gc.unfreeze()
 
@@ -250,7 +250,7 @@ def test_a_start_up_that_fails_turns_the_collector_back_on(tmp_path: Path) -> No
 def test_the_pause_leaves_a_collector_that_was_off_off() -> None:
     gc.disable()
     try:
-        with _collector_paused():
+        with collector_paused():
             pass
         assert not gc.isenabled()
     finally:

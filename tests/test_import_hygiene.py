@@ -1,17 +1,22 @@
-"""The core never imports Textual: only the app, its screens and driver, the panes and the
-themes do."""
+"""The core never imports Textual: only the app, its screens, the panes and the themes do; and
+nothing uses a private part of Textual, plotext or rich."""
 
 from __future__ import annotations
 
 import ast
-import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import textual
+from textual.app import App
+from textual.screen import Screen
+from textual.widget import Widget
+
 REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "cockpit"
-ALLOWED = {CORE / "app.py", CORE / "screens.py", CORE / "driver.py"}
+ALLOWED = {CORE / "app.py", CORE / "screens.py"}
 UI_PACKAGES = {"widgets", "themes"}
 """cockpit.widgets and cockpit.themes (linked into cockpit/ for the type checker) are UI."""
 
@@ -81,34 +86,78 @@ def test_importing_the_app_does_load_textual() -> None:
     assert result.stdout.strip() == "True"
 
 
-def _loaded_after_building(urls: dict[str, str]) -> str:
-    """Which of httpx / urllib.request the cockpit has imported once its app and feeds for
-    these lanes (name -> `prometheus` or `metrics_url` URL) are built."""
-    lanes = "".join(
-        f"- name: {name}\n  {'metrics_url' if 'metrics' in url else 'prometheus'}: {url}\n"
-        for name, url in urls.items()
+# --- no private API of a dependency ---------------------------------------------------------
+
+PACKAGE_FILES = sorted(
+    path for folder in ("cockpit", "widgets", "themes") for path in (REPO / folder).rglob("*.py")
+)
+PRIVATE_IMPORT = re.compile(
+    r"^\s*(from\s+(textual|plotext|rich|textual_plotext)(\.\w+)*\._\w*\s+import"
+    r"|import\s+(textual|plotext|rich|textual_plotext)(\.\w+)*\._)",
+    re.MULTILINE,
+)
+PRIVATE_ACCESS = re.compile(r"\b(plt|self\.app|self\.screen|app|screen)\.(_[a-z]\w*)")
+"""An underscore name read off plotext, the app or a screen (our own live on our classes)."""
+
+
+def textual_private_names() -> set[str]:
+    """The private attributes of Textual's App, Screen and Widget (and what they inherit):
+    named in a widget or app of ours, they would read or replace Textual's own."""
+    root = Path(textual.__file__).parent
+    names: set[str] = set()
+    for name in ("app.py", "screen.py", "widget.py", "dom.py", "message_pump.py", "driver.py"):
+        names.update(re.findall(r"self\.(_[a-z]\w*)", (root / name).read_text(encoding="utf-8")))
+    for cls in (App, Screen, Widget):
+        names.update(name for name in dir(cls) if re.fullmatch(r"_[a-z]\w*", name))
+    return names
+
+
+def private_uses(path: Path, textual_names: set[str]) -> list[str]:
+    """`file:line: what` for each private import or private attribute of a dependency."""
+    text = path.read_text(encoding="utf-8")
+    ui = re.search(r"^\s*(from|import)\s+(textual|textual_plotext|plotext)\b", text, re.MULTILINE)
+    found: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if PRIVATE_IMPORT.match(line):
+            found.append(f"{path.name}:{number}: {PRIVATE_IMPORT.match(line).group(0).strip()}")  # type: ignore[union-attr]
+            continue
+        names = {match.group(2) for match in PRIVATE_ACCESS.finditer(line)}
+        if ui and not re.match(r"\s*(from|import)\s", line):
+            names.update(name for name in re.findall(r"\.(_[a-z]\w*)\b", line)
+                         if name in textual_names)  # fmt: skip
+        found.extend(f"{path.name}:{number}: .{name}" for name in sorted(names))
+    return found
+
+
+def test_no_private_api_of_textual_plotext_or_rich() -> None:
+    names = textual_private_names()
+    uses = [use for path in PACKAGE_FILES for use in private_uses(path, names)]
+    assert uses == []
+
+
+def test_the_private_api_check_sees_each_kind(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from textual._xterm_parser import XTermParser\n"
+        "import plotext._utility\n"
+        "from rich._loop import loop_last\n"
+        "from textual.widget import Widget\n"
+        "class Pane(Widget):\n"
+        "    def f(self, plt):\n"
+        "        self._dirty_regions.clear()\n"
+        "        self._tooltip = None\n"
+        "        self.screen._compositor\n"
+        "        plt._figure\n"
+        "        self._own_name = 1\n",
+        encoding="utf-8",
     )
-    code = (
-        "import sys\n"
-        "import cockpit.app\n"
-        "from cockpit.config import parse_config\n"
-        "from cockpit.feeds import build_feeds\n"
-        f"build_feeds(parse_config({'lanes:' + chr(10) + lanes!r}, 'test'))\n"
-        "print(sorted(m for m in ('httpx', 'urllib.request') if m in sys.modules))\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, env=env
-    )
-    return result.stdout.strip()
-
-
-def test_plain_http_lanes_start_without_httpx() -> None:
-    """httpx (and urllib.request with http.client and email) costs ~50 ms of start-up; the
-    light client needs none of it."""
-    urls = {"a": "http://127.0.0.1:9090", "b": "http://127.0.0.1:8000/metrics"}
-    assert _loaded_after_building(urls) == "[]"
-
-
-def test_a_tls_lane_loads_httpx() -> None:
-    assert "httpx" in _loaded_after_building({"a": "https://prometheus.example:9090"})
+    uses = private_uses(sample, textual_private_names())
+    assert [use.split(": ", 1)[1] for use in uses] == [
+        "from textual._xterm_parser import",
+        "import plotext._",
+        "from rich._loop import",
+        "._dirty_regions",
+        "._tooltip",
+        "._compositor",
+        "._figure",
+    ]

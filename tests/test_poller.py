@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cockpit.model import SourceFailure
 from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, failure_reason
-from cockpit.sources.prometheus import SourceError
 from tests.test_app_feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -25,10 +25,8 @@ class Wall:
         return self.now
 
 
-class RateLimited(Exception):
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"429 too many requests, retry after {retry_after:.0f} s")
-        self.retry_after = retry_after
+def rate_limited(retry_after: float) -> SourceFailure:
+    return SourceFailure(f"429 too many requests, retry after {retry_after:.0f} s", retry_after)
 
 
 async def test_a_good_read_gives_fresh_figures_from_the_totals() -> None:
@@ -111,7 +109,7 @@ async def test_back_off_doubles_up_to_the_cap_and_resets_on_success() -> None:
 async def test_a_lane_not_there_yet_is_asked_again_every_refresh() -> None:
     """A healthy server without the lane's series yet (an engine loading its model) is no
     reason to back off: the lane must show at the first refresh after it comes up."""
-    not_yet = SourceError("no vllm: or sglang: metrics found for this lane", engine_absent=True)
+    not_yet = SourceFailure("no vllm: or sglang: metrics found for this lane", engine_absent=True)
     feed = ScriptedLaneFeed("lane-a", failure=SourceDown("503 service unavailable"))
     poller = LanePoller(feed, 5.0, max_delay_s=60.0)
     await poller.cycle("1h")
@@ -130,7 +128,7 @@ async def test_a_lane_not_there_yet_is_asked_again_every_refresh() -> None:
 
 
 async def test_retry_after_on_the_error_is_honoured() -> None:
-    feed = ScriptedLedgerFeed(failure=RateLimited(45.0))
+    feed = ScriptedLedgerFeed(failure=rate_limited(45.0))
     poller = LedgerPoller(feed, 5.0)
     await poller.cycle("1h")
     assert poller.delay == 45.0
@@ -165,3 +163,13 @@ async def test_ledger_figures_use_the_configured_prices() -> None:
 def test_failure_reason_is_the_first_line_or_the_type() -> None:
     assert failure_reason(SourceDown("one\ntwo")) == "one"
     assert failure_reason(TimeoutError()) == "TimeoutError"
+
+
+async def test_an_error_that_is_not_a_source_failure_is_shown_and_polling_goes_on() -> None:
+    feed = ScriptedLaneFeed("lane-a", failure=KeyError("model_name"))
+    poller = LanePoller(feed, 5.0)
+    snapshot = await poller.cycle("1h")
+    assert snapshot.freshness.state == "missing"
+    assert snapshot.freshness.reason == "'model_name'"
+    feed.failure = None
+    assert (await poller.cycle("1h")).freshness.state == "ok"

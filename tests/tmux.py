@@ -1,17 +1,19 @@
 """A real terminal for end-to-end tests: one command in a private tmux server at a fixed size.
 
-Each `TmuxSession` starts its own tmux server on a socket of its own (`tmux -L <name>`), so it
-never touches the user's tmux; `kill()` stops that server and whatever still runs in it.
+Each `TmuxSession` starts its own tmux server on a socket of its own (`tmux -S <path>` in a
+folder of its own), so it never touches the user's tmux; `kill()` stops that server and
+whatever still runs in it, and removes the socket and its folder.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -43,7 +45,9 @@ class TmuxSession:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.tmux = tmux
-        self.socket = f"lane-cockpit-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # Short, under /tmp: a socket path over ~100 bytes (pytest's tmp_path) is refused.
+        self._folder = Path(tempfile.mkdtemp(prefix="lc-tmux-"))
+        self.socket = str(self._folder / "socket")
         self.target = "cockpit"
         # A COLUMNS / LINES inherited from the test runner would override the window's size.
         env_args = [f"{name}={value}" for name, value in (env or {}).items()]
@@ -56,7 +60,7 @@ class TmuxSession:
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
-            [self.tmux, "-L", self.socket, *args],
+            [self.tmux, "-S", self.socket, *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -153,10 +157,11 @@ class TmuxSession:
         return f"--- screen and scrollback after SIGABRT ---\n{history}"
 
     def kill(self) -> None:
-        """Stop this private server (and the command, if it still runs)."""
+        """Stop this private server (and the command, if it still runs); remove its socket."""
         subprocess.run(
-            [self.tmux, "-L", self.socket, "kill-server"],
+            [self.tmux, "-S", self.socket, "kill-server"],
             capture_output=True,
             timeout=10,
             check=False,
         )
+        shutil.rmtree(self._folder, ignore_errors=True)
