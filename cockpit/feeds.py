@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cockpit.config import Auth, Config, LaneConfig
-from cockpit.dialects import selector_with
 from cockpit.figures import split_reason
 from cockpit.model import LaneTotals, LedgerTotals
 from cockpit.poller import (
@@ -21,6 +20,7 @@ from cockpit.poller import (
     failure_reason,
     warning_note,
 )
+from cockpit.promql import selector_with
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
@@ -201,7 +201,10 @@ def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[La
         else:
             assert lane.metrics_url is not None
             feeds.append(
-                ScrapeLaneFeed(lane, ScrapeSource(lane.metrics_url, timeout=lane.timeout_s))
+                ScrapeLaneFeed(
+                    lane,
+                    ScrapeSource(lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s),
+                )
             )
     return feeds
 

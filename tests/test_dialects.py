@@ -9,7 +9,7 @@ from conftest import VLLM_FIXTURES, require_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cockpit import dialects
+from cockpit import dialects, promql
 from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
 
 ALL_KEYS = set(LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS)
@@ -28,13 +28,13 @@ def fixture_names(name: str) -> set[str]:
 def test_every_raw_key_has_a_spec(dialect: str) -> None:
     specs = dialects.lane_specs(dialect)
     assert set(specs) == ALL_KEYS
-    expressions = dialects.lane_expressions(dialect, '{job="x"}', "7d")
+    expressions = promql.lane_expressions(dialect, '{job="x"}', "7d")
     unavailable = {k for k, s in specs.items() if isinstance(s, dialects.Unavailable)}
-    assert set(expressions) == (ALL_KEYS - unavailable) | {dialects.KV_CAPACITY}
+    assert set(expressions) == (ALL_KEYS - unavailable) | {promql.KV_CAPACITY}
 
 
 def test_vllm_expressions_follow_the_reference() -> None:
-    exprs = dialects.lane_expressions("vllm", '{job="lane-a"}', "7d")
+    exprs = promql.lane_expressions("vllm", '{job="lane-a"}', "7d")
     assert exprs["prompt_tokens"] == 'sum(increase(vllm:prompt_tokens_total{job="lane-a"}[7d]))'
     assert exprs["prompt_computed"] == (
         'sum(increase(vllm:prompt_tokens_by_source_total{job="lane-a",source="local_compute"}[7d]))'
@@ -46,17 +46,17 @@ def test_vllm_expressions_follow_the_reference() -> None:
     assert exprs["kv_usage"] == f"(avg_over_time(avg({usage})[7d:302s]) or avg({usage}))"
     running = 'vllm:num_requests_running{job="lane-a"}'
     assert exprs["running"] == f"(avg_over_time(sum({running})[7d:302s]) or sum({running}))"
-    pinned = dialects.spec_expression(dialects.Counter("x_total"), "", "3h", at=1e9)
+    pinned = promql.spec_expression(dialects.Counter("x_total"), "", "3h", at=1e9)
     assert pinned == "sum(increase(x_total{}[3h] @ 1000000000.000))"
     assert "le=" not in " ".join(exprs.values())
 
 
 def test_legacy_and_sglang_names() -> None:
-    legacy = dialects.lane_expressions("vllm-legacy", "", "1h")
+    legacy = promql.lane_expressions("vllm-legacy", "", "1h")
     assert "vllm:gpu_prefix_cache_hits_total{}" in legacy["prefix_cache_hits"]
     assert "vllm:gpu_cache_usage_perc" in legacy["kv_usage"]
     assert "vllm:time_per_output_token_seconds_sum" in legacy["itl_sum"]
-    sglang = dialects.lane_expressions("sglang", '{job="s"}', "1h")
+    sglang = promql.lane_expressions("sglang", '{job="s"}', "1h")
     assert "sglang:cached_tokens_total" in sglang["prefix_cache_hits"]
     assert "sglang:prompt_tokens_total" in sglang["prefix_cache_queries"]
     assert " - " in sglang["prompt_computed"]
@@ -66,12 +66,12 @@ def test_legacy_and_sglang_names() -> None:
 
 
 def test_capacity_expression_drops_model_name() -> None:
-    expr = dialects.capacity_expression("vllm", '{job="a",model_name="m"}')
+    expr = promql.capacity_expression("vllm", '{job="a",model_name="m"}')
     assert expr == 'vllm:cache_config_info{job="a"}'
 
 
 def test_combined_query_labels_each_expression() -> None:
-    query = dialects.combined_query({"a": "sum(x)", "b": "sum(y)"})
+    query = promql.combined_query({"a": "sum(x)", "b": "sum(y)"})
     assert query == (
         'label_replace(sum(x), "fig", "a", "", "") or label_replace(sum(y), "fig", "b", "", "")'
     )
@@ -104,21 +104,21 @@ def test_missing_reasons() -> None:
 
 
 def test_escape_label_value() -> None:
-    assert dialects.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
-    assert dialects.selector_with('{job="x"}', model_name='q"') == '{job="x",model_name="q\\""}'
-    assert dialects.selector_with("", model_name="m") == '{model_name="m"}'
-    assert dialects.selector_with('job="x",') == '{job="x"}'
+    assert promql.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert promql.selector_with('{job="x"}', model_name='q"') == '{job="x",model_name="q\\""}'
+    assert promql.selector_with("", model_name="m") == '{model_name="m"}'
+    assert promql.selector_with('job="x",') == '{job="x"}'
 
 
 @given(st.text())
 def test_escaped_values_parse_back(value: str) -> None:
-    selector = dialects.selector_with('{job="x"}', model_name=value)
-    matchers = dialects.parse_selector(selector)
-    assert matchers[-1] == dialects.Matcher("model_name", "=", value)
+    selector = promql.selector_with('{job="x"}', model_name=value)
+    matchers = promql.parse_selector(selector)
+    assert matchers[-1] == promql.Matcher("model_name", "=", value)
 
 
 def test_parse_selector_operators() -> None:
-    matchers = dialects.parse_selector('{a="1", b!="2",c=~"x|y.*", d!~"z"}')
+    matchers = promql.parse_selector('{a="1", b!="2",c=~"x|y.*", d!~"z"}')
     assert [(m.name, m.op, m.value) for m in matchers] == [
         ("a", "=", "1"),
         ("b", "!=", "2"),
@@ -129,9 +129,9 @@ def test_parse_selector_operators() -> None:
     assert all(m.matches(labels) for m in matchers)
     assert not matchers[2].matches({"c": "ax"})  # anchored like PromQL
     assert matchers[3].matches({"d": "zz"}) and not matchers[3].matches({"d": "z"})
-    assert dialects.parse_selector("") == ()
+    assert promql.parse_selector("") == ()
     with pytest.raises(ValueError, match="cannot read selector"):
-        dialects.parse_selector("{a=1}")
+        promql.parse_selector("{a=1}")
 
 
 def test_capacity_from_info() -> None:
@@ -147,33 +147,33 @@ def test_buckets_sorted_with_inf_last() -> None:
 
 
 def test_subquery_step() -> None:
-    assert dialects.subquery_step(3600) == 15
-    assert dialects.subquery_step(7 * 86400) == 302
-    expr = dialects.data_start_expression("vllm", '{job="a"}', 3600)
+    assert promql.subquery_step(3600) == 15
+    assert promql.subquery_step(7 * 86400) == 302
+    expr = promql.data_start_expression("vllm", '{job="a"}', 3600)
     metric = 'vllm:num_requests_running{job="a"}'
     assert expr == (
-        f"(min(min_over_time(timestamp({metric})[1h:15s])) or min(timestamp({metric})))"
+        f"(min(min_over_time(({metric} * 0 + time())[1h:15s])) or min(timestamp({metric})))"
     )
 
 
 def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
     names = frozenset(fixture_names("metrics_real.txt") - {"vllm:prompt_tokens_total"})
-    dialects.lane_plan.cache_clear()
-    plan = dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, False)
-    assert dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, False) is plan
-    assert dialects.lane_plan.cache_info().misses == 1
+    promql.lane_plan.cache_clear()
+    plan = promql.lane_plan("vllm", '{job="a"}', 3600.0, names, False)
+    assert promql.lane_plan("vllm", '{job="a"}', 3600.0, names, False) is plan
+    assert promql.lane_plan.cache_info().misses == 1
     assert plan.missing["prompt_tokens"] == "not exposed by this engine (vllm:prompt_tokens_total)"
     assert "prompt_tokens" not in plan.exprs and "prompt_tokens" not in plan.specs
     assert plan.exprs["requests"] == 'sum(increase(vllm:request_success_total{job="a"}[1h]))'
     labelled = re.findall(r'"fig", "([^"]+)"', plan.query)
     assert labelled == [*plan.exprs, "kv_capacity"]
     assert set(plan.exprs) | set(plan.missing) == ALL_KEYS
-    with_start = dialects.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
+    with_start = promql.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
     assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-1] == "data_start"
-    assert dialects.lane_plan("vllm", '{job="a"}', 1800.0, names, False).exprs["requests"] == (
+    assert promql.lane_plan("vllm", '{job="a"}', 1800.0, names, False).exprs["requests"] == (
         'sum(increase(vllm:request_success_total{job="a"}[30m]))'
     )
-    assert dialects.lane_plan.cache_info().misses == 3
+    assert promql.lane_plan.cache_info().misses == 3
 
 
 # --- decode pace ---------------------------------------------------------------------------

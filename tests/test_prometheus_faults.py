@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import subprocess
@@ -15,7 +16,8 @@ from typing import Any
 import pytest
 from promharness import free_port
 
-from cockpit.sources.prometheus import PrometheusSource, SourceError, redact_url
+from cockpit.sources.http import RETRY_AFTER_CAP_S, redact_url
+from cockpit.sources.prometheus import PrometheusSource, SourceError
 
 NAMES = ["vllm:prompt_tokens_total", "vllm:request_success_total", "vllm:num_requests_running"]
 
@@ -27,6 +29,10 @@ class Behaviour:
     body: bytes = b""
     headers: dict[str, str] = {}  # noqa: RUF012
     delay = 0.0
+    reason: str | None = None
+    """The HTTP reason phrase (None: the usual one)."""
+    trickle = 0.0
+    """Seconds between the body's bytes (0: all at once)."""
     seen_auth: list[str] = []  # noqa: RUF012
 
 
@@ -45,12 +51,18 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status)
+        self.send_response(status, self.behaviour.reason)
         for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self.behaviour.trickle:
+            self.wfile.write(body)
+            return
+        for byte in body:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(self.behaviour.trickle)
 
     def do_GET(self) -> None:
         self.behaviour.seen_auth.append(self.headers.get("Authorization", ""))
@@ -69,6 +81,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def _serve(context: ssl.SSLContext | None = None) -> Iterator[tuple[str, type[Behaviour]]]:
     behaviour = type("B", (Behaviour,), {"seen_auth": [], "headers": {}})
+    Behaviour.reason = None
     handler = type("H", (Handler,), {"behaviour": behaviour})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
@@ -158,6 +171,45 @@ async def test_timeout(fake: tuple[str, type[Behaviour]]) -> None:
         await _read(url, timeout=0.2)
 
 
+async def test_a_server_trickling_its_answer_times_out_at_the_deadline(
+    fake: tuple[str, type[Behaviour]],
+) -> None:
+    url, behaviour = fake
+    behaviour.body, behaviour.trickle = _vector([("requests", "3")] * 20), 0.05
+    with pytest.raises(SourceError, match=r"timed out after 0.5 s") as caught:
+        await _read(url, timeout=0.5)
+    assert not caught.value.unreachable  # a slow server gets the back-off, not the probe
+
+
+@pytest.mark.parametrize("header", ["inf", "nan", "1e12", "-5", "99999999999999999999"])
+async def test_retry_after_is_finite_and_capped(
+    fake: tuple[str, type[Behaviour]], header: str
+) -> None:
+    url, behaviour = fake
+    behaviour.status, behaviour.body, behaviour.headers = 503, b"busy", {"Retry-After": header}
+    with pytest.raises(SourceError) as caught:
+        await _read(url)
+    wait = caught.value.retry_after
+    assert wait is not None and 0 <= wait <= RETRY_AFTER_CAP_S
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"status": "success", "data": {"resultType": "vector", "result": [1, 2]}},
+        {"status": "success", "data": {"resultType": "vector", "result": {"a": 1}}},
+        {"status": "success", "data": {"resultType": "vector", "result": [{"metric": 3}]}},
+    ],
+)
+async def test_an_answer_of_the_wrong_shape_says_so_in_words(
+    fake: tuple[str, type[Behaviour]], shape: dict[str, Any]
+) -> None:
+    url, behaviour = fake
+    behaviour.body = json.dumps(shape).encode()
+    with pytest.raises(SourceError, match="unexpected shape"):
+        await _read(url)
+
+
 async def test_nan_and_inf_are_missing_never_numbers(fake: tuple[str, type[Behaviour]]) -> None:
     url, behaviour = fake
     behaviour.body = _vector(
@@ -195,6 +247,38 @@ async def test_secrets_never_in_messages(fake: tuple[str, type[Behaviour]]) -> N
     assert "tok-XYZ-123" not in str(caught.value)
     assert behaviour.seen_auth[-1] == "Bearer tok-XYZ-123"
     assert redact_url("https://u:p@h:9/x?q=1") == "https://h:9/x?q=1"
+
+
+@pytest.mark.parametrize("channel", ["reason", "error", "warning", "body"])
+async def test_a_server_echoing_the_credentials_never_gets_them_shown(
+    fake: tuple[str, type[Behaviour]], channel: str
+) -> None:
+    """Every byte from a server is masked: the reason phrase, the API's error and warnings,
+    the body, in every form the credential took on the wire."""
+    url, behaviour = fake
+    token, password = "tok-Echo-4471", "pw-Echo-9923"
+    basic = base64.b64encode(f"ada:{password}".encode()).decode()
+    for options, secrets in (
+        ({"bearer": token}, [token]),
+        ({"auth": ("ada", password)}, [basic, password]),
+    ):
+        echoed = " ".join(secrets)
+        if channel == "reason":
+            behaviour.status, behaviour.body, behaviour.reason = 403, b"no", f"Forbidden {echoed}"
+        elif channel == "error":
+            error = {"status": "error", "errorType": "auth", "error": f"refused {echoed}"}
+            behaviour.status, behaviour.body = 403, json.dumps(error).encode()
+        elif channel == "warning":
+            behaviour.body = _vector([("requests", "1")], [f"odd header {echoed}"])
+        else:
+            behaviour.status, behaviour.body = 200, f"<html>{echoed}</html>".encode()
+        try:
+            said = repr(await _read(url, **options))
+        except SourceError as error:
+            said = str(error)
+        assert channel == "body" or "***" in said, (channel, said)  # the echo was shown
+        for secret in secrets:
+            assert secret not in said, (channel, said)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
@@ -339,9 +338,23 @@ async def test_reset_and_swap_are_counted(history: History) -> None:
 
 async def test_one_request_per_refresh(source: PrometheusSource) -> None:
     await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    for refresh in range(1, 4):
+        before = source.requests
+        totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END + 5 * refresh)
+        assert source.requests - before == 1
+        assert totals.end == END + 5 * refresh
+
+
+async def test_a_refresh_sooner_than_the_reevaluation_interval_reuses_the_totals(
+    source: PrometheusSource,
+) -> None:
+    week = 7 * 86400.0
+    first = await source.read_lane("a", None, '{job="lane-a"}', week, END)
     before = source.requests
-    await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    assert source.requests - before == 1
+    again = await source.read_lane("a", None, '{job="lane-a"}', week, END + 60)
+    assert source.requests == before and again == first and again.end == END  # says when
+    later = await source.read_lane("a", None, '{job="lane-a"}', week, END + 601)
+    assert source.requests == before + 1 and later.end == END + 601
 
 
 async def test_real_zero_versus_missing(source: PrometheusSource) -> None:
@@ -414,7 +427,7 @@ async def test_sglang_lane(source: PrometheusSource, history: History) -> None:
 async def test_escaped_label_values_match_exactly(
     source: PrometheusSource, model: str, value: float
 ) -> None:
-    from cockpit.dialects import selector_with
+    from cockpit.promql import selector_with
 
     selector = selector_with('{job="lane-esc"}', model_name=model)
     totals = await source.read_lane("esc", "vllm", selector, WINDOW, END)
@@ -429,49 +442,12 @@ async def test_stats_and_timing_recorded(source: PrometheusSource) -> None:
     assert "label_replace" not in totals.queries["requests"]
 
 
-async def test_plain_path_keeps_one_connection_and_agrees_with_general_client(
-    source: PrometheusSource, server: PromServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for _ in range(4):
-        plain = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    assert source.connections == 1  # kept alive across refreshes
-    # A configured proxy sends the source through the general HTTP client (loopback bypassed).
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    general = PrometheusSource(server.url, stats=True)
-    try:
-        assert general.connections is None
-        for _ in range(2):  # the second refresh, like `plain`, no longer asks the data start
-            other = await general.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    finally:
-        await general.aclose()
-    assert plain.values and plain.values == other.values
-    assert plain.histograms == other.histograms
-    assert plain.missing == other.missing
-    assert plain.queries == other.queries
-
-
-async def test_lane_query_text_built_once_per_lane_and_window(
-    source: PrometheusSource, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from cockpit import dialects
-
-    built: list[str] = []
-    real = dialects.combined_query
-
-    def counted(exprs: Any) -> str:
-        built.append("x")
-        return real(exprs)
-
-    monkeypatch.setattr(dialects, "combined_query", counted)
-    dialects.lane_plan.cache_clear()
-    for _ in range(2):  # the first refresh also asks for the data start; the second not
-        await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    after_two = len(built)
-    assert 1 <= after_two <= 2
-    for _ in range(5):
-        totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    assert len(built) == after_two
-    assert totals.values
-    await source.read_lane("a", None, '{job="lane-a"}', WINDOW / 2, END)
-    assert len(built) > after_two  # another window is another query
+async def test_every_refresh_of_a_lane_asks_the_same_query(source: PrometheusSource) -> None:
+    """The query text is the provenance a receipt shows: the same from refresh to refresh."""
+    first = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    second = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END + 5)
+    assert first.queries == second.queries
+    half = await source.read_lane("a", None, '{job="lane-a"}', WINDOW / 2, END + 5)
+    assert (
+        half.queries["requests"] == 'sum(increase(vllm:request_success_total{job="lane-a"}[30m]))'
+    )

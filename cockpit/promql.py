@@ -1,0 +1,270 @@
+"""PromQL for a lane: selectors (escaping, parsing, matching) and the expressions of specs.
+
+Pure: no I/O. A lane's refresh asks every figure in one query (`lane_plan`, `combined_query`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from cockpit.dialects import (
+    Counter,
+    Difference,
+    Gauge,
+    Histogram,
+    Spec,
+    escape_name,
+    lane_specs,
+    missing_reason,
+    names_escaped,
+    presence_metric,
+)
+from cockpit.timeutil import parse_duration, promql_duration
+
+KV_CAPACITY = "kv_capacity"
+"""Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
+DATA_START = "data_start"
+"""Expression key for the timestamp of the lane's oldest sample in the window."""
+
+
+# --- selectors and escaping --------------------------------------------------------------
+
+
+def escape_label_value(value: str) -> str:
+    """A label value ready to sit between double quotes in PromQL."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _inner(selector: str) -> str:
+    text = selector.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return text.strip().rstrip(",").strip()
+
+
+def selector_with(selector: str, **labels: str) -> str:
+    """`{selector,label="value",...}` with the values escaped."""
+    parts = [_inner(selector)] if _inner(selector) else []
+    parts += [f'{name}="{escape_label_value(value)}"' for name, value in labels.items()]
+    return "{" + ",".join(parts) + "}"
+
+
+MatchOp = Literal["=", "!=", "=~", "!~"]
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One label matcher of a selector; regexes are fully anchored, as in PromQL."""
+
+    name: str
+    op: MatchOp
+    value: str
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        actual = labels.get(self.name, "")
+        if self.op == "=":
+            return actual == self.value
+        if self.op == "!=":
+            return actual != self.value
+        hit = re.fullmatch(self.value, actual) is not None
+        return hit if self.op == "=~" else not hit
+
+
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
+
+
+def parse_selector(selector: str) -> tuple[Matcher, ...]:
+    """The matchers of `{a="b",c=~"re"}` (braces optional); ValueError names the bad part."""
+    text = _inner(selector)
+    matchers: list[Matcher] = []
+    position = 0
+    while position < len(text):
+        match = _MATCHER.match(text, position)
+        if not match:
+            raise ValueError(f"cannot read selector {selector!r} at {text[position:]!r}")
+        op: MatchOp = match.group(2)  # type: ignore[assignment]
+        matchers.append(Matcher(match.group(1), op, _unescape(match.group(3))))
+        position = match.end()
+    return tuple(matchers)
+
+
+def selector_without(selector: str, *names: str) -> str:
+    """The selector with matchers on `names` dropped (`cache_config_info` has no model_name)."""
+    kept = [m for m in parse_selector(selector) if m.name not in names]
+    return "{" + ",".join(f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in kept) + "}"
+
+
+# --- PromQL -----------------------------------------------------------------------------
+
+
+def _with_extra(metric: str, selector: str, extra: tuple[tuple[str, str], ...]) -> str:
+    return metric + selector_with(selector, **dict(extra))
+
+
+def spec_expression(
+    spec: Spec, selector: str, window: str, at: float | None = None, step: float | None = None
+) -> str | None:
+    """One spec as PromQL returning a single sample (a `le` vector for histograms).
+
+    `at` pins every range to end at that epoch (the `@` modifier), for cached blocks. Gauges
+    are the time average of the sum (or mean) across series, sampled every `step` seconds
+    (default `subquery_step` of the window), so series that replace each other within the
+    window (a container swap) are not added up as if they had run side by side.
+    """
+    pin = "" if at is None else f" @ {at:.3f}"
+    if isinstance(spec, Counter):
+        return f"sum(increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin}))"
+    if isinstance(spec, Difference):
+        a = spec_expression(spec.a, selector, window, at, step)
+        b = spec_expression(spec.b, selector, window, at, step)
+        return f"({a} - {b})"
+    if isinstance(spec, Gauge):
+        step = subquery_step(parse_duration(window)) if step is None else step
+        series = f"{spec.metric}{selector_with(selector)}"
+        inner = f"{spec.across}({series})"
+        # Data younger than the last subquery step: fall back to the value at the end.
+        return (
+            f"(avg_over_time({inner}[{window}:{promql_duration(step)}]{pin})"
+            f" or {spec.across}({series}{pin}))"
+        )
+    if isinstance(spec, Histogram):
+        return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]{pin}))"
+    return None
+
+
+def capacity_expression(dialect: str, selector: str, escaped: bool = False) -> str:
+    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge."""
+    lane_specs(dialect)
+    if dialect == "sglang":
+        metric = "sglang:max_total_num_tokens"
+        metric = escape_name(metric) if escaped else metric
+        return f"sum({metric}{selector_with(selector)})"
+    metric = "vllm:cache_config_info"
+    metric = escape_name(metric) if escaped else metric
+    return metric + selector_without(selector, "model_name")
+
+
+def subquery_step(window_s: float) -> float:
+    """Subquery step for gauges and the data start: 15 s, or 1/2000 of long windows."""
+    return float(max(15, round(window_s / 2000)))
+
+
+FINE_STEP_S = 15.0
+"""The data start's precision when the lane's history is short."""
+SCAN_POINTS = 2000
+"""Points of a data-start scan: a span 2000 steps long, like a window's own step."""
+
+
+def data_start_expression(
+    dialect: str, selector: str, window_s: float, escaped: bool = False
+) -> str:
+    """Epoch of the lane's oldest sample in the window, to within a step.
+
+    Each subquery point is its own time when a sample is within the 5 m lookback (`m * 0 +
+    time()`: as cheap as the samples themselves, where `timestamp()` in a subquery is ~25×
+    slower), so the minimum is the first point with data: at most a step after the scanned
+    span's start when data covers it, else at most a step after the first sample. A window's
+    own step (1/2000 of it) is coarse for a history much shorter than the window, so shorter
+    spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next span 20
+    times longer and coarser); the first span whose data begins inside it answers.
+    """
+    metric = presence_metric(dialect, escaped) + selector_with(selector)
+    window_step = subquery_step(window_s)
+    scans: list[str] = []
+    step = FINE_STEP_S
+    while step < window_step and (span := SCAN_POINTS * step) < window_s:
+        scan = _earliest(metric, span, step)
+        scans.append(f"({scan} > time() - {span - step:.0f})")
+        step *= 20
+    scans.append(_earliest(metric, window_s, window_step))
+    # Data younger than the last subquery step is only seen by the instant lookup.
+    scans.append(f"min(timestamp({metric}))")
+    return f"({' or '.join(scans)})"
+
+
+def _earliest(metric: str, span_s: float, step_s: float) -> str:
+    return (
+        f"min(min_over_time(({metric} * 0 + time())"
+        f"[{promql_duration(span_s)}:{promql_duration(step_s)}]))"
+    )
+
+
+def lane_expressions(
+    dialect: str, selector: str, window: str, escaped: bool = False
+) -> dict[str, str]:
+    """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
+    expressions: dict[str, str] = {}
+    for key, spec in lane_specs(dialect, escaped).items():
+        expression = spec_expression(spec, selector, window)
+        if expression is not None:
+            expressions[key] = expression
+    expressions[KV_CAPACITY] = capacity_expression(dialect, selector, escaped)
+    return expressions
+
+
+def combined_query(exprs: Mapping[str, str]) -> str:
+    """All expressions as one vector, each sample labelled `fig="<key>"`."""
+    return " or ".join(
+        f'label_replace({expr}, "fig", "{escape_label_value(key)}", "", "")'
+        for key, expr in exprs.items()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LanePlan:
+    """A lane's figures for one window: what is asked, what can't be, and the one query text."""
+
+    specs: Mapping[str, Spec]
+    """Raw key -> spec for the keys the query asks (every other key is in `missing`)."""
+    exprs: Mapping[str, str]
+    """Raw key -> PromQL over the whole window (what `LaneTotals.queries` shows)."""
+    extra: Mapping[str, str]
+    """`kv_capacity` (and `data_start` when asked) -> PromQL."""
+    missing: Mapping[str, str]
+    """Raw key -> why it is not asked (unavailable, or its metric not exposed)."""
+    query: str
+    """`exprs` and `extra` as one `combined_query`."""
+
+
+@lru_cache(maxsize=64)
+def lane_plan(
+    dialect: str,
+    selector: str,
+    window_s: float,
+    names: frozenset[str] | None,
+    with_start: bool,
+    gauge_step: float | None = None,
+) -> LanePlan:
+    """The plan for a lane's refresh, built once per (dialect, selector, window, names, start).
+
+    A lane asks the same query at every refresh; cached, the text is not rebuilt each time.
+    Gauges are sampled every `gauge_step` seconds (default: the window's `subquery_step`).
+    """
+    escaped = names_escaped(names or ())
+    specs: dict[str, Spec] = {}
+    missing: dict[str, str] = {}
+    for key, spec in lane_specs(dialect, escaped).items():
+        reason = missing_reason(spec, names)
+        if reason:
+            missing[key] = reason
+        else:
+            specs[key] = spec
+    window = promql_duration(window_s)
+    exprs = {
+        k: e
+        for k, s in specs.items()
+        if (e := spec_expression(s, selector, window, None, gauge_step))
+    }
+    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped)}
+    if with_start:
+        extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
+    return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
