@@ -200,3 +200,28 @@ def test_a_selected_label_value_with_quotes_and_backslashes_is_kept() -> None:
     read = source.totals("l", "", 60, 1000.0)
     assert read.values["running"] == total(text, "vllm:num_requests_running")
     assert read.values["kv_usage"] == total(text, "vllm:kv_cache_usage_perc")
+
+
+async def test_a_large_answer_is_read_whole(tmp_path: Path) -> None:
+    """An engine serving many models (a 2 MB answer, parsed off the event loop)."""
+    text = fixture_text("metrics_real.txt")
+    others = "".join(
+        f'vllm:num_requests_running{{engine="0",model_name="m{k}"}} 1\n' for k in range(40_000)
+    )
+    assert len(text + others) > 2_000_000
+    (tmp_path / "metrics").write_text(text + others)
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    source = ScrapeSource(url, selector='model_name="tiny"')
+    try:
+        totals = await source.read_lane("l", None, "", 60)
+    finally:
+        await source.aclose()
+        server.shutdown()
+        server.server_close()
+    assert totals.values["running"] == total(text, "vllm:num_requests_running")
+    everything = source.totals("l", "", 60, None)
+    assert everything.values["running"] == totals.values["running"]  # the others aren't kept
