@@ -165,6 +165,8 @@ class LedgerFigures:
     spend: tuple[SpendRow, ...]
     busiest_source: str | None
     """The source that carries most API calls."""
+    skipped: str = ""
+    """`3 rows skipped: …`: ledger rows that could not be read ('' when none)."""
 
     def __getitem__(self, key: str) -> Figure:
         return self.figures[key]
@@ -226,6 +228,15 @@ def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
         SpendRow(name, tokens, tokens * price, divide(tokens * price, total))
         for name, tokens, price in buckets
     )
+
+
+def skipped_note(skipped: Mapping[str, int]) -> str:
+    """`3 rows skipped: sessions: a negative token count ×2, …`, or '' when none were."""
+    count = sum(skipped.values())
+    if not count:
+        return ""
+    causes = ", ".join(f"{reason} ×{rows}" for reason, rows in skipped.items())
+    return f"{count} row{'' if count == 1 else 's'} skipped: {causes}"
 
 
 def ledger_window_sql(start: float, end: float) -> str:
@@ -293,6 +304,7 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
         by_profile=group_ratios(totals.by_profile),
         spend=spend_split(counts, prices),
         busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
+        skipped=skipped_note(totals.skipped),
     )
 
 

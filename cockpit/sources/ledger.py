@@ -63,6 +63,7 @@ from cockpit.sources.ledger_sql import (
     VERSIONS,
     Col,
     Schema,
+    join_halves,
     read_schema,
     rows_statement,
     session_groups,
@@ -324,7 +325,7 @@ class LedgerTailer:
             if problem:
                 self._closed.skip(f"{table}: {problem}", count, sign)
                 continue
-            values = [count, *(int(value) for value in row[Col.VALUES :])]
+            values = [count, *join_halves(row[Col.VALUES :])]
             if row[Col.KIND] == "S":
                 for key in self._session_keys(row):
                     self._closed.add(key, values, sign)

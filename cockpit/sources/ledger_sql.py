@@ -9,8 +9,9 @@ Every statement returns rows of one layout (see `Col`), tagged by kind:
 
 Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
 is negative, or a session without a numeric `started_at`, makes the row unreadable; the reason
-travels with the row (NULL when it is fine) so the tailer skips and counts it. Sums use
-`TOTAL()`, which never overflows (SUM raises past 2**63); they are exact below 2**53.
+travels with the row (NULL when it is fine) so the tailer skips and counts it. A plain SUM
+raises past 2**63 and TOTAL() rounds past 2**53, so each counter is summed as its high and low
+32 bits (`join_halves` puts them together): exact, and no overflow below 2**31 rows per group.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Col(IntEnum):
     COUNT = 10
     """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
     VALUES = 11
-    """The counters start here, in COUNTER_COLUMNS order."""
+    """The counters start here, in COUNTER_COLUMNS order (S, U: each as two halves)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +148,17 @@ def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
 _VALUE_NAMES = ", ".join(f"c{index}" for index in range(len(COUNTER_COLUMNS)))
 
 
-def _totals(present: frozenset[str], alias: str) -> str:
-    return ", ".join(f"TOTAL({c})" if c else "0" for c in _counters(present, alias))
+def _sums(present: frozenset[str], alias: str) -> str:
+    """Each counter summed as its high and low 32 bits: integer sums that can't overflow."""
+    return ", ".join(
+        f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0" for c in _counters(present, alias)
+    )
+
+
+def join_halves(values: Sequence[Any]) -> list[int]:
+    """The counters of an S or U row from their summed halves."""
+    highs, lows = values[0::2], values[1::2]
+    return [(int(high or 0) << 32) + int(low or 0) for high, low in zip(highs, lows, strict=True)]
 
 
 def _optional(schema: Schema, column: str) -> str:
@@ -208,7 +218,7 @@ def session_groups(schema: Schema, where: str) -> str:
         f"SELECT 'S', NULL, s.source, {_optional(schema, 'profile_name')}, "
         f"{_optional(schema, 'model')}, {_optional(schema, 'billing_provider')}, NULL, NULL, 1, "
         f"{_problem(schema.columns, 's', start=False)} AS p, COUNT(*), "
-        f"{_totals(schema.columns, 's')} FROM sessions AS s WHERE {where} GROUP BY 3, 4, 5, 6, p"
+        f"{_sums(schema.columns, 's')} FROM sessions AS s WHERE {where} GROUP BY 3, 4, 5, 6, p"
     )
 
 
@@ -222,7 +232,7 @@ def usage_groups(schema: Schema, where: str) -> str:
     count = f"CASE WHEN {problem} IS NULL THEN COUNT(DISTINCT u.session_id) ELSE COUNT(*) END"
     return (
         f"SELECT 'U', NULL, NULL, NULL, {model} AS m, {provider} AS v, {main} AS k, NULL, NULL, "
-        f"{problem} AS p, {count}, {_totals(schema.usage_columns, 'u')} FROM sessions AS s "
+        f"{problem} AS p, {count}, {_sums(schema.usage_columns, 'u')} FROM sessions AS s "
         f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} GROUP BY m, v, k, p"
     )
 
