@@ -269,7 +269,7 @@ def test_without_created_needs_a_second_scrape() -> None:
     source.ingest(later, 1005.0)
     second = source.totals("bare", "", 300, 1005.0)
     assert second.values["prompt_tokens"] == 321
-    assert second.covered_s == 5.0 and second.coverage_note == "watched 5 s of 5 min"
+    assert second.covered_s == 5.0 and second.coverage_note == "watched 5 s of 5m"
 
 
 # --- a live exporter ----------------------------------------------------------------------
@@ -391,7 +391,7 @@ def test_buffer_is_bounded_and_long_windows_are_partial() -> None:
     assert list(source.buffer.scrapes) == [1020.0, 1030.0, 1040.0]
     totals = source.totals("b", "", 3600, 1040.0)
     assert totals.values["prompt_tokens"] == 200  # 200 -> 400 over the three kept scrapes
-    assert totals.covered_s == 20 and totals.coverage_note == "watched 20 s of 1 h"
+    assert totals.covered_s == 20 and totals.coverage_note == "watched 20 s of 1h"
     source.ingest('vllm:prompt_tokens_total{engine="0"} 500\n', 1040.0 + 7200)
     assert list(source.buffer.scrapes) == [8240.0]  # older than max_age_s: dropped
 

@@ -108,7 +108,7 @@ def test_a_restart_that_adds_series_keeps_the_watched_coverage() -> None:
     drafts = total(restarted, "vllm:spec_decode_num_drafts_total")
     assert totals.values["spec_drafts"] == drafts > 0  # counted since its engine's start
     assert totals.covered_s == 110
-    assert totals.coverage_note == "watched 2 min of 1 h"
+    assert totals.coverage_note == "watched 2 min of 1h"
     figures = lane_figures(totals)
     assert figures["prompt_tok_s"].value == pytest.approx(prompt / 110)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from cockpit import dialects, promql
 from cockpit.model import Bucket, Missing
+from cockpit.timeutil import promql_duration
 
 LabelKey = tuple[tuple[str, str], ...]
 POINT_BYTES = 32
@@ -217,11 +218,9 @@ class Buffer:
 
 
 def span(seconds: float) -> str:
-    """`45 s`, `12 min`, `1 h`, `13.4 h`, `2.5 d`: a duration in words."""
+    """`45 s`, `12 min`, `13.4 h`, `2.5 d`: how long the data goes back."""
     if seconds < 60:
         return f"{seconds:.0f} s"
-    if seconds % 3600 == 0 and seconds < 2 * 86400:
-        return f"{seconds / 3600:.0f} h"
     if seconds < 2 * 3600:
         return f"{seconds / 60:.0f} min"
     if seconds < 2 * 86400:
@@ -281,7 +280,7 @@ class Window:
         window = self.end - self.start
         if self.since < self.lo:
             return covered, f"since engine start ({span(covered)})"
-        return covered, f"watched {span(covered)} of {span(window)}"
+        return covered, f"watched {span(covered)} of {promql_duration(window)}"
 
     def warnings(self) -> tuple[str, ...]:
         if not self.dropped:
