@@ -6,7 +6,6 @@ test wrote into Prometheus, never from the code under test.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -227,12 +226,63 @@ def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
 # --- an engine's /metrics, scraped directly ---------------------------------------------------
 
 
+ENGINE_UP_S = 3600.0
+"""The fixtures are served as if scraped this long after their engine started, whatever today's
+date: a 24h window then holds the engine's whole life, which the expected figures assume."""
+
+STAMPED = re.compile(r"^(process_start_time_seconds|[^\s{#]+_created)(\{[^}]*\})? (\S+)$", re.M)
+
+
+def as_scraped_at(text: str, now: float) -> str:
+    """The exposition with its engine start and `_created` stamps moved ENGINE_UP_S before `now`
+    (the counters' values unchanged)."""
+    start = float(re.findall(r"^process_start_time_seconds (\S+)$", text, flags=re.M)[0])
+    shift = now - ENGINE_UP_S - start
+    return STAMPED.sub(lambda m: f"{m[1]}{m[2] or ''} {float(m[3]) + shift!r}", text)
+
+
+class FixtureHandler(BaseHTTPRequestHandler):
+    """GET /<fixture name>: that exposition, as scraped ENGINE_UP_S after its engine started."""
+
+    def do_GET(self) -> None:
+        path = VLLM_FIXTURES / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return
+        body = as_scraped_at(path.read_text(encoding="utf-8"), time.time()).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def test_fixtures_are_served_as_scraped_an_hour_after_their_engine_started() -> None:
+    text = (VLLM_FIXTURES / "metrics_real_specdec.txt").read_text(encoding="utf-8")
+    served = as_scraped_at(text, now=2e9)
+    starts = [s.value for f in text_string_to_metric_families(served) for s in f.samples
+              if s.name == "process_start_time_seconds"]  # fmt: skip
+    assert starts == [2e9 - ENGINE_UP_S]
+    created = [s.value for f in text_string_to_metric_families(served) for s in f.samples
+               if s.name.endswith("_created")]  # fmt: skip
+    assert created and all(2e9 - ENGINE_UP_S < c < 2e9 for c in created)
+    assert fixture_counter("metrics_real_specdec.txt", "vllm:generation_tokens_total") == sum(
+        s.value
+        for f in text_string_to_metric_families(served)
+        for s in f.samples
+        if s.name == "vllm:generation_tokens_total"
+    )
+
+
 @pytest.fixture(scope="module")
 def fixture_server() -> Any:
-    """The real vLLM expositions over HTTP on a free loopback port."""
+    """The real vLLM expositions over HTTP on a free loopback port, as if scraped an hour after
+    their engine started (see `as_scraped_at`)."""
     require_fixture(VLLM_FIXTURES / "metrics_real_specdec.txt")
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(VLLM_FIXTURES))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FixtureHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
