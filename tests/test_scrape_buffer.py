@@ -225,3 +225,30 @@ async def test_a_large_answer_is_read_whole(tmp_path: Path) -> None:
     assert totals.values["running"] == total(text, "vllm:num_requests_running")
     everything = source.totals("l", "", 60, None)
     assert everything.values["running"] == totals.values["running"]  # the others aren't kept
+
+
+def test_an_openmetrics_answer_with_exemplars_reads_as_the_classic_one() -> None:
+    """`vllm_` names, `_created` inside the counter's family, an exemplar, `# EOF`."""
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+    from prometheus_client.openmetrics.exposition import generate_latest
+
+    registry = CollectorRegistry()
+    prompt = Counter("vllm:prompt_tokens", "p", ["model_name"], registry=registry)
+    running = Gauge("vllm:num_requests_running", "r", ["model_name"], registry=registry)
+    lengths = Histogram(
+        "vllm:request_prompt_tokens", "l", ["model_name"], buckets=(10,), registry=registry
+    )
+    prompt.labels("m").inc(42)
+    running.labels("m").set(3)
+    lengths.labels("m").observe(3, exemplar={"trace_id": "abc"})
+    lengths.labels("m").observe(30)
+    text = generate_latest(registry).decode()
+    assert "# {trace_id=" in text and "vllm_prompt_tokens_created" in text
+    created = re.search(r"^vllm_prompt_tokens_created\{[^}]*\} (\S+)$", text, flags=re.M)
+    assert created is not None
+    at = float(created.group(1)) + 60  # a minute after the counters were made
+    source = ScrapeSource(URL)
+    source.ingest(text, at)
+    totals = source.totals("l", "", 3600, at)
+    assert totals.values["prompt_tokens"] == 42 and totals.values["running"] == 3
+    assert dict(totals.histograms["prompt_len"]) == {10.0: 1.0, float("inf"): 2.0}
