@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.model import SourceFailure
 from cockpit.sources.ledger import LedgerError, LedgerTailer
 
 NOW = 1794700800.0
@@ -38,6 +39,8 @@ async def failure(path: Path) -> str:
     message = str(info.value)
     assert "\n" not in message and message
     error = info.value  # no chained SQLite traceback behind the one line
+    # the poller's one failure type; a stat (LedgerTailer.probe) tells when to try again
+    assert isinstance(error, SourceFailure) and error.unreachable and error.reason == message
     assert error.__cause__ is None
     assert error.__context__ is None or error.__suppress_context__
     return message
@@ -243,5 +246,61 @@ async def test_recovers_when_a_bad_file_is_replaced_by_a_good_one(
         path.unlink()
         with pytest.raises(LedgerError, match="not found"):
             await tailer.refresh(120 * DAY, NOW)
+    finally:
+        await tailer.close()
+
+
+def corrupt_page(path: Path, page: int) -> None:
+    """Overwrite one page of the file with garbage."""
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[16:18], "big")
+    start = (page - 1) * size
+    data[start : start + size] = bytes((offset * 151 + 7) % 256 for offset in range(size))
+    path.write_bytes(bytes(data))
+
+
+OPEN_READ = (
+    "SELECT s.*, u.* FROM sessions AS s LEFT JOIN session_model_usage AS u "
+    "ON u.session_id = s.id WHERE s.ended_at IS NULL"
+)
+ALL_USAGE = "SELECT * FROM session_model_usage"
+
+
+def reads(path: Path, sql: str) -> bool:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            conn.execute(sql).fetchall()
+    except sqlite3.DatabaseError:
+        return False
+    return True
+
+
+async def test_a_failure_part_way_through_a_read_keeps_nothing_half_read(
+    hermes_v22: Path, tmp_path: Path
+) -> None:
+    """A usage page of closed sessions only is corrupt: the open sessions read well, the
+    window's usage does not. Every refresh fails with the reason; none shows a part as good."""
+    with sqlite3.connect(hermes_v22) as conn:
+        pages = [
+            row[0]
+            for row in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'session_model_usage' "
+                "AND pagetype = 'leaf' ORDER BY pageno"
+            )
+        ]
+    trial = tmp_path / "trial.db"
+    for page in pages:  # the first page whose loss the open sessions don't see
+        shutil.copyfile(hermes_v22, trial)
+        corrupt_page(trial, page)
+        if reads(trial, OPEN_READ) and not reads(trial, ALL_USAGE):
+            break
+    else:
+        pytest.fail("no usage page holds closed sessions only")
+    shutil.copyfile(trial, hermes_v22)
+    tailer = LedgerTailer(hermes_v22)
+    try:
+        for _ in range(3):
+            with pytest.raises(LedgerError, match="corrupt"):
+                await tailer.refresh(120 * DAY, NOW)
     finally:
         await tailer.close()
