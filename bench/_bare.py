@@ -16,12 +16,12 @@ from textual.widgets import Footer, Header, Static
 
 from cockpit.benchprobe import Probe
 
-LIBRARIES = ("yaml", "h11", "aiosqlite", "plotext", "textual_plotext")
+LIBRARIES = ("yaml", "httpx", "aiosqlite", "plotext", "textual_plotext")
 """What the cockpit imports on its start-up path besides Textual and the standard library."""
 MODULES = (
     "cockpit.cli",
+    "cockpit.lifecycle",
     "cockpit.feeds",
-    "cockpit.head_start",
     "cockpit.sources.prometheus",
     "cockpit.sources.ledger",
     "cockpit.app",

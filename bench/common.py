@@ -7,7 +7,6 @@ Every process a benchmark starts runs with Python's bytecode cache on (a user's 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import re
 import shlex
@@ -99,14 +98,13 @@ def children(pid: int) -> list[int]:
 # --- tmux ---------------------------------------------------------------------------------------
 
 
-_SERVERS = itertools.count()
-
-
 class Tmux:
-    """A private tmux server (its own socket), one session, windows of a fixed size."""
+    """A private tmux server (its own socket, in a folder of its own), one session, windows of
+    a fixed size; `close()` stops it and removes the socket."""
 
     def __init__(self, width: int = 160, height: int = 48) -> None:
-        self.socket = f"cockpit-bench-{os.getpid()}-{next(_SERVERS)}"
+        self._folder = Path(tempfile.mkdtemp(prefix="lc-bench-tmux-"))
+        self.socket = str(self._folder / "socket")
         self.width, self.height = width, height
         self._windows = 0
         size = ("-x", str(width), "-y", str(height))
@@ -116,7 +114,7 @@ class Tmux:
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(
-            ["tmux", "-L", self.socket, *args],
+            ["tmux", "-S", self.socket, *args],
             capture_output=True,
             text=True,
             env=child_env(),
@@ -139,6 +137,7 @@ class Tmux:
     def close(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):
             self.tmux("kill-server")
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 @dataclass

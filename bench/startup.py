@@ -10,9 +10,10 @@ captured until no placeholder is left (the last run's time to that is shown too:
 draws the frame a moment after the app composed it). Ratios to the bare app are taken
 within each run.
 Two yardsticks show what the cockpit pays before its UI exists: the bare app after importing
-the libraries the cockpit uses (yaml, h11, aiosqlite, plotext, textual_plotext), and after
+the libraries the cockpit uses (yaml, httpx, aiosqlite, plotext, textual_plotext), and after
 importing those and the cockpit's own modules.
-Target: <= 1.3× the bare app, and well before the ~2.4 s a two-poll monitor needs for a rate.
+Targets: <= 2.0× the bare app, and <= half the ~2.4 s a two-poll monitor needs for its first
+rate.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ YARDSTICKS = (LIBRARIES_SUBJECT, MODULES_SUBJECT)
 """Not targets: the bare app after importing the cockpit's libraries first, and after
 importing those and every module of the cockpit's own that it loads before its first frame
 (nothing read, composed or drawn): what the cockpit pays before its UI exists."""
-RATIO_TARGET = 1.3
+RATIO_TARGET = 2.0
 TWO_POLL_RATE_S = 2.4
+FIRST_FRAME_MAX_S = TWO_POLL_RATE_S / 2
 RUNS = 5
 SCREEN_WAIT_S = 2.0
 
@@ -107,13 +109,14 @@ def run(runs: int = RUNS) -> dict[str, Any]:
         "first_frame_s": {name: spread(values) for name, values in times.items()},
         "ratio_to_bare": {name: spread(values, 3) for name, values in ratios.items()},
         "last_screen": screens,
-        "targets": {"ratio_to_bare_max": RATIO_TARGET, "two_poll_rate_s": TWO_POLL_RATE_S},
+        "targets": {"ratio_to_bare_max": RATIO_TARGET, "first_frame_max_s": FIRST_FRAME_MAX_S},
     }
-    result["ok"] = all(
-        statistics.median(values) <= RATIO_TARGET
-        for name, values in ratios.items()
-        if name not in YARDSTICKS
-    ) and all(screen["placeholders"] == 0 for screen in screens.values())
+    cockpits = [name for name in ratios if name not in YARDSTICKS]
+    result["ok"] = (
+        all(statistics.median(ratios[name]) <= RATIO_TARGET for name in cockpits)
+        and all(statistics.median(times[name]) <= FIRST_FRAME_MAX_S for name in cockpits)
+        and all(screen["placeholders"] == 0 for screen in screens.values())
+    )
     print_table(result)
     return result
 
@@ -140,7 +143,8 @@ def print_table(result: dict[str, Any]) -> None:
               "placeholders", "— on screen")  # fmt: skip
     print(table(rows, header))
     print(f"load average before {result['load_average_before']}, after "
-          f"{result['load_average_after']}; target <= {RATIO_TARGET}× bare")  # fmt: skip
+          f"{result['load_average_after']}; targets <= {RATIO_TARGET}× bare and "
+          f"<= {FIRST_FRAME_MAX_S:g} s")  # fmt: skip
     print("all targets met" if result["ok"] else "TARGET MISSED")
 
 

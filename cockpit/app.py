@@ -20,6 +20,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
+from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
@@ -226,11 +227,15 @@ class CockpitApp(App[None]):
             yield SpendPane(id="spend")
         yield Footer(id="keys", compact=True)
 
+    def on_load(self) -> None:
+        # Before the screen is composed: the first reads wait on their sources while the UI
+        # is built. Their answers are handled once it is mounted.
+        self._read_lane()
+        self._read_ledger()
+
     def on_mount(self) -> None:
         self._show_lane()
         self._show_ledger()
-        self._read_lane()
-        self._read_ledger()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -532,7 +537,7 @@ class CockpitApp(App[None]):
         yield from super().get_system_commands(screen)
         for index, feed in enumerate(self.lane_feeds):
             yield SystemCommand(
-                f"Lane: {feed.name}",
+                f"Lane: {escape(feed.name)}",  # the palette reads titles as markup
                 f"Show lane {index + 1} of {len(self.lane_feeds)}",
                 lambda index=index: self.select_lane(index),
             )

@@ -672,3 +672,33 @@ async def test_every_time_on_screen_is_utc_whatever_the_machines_zone() -> None:
             local = time.strftime("%H:%M:%S", time.localtime(moment))
             assert local != utc_hms(moment)
             assert local not in screen_text(app)
+
+
+async def test_text_from_outside_is_shown_as_typed_never_as_markup() -> None:
+    """A lane name, a model filter, a server's reason and a notice that look like markup are
+    shown as they are, and nothing raises a MarkupError."""
+    odd = ScriptedLaneFeed("[/x]")
+    other = ScriptedLaneFeed("b", failure=SourceDown("[bold]500[/] from [link=x]proxy"))
+    app = make_app(
+        config("[/x]", "b"), [odd, other], ScriptedLedgerFeed(), clocks=fixed_clocks(),
+        notice="[red]no prometheus[/",
+    )  # fmt: skip
+    async with app.run_test(size=(160, 48), notifications=True, tooltips=True) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "[/x] (1/2)", "[red]no prometheus[/")
+        await pilot.press("m")
+        await pilot.press(*"[bold red]x[/")
+        await pilot.press("enter")
+        await settle(pilot)
+        await on_screen(pilot, "model '[bold red]x[/'")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"lane")
+        await on_screen(pilot, "Show lane 1 of 2")  # the palette found the lane
+        assert ": [/x]" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.press("2")
+        await settle(pilot)
+        await on_screen(pilot, "[bold]500[/] from [link=x]proxy")
+        await pilot.hover(StatusLine)
+        await pilot.pause(0.6)
+        assert app.is_running

@@ -175,7 +175,7 @@ class StatusLine(Widget):
             for source in view.sources
             if source.freshness.state != "ok" or source.freshness.reason
         ]
-        tooltip = "\n".join(reasons) if reasons else None
+        tooltip = Content("\n".join(reasons)) if reasons else None  # plain text, never markup
         if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
             self.tooltip = tooltip
         height = len(self._lines(self.size.width)) if self.size.width else None
