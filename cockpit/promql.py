@@ -29,6 +29,10 @@ KV_CAPACITY = "kv_capacity"
 """Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
 DATA_START = "data_start"
 """Expression key for the timestamp of the lane's oldest sample in the window."""
+TARGETS = "targets"
+"""Expression key for how many scrape targets the lane has (`count(up)`)..."""
+TARGETS_UP = "targets_up"
+"""...and how many of them are up (`sum(up)`)."""
 
 
 # --- selectors and escaping --------------------------------------------------------------
@@ -198,6 +202,18 @@ def _earliest(metric: str, span_s: float, step_s: float) -> str:
     )
 
 
+def targets_expressions(selector: str) -> dict[str, str]:
+    """The lane's scrape targets and how many are up, from Prometheus's own `up` series.
+
+    The model filter is dropped (`up` has no `model_name`); a selector with no other matcher
+    would count every target of the server, so it asks nothing. A matcher on a label `up`
+    doesn't carry matches no target: nothing is said then either."""
+    kept = selector_without(selector, "model_name")
+    if kept == "{}":
+        return {}
+    return {TARGETS: f"count(up{kept})", TARGETS_UP: f"sum(up{kept})"}
+
+
 def lane_expressions(
     dialect: str, selector: str, window: str, escaped: bool = False
 ) -> dict[str, str]:
@@ -228,7 +244,7 @@ class LanePlan:
     exprs: Mapping[str, str]
     """Raw key -> PromQL over the whole window (what `LaneTotals.queries` shows)."""
     extra: Mapping[str, str]
-    """`kv_capacity` (and `data_start` when asked) -> PromQL."""
+    """`kv_capacity` (and the targets and `data_start` when asked) -> PromQL."""
     missing: Mapping[str, str]
     """Raw key -> why it is not asked (unavailable, or its metric not exposed)."""
     query: str
@@ -247,6 +263,8 @@ def lane_plan(
     """The plan for a lane's refresh, built once per (dialect, selector, window, names, start).
 
     A lane asks the same query at every refresh; cached, the text is not rebuilt each time.
+    `with_start` also asks the lane's state: its scrape targets (`targets_expressions`) and
+    when its data starts.
     Gauges are sampled every `gauge_step` seconds (default: the window's `subquery_step`).
     """
     escaped = names_escaped(names or ())
@@ -266,5 +284,6 @@ def lane_plan(
     }
     extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped)}
     if with_start:
+        extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
     return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))

@@ -15,12 +15,16 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import MetricsHandler
 from promharness import PromServer, ScrapeJob, start_prometheus
 
-from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.prometheus import PrometheusSource, SourceError
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 
 class Engine:
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]
@@ -41,8 +45,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, Pro
     server = start_prometheus(workdir, [ScrapeJob("live-lane", [engine.address], "1s")])
     yield engine, server
     server.stop()
-    engine.server.shutdown()
-    engine.server.server_close()
+    engine.stop()
 
 
 def _scraped_samples(server: PromServer, count: int) -> None:
@@ -82,3 +85,39 @@ async def test_window_moves_while_polling(live: tuple[Engine, PromServer]) -> No
         assert second.end > first.end
     finally:
         await source.aclose()
+
+
+def _wait_up(server: PromServer, job: str, up: int) -> None:
+    """Wait until `sum(up)` of the job is `up`."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        params = {"query": f'sum(up{{job="{job}"}})'}
+        result = httpx.get(f"{server.url}/api/v1/query", params=params).json()["data"]["result"]
+        if result and float(result[0]["value"][1]) == up:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"up of {job} never became {up}")
+
+
+async def test_scrape_targets_that_are_down_are_said(tmp_path: Path) -> None:
+    """Some of the lane's engines down: the read says how many; all down: the lane is down
+    (its engine absent, asked again every refresh), not "ok" with the window's old data."""
+    first, second = Engine(), Engine()
+    server = start_prometheus(tmp_path, [ScrapeJob("pair", [first.address, second.address])])
+    source = PrometheusSource(server.url)
+    try:
+        await asyncio.to_thread(_wait_up, server, "pair", 2)
+        both = await source.read_lane("pair", None, '{job="pair"}', 60)
+        assert both.warnings == () and both.values["running"] == 6.0
+        second.stop()
+        await asyncio.to_thread(_wait_up, server, "pair", 1)
+        one = await source.read_lane("pair", None, '{job="pair"}', 60)
+        assert one.warnings == ("1 of 2 scrape targets down (up == 0)",)
+        first.stop()
+        await asyncio.to_thread(_wait_up, server, "pair", 0)
+        with pytest.raises(SourceError, match=r"2 scrape target\(s\) are down") as down:
+            await source.read_lane("pair", None, '{job="pair"}', 60)
+        assert down.value.engine_absent
+    finally:
+        await source.aclose()
+        server.stop()

@@ -31,7 +31,7 @@ from faultlane import (
     status_text,
     wait_until,
 )
-from faultproxy import FaultProxy
+from faultproxy import FaultProxy, http_answer, json_answer
 from promharness import PromServer
 
 from cockpit.config import Auth, Config, LaneConfig
@@ -212,3 +212,49 @@ def test_credentials_in_a_url_are_refused_without_echoing_them(url: str, tmp_pat
         assert done.returncode == 2, done.stdout + done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
         assert_clean(done.stdout + done.stderr, f"the config error for {url!r}")
+
+
+def echoed_answer(channel: str, secret: str) -> bytes:
+    """A server answer that quotes the credential back through `channel`."""
+    if channel == "reason":
+        return f"HTTP/1.1 403 Forbidden {secret}\r\nContent-Length: 2\r\n\r\nno".encode()
+    if channel == "error":
+        return json_answer({"status": "error", "errorType": "auth", "error": f"got {secret}"}, 403)
+    if channel == "warning":
+        vector = {"resultType": "vector", "result": []}
+        return json_answer({"status": "success", "data": vector, "warnings": [f"saw {secret}"]})
+    return http_answer(200, f"<html>Sign in again, {secret}</html>")
+
+
+AUTH_KINDS = {
+    "bearer_env": ({"bearer_env": "LANE_SECRET"}, TOKEN, f"Bearer {TOKEN}"),
+    "bearer_file": ({"bearer_file": "secret.txt"}, TOKEN, f"Bearer {TOKEN}"),
+    "basic_env": ({"username": "ada", "password_env": "LANE_SECRET"}, PASSWORD, SECRETS[2]),
+    "basic_file": ({"username": "ada", "password_file": "secret.txt"}, PASSWORD, SECRETS[2]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(AUTH_KINDS))
+@pytest.mark.parametrize("channel", ["reason", "error", "warning", "body"])
+def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
+    prom: PromServer, tmp_path: Path, channel: str, kind: str
+) -> None:
+    """Every byte from a server passes the same masking: reason phrase, the API's error and
+    warnings, the body; for every secret kind, in `check` and `report` (md and json)."""
+    auth, secret, wire = AUTH_KINDS[kind]
+    (tmp_path / "secret.txt").write_text(secret + "\n")
+    if "basic" in kind:
+        wire = f"Basic {wire}"
+    with FaultProxy(prom.url) as proxy:
+        proxy.canned["/api/v1/query"] = echoed_answer(channel, wire)
+        config = write_config(tmp_path, {"prometheus": proxy.url, "auth": auth})
+        said = ""
+        for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
+            done = cockpit(*command, "--config", str(config), env={"LANE_SECRET": secret},
+                           cwd=tmp_path)  # fmt: skip
+            assert "Traceback" not in done.stderr
+            assert_clean(done.stdout + done.stderr, f"{' '.join(command)} ({channel}, {kind})")
+            said += done.stdout + done.stderr
+        assert channel == "body" or "***" in said  # the server's words were shown, masked
+        assert proxy.seen and all(s.headers["authorization"] == wire for s in proxy.seen)

@@ -145,8 +145,6 @@ def transport_reason(exc: BaseException) -> str:
         return "unknown host"
     if "connection refused" in text or "connect call failed" in text:
         return "connection refused"
-    if isinstance(exc, httpx.RemoteProtocolError) and "without sending" in text:
-        return "server disconnected without sending a response"
     return f"{type(exc).__name__}: {one_line(str(exc)) or 'request failed'}"
 
 

@@ -4,10 +4,11 @@ One kept-alive client per server (`cockpit.sources.http`); one `/api/v1/query` r
 lane refresh carries every figure (joined with `or`, split again by the `fig` label), its
 text built once per lane and window.
 
-Long windows are not asked again at every refresh: a window's totals are reused until
+Long windows are not evaluated again at every refresh: a window's totals are reused until
 `reevaluation_interval(window)` has passed (in evaluation time), so a week costs Prometheus
-under 1 % of asking it every 5 s. Reused totals keep their own `end`: the screen says when
-they were evaluated.
+under 1 % of evaluating it every 5 s. Reused totals keep their own `end` (the screen says when
+they were evaluated); such a refresh still asks one cheap query, the lane's scrape targets
+(`up`), so a server or an engine that went away shows at once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit import dialects, promql
@@ -78,6 +79,8 @@ class Answer:
 class _Evaluated:
     query: str
     totals: LaneTotals
+    warnings: tuple[str, ...]
+    """The server's own warnings (a reused read adds the targets' state of its refresh)."""
 
 
 @dataclass(slots=True)
@@ -150,17 +153,17 @@ class PrometheusSource:
             and last.query == plan.query
             and 0 <= end - last.totals.end < reevaluation_interval(window_s)
         ):
-            return last.totals
-        totals = await self._evaluate(plan, lane, dialect, selector, window_s, end)
-        memory.covered[window_s] = totals.covered_s
+            targets = promql.targets_expressions(selector)
+            answer = await self.query(promql.combined_query(targets) or "1", end)
+            note = self._targets_note(_split(answer.result))
+            return replace(last.totals, warnings=(*last.warnings, *note))
+        evaluated = await self._evaluate(plan, lane, dialect, selector, window_s, end)
+        memory.covered[window_s] = evaluated.totals.covered_s
         finer = self._plan(memory, dialect, selector, window_s, names)
         if first and finer.query != plan.query:  # a history shorter than the window
-            plan, totals = (
-                finer,
-                await self._evaluate(finer, lane, dialect, selector, window_s, end),
-            )
-        memory.last[window_s] = _Evaluated(plan.query, totals)
-        return totals
+            evaluated = await self._evaluate(finer, lane, dialect, selector, window_s, end)
+        memory.last[window_s] = evaluated
+        return evaluated.totals
 
     def _plan(
         self,
@@ -181,9 +184,10 @@ class PrometheusSource:
         selector: str,
         window_s: float,
         end: float,
-    ) -> LaneTotals:
+    ) -> _Evaluated:
         answer = await self.query(plan.query, end)
         found = _split(answer.result)
+        note = self._targets_note(found)
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
@@ -198,8 +202,8 @@ class PrometheusSource:
         capacity = _capacity(dialect, found.get(promql.KV_CAPACITY, []))
         if capacity is None:
             missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
-        covered, note = _coverage(found.get(promql.DATA_START), end, window_s)
-        return LaneTotals(
+        covered, coverage = _coverage(found.get(promql.DATA_START), end, window_s)
+        totals = LaneTotals(
             lane=lane,
             dialect=dialect,
             window_s=window_s,
@@ -210,13 +214,26 @@ class PrometheusSource:
             queries=frozen_map({**plan.exprs, **plan.extra}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
-            coverage_note=note,
+            coverage_note=coverage,
             server=self.url,
             selector=selector,
-            warnings=answer.warnings,
+            warnings=(*answer.warnings, *note),
             query_seconds=answer.client_seconds,
             eval_seconds=answer.eval_seconds,
         )
+        return _Evaluated(plan.query, totals, answer.warnings)
+
+    def _targets_note(self, found: Mapping[str, list[dict[str, Any]]]) -> tuple[str, ...]:
+        """Nothing when every scrape target of the lane is up (or `up` says nothing); a note
+        when some are down; SourceError (the engine is absent) when all are."""
+        targets = _read(found.get(promql.TARGETS), promql.TARGETS)
+        up = _read(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
+        if not isinstance(targets, float) or not isinstance(up, float) or up >= targets:
+            return ()
+        if up <= 0:
+            reason = f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
+            raise SourceError(reason, engine_absent=True)
+        return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",)
 
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
