@@ -276,6 +276,8 @@ class Window:
         """Seconds of the window the figures cover, and words for it (None, "": all of it)."""
         if not self.partial:
             return None, ""
+        if not self.buffer.scrapes:
+            return 0.0, "nothing watched yet"
         covered = max(self.end - self.since, 0.0)
         window = self.end - self.start
         if self.since < self.lo:
