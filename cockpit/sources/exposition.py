@@ -1,8 +1,9 @@
 """An engine's `/metrics`: fetched over the one HTTP layer, parsed by prometheus_client.
 
 `fetch()` gets the text (capped in size); `read_scrape()` keeps only the lines of the sample
-names the lane's figures need (a cheap split by name: most of an exposition is other
-histograms' buckets), parses those with `prometheus_client.parser`, and returns one `Scrape`.
+names the lane's figures need and, when the lane's selector has exact matchers, of its series
+(a cheap split of the text: most of an exposition is other histograms' buckets), parses those
+with `prometheus_client.parser`, and returns one `Scrape`.
 
 The classic text format is asked for, so names keep their colon (`vllm:x`). Without the
 `# TYPE` lines the library's parser keeps every sample under its own name (`x_total`,
