@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
+from cockpit.lifecycle import resume_only_after_suspend
 from cockpit.model import FRESH
 from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
 from cockpit.screens import HelpScreen, ModelFilterScreen
@@ -234,6 +235,7 @@ class CockpitApp(App[None]):
         self._read_ledger()
 
     def on_mount(self) -> None:
+        resume_only_after_suspend()
         self._show_lane()
         self._show_ledger()
         if self._notice:

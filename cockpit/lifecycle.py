@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.config import Config
@@ -106,6 +107,31 @@ def quit_on_hangup(app: CockpitApp, last_words: Callable[[], None] | None = None
             timer.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def resume_only_after_suspend() -> None:
+    """Textual's driver answers every SIGCONT by starting application mode again, also after a
+    SIGSTOP that never stopped it (a debugger, `kill -STOP`): that leaves a second input thread
+    the exit then waits on forever. So SIGCONT is passed on only after a SIGTSTP (ctrl+z).
+    Call once the driver is running (it sets both handlers); without them, nothing changes."""
+    on_stop, on_continue = signal.getsignal(signal.SIGTSTP), signal.getsignal(signal.SIGCONT)
+    if not callable(on_stop) or not callable(on_continue):
+        return
+    suspended = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal suspended
+        suspended = True
+        on_stop(signum, frame)
+
+    def resume(signum: int, frame: FrameType | None) -> None:
+        nonlocal suspended
+        if suspended:
+            suspended = False
+            on_continue(signum, frame)
+
+    signal.signal(signal.SIGTSTP, stop)
+    signal.signal(signal.SIGCONT, resume)
 
 
 def let_go_of_terminal() -> None:
