@@ -113,17 +113,8 @@ def warning_note(warnings: tuple[str, ...]) -> str:
 
 
 def as_failure(error: Exception) -> SourceFailure:
-    """The error as a SourceFailure: itself, or its message with no retry hints."""
-    if isinstance(error, SourceFailure):
-        return error
-    # TRANSITION: sources whose errors don't derive from SourceFailure yet keep their hints.
-    retry_after = getattr(error, "retry_after", None)
-    return SourceFailure(
-        failure_reason(error),
-        float(retry_after) if isinstance(retry_after, int | float) else None,
-        unreachable=getattr(error, "unreachable", False) is True,
-        engine_absent=getattr(error, "engine_absent", False) is True,
-    )
+    """The error as a SourceFailure: itself, or (a bug in a feed) its message, no retry hints."""
+    return error if isinstance(error, SourceFailure) else SourceFailure(failure_reason(error))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ KEY_HELP: tuple[tuple[str, str], ...] = (
     ("?", "this help"),
     ("q", "quit"),
 )
-"""Every key, in the order the key bar shows them."""
+"""Every key; the footer shows the most used of them, in this order."""
 
 PANE_HELP: tuple[str, ...] = (
     "Panes, prefill first: prefix cache · prefill · phases & decode ·",
