@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cockpit.config import Auth, Config, LaneConfig
 from cockpit.figures import split_reason
-from cockpit.model import LaneTotals, LedgerTotals
+from cockpit.model import LaneTotals, LedgerTotals, SourceFailure
 from cockpit.poller import (
     LaneFeed,
     LanePoller,
@@ -23,8 +23,9 @@ from cockpit.poller import (
 from cockpit.promql import selector_with
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
-from cockpit.sources.prometheus import PrometheusSource, SourceError
+from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
 from cockpit.timeutil import parse_duration
 
@@ -275,7 +276,7 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
             started = time.perf_counter()
             try:
                 totals = await feed.read(window_s, None)
-            except (SourceError, OSError) as error:
+            except (SourceFailure, OSError) as error:
                 reason = failure_reason(error)
                 said = reason if where and reason.startswith(str(where)) else f"{where}: {reason}"
                 results.append((False, f"lane {feed.name}: {said}"))

@@ -343,8 +343,7 @@ async def test_garbage_is_a_reason_never_a_number(proxy: FaultProxy, case: str) 
 
 FIGURE_FAULTS: dict[str, tuple[bytes, str]] = {
     "nan and inf": (
-        vector({"prefix_cache_hits": "NaN", "prefix_cache_queries": "+Inf",
-                "running": "-Inf"}),
+        vector({"prefix_cache_hits": "NaN", "prefix_cache_queries": "3000", "running": "-Inf"}),
         "not a number (NaN) in window",
     ),
     "empty vector": (vector({}), "no samples in window"),
@@ -367,6 +366,21 @@ async def test_unusable_values_show_as_missing_with_why(proxy: FaultProxy, case:
         assert reason in str(app.query_one(CacheGauge).tooltip) or reason in str(
             app.lane_snapshot.figures  # type: ignore[union-attr]
         )
+
+
+async def test_an_answer_with_no_usable_value_is_a_failure_not_blanks(proxy: FaultProxy) -> None:
+    """Every value NaN, infinite or unreadable: the server is answering garbage; the lane keeps
+    its last figures, stale, with the reason (not "ok" with every figure blank)."""
+    async with running_app(lane_config(proxy.url)) as (app, pilot):
+        await wait_until(pilot, lambda: fresh_with(app, LANE_HIT_RATE))
+        before = cache_text(app)
+        proxy.canned["/api/v1/query"] = vector(
+            {"prefix_cache_hits": "NaN", "prefix_cache_queries": "+Inf", "running": "x"}
+        )
+        await pilot.press("r")
+        await wait_until(pilot, lambda: lane_state(app) == "stale")
+        assert "no usable value in the answer (" in lane_reason(app)
+        assert cache_text(app) == before and all_rows_stale(app)
 
 
 # --- transport failures -------------------------------------------------------------------

@@ -43,6 +43,7 @@ REEVALUATE_MAX_S = 600.0
 GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
 """Steps a long window's gauges may be sampled at when the lane's history is shorter."""
 ENGINE_NAMES = '{__name__=~"(vllm|sglang)[:_].+"}'
+NO_SAMPLES = "no samples in window"
 
 
 def reevaluation_interval(window_s: float) -> float:
@@ -191,14 +192,19 @@ class PrometheusSource:
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
+        unusable: list[str] = []
         for key in plan.exprs:
             read = _read(found.get(key), key)
             if isinstance(read, Missing):
                 missing[key] = read.reason
+                if read.reason != NO_SAMPLES:
+                    unusable.append(read.reason)
             elif isinstance(read, tuple):
                 histograms[key] = read
             else:
                 values[key] = read
+        if unusable and not values and not histograms:  # garbage, not a quiet lane
+            raise SourceError(f"{self.url}: no usable value in the answer ({unusable[0]})")
         capacity = _capacity(dialect, found.get(promql.KV_CAPACITY, []))
         if capacity is None:
             missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
@@ -362,7 +368,7 @@ def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | Missing:
 
 def _read(samples: list[dict[str, Any]] | None, key: str) -> float | tuple[Bucket, ...] | Missing:
     if not samples:
-        return Missing("no samples in window")
+        return Missing(NO_SAMPLES)
     if key in LANE_HISTOGRAMS:
         return _buckets(samples)
     return _value(samples[0])
