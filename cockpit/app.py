@@ -9,10 +9,9 @@ if already posted, is known by its epoch and dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -30,8 +29,8 @@ from textual.worker import Worker, WorkerState
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
 from cockpit.lifecycle import resume_only_after_suspend
-from cockpit.model import FRESH
 from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
+from cockpit.receipts import receipt_name, write_receipt
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
@@ -53,7 +52,7 @@ from cockpit.widgets import (
     StatusView,
 )
 from cockpit.widgets.roofline import RooflinePane
-from cockpit.widgets.status import SourceStatus
+from cockpit.widgets.status import source_status
 
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
@@ -101,27 +100,6 @@ class _Polling:
         self.disarm()
         self.epoch += 1
         return self.epoch
-
-
-def write_new_file(target: Path, text: str) -> Path:
-    """Writes `text` to `target`, or to `name-2.md`, `name-3.md`… if it exists (two exports of
-    one replayed moment, or of one second): an export never replaces another. The path used."""
-    path, number = target, 1
-    while True:
-        try:
-            with path.open("x", encoding="utf-8") as out:
-                out.write(text)
-            return path
-        except FileExistsError:
-            number += 1
-            path = target.with_stem(f"{target.stem}-{number}")
-
-
-def receipt_name(lane: str, window: str, moment: float) -> str:
-    """`cockpit-receipt-<lane>-<window>-<UTC stamp>.md`, safe as a file name."""
-    safe_lane = re.sub(r"[^A-Za-z0-9_.-]+", "_", lane) or "lane"
-    stamp = datetime.fromtimestamp(moment, UTC).strftime("%Y%m%dT%H%M%SZ")
-    return f"cockpit-receipt-{safe_lane}-{window}-{stamp}.md"
 
 
 def _lane_bindings() -> list[BindingType]:
@@ -236,8 +214,7 @@ class CockpitApp(App[None]):
 
     def on_mount(self) -> None:
         resume_only_after_suspend()
-        self._show_lane()
-        self._show_ledger()
+        self._show()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -262,28 +239,17 @@ class CockpitApp(App[None]):
         return self.lane_feeds[self.lane_index].name
 
     def status_view(self) -> StatusView:
-        sources: list[SourceStatus] = []
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
-        if lane is not None:
-            sources.append(SourceStatus("lane", lane.freshness, lane.latency_s))
-        elif self.lane_feeds:
-            sources.append(SourceStatus("lane", FRESH, reading=True))
-        if ledger is not None:
-            sources.append(SourceStatus("ledger", ledger.freshness, ledger.latency_s))
-        elif self.ledger_poller is not None:
-            sources.append(SourceStatus("ledger", FRESH, reading=True))
-        evaluated = None
-        if lane is not None and lane.totals is not None:
-            evaluated = lane.totals.end
-        elif ledger is not None and ledger.totals is not None:
-            evaluated = ledger.totals.end
+        sources = [source_status("lane", lane)] if self.lane_feeds else []
+        sources += [source_status("ledger", ledger)] if self.ledger_poller else []
+        read = [snapshot.totals for snapshot in (lane, ledger) if snapshot and snapshot.totals]
         return StatusView(
             lane=self.lane_name,
             index=self.lane_index + 1 if self.lane_feeds else 0,
             count=len(self.lane_feeds),
             window=self.window,
             ledger_window=self.ledger_window if self.ledger_poller else None,
-            evaluated_at=evaluated,
+            evaluated_at=read[0].end if read else None,
             replay_at=self.replay_at,
             sources=tuple(sources),
             paused=self.paused,
@@ -294,8 +260,9 @@ class CockpitApp(App[None]):
     def _show_status(self) -> None:
         self.query_one(StatusLine).show(self.status_view())
 
-    def _show_lane(self) -> None:
-        """The status line and every pane that shows the lane."""
+    def _show(self) -> None:
+        """The status line and every pane, from the current snapshots. A pane whose view is
+        unchanged is not redrawn."""
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_lane, has_ledger = bool(self.lane_feeds), self.ledger_poller is not None
         with self.batch_update():
@@ -304,15 +271,6 @@ class CockpitApp(App[None]):
             self.query_one(PrefillPane).show(lane, has_lane)
             self.query_one(PhaseBar).show(lane, has_lane)
             self.query_one(RooflinePane).show(lane.roofline() if lane else None)
-            self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
-
-    def _show_ledger(self) -> None:
-        """The status line and every pane that shows the ledger."""
-        lane, ledger = self.lane_snapshot, self.ledger_snapshot
-        has_lane, has_ledger = bool(self.lane_feeds), self.ledger_poller is not None
-        with self.batch_update():
-            self._show_status()
-            self.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
             self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
             self.query_one(SpendPane).show(ledger, has_ledger)
 
@@ -361,7 +319,7 @@ class CockpitApp(App[None]):
             return
         snapshot = self.lane_snapshot = message.snapshot
         self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
-        self._show_lane()
+        self._show()
         self._probe_refresh()
         delay = self.lane_pollers[self.lane_index].delay
         self._arm(self._lane, delay, self._read_lane, snapshot.freshness.state == "ok")
@@ -371,7 +329,7 @@ class CockpitApp(App[None]):
             return
         snapshot = self.ledger_snapshot = message.snapshot
         self._ledger_seen[snapshot.window] = snapshot
-        self._show_ledger()
+        self._show()
         self._probe_refresh()
         delay = self.ledger_poller.delay
         self._arm(self._ledger, delay, self._read_ledger, snapshot.freshness.state == "ok")
@@ -418,7 +376,7 @@ class CockpitApp(App[None]):
             return
         self.lane_index = index
         self.lane_snapshot = self._lane_seen.get((index, self.window))
-        self._show_lane()
+        self._show()
         self._read_lane()
 
     def select_window(self, window: str) -> None:
@@ -428,9 +386,8 @@ class CockpitApp(App[None]):
         self.lane_snapshot = self._lane_seen.get((self.lane_index, window))
         if self.config.ledger_window is None:
             self.ledger_snapshot = self._ledger_seen.get(window)
-            self._show_ledger()
             self._read_ledger()
-        self._show_lane()
+        self._show()
         self._read_lane()
 
     def action_lane(self, number: int) -> None:
@@ -489,7 +446,7 @@ class CockpitApp(App[None]):
         feed.filter_model(model)
         self._lane_seen = {k: v for k, v in self._lane_seen.items() if k[0] != self.lane_index}
         self.lane_snapshot = None
-        self._show_lane()
+        self._show()
         self._read_lane()
 
     def action_next_theme(self) -> None:
@@ -516,71 +473,37 @@ class CockpitApp(App[None]):
     def _write_receipt(
         self, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, target: Path
     ) -> None:
-        from cockpit.report import markdown_receipt
-
-        text = markdown_receipt(lane, ledger, self.config.prices)
         try:
-            target = write_new_file(target, text)
+            written = write_receipt(lane, ledger, self.config.prices, target)
         except OSError as error:
-            reason = error.strerror or str(error)
+            reason = f"{target}: {error.strerror or error}"
             self.call_from_thread(
-                self.notify,
-                f"{target}: {reason}",
-                title="export failed",
-                severity="error",
-                markup=False,
+                self.notify, reason, title="export failed", severity="error", markup=False
             )
-            return
-        self.call_from_thread(self.notify, str(target), title="receipt exported", markup=False)
+        else:
+            self.call_from_thread(self.notify, str(written), title="receipt exported", markup=False)
 
     # --- command palette ----------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        count = len(self.lane_feeds)
         for index, feed in enumerate(self.lane_feeds):
+            show_lane = partial(self.select_lane, index)
+            # The palette reads titles as markup: a lane's name is escaped to show as it is.
             yield SystemCommand(
-                f"Lane: {escape(feed.name)}",  # the palette reads titles as markup
-                f"Show lane {index + 1} of {len(self.lane_feeds)}",
-                lambda index=index: self.select_lane(index),
+                f"Lane: {escape(feed.name)}", f"Show lane {index + 1} of {count}", show_lane
             )
         for window in self.windows:
-            yield SystemCommand(
-                f"Window: {window}",
-                f"Figures over the last {window}",
-                lambda window=window: self.select_window(window),
-            )
+            show_window = partial(self.select_window, window)
+            yield SystemCommand(f"Window: {window}", f"Figures over the last {window}", show_window)
         for name in THEME_NAMES:
-            yield SystemCommand(
-                f"Cockpit theme: {name}",
-                "Switch to this theme",
-                lambda name=name: setattr(self, "theme", name),
-            )
-        yield SystemCommand(
-            "Export receipt", "Write the current receipt as markdown", self.action_export
-        )
+            use_theme = partial(setattr, self, "theme", name)
+            yield SystemCommand(f"Cockpit theme: {name}", "Switch to this theme", use_theme)
+        yield SystemCommand("Export receipt", "Write the receipt as markdown", self.action_export)
         yield SystemCommand("Refresh now", "Read every source again", self.action_refresh)
         yield SystemCommand("Pause / resume", "Stop or restart polling", self.action_pause)
 
 
-def make_app(
-    config: Config,
-    lane_feeds: Sequence[LaneFeed],
-    ledger_feed: LedgerFeed | None,
-    *,
-    replay_at: float | None = None,
-    refresh_s: float | None = None,
-    export_dir: Path | None = None,
-    clocks: Clocks | None = None,
-    notice: str = "",
-) -> CockpitApp:
-    """The cockpit app, as the CLI and the tests build it."""
-    return CockpitApp(
-        config,
-        lane_feeds,
-        ledger_feed,
-        replay_at=replay_at,
-        refresh_s=refresh_s,
-        export_dir=export_dir,
-        clocks=clocks,
-        notice=notice,
-    )
+make_app = CockpitApp
+"""The cockpit app, as the CLI and the tests build it."""

@@ -11,7 +11,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from cockpit.figures import format_value
-from cockpit.model import Freshness
+from cockpit.model import FRESH, Freshness
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.timeutil import clock, stamp
 
 from .pane import DEFAULT_WIDTH, short_reason, stale_since
@@ -39,6 +40,13 @@ class SourceStatus:
     latency_s: float | None = None
     reading: bool = False
     """No snapshot yet: the first read is under way."""
+
+
+def source_status(name: str, snapshot: LaneSnapshot | LedgerSnapshot | None) -> SourceStatus:
+    """A source's item: its snapshot's freshness and latency, or reading, before the first."""
+    if snapshot is None:
+        return SourceStatus(name, FRESH, reading=True)
+    return SourceStatus(name, snapshot.freshness, snapshot.latency_s)
 
 
 @dataclass(frozen=True, slots=True)
