@@ -81,6 +81,7 @@ from cockpit.sources.ledger_sums import (
     model_key,
     model_name,
     text_of,
+    window_edges,
 )
 
 __all__ = [
@@ -97,6 +98,10 @@ __all__ = [
 END_RESOLUTION_S = 1.0
 """`end=None` means now, rounded down to this, so repeated refreshes can hit the cache."""
 
+BIG_LEDGER_ROWS = 100_000
+"""A window summed afresh on a ledger with more sessions than this scans the table, and reads
+its session_model_usage in the background (see `LedgerTailer._add_slice`)."""
+
 
 # --- the tailer ------------------------------------------------------------------------------
 
@@ -104,12 +109,17 @@ END_RESOLUTION_S = 1.0
 class LedgerTailer:
     """Tails one Hermes ledger file, read-only."""
 
-    def __init__(self, path: str | Path, profile: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, profile: str | None = None, *, big_rows: int = BIG_LEDGER_ROWS
+    ) -> None:
         self.path = Path(path).expanduser()
         self.profile = profile or "default"
+        self.big_rows = big_rows
         self._conn: aiosqlite.Connection | None = None
         self._usage_conn: aiosqlite.Connection | None = None
-        """A second connection: a slice's usage is summed beside its sessions (see _add_slice)."""
+        """A second connection, for session_model_usage read in the background."""
+        self._usage_read: asyncio.Task[list[Any]] | None = None
+        """That read, while it runs: per model comes from sessions.model meanwhile."""
         self._facts: FileFacts | None = None
         self._schema: Schema | None = None
         self._data_version: int | None = None
@@ -157,8 +167,20 @@ class LedgerTailer:
         """After a failed read: has the file changed since (so a full read is worth it now)?"""
         return self._failed_on is not None and look(self.path) != self._failed_on
 
+    async def settle(self) -> None:
+        """Wait for a background read of session_model_usage (benchmarks and tests)."""
+        if self._usage_read is not None:
+            await asyncio.wait([self._usage_read])
+
+    async def _cancel_usage_read(self) -> None:
+        task, self._usage_read = self._usage_read, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
+
     async def close(self) -> None:
-        """Close the connection and forget what was read."""
+        """Close the connections and forget what was read."""
+        await self._cancel_usage_read()
         connections = (self._conn, self._usage_conn)
         self._conn = self._usage_conn = None
         for conn in connections:
@@ -188,7 +210,8 @@ class LedgerTailer:
             await self.close()
             return await self._refresh(window_s, low, high)
         key = (window_s, low, high, version)
-        if self._cached is not None and key == self._cache_key:
+        merged = self._merge_usage_read()
+        if self._cached is not None and key == self._cache_key and not merged:
             return self._cached
         if version != self._data_version:
             await self._read_changes()
@@ -249,7 +272,7 @@ class LedgerTailer:
         self._take_rows(rows)
         (count,) = await self._fetch("startless", startless_count(), self._known_closed())
         self._startless = int(count[0])
-        await self._add_slice(1, low, high)
+        await self._add_slice(1, low, high, afresh=True)
 
     async def _read_changes(self) -> None:
         """Re-read the open sessions and the rows added since the last read."""
@@ -262,38 +285,52 @@ class LedgerTailer:
         self._take_rows(rows)
 
     async def _slide(self, low: float, high: float) -> None:
-        """Move the closed sums to new bounds by the slices between old and new."""
+        """Move the closed sums to new bounds: by the edges between old and new, or afresh
+        when the edges are wider than half the new window (a window switch, not a slide)."""
         assert self._bounds is not None
         old_low, old_high = self._bounds
-        if low >= old_high or high <= old_low:
+        edges = window_edges(old_low, old_high, low, high)
+        if sum(stop - start for _, start, stop in edges) >= (high - low) / 2:
+            await self._cancel_usage_read()  # it was for sums that start over here
             self._closed = Sums()
-            slices = [(1, low, high)]
-        else:
-            slices = []
-            if low != old_low:
-                slices.append((-1, old_low, low) if low > old_low else (1, low, old_low))
-            if high != old_high:
-                slices.append((1, old_high, high) if high > old_high else (-1, high, old_high))
-        for sign, start, stop in slices:
-            await self._add_slice(sign, start, stop)
+            self._bounds = (low, high)
+            await self._add_slice(1, low, high, afresh=True)
+            return
+        for sign, start, stop in edges:
+            await self._add_slice(sign, start, stop, afresh=False)
         self._bounds = (low, high)
 
-    async def _add_slice(self, sign: int, start: float, stop: float) -> None:
+    async def _add_slice(self, sign: int, start: float, stop: float, *, afresh: bool) -> None:
         """Add (+1) or subtract (-1) the known-closed sessions started in (start, stop].
 
-        Sessions and their usage are summed side by side on two connections: on a million
-        sessions each takes seconds. Known-closed rows never change, so the two statements
-        agree whatever snapshot each sees.
+        Known-closed rows never change, so a read of them agrees with any snapshot: their
+        usage is summed on the second connection beside the sessions, and for a window summed
+        afresh on a big ledger (the join costs seconds at a million sessions) in the
+        background, merged by the first refresh after it is done.
         """
         schema = self._require_schema()
         where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
         params = [start, stop, *self._known_closed()]
-        reads = [self._fetch("sessions", session_groups(schema, where), params)]
+        big = afresh and self._max_rowid > self.big_rows
+        reads = [self._fetch("sessions", session_groups(schema, where, scan=big), params)]
         if self._usage_conn is not None:
-            usage = usage_groups(schema, where)
-            reads.append(self._fetch("usage", usage, params, self._usage_conn))
+            statement = usage_groups(schema, where, scan=big)
+            usage = self._fetch("usage", statement, params, self._usage_conn)
+            if big:
+                self._usage_read = asyncio.ensure_future(usage)
+            else:
+                reads.append(usage)
         for rows in await asyncio.gather(*reads):
             self._add_groups(rows, sign)
+
+    def _merge_usage_read(self) -> bool:
+        """Fold a finished background read into the closed sums (a failed one raises)."""
+        task = self._usage_read
+        if task is None or not task.done():
+            return False
+        self._usage_read = None
+        self._add_groups(task.result(), 1)
+        return True
 
     # -- turning rows into sums --------------------------------------------------------------
 
@@ -389,7 +426,14 @@ class LedgerTailer:
             sums.skip(f"sessions: {NO_START}", startless)
         schema = self._require_schema()
         total = sums.total()
-        exact = schema.has_usage
+        exact = schema.has_usage and self._usage_read is None
+        missing = missing_for(schema, self.profile)
+        if self._usage_read is not None:
+            reason = (
+                f"session_model_usage is still being read ({self._max_rowid:,} sessions); "
+                "per model from sessions.model meanwhile"
+            )
+            missing.update(by_model_exact=reason, side_calls=reason)
         info = LedgerInfo(str(self.path), self.profile, schema.version, schema.journal_mode)
         totals = LedgerTotals(
             window_s=window_s,
@@ -401,7 +445,7 @@ class LedgerTailer:
             by_profile=frozen_map(sums.counts("profile")),
             by_ledger=frozen_map({str(self.path): total}),
             side_calls=sums.total("side") if exact else None,
-            missing=frozen_map(missing_for(schema, self.profile)),
+            missing=frozen_map(missing),
             ledgers=(info,),
             queries=tuple(self._queries.values()),
             first_started_at=self._first_started,

@@ -135,6 +135,20 @@ def missing_for(schema: Schema, profile: str) -> dict[str, str]:
     return missing
 
 
+def window_edges(
+    old_low: float, old_high: float, low: float, high: float
+) -> list[tuple[int, float, float]]:
+    """The slices that turn (old_low, old_high] into (low, high]: +1 to add, -1 to take away."""
+    if low >= old_high or high <= old_low:
+        return [(-1, old_low, old_high), (1, low, high)]
+    edges = []
+    if low != old_low:
+        edges.append((-1, old_low, low) if low > old_low else (1, low, old_low))
+    if high != old_high:
+        edges.append((1, old_high, high) if high > old_high else (-1, high, old_high))
+    return edges
+
+
 # --- several ledgers -------------------------------------------------------------------------
 
 
