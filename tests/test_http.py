@@ -226,3 +226,13 @@ def test_every_form_a_credential_takes_is_masked() -> None:
     secrets = secret_forms("tok/en+1", ("ada", "pa ss"))
     text = "tok/en+1 tok%2Fen%2B1 YWRhOnBhIHNz pa ss pa%20ss"
     assert mask(text, secrets) == "*** *** *** *** ***"
+
+
+async def test_an_answer_over_the_size_cap_is_refused_with_a_reason(serve: Start) -> None:
+    raw = await serve(lambda n: reply(chunked(b"x" * 5000, 100), "Transfer-Encoding: chunked"))
+    http = HttpClient(raw.url, max_bytes=4096)
+    with pytest.raises(SourceError, match=r"answer over 0.004096 MB refused"):
+        await http.get("/metrics")
+    http.max_bytes = 5000
+    assert len((await http.get("/metrics")).text) == 5000
+    await http.aclose()

@@ -2,11 +2,12 @@
 
 Public names:
 
-- `HttpClient(url, *, bearer=None, basic=None, verify=True, timeout=10.0, headers=None)`:
-  `await get(path, params)`, `await post_form(path, form)` -> `Reply`; `await aclose()`;
-  `url` (without credentials), `requests` (sent so far), `mask(text)`.
+- `HttpClient(url, *, bearer=None, basic=None, verify=True, timeout=10.0, headers=None,
+  max_bytes=MAX_BYTES)`: `await get(path, params)`, `await post_form(path, form)` -> `Reply`;
+  `await aclose()`; `url` (without credentials), `requests` (sent so far), `mask(text)`.
   Every request has a total deadline of `timeout` seconds (a server trickling bytes times
-  out too); failures raise `SourceError` with a one-line reason free of secrets.
+  out too) and an answer is read up to `max_bytes`; failures raise `SourceError` with a
+  one-line reason free of secrets.
 - `Reply(status, reason, headers, text)`: one whole answer; `reason` and `text` are already
   masked (no credential this client sends can appear in them).
 - `SourceError`: the `SourceFailure` the sources raise; `connect_failed` tells that nothing
@@ -38,6 +39,8 @@ RETRY_AFTER_CAP_S = 60.0
 """The longest wait a server's Retry-After can ask for (the poller's back-off cap)."""
 CONNECT_TIMEOUT_S = 5.0
 """At most this long to open a connection (the whole request has `timeout`)."""
+MAX_BYTES = 64_000_000
+"""The largest answer read (a runaway query or label would otherwise fill the memory)."""
 MASK = "***"
 
 
@@ -172,12 +175,14 @@ class HttpClient:
         verify: bool | str = True,
         timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         parts = urlsplit(url)
         if basic is None and parts.username is not None:
             basic = (parts.username, parts.password or "")
         self.url = redact_url(url).rstrip("/")
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self.requests = 0
         """Requests sent so far."""
         self._secrets = secret_forms(bearer, basic)
@@ -223,15 +228,34 @@ class HttpClient:
         try:
             async with asyncio.timeout(self.timeout):
                 request = self._client.build_request(method, path, params=params, data=data)
-                response = await self._client.send(request)
+                response = await self._client.send(request, stream=True)
+                try:
+                    body = await self._body(response)
+                finally:
+                    await response.aclose()
         except (TimeoutError, httpx.HTTPError, httpx.InvalidURL, UnicodeError, OSError) as exc:
             raise self._failure(exc) from None
+        text = body.decode(response.encoding or "utf-8", errors="replace")
         return Reply(
             response.status_code,
             self.mask(response.reason_phrase),
             response.headers,
-            self.mask(response.text),
+            self.mask(text),
         )
+
+    async def _body(self, response: httpx.Response) -> bytes:
+        """The whole body, or SourceError once it grows past `max_bytes`."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise SourceError(
+                    f"{self.url}: answer over {self.max_bytes / 1e6:g} MB refused (a runaway "
+                    "query or label?)"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""
