@@ -1,15 +1,18 @@
-"""PromQL for a lane: selectors (escaping, parsing, matching) and the expressions of specs.
+"""PromQL for a lane: selectors (escaping, parsing, matching), the expressions of specs, and
+reading the answer.
 
-Pure: no I/O. A lane's refresh asks every figure in one query (`lane_plan`, `combined_query`).
+Pure: no I/O. A lane's refresh asks every figure in one query (`lane_plan`, `combined_query`);
+`split_by_fig` and `read_key` take the answer apart again.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from cockpit.dialects import (
     Counter,
@@ -17,13 +20,17 @@ from cockpit.dialects import (
     Gauge,
     Histogram,
     Spec,
+    capacity_from_info,
     escape_name,
     lane_specs,
     missing_reason,
     names_escaped,
+    parse_le,
     presence_metric,
+    sorted_buckets,
 )
-from cockpit.timeutil import parse_duration, promql_duration
+from cockpit.model import LANE_HISTOGRAMS, Bucket, Missing
+from cockpit.timeutil import parse_duration, promql_duration, stamp
 
 KV_CAPACITY = "kv_capacity"
 """Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
@@ -162,6 +169,21 @@ def subquery_step(window_s: float) -> float:
     return float(max(15, round(window_s / 2000)))
 
 
+GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
+"""Steps a long window's gauges may be sampled at when the lane's history is shorter."""
+
+
+def gauge_step(window_s: float, covered_s: float | None) -> float:
+    """The subquery step of a window's gauges: the window's own, or, when the lane's data
+    covers only `covered_s` of it, one fine enough for that history (rounded up to
+    `GAUGE_STEPS`, so a growing history changes the query rarely)."""
+    step = subquery_step(window_s)
+    if covered_s is None or covered_s >= window_s:
+        return step
+    wanted = subquery_step(max(covered_s, 0.0))
+    return min([s for s in GAUGE_STEPS if s >= wanted] + [step])
+
+
 FINE_STEP_S = 15.0
 """The data start's precision when the lane's history is short."""
 SCAN_POINTS = 2000
@@ -287,3 +309,80 @@ def lane_plan(
         extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
     return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
+
+
+# --- reading the answer -----------------------------------------------------------------
+
+NO_SAMPLES = "no samples in window"
+
+
+def split_by_fig(result: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """An answer's samples grouped by their `fig` label (see `combined_query`)."""
+    by_fig: dict[str, list[dict[str, Any]]] = {}
+    for sample in result:
+        by_fig.setdefault(str(sample.get("metric", {}).get("fig", "")), []).append(sample)
+    return by_fig
+
+
+def sample_value(sample: Mapping[str, Any]) -> float | Missing:
+    """The sample's number, or why it is not one."""
+    try:
+        number = float(sample["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return Missing("answer carried no readable value")
+    if math.isfinite(number):
+        return number
+    if math.isnan(number):
+        return Missing("not a number (NaN) in window")
+    return Missing("infinite value in window")
+
+
+def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | Missing:
+    pairs: list[Bucket] = []
+    for sample in samples:
+        number = sample_value(sample)
+        if isinstance(number, Missing):
+            return number
+        try:
+            bound = parse_le(sample["metric"]["le"])
+        except (KeyError, TypeError, ValueError):
+            return Missing("histogram bucket without a readable le")
+        pairs.append((bound, number))
+    return sorted_buckets(pairs)
+
+
+def read_key(
+    samples: list[dict[str, Any]] | None, key: str
+) -> float | tuple[Bucket, ...] | Missing:
+    """A raw key's value (buckets for a histogram) from its samples, or why there is none."""
+    if not samples:
+        return Missing(NO_SAMPLES)
+    if key in LANE_HISTOGRAMS:
+        return _buckets(samples)
+    return sample_value(samples[0])
+
+
+def capacity_from_samples(dialect: str, samples: list[dict[str, Any]]) -> float | None:
+    """KV capacity in tokens: SGLang's gauge, or the sum of vLLM's info series' labels."""
+    if not samples:
+        return None
+    if dialect == "sglang":
+        number = sample_value(samples[0])
+        return number if isinstance(number, float) and number > 0 else None
+    total = 0.0
+    for sample in samples:
+        capacity = capacity_from_info(sample.get("metric", {}))
+        if capacity is None:
+            return None
+        total += capacity
+    return total
+
+
+def window_coverage(
+    samples: list[dict[str, Any]] | None, end: float, window_s: float
+) -> tuple[float | None, str]:
+    """Seconds of the window the lane's data covers and the words for it, when partial."""
+    start = sample_value(samples[0]) if samples else None
+    if not isinstance(start, float) or start <= end - window_s + subquery_step(window_s):
+        return None, ""
+    return max(end - start, 0.0), f"data since {stamp(start)}"

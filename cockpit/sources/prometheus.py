@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit import dialects, promql
-from cockpit.model import LANE_HISTOGRAMS, Bucket, LaneTotals, Missing, frozen_map
+from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
 from cockpit.sources.http import (
     HttpClient,
     Reply,
@@ -30,7 +30,6 @@ from cockpit.sources.http import (
     retry_after,
     status_error,
 )
-from cockpit.timeutil import stamp
 
 __all__ = ["Answer", "PrometheusSource", "SourceError", "reevaluation_interval"]
 
@@ -40,10 +39,7 @@ REEVALUATE_SHARE = 1 / 800
 """A window is evaluated again once this share of it has passed (1 d: every 108 s)..."""
 REEVALUATE_MAX_S = 600.0
 """...but at least every 10 minutes."""
-GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
-"""Steps a long window's gauges may be sampled at when the lane's history is shorter."""
 ENGINE_NAMES = '{__name__=~"(vllm|sglang)[:_].+"}'
-NO_SAMPLES = "no samples in window"
 
 
 def reevaluation_interval(window_s: float) -> float:
@@ -51,17 +47,6 @@ def reevaluation_interval(window_s: float) -> float:
     none), a day's for 108 s, a week's for 10 min. At a 5 s refresh that asks Prometheus
     for at most 5 % of the samples a full query at every refresh would touch, from 1 d on."""
     return min(window_s * REEVALUATE_SHARE, REEVALUATE_MAX_S)
-
-
-def gauge_step(window_s: float, covered_s: float | None) -> float:
-    """The subquery step of a window's gauges: the window's own, or, when the lane's data
-    covers only `covered_s` of it, one fine enough for that history (rounded up to
-    `GAUGE_STEPS`, so a growing history changes the query rarely)."""
-    step = promql.subquery_step(window_s)
-    if covered_s is None or covered_s >= window_s:
-        return step
-    wanted = promql.subquery_step(max(covered_s, 0.0))
-    return min([s for s in GAUGE_STEPS if s >= wanted] + [step])
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +141,7 @@ class PrometheusSource:
         ):
             targets = promql.targets_expressions(selector)
             answer = await self.query(promql.combined_query(targets) or "1", end)
-            note = self._targets_note(_split(answer.result))
+            note = self._targets_note(promql.split_by_fig(answer.result))
             return replace(last.totals, warnings=(*last.warnings, *note))
         evaluated = await self._evaluate(plan, lane, dialect, selector, window_s, end)
         memory.covered[window_s] = evaluated.totals.covered_s
@@ -174,7 +159,7 @@ class PrometheusSource:
         window_s: float,
         names: frozenset[str],
     ) -> promql.LanePlan:
-        step = gauge_step(window_s, memory.covered.get(window_s))
+        step = promql.gauge_step(window_s, memory.covered.get(window_s))
         return promql.lane_plan(dialect, selector, window_s, names, True, step)
 
     async def _evaluate(
@@ -187,17 +172,17 @@ class PrometheusSource:
         end: float,
     ) -> _Evaluated:
         answer = await self.query(plan.query, end)
-        found = _split(answer.result)
+        found = promql.split_by_fig(answer.result)
         note = self._targets_note(found)
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
         unusable: list[str] = []
         for key in plan.exprs:
-            read = _read(found.get(key), key)
+            read = promql.read_key(found.get(key), key)
             if isinstance(read, Missing):
                 missing[key] = read.reason
-                if read.reason != NO_SAMPLES:
+                if read.reason != promql.NO_SAMPLES:
                     unusable.append(read.reason)
             elif isinstance(read, tuple):
                 histograms[key] = read
@@ -205,10 +190,10 @@ class PrometheusSource:
                 values[key] = read
         if unusable and not values and not histograms:  # garbage, not a quiet lane
             raise SourceError(f"{self.url}: no usable value in the answer ({unusable[0]})")
-        capacity = _capacity(dialect, found.get(promql.KV_CAPACITY, []))
+        capacity = promql.capacity_from_samples(dialect, found.get(promql.KV_CAPACITY, []))
         if capacity is None:
             missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
-        covered, coverage = _coverage(found.get(promql.DATA_START), end, window_s)
+        covered, coverage = promql.window_coverage(found.get(promql.DATA_START), end, window_s)
         totals = LaneTotals(
             lane=lane,
             dialect=dialect,
@@ -232,8 +217,8 @@ class PrometheusSource:
     def _targets_note(self, found: Mapping[str, list[dict[str, Any]]]) -> tuple[str, ...]:
         """Nothing when every scrape target of the lane is up (or `up` says nothing); a note
         when some are down; SourceError (the engine is absent) when all are."""
-        targets = _read(found.get(promql.TARGETS), promql.TARGETS)
-        up = _read(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
+        targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
+        up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if not isinstance(targets, float) or not isinstance(up, float) or up >= targets:
             return ()
         if up <= 0:
@@ -337,71 +322,3 @@ def _dict(value: object) -> dict[str, Any]:
 
 def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
-
-
-def _value(sample: Mapping[str, Any]) -> float | Missing:
-    """The sample's number, or why it is not one."""
-    try:
-        number = float(sample["value"][1])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return Missing("answer carried no readable value")
-    if math.isfinite(number):
-        return number
-    if math.isnan(number):
-        return Missing("not a number (NaN) in window")
-    return Missing("infinite value in window")
-
-
-def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | Missing:
-    pairs: list[Bucket] = []
-    for sample in samples:
-        number = _value(sample)
-        if isinstance(number, Missing):
-            return number
-        try:
-            bound = dialects.parse_le(sample["metric"]["le"])
-        except (KeyError, TypeError, ValueError):
-            return Missing("histogram bucket without a readable le")
-        pairs.append((bound, number))
-    return dialects.sorted_buckets(pairs)
-
-
-def _read(samples: list[dict[str, Any]] | None, key: str) -> float | tuple[Bucket, ...] | Missing:
-    if not samples:
-        return Missing(NO_SAMPLES)
-    if key in LANE_HISTOGRAMS:
-        return _buckets(samples)
-    return _value(samples[0])
-
-
-def _capacity(dialect: str, samples: list[dict[str, Any]]) -> float | None:
-    if not samples:
-        return None
-    if dialect == "sglang":
-        number = _value(samples[0])
-        return number if isinstance(number, float) and number > 0 else None
-    total = 0.0
-    for sample in samples:
-        capacity = dialects.capacity_from_info(sample.get("metric", {}))
-        if capacity is None:
-            return None
-        total += capacity
-    return total
-
-
-def _coverage(
-    samples: list[dict[str, Any]] | None, end: float, window_s: float
-) -> tuple[float | None, str]:
-    """Seconds of the window the lane's data covers and the words for it, when partial."""
-    start = _value(samples[0]) if samples else None
-    if not isinstance(start, float) or start <= end - window_s + promql.subquery_step(window_s):
-        return None, ""
-    return max(end - start, 0.0), f"data since {stamp(start)}"
-
-
-def _split(result: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The answer's samples grouped by their `fig` label."""
-    by_fig: dict[str, list[dict[str, Any]]] = {}
-    for sample in result:
-        by_fig.setdefault(str(sample.get("metric", {}).get("fig", "")), []).append(sample)
-    return by_fig
