@@ -142,7 +142,12 @@ class PrometheusSource:
             targets = promql.targets_expressions(selector)
             answer = await self.query(promql.combined_query(targets) or "1", end)
             note = self._targets_note(promql.split_by_fig(answer.result))
-            return replace(last.totals, warnings=(*last.warnings, *note))
+            return replace(
+                last.totals,
+                warnings=(*last.warnings, *note),
+                query_seconds=answer.client_seconds,  # this refresh's request
+                eval_seconds=answer.eval_seconds,
+            )
         evaluated = await self._evaluate(plan, lane, dialect, selector, window_s, end)
         memory.covered[window_s] = evaluated.totals.covered_s
         finer = self._plan(memory, dialect, selector, window_s, names)
