@@ -14,6 +14,10 @@ How a refresh stays cheap and exact:
   known-closed sessions in the slices between the old and new bounds, so the sums stay exact
   without keeping a row per session in memory. Known-closed rows never change, so those
   reads may see any snapshot and still agree.
+- A window summed afresh (the first read, a window switch) on a big ledger scans the table,
+  and reads its session_model_usage in the background on a second connection: that join
+  costs seconds at a million sessions. Until it lands, per model comes from sessions.model
+  and `missing` says so.
 - Each row is judged on its own (see `ledger_sql`): a row that can't be read is skipped and
   counted in `LedgerTotals.skipped`, never summed and never fatal.
 - Any failure part-way (SQLite's or not) forgets everything read: the next refresh reads the
@@ -59,15 +63,14 @@ from cockpit.sources.ledger_sql import (
     IN_RANGE,
     KNOWN_CLOSED,
     NO_START,
-    OPEN,
     VERSIONS,
     Col,
     Schema,
+    first_read,
     join_halves,
     read_schema,
     rows_statement,
     session_groups,
-    startless_count,
     usage_groups,
 )
 from cockpit.sources.ledger_sums import (
@@ -263,16 +266,30 @@ class LedgerTailer:
         return [self._max_rowid, json.dumps(sorted(self._open))]
 
     async def _full_read(self, low: float, high: float) -> None:
-        """Every open session in one statement, then the closed ones in the window."""
+        """The open sessions and the closed ones in the window, in one statement; their usage
+        beside it (in the background on a big ledger)."""
+        await self._cancel_usage_read()  # it was for sums that start over here
         self._closed = Sums()
         self._open = {}
         self._bounds = (low, high)
-        rows = await self._fetch("open", rows_statement(self._require_schema(), OPEN))
+        schema = self._require_schema()
+        (size,) = await self._fetch_any("SELECT MAX(rowid) FROM sessions", ())
+        big = int(size[0] or 0) > self.big_rows
+        rows = await self._fetch("first", first_read(schema, scan=big), [low, high])
         self._take_mark(rows)
         self._take_rows(rows)
-        (count,) = await self._fetch("startless", startless_count(), self._known_closed())
-        self._startless = int(count[0])
-        await self._add_slice(1, low, high, afresh=True)
+        self._add_groups(rows, 1)
+        self._startless = sum(int(row[Col.COUNT]) for row in rows if row[Col.KIND] == "N")
+        if self._usage_conn is None:
+            return
+        where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
+        statement = usage_groups(schema, where, scan=big)
+        params = [low, high, *self._known_closed()]
+        usage = self._fetch("usage", statement, params, self._usage_conn)
+        if big:
+            self._usage_read = asyncio.ensure_future(usage)
+        else:
+            self._add_groups(await usage, 1)
 
     async def _read_changes(self) -> None:
         """Re-read the open sessions and the rows added since the last read."""
@@ -285,41 +302,30 @@ class LedgerTailer:
         self._take_rows(rows)
 
     async def _slide(self, low: float, high: float) -> None:
-        """Move the closed sums to new bounds: by the edges between old and new, or afresh
-        when the edges are wider than half the new window (a window switch, not a slide)."""
+        """Move the closed sums to new bounds by the edges between old and new; read the
+        window afresh when the edges are wider than half of it (a window switch)."""
         assert self._bounds is not None
-        old_low, old_high = self._bounds
-        edges = window_edges(old_low, old_high, low, high)
+        edges = window_edges(*self._bounds, low, high)
         if sum(stop - start for _, start, stop in edges) >= (high - low) / 2:
-            await self._cancel_usage_read()  # it was for sums that start over here
-            self._closed = Sums()
-            self._bounds = (low, high)
-            await self._add_slice(1, low, high, afresh=True)
+            await self._full_read(low, high)
             return
         for sign, start, stop in edges:
-            await self._add_slice(sign, start, stop, afresh=False)
+            await self._add_slice(sign, start, stop)
         self._bounds = (low, high)
 
-    async def _add_slice(self, sign: int, start: float, stop: float, *, afresh: bool) -> None:
+    async def _add_slice(self, sign: int, start: float, stop: float) -> None:
         """Add (+1) or subtract (-1) the known-closed sessions started in (start, stop].
 
-        Known-closed rows never change, so a read of them agrees with any snapshot: their
-        usage is summed on the second connection beside the sessions, and for a window summed
-        afresh on a big ledger (the join costs seconds at a million sessions) in the
-        background, merged by the first refresh after it is done.
+        Known-closed rows never change, so these reads agree whatever snapshot each sees:
+        the sessions and their usage are summed side by side on the two connections.
         """
         schema = self._require_schema()
         where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
         params = [start, stop, *self._known_closed()]
-        big = afresh and self._max_rowid > self.big_rows
-        reads = [self._fetch("sessions", session_groups(schema, where, scan=big), params)]
+        reads = [self._fetch("sessions", session_groups(schema, where), params)]
         if self._usage_conn is not None:
-            statement = usage_groups(schema, where, scan=big)
-            usage = self._fetch("usage", statement, params, self._usage_conn)
-            if big:
-                self._usage_read = asyncio.ensure_future(usage)
-            else:
-                reads.append(usage)
+            usage = usage_groups(schema, where)
+            reads.append(self._fetch("usage", usage, params, self._usage_conn))
         for rows in await asyncio.gather(*reads):
             self._add_groups(rows, sign)
 
@@ -354,8 +360,10 @@ class LedgerTailer:
         )
 
     def _add_groups(self, rows: Iterable[Sequence[Any]], sign: int) -> None:
-        """Summed rows ('S', 'U') into the closed sums."""
+        """Summed rows ('S', 'U') into the closed sums; other kinds are passed over."""
         for row in rows:
+            if row[Col.KIND] not in ("S", "U"):
+                continue
             count = int(row[Col.COUNT])
             problem = row[Col.PROBLEM]
             table = "sessions" if row[Col.KIND] == "S" else "session_model_usage"
@@ -382,7 +390,7 @@ class LedgerTailer:
                     started_at=None if problem == NO_START else float(row[Col.STARTED]),
                     keys=self._session_keys(row),
                     problem=problem,
-                    values=[1, *row[Col.VALUES :]],
+                    values=[1, *join_halves(row[Col.VALUES :])],
                 )
                 sessions[int(row[Col.ROWID])] = (session, bool(row[Col.CLOSED]))
         for row in rows:
@@ -407,7 +415,7 @@ class LedgerTailer:
         main = bool(row[Col.MAIN])
         name = model_key(text_of(row[Col.PROVIDER]), text_of(row[Col.MODEL]))
         vector = session.usage.setdefault(("model_u", name) if main else ("side", ""), [0] * 7)
-        for index, value in enumerate(row[Col.VALUES :], start=1):
+        for index, value in enumerate(join_halves(row[Col.VALUES :]), start=1):
             vector[index] += value
         vector[0] = 1
 

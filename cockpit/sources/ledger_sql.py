@@ -5,7 +5,8 @@ Every statement returns rows of one layout (see `Col`), tagged by kind:
 - `M` mark: the highest rowid and the first `started_at`, in the statement's own snapshot;
 - `R` one session row, `V` one session_model_usage row (of a session read as `R`);
 - `S` sessions summed per (source, profile, model, provider, problem);
-- `U` session_model_usage summed per (model, provider, main loop?, problem).
+- `U` session_model_usage summed per (model, provider, main loop?, problem);
+- `N` the number of closed sessions without a numeric started_at (they are in no window).
 
 Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
 is negative, or a session without a numeric `started_at`, makes the row unreadable; the reason
@@ -55,9 +56,9 @@ class Col(IntEnum):
     PROBLEM = 9
     """Why the row can't be read, or NULL."""
     COUNT = 10
-    """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
+    """S: sessions; U: distinct sessions (rows when PROBLEM is set); N: sessions; R, V: 1."""
     VALUES = 11
-    """The counters start here, in COUNTER_COLUMNS order (S, U: each as two halves)."""
+    """The counters start here, in COUNTER_COLUMNS order, each as its high and low 32 bits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +139,22 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
 
+def _halves(value: str) -> str:
+    return f"{value} >> 32, {value} & 4294967295"
+
+
 def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
-    values = [f"COALESCE({c}, 0)" if c else "0" for c in _counters(present, alias)]
+    """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout."""
+    values = [_halves(f"COALESCE({c}, 0)") if c else "0, 0" for c in _counters(present, alias)]
     if named:
-        values = [f"{value} AS c{index}" for index, value in enumerate(values)]
+        values = [
+            value.replace(" >> 32,", f" >> 32 AS h{index},") + f" AS l{index}"
+            for index, value in enumerate(values)
+        ]
     return ", ".join(values)
 
 
-_VALUE_NAMES = ", ".join(f"c{index}" for index in range(len(COUNTER_COLUMNS)))
+_VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(len(COUNTER_COLUMNS)))
 
 
 def _sums(present: frozenset[str], alias: str) -> str:
@@ -156,7 +165,7 @@ def _sums(present: frozenset[str], alias: str) -> str:
 
 
 def join_halves(values: Sequence[Any]) -> list[int]:
-    """The counters of an S or U row from their summed halves."""
+    """The counters of a row from their (summed) halves."""
     highs, lows = values[0::2], values[1::2]
     return [(int(high or 0) << 32) + int(low or 0) for high, low in zip(highs, lows, strict=True)]
 
@@ -178,10 +187,17 @@ def _short_model(column: str) -> str:
     return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
 
 
+_ZEROS = ", ".join(["0"] * 2 * len(COUNTER_COLUMNS))
 _MARK = (
     "SELECT 'M', (SELECT MAX(rowid) FROM sessions), NULL, NULL, NULL, NULL, NULL, "
-    "(SELECT MIN(started_at) FROM sessions), NULL, NULL, 0, 0, 0, 0, 0, 0, 0"
+    f"(SELECT MIN(started_at) FROM sessions), NULL, NULL, 0, {_ZEROS}"
 )
+_STARTLESS = (
+    "SELECT 'N', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL, COUNT(*), "
+    f"{_ZEROS} FROM sessions AS s WHERE (s.started_at IS NULL OR s.started_at >= '') "
+    "AND s.ended_at IS NOT NULL"
+)
+"""Closed sessions whose started_at is not a number (NULL, text or a blob: all sort above '')."""
 
 
 # --- statements ------------------------------------------------------------------------------
@@ -227,6 +243,14 @@ def session_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
     )
 
 
+def first_read(schema: Schema, *, scan: bool) -> str:
+    """Everything but the usage of closed sessions, in one snapshot (parameters: the window):
+    the mark, the open sessions with their usage, the sessions closed in that snapshot and
+    started in the window summed, and the closed ones without a start counted."""
+    closed = session_groups(schema, f"{IN_RANGE} AND s.ended_at IS NOT NULL", scan=scan)
+    return f"{rows_statement(schema, OPEN)} UNION ALL {closed} UNION ALL {_STARTLESS}"
+
+
 def usage_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
     """Usage of the sessions `where` selects: per short model and provider for the main loop,
     all side calls together; sessions counted once per group."""
@@ -239,12 +263,4 @@ def usage_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
         f"SELECT 'U', NULL, NULL, NULL, {model} AS m, {provider} AS v, {main} AS k, NULL, NULL, "
         f"{problem} AS p, {count}, {_sums(schema.usage_columns, 'u')} FROM {_sessions(scan)} "
         f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} GROUP BY m, v, k, p"
-    )
-
-
-def startless_count() -> str:
-    """Known-closed sessions whose started_at is not a number (NULL, text or a blob)."""
-    return (
-        "SELECT COUNT(*) FROM sessions AS s WHERE (s.started_at IS NULL OR s.started_at >= '') "
-        f"AND {KNOWN_CLOSED}"
     )
