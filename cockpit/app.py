@@ -10,6 +10,7 @@ if already posted, is known by its epoch and dropped.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, VerticalScroll
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
@@ -187,6 +189,8 @@ class CockpitApp(App[None]):
         self._lane = _Polling()
         self._ledger = _Polling()
         self._probe = Probe.from_env()
+        self._home: Screen[object] | None = None
+        """The panes' screen (under the help or the model filter when they are open)."""
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -213,6 +217,7 @@ class CockpitApp(App[None]):
         self._read_ledger()
 
     def on_mount(self) -> None:
+        self._home = self.screen
         resume_only_after_suspend()
         self._show()
         if self._notice:
@@ -258,21 +263,26 @@ class CockpitApp(App[None]):
         )
 
     def _show_status(self) -> None:
-        self.query_one(StatusLine).show(self.status_view())
+        if self._home is not None:
+            self._home.query_one(StatusLine).show(self.status_view())
 
     def _show(self) -> None:
         """The status line and every pane, from the current snapshots. A pane whose view is
         unchanged is not redrawn."""
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         has_lane, has_ledger = bool(self.lane_feeds), self.ledger_poller is not None
-        with self.batch_update():
-            self._show_status()
-            self.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
-            self.query_one(PrefillPane).show(lane, has_lane)
-            self.query_one(PhaseBar).show(lane, has_lane)
-            self.query_one(RooflinePane).show(lane.roofline() if lane else None)
-            self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
-            self.query_one(SpendPane).show(ledger, has_ledger)
+        home = self._home
+        if home is None:
+            return
+        # NoMatches: a read that ends while the app quits finds its panes gone.
+        with self.batch_update(), suppress(NoMatches):
+            home.query_one(StatusLine).show(self.status_view())
+            home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
+            home.query_one(PrefillPane).show(lane, has_lane)
+            home.query_one(PhaseBar).show(lane, has_lane)
+            home.query_one(RooflinePane).show(lane.roofline() if lane else None)
+            home.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
+            home.query_one(SpendPane).show(ledger, has_ledger)
 
     # --- polling ------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ import asyncio
 import itertools
 import random
 import sqlite3
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -146,6 +145,15 @@ async def test_r_reads_every_source_again() -> None:
         assert len(a.reads) == 2 and len(ledger.reads) == 2 and b.reads == []
 
 
+async def reads_reach(pilot: Pilot[None], reads: list[object], count: int) -> None:
+    """Until `reads` has `count` entries (AssertionError after 1,000 frames)."""
+    for _ in range(1000):
+        if len(reads) >= count:
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"{len(reads)} reads, not {count}")
+
+
 async def test_polls_repeat_at_the_refresh_interval_and_never_overlap() -> None:
     running = 0
     most = 0
@@ -163,48 +171,52 @@ async def test_polls_repeat_at_the_refresh_interval_and_never_overlap() -> None:
     feed = Counting("lane-a", delay_s=0.05)
     app = make_app(config("lane-a"), [feed], None, refresh_s=0.01)
     async with app.run_test() as pilot:
-        await pilot.pause(0.6)
-        assert 3 <= len(feed.reads) <= 0.6 / 0.05 + 1
+        await reads_reach(pilot, feed.reads, 4)  # a read takes 5 refresh periods: no overlap
         assert most == 1
 
 
-async def test_p_pauses_polling_and_resuming_reads_at_once() -> None:
+async def test_p_pauses_polling() -> None:
     feed = ScriptedLaneFeed("lane-a")
-    app = make_app(config("lane-a"), [feed], None, refresh_s=0.05)
+    app = make_app(config("lane-a"), [feed], None, refresh_s=0.02)
     async with app.run_test() as pilot:
-        await pilot.pause(0.1)
+        await reads_reach(pilot, feed.reads, 2)
         await pilot.press("p")
-        await pilot.pause(0.3)  # let a read already under way (or just armed) end
+        await settle(pilot)  # a read under way when paused ends and arms nothing
         assert "PAUSED" in status_text(pilot)
         reads = len(feed.reads)
-        await pilot.pause(0.3)  # six refresh periods: nothing is read while paused
+        for _ in range(10):  # ten refresh periods at least: nothing is read while paused
+            await pilot.pause(0.02)
         assert len(feed.reads) == reads
         await pilot.press("p")
-        resumed = time.monotonic()
-        while len(feed.reads) == reads:  # resuming reads at once, not after a period
-            assert time.monotonic() - resumed < 1.0, "no read after resuming"
-            await pilot.pause(0.01)
+        await reads_reach(pilot, feed.reads, reads + 2)
         assert "PAUSED" not in status_text(pilot)
 
 
-async def test_a_key_is_answered_at_once_while_a_read_takes_10_seconds() -> None:
-    slow = ScriptedLaneFeed("lane-a", delay_s=10.0)
-    ledger = ScriptedLedgerFeed(delay_s=10.0)
-    app = make_app(config("lane-a"), [slow], ledger)
+async def test_resuming_reads_at_once_not_after_a_refresh_period() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    app = make_app(config("lane-a"), [feed], None, refresh_s=3600.0)
+    async with app.run_test() as pilot:
+        await reads_reach(pilot, feed.reads, 1)
+        await pilot.press("p", "p")
+        await reads_reach(pilot, feed.reads, 2)  # an hour early
+
+
+async def test_keys_are_answered_while_a_read_never_ends() -> None:
+    """Each key shows its effect at once, whatever the sources are doing: here the reads of
+    every window hang (a key that waited on one would never return)."""
+    stuck = ScriptedLaneFeed("lane-a", delay_s=86400.0)
+    ledger = ScriptedLedgerFeed(delay_s=86400.0)
+    app = make_app(config("lane-a"), [stuck], ledger)
     async with app.run_test() as pilot:
         await pilot.pause()
-        latencies = []
         for window, seconds in (("6h", 6 * 3600.0), ("24h", 86400.0), ("7d", 7 * 86400.0)):
-            started = time.perf_counter()
-            await pilot.press("w")
+            await asyncio.wait_for(pilot.press("w"), timeout=30)
             await pilot.pause()
-            latencies.append(time.perf_counter() - started)
             assert f"│ {window} │ lane reading…" in status_text(pilot)
-            assert slow.reads[-1][0] == seconds  # the new window's read has started
-        # The median holds the 100 ms bar; the worst press only has to beat the 10 s read by
-        # far, so a busy CI machine's one slow frame doesn't fail the test.
-        assert statistics.median(latencies) < 0.1, latencies
-        assert max(latencies) < 1.0, latencies
+            assert stuck.reads[-1][0] == seconds  # the new window's read has started
+        await asyncio.wait_for(pilot.press("p"), timeout=30)
+        await pilot.pause()
+        assert "PAUSED" in status_text(pilot)
 
 
 async def test_switching_lane_abandons_the_old_lanes_slow_read() -> None:
@@ -702,3 +714,22 @@ async def test_text_from_outside_is_shown_as_typed_never_as_markup() -> None:
         await pilot.hover(StatusLine)
         await pilot.pause(0.6)
         assert app.is_running
+
+
+async def test_reads_that_land_under_the_help_and_the_model_filter_show_once_closed() -> None:
+    feed = ScriptedLaneFeed("lane-a", failure=SourceDown("connection refused"))
+    app = make_app(config("lane-a"), [feed], ScriptedLedgerFeed(), clocks=fixed_clocks())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for key, closing in (("question_mark", "escape"), ("m", "escape")):
+            await pilot.press(key)
+            feed.failure = None if feed.failure else SourceDown("connection refused")
+            reads = len(feed.reads)
+            app.action_refresh()  # the next read lands while the screen is covered
+            await reads_reach(pilot, feed.reads, reads + 1)
+            await settle(pilot)
+            await pilot.press(closing)
+            await pilot.pause()
+            shown = "lane ok" if feed.failure is None else "lane stale"
+            await on_screen(pilot, shown)
+            assert len(feed.reads) == reads + 1  # shown from the read made under the screen
