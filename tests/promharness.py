@@ -186,7 +186,7 @@ def create_blocks_by_day(writer: OpenMetricsWriter, tsdb: Path) -> None:
         day += 86400
 
 
-# --- a long vLLM lane, for block-cache tests and the benchmark ----------------------------
+# --- a long vLLM lane, for the long-window tests and the benchmark ---------------------
 
 
 def long_history(
