@@ -124,7 +124,7 @@ class CockpitApp(App[None]):
         (80, "-two-columns"),
         (120, "-three-columns"),
     ]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-tall"), (44, "-very-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *_lane_bindings(),
