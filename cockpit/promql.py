@@ -126,7 +126,7 @@ def spec_expression(
 ) -> str | None:
     """One spec as PromQL returning a single sample (a `le` vector for histograms).
 
-    `at` pins every range to end at that epoch (the `@` modifier), for cached blocks. Gauges
+    `at` pins every range to end at that epoch (the `@` modifier). Gauges
     are the time average of the sum (or mean) across series, sampled every `step` seconds
     (default `subquery_step` of the window), so series that replace each other within the
     window (a container swap) are not added up as if they had run side by side.
