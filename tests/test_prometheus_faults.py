@@ -210,6 +210,27 @@ async def test_an_answer_of_the_wrong_shape_says_so_in_words(
         await _read(url)
 
 
+@pytest.mark.parametrize("channel", ["reason", "error", "warning"])
+async def test_escape_sequences_from_a_server_never_reach_the_terminal(
+    fake: tuple[str, type[Behaviour]], channel: str
+) -> None:
+    url, behaviour = fake
+    hostile = "\x1b]52;c;cHduZWQ=\x07\x1b[2Jgone\x9b"
+    if channel == "reason":
+        behaviour.status, behaviour.body, behaviour.reason = 403, b"no", f"Forbidden {hostile}"
+    elif channel == "error":
+        error = {"status": "error", "errorType": hostile, "error": hostile}
+        behaviour.status, behaviour.body = 422, json.dumps(error).encode()
+    else:
+        behaviour.body = _vector([("requests", "1")], [hostile])
+    try:
+        said = " ".join((await _read(url)).warnings)
+    except SourceError as error:
+        said = str(error)
+    assert "\\x1b]52;c;" in said and "\\x07" in said
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in said), said
+
+
 async def test_nan_and_inf_are_missing_never_numbers(fake: tuple[str, type[Behaviour]]) -> None:
     url, behaviour = fake
     behaviour.body = _vector(

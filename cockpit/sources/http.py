@@ -15,6 +15,7 @@ Public names:
 - `status_error(url, reply)`: the SourceError for an HTTP status >= 400 (with Retry-After).
 - `retry_after(headers)`: the Retry-After in seconds, finite and capped at `RETRY_AFTER_CAP_S`.
 - `redact_url(url)`: the URL without `user:password@`.
+- `one_line(text)`: a server's text as one line, control characters made visible.
 - `secret_forms(bearer, basic)`, `mask(text, secrets)`: what masking hides, and the masking.
 
 Proxies come from the environment (`HTTP_PROXY`, `NO_PROXY`, ...), as httpx reads them.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import re
 import socket
 import ssl
 from collections.abc import Iterable, Mapping
@@ -123,9 +125,14 @@ def status_error(url: str, reply: Reply) -> SourceError:
     return SourceError(reason, retry)
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(text: str) -> str:
-    """The first line of `text`, stripped."""
-    return text.strip().splitlines()[0].strip() if text.strip() else ""
+    """The first line of a server's `text`, stripped, its control characters made visible
+    (`\\x1b`): an escape sequence from a server never reaches the terminal."""
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", first)
 
 
 def transport_reason(exc: BaseException) -> str:

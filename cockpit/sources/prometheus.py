@@ -298,7 +298,8 @@ class PrometheusSource:
         except ValueError:
             body = None
         if isinstance(body, dict) and body.get("status") == "error":
-            kind, message = body.get("errorType", "error"), one_line(str(body.get("error") or ""))
+            kind = one_line(str(body.get("errorType") or "error"))
+            message = one_line(str(body.get("error") or ""))
             raise SourceError(f"{self.url}: {kind}: {message}", retry_after(reply.headers))
         if reply.status >= 400:
             raise status_error(self.url, reply)
