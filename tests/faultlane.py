@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from faultproxy import FaultProxy, http_answer, json_answer
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import MetricsHandler
@@ -237,3 +238,48 @@ def take_late_port() -> int:
     port: int = late.getsockname()[1]
     late.close()
     return port
+
+
+def fresh_with(app: Any, text: str) -> bool:
+    return lane_state(app) == "ok" and text in hit_rate_row(app)
+
+
+# --- answers a broken Prometheus gives ---------------------------------------------------
+
+
+def vector(samples: dict[str, str], warnings: list[str] | None = None) -> bytes:
+    result = [{"metric": {"fig": fig}, "value": [time.time(), v]} for fig, v in samples.items()]
+    body: dict[str, Any] = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    if warnings:
+        body["warnings"] = warnings
+    return json_answer(body)
+
+
+FAILURES: dict[str, tuple[bytes | str, str]] = {
+    "http 500": (http_answer(500, "boom"), "HTTP 500 Internal Server Error"),
+    "503 retry-after": (
+        http_answer(503, "busy", {"Retry-After": "2"}),
+        "HTTP 503 Service Unavailable (retry after 2 s)",
+    ),
+    "html page": (
+        http_answer(200, "<!doctype html><html><body>Sign in</body></html>",
+                    {"Content-Type": "text/html"}),
+        "answered an HTML page, not the Prometheus API",
+    ),
+    "invalid json": (http_answer(200, '{"status": "success", "da'), "answered invalid JSON"),
+    "status error": (
+        json_answer({"status": "error", "errorType": "execution",
+                     "error": "query processing would load too many samples\nsecond line"}, 422),
+        "execution: query processing would load too many samples",
+    ),
+    "connection cut": ("cut", "disconnected without sending a response"),
+    "answer cut short": ("corrupt", "peer closed connection without sending complete message body"),
+}  # fmt: skip
+"""Case -> (canned answer to /api/v1/query, or a proxy mode; the reason the user reads)."""
+
+
+def break_proxy(proxy: FaultProxy, fault: bytes | str) -> None:
+    if isinstance(fault, bytes):
+        proxy.canned["/api/v1/query"] = fault
+    else:
+        proxy.mode = fault  # type: ignore[assignment]

@@ -169,13 +169,13 @@ def test_basic_auth_password_file_never_shows(guarded: FaultProxy, tmp_path: Pat
 
 
 def test_a_tls_failure_with_a_token_says_nothing_of_it(tmp_path: Path) -> None:
-    from test_faults_prometheus import TLS_REASON, self_signed
+    from test_faults_transport import TLS_REASON, self_signed
 
     pytest.importorskip("conftest").require_binary("openssl")
     import ssl
     import threading
 
-    from test_faults_prometheus import QuietServer, _Anything
+    from test_faults_transport import QuietServer, _Anything
 
     cert, key = self_signed(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
