@@ -120,7 +120,7 @@ class LedgerTailer:
         self.big_rows = big_rows
         self._conn: aiosqlite.Connection | None = None
         self._usage_conn: aiosqlite.Connection | None = None
-        """A second connection, for session_model_usage read in the background."""
+        """A second connection, opened for session_model_usage read in the background."""
         self._usage_read: asyncio.Task[list[Any]] | None = None
         """That read, while it runs: per model comes from sessions.model meanwhile."""
         self._facts: FileFacts | None = None
@@ -230,8 +230,6 @@ class LedgerTailer:
         if schema is None:
             raise LedgerError(f"{self.path} has no sessions table: not a Hermes ledger")
         self._schema = schema
-        if schema.has_usage:
-            self._usage_conn = await self._connect()
 
     async def _connect(self) -> aiosqlite.Connection:
         uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
@@ -280,16 +278,17 @@ class LedgerTailer:
         self._take_rows(rows)
         self._add_groups(rows, 1)
         self._startless = sum(int(row[Col.COUNT]) for row in rows if row[Col.KIND] == "N")
-        if self._usage_conn is None:
+        if not schema.has_usage:
             return
-        where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
-        statement = usage_groups(schema, where, scan=big)
+        statement = usage_groups(schema, f"{IN_RANGE} AND {KNOWN_CLOSED}", scan=big)
         params = [low, high, *self._known_closed()]
+        if not big:
+            self._add_groups(await self._fetch("usage", statement, params), 1)
+            return
+        if self._usage_conn is None:
+            self._usage_conn = await self._connect()
         usage = self._fetch("usage", statement, params, self._usage_conn)
-        if big:
-            self._usage_read = asyncio.ensure_future(usage)
-        else:
-            self._add_groups(await usage, 1)
+        self._usage_read = asyncio.ensure_future(usage)
 
     async def _read_changes(self) -> None:
         """Re-read the open sessions and the rows added since the last read."""
@@ -316,18 +315,17 @@ class LedgerTailer:
     async def _add_slice(self, sign: int, start: float, stop: float) -> None:
         """Add (+1) or subtract (-1) the known-closed sessions started in (start, stop].
 
-        Known-closed rows never change, so these reads agree whatever snapshot each sees:
-        the sessions and their usage are summed side by side on the two connections.
+        Known-closed rows never change, so this read agrees with the sums whatever snapshot
+        it sees (and with a background read of usage still running on the other connection).
         """
         schema = self._require_schema()
         where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
         params = [start, stop, *self._known_closed()]
-        reads = [self._fetch("sessions", session_groups(schema, where), params)]
-        if self._usage_conn is not None:
-            usage = usage_groups(schema, where)
-            reads.append(self._fetch("usage", usage, params, self._usage_conn))
-        for rows in await asyncio.gather(*reads):
-            self._add_groups(rows, sign)
+        statement = session_groups(schema, where)
+        if schema.has_usage:
+            statement = f"{statement} UNION ALL {usage_groups(schema, where)}"
+            params += params
+        self._add_groups(await self._fetch("slice", statement, params), sign)
 
     def _merge_usage_read(self) -> bool:
         """Fold a finished background read into the closed sums (a failed one raises)."""
