@@ -177,9 +177,12 @@ class LedgerTailer:
 
     async def _cancel_usage_read(self) -> None:
         task, self._usage_read = self._usage_read, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
+        if task is None:
+            return
+        if not task.done() and self._usage_conn is not None:
+            await self._usage_conn.interrupt()  # stop the statement, not only wait for it
+        task.cancel()
+        await asyncio.wait([task])
 
     async def close(self) -> None:
         """Close the connections and forget what was read."""
