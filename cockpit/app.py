@@ -219,6 +219,9 @@ class CockpitApp(App[None]):
     def on_mount(self) -> None:
         self._home = self.screen
         resume_only_after_suspend()
+        # Back from ctrl+z the terminal's screen is blank, and Textual repaints only what
+        # changes: all of it, at once.
+        self.app_resume_signal.subscribe(self, lambda _: self.refresh(layout=True))
         self._show()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)

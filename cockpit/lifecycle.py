@@ -14,7 +14,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.config import Config
@@ -113,25 +112,29 @@ def resume_only_after_suspend() -> None:
     """Textual's driver answers every SIGCONT by starting application mode again, also after a
     SIGSTOP that never stopped it (a debugger, `kill -STOP`): that leaves a second input thread
     the exit then waits on forever. So SIGCONT is passed on only after a SIGTSTP (ctrl+z).
+
+    Both go through the running loop, which wakes for them at once (a plain handler waits for
+    the loop's next wake-up when the signal lands on another thread: up to a refresh period).
     Call once the driver is running (it sets both handlers); without them, nothing changes."""
     on_stop, on_continue = signal.getsignal(signal.SIGTSTP), signal.getsignal(signal.SIGCONT)
     if not callable(on_stop) or not callable(on_continue):
         return
     suspended = False
 
-    def stop(signum: int, frame: FrameType | None) -> None:
+    def stop() -> None:
         nonlocal suspended
         suspended = True
-        on_stop(signum, frame)
+        on_stop(signal.SIGTSTP, None)
 
-    def resume(signum: int, frame: FrameType | None) -> None:
+    def resume() -> None:
         nonlocal suspended
         if suspended:
             suspended = False
-            on_continue(signum, frame)
+            on_continue(signal.SIGCONT, None)
 
-    signal.signal(signal.SIGTSTP, stop)
-    signal.signal(signal.SIGCONT, resume)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTSTP, stop)
+    loop.add_signal_handler(signal.SIGCONT, resume)
 
 
 def let_go_of_terminal() -> None:
