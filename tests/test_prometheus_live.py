@@ -104,7 +104,7 @@ async def test_scrape_targets_that_are_down_are_said(tmp_path: Path) -> None:
     (its engine absent, asked again every refresh), not "ok" with the window's old data."""
     first, second = Engine(), Engine()
     server = start_prometheus(tmp_path, [ScrapeJob("pair", [first.address, second.address])])
-    source = PrometheusSource(server.url)
+    source = PrometheusSource(server.url, stats=True)
     try:
         await asyncio.to_thread(_wait_up, server, "pair", 2)
         both = await source.read_lane("pair", None, '{job="pair"}', 60)
@@ -118,6 +118,13 @@ async def test_scrape_targets_that_are_down_are_said(tmp_path: Path) -> None:
         with pytest.raises(SourceError, match=r"2 scrape target\(s\) are down") as down:
             await source.read_lane("pair", None, '{job="pair"}', 60)
         assert down.value.engine_absent
+        # While it is down, a long window's next refreshes ask only `up`, not the figures.
+        touched = []
+        for _ in range(2):
+            with pytest.raises(SourceError, match="are down"):
+                await source.read_lane("pair", None, '{job="pair"}', 7 * 86400)
+            touched.append(source.last_samples or 0)
+        assert touched[1] == 4 < touched[0]  # count(up) and sum(up) of the two targets
     finally:
         await source.aclose()
         server.stop()

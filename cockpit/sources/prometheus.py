@@ -67,6 +67,8 @@ class _Evaluated:
     totals: LaneTotals
     warnings: tuple[str, ...]
     """The server's own warnings (a reused read adds the targets' state of its refresh)."""
+    down: str = ""
+    """Why the lane is down (every scrape target's `up` is 0), or empty."""
 
 
 @dataclass(slots=True)
@@ -141,7 +143,9 @@ class PrometheusSource:
         ):
             targets = promql.targets_expressions(selector)
             answer = await self.query(promql.combined_query(targets) or "1", end)
-            note = self._targets_note(promql.split_by_fig(answer.result))
+            note, down = self._targets(promql.split_by_fig(answer.result))
+            if down:
+                raise SourceError(down, engine_absent=True)
             return replace(
                 last.totals,
                 warnings=(*last.warnings, *note),
@@ -153,7 +157,9 @@ class PrometheusSource:
         finer = self._plan(memory, dialect, selector, window_s, names)
         if first and finer.query != plan.query:  # a history shorter than the window
             evaluated = await self._evaluate(finer, lane, dialect, selector, window_s, end)
-        memory.last[window_s] = evaluated
+        memory.last[window_s] = evaluated  # kept when down too: the next refreshes ask only `up`
+        if evaluated.down:
+            raise SourceError(evaluated.down, engine_absent=True)
         return evaluated.totals
 
     def _plan(
@@ -178,7 +184,7 @@ class PrometheusSource:
     ) -> _Evaluated:
         answer = await self.query(plan.query, end)
         found = promql.split_by_fig(answer.result)
-        note = self._targets_note(found)
+        note, down = self._targets(found)
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
@@ -217,19 +223,18 @@ class PrometheusSource:
             query_seconds=answer.client_seconds,
             eval_seconds=answer.eval_seconds,
         )
-        return _Evaluated(plan.query, totals, answer.warnings)
+        return _Evaluated(plan.query, totals, answer.warnings, down)
 
-    def _targets_note(self, found: Mapping[str, list[dict[str, Any]]]) -> tuple[str, ...]:
-        """Nothing when every scrape target of the lane is up (or `up` says nothing); a note
-        when some are down; SourceError (the engine is absent) when all are."""
+    def _targets(self, found: Mapping[str, list[dict[str, Any]]]) -> tuple[tuple[str, ...], str]:
+        """A note when some of the lane's scrape targets are down; the reason the lane is down
+        when all are. Nothing when all are up, or `up` says nothing of them."""
         targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if not isinstance(targets, float) or not isinstance(up, float) or up >= targets:
-            return ()
+            return (), ""
         if up <= 0:
-            reason = f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
-            raise SourceError(reason, engine_absent=True)
-        return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",)
+            return (), f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
+        return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",), ""
 
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
