@@ -128,10 +128,10 @@ class CockpitApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *_lane_bindings(),
-        Binding("tab", "next_lane", "next", key_display="tab", priority=True),
-        Binding("shift+tab", "previous_lane", "prev lane", show=False, priority=True),
-        Binding("w", "next_window", "window", key_display="w/W"),
-        Binding("W", "previous_window", "prev window", show=False),
+        Binding("tab", "step_lane(1)", "next", key_display="tab", priority=True),
+        Binding("shift+tab", "step_lane(-1)", "prev lane", show=False, priority=True),
+        Binding("w", "step_window(1)", "window", key_display="w/W"),
+        Binding("W", "step_window(-1)", "prev window", show=False),
         # Polling refreshes on its own: `r` stays in the help, off the footer so 80 columns fit.
         Binding("r", "refresh", "refresh", show=False),
         Binding("p", "pause", "pause"),
@@ -406,28 +406,18 @@ class CockpitApp(App[None]):
     def action_lane(self, number: int) -> None:
         self.select_lane(number - 1)
 
-    def action_next_lane(self) -> None:
+    def action_step_lane(self, step: int) -> None:
         if self.lane_feeds:
-            self.select_lane((self.lane_index + 1) % len(self.lane_feeds))
-
-    def action_previous_lane(self) -> None:
-        if self.lane_feeds:
-            self.select_lane((self.lane_index - 1) % len(self.lane_feeds))
+            self.select_lane((self.lane_index + step) % len(self.lane_feeds))
 
     @property
     def windows(self) -> tuple[str, ...]:
         return self.config.windows or WINDOWS
 
-    def _step_window(self, step: int) -> str:
+    def action_step_window(self, step: int) -> None:
         windows = self.windows
         index = windows.index(self.window) if self.window in windows else 0
-        return windows[(index + step) % len(windows)]
-
-    def action_next_window(self) -> None:
-        self.select_window(self._step_window(1))
-
-    def action_previous_window(self) -> None:
-        self.select_window(self._step_window(-1))
+        self.select_window(windows[(index + step) % len(windows)])
 
     def action_refresh(self) -> None:
         self._read_lane()
@@ -435,12 +425,11 @@ class CockpitApp(App[None]):
 
     def action_pause(self) -> None:
         self.paused = not self.paused
+        self._show_status()
         if self.paused:
             self._lane.disarm()  # a cycle out still shows its answer, and arms no next one
             self._ledger.disarm()
-            self._show_status()
         else:
-            self._show_status()
             self.action_refresh()
 
     def action_filter_model(self) -> None:
