@@ -12,8 +12,8 @@ within each run.
 Two yardsticks show what the cockpit pays before its UI exists: the bare app after importing
 the libraries the cockpit uses (yaml, httpx, aiosqlite, plotext, textual_plotext), and after
 importing those and the cockpit's own modules.
-Targets: <= 2.0× the bare app, and <= half the ~2.4 s a two-poll monitor needs for its first
-rate.
+Targets, for the cockpit on external sources: <= 2.0× the bare app, and <= half the ~2.4 s a
+two-poll monitor needs for its first rate.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ YARDSTICKS = (LIBRARIES_SUBJECT, MODULES_SUBJECT)
 """Not targets: the bare app after importing the cockpit's libraries first, and after
 importing those and every module of the cockpit's own that it loads before its first frame
 (nothing read, composed or drawn): what the cockpit pays before its UI exists."""
+TARGETED = ("cockpit on Prometheus", "cockpit on /metrics")
+"""What the targets hold for: `cockpit demo` also waits for its simulators to start, and is
+shown for reference, as in the idle benchmark."""
 RATIO_TARGET = 2.0
 TWO_POLL_RATE_S = 2.4
 FIRST_FRAME_MAX_S = TWO_POLL_RATE_S / 2
@@ -111,7 +114,7 @@ def run(runs: int = RUNS) -> dict[str, Any]:
         "last_screen": screens,
         "targets": {"ratio_to_bare_max": RATIO_TARGET, "first_frame_max_s": FIRST_FRAME_MAX_S},
     }
-    cockpits = [name for name in ratios if name not in YARDSTICKS]
+    cockpits = TARGETED
     result["ok"] = (
         all(statistics.median(ratios[name]) <= RATIO_TARGET for name in cockpits)
         and all(statistics.median(times[name]) <= FIRST_FRAME_MAX_S for name in cockpits)
