@@ -14,10 +14,10 @@ How a refresh stays cheap and exact:
   known-closed sessions in the slices between the old and new bounds, so the sums stay exact
   without keeping a row per session in memory. Known-closed rows never change, so those
   reads may see any snapshot and still agree.
-- A window summed afresh (the first read, a window switch) on a big ledger scans the table,
-  and reads its session_model_usage in the background on a second connection: that join
-  costs seconds at a million sessions. Until it lands, per model comes from sessions.model
-  and `missing` says so.
+- A window read afresh (the first read, a window switch) is one statement: the open sessions,
+  and the sessions closed in that snapshot summed. Its session_model_usage follows; on a big
+  ledger in the background on a second connection (that join costs seconds at a million
+  sessions): until it lands, per model comes from sessions.model and `missing` says so.
 - Each row is judged on its own (see `ledger_sql`): a row that can't be read is skipped and
   counted in `LedgerTotals.skipped`, never summed and never fatal.
 - Any failure part-way (SQLite's or not) forgets everything read: the next refresh reads the
@@ -229,7 +229,7 @@ class LedgerTailer:
     async def _open_file(self) -> None:
         self._facts = inspect_file(self.path)
         self._conn = await self._connect()
-        schema = await read_schema(self._fetch_any)
+        schema = await read_schema(self._fetch)
         if schema is None:
             raise LedgerError(f"{self.path} has no sessions table: not a Hermes ledger")
         self._schema = schema
@@ -240,26 +240,22 @@ class LedgerTailer:
         conn.text_factory = decode_text
         return conn
 
-    async def _fetch_any(
-        self, sql: str, params: Sequence[Any], conn: aiosqlite.Connection | None = None
+    async def _fetch(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        name: str = "",
+        conn: aiosqlite.Connection | None = None,
     ) -> list[Any]:
+        """Rows of one statement; a named one is kept for provenance (`LedgerTotals.queries`)."""
+        if name:
+            self._queries[name] = sql
         conn = conn or self._conn
         assert conn is not None
         return list(await conn.execute_fetchall(sql, tuple(params)))
 
-    async def _fetch(
-        self,
-        name: str,
-        sql: str,
-        params: Sequence[Any] = (),
-        conn: aiosqlite.Connection | None = None,
-    ) -> list[Any]:
-        """A statement kept by name for provenance (`LedgerTotals.queries`)."""
-        self._queries[name] = sql
-        return await self._fetch_any(sql, params, conn)
-
     async def _versions(self) -> tuple[int, int]:
-        rows = await self._fetch_any(VERSIONS, ())
+        rows = await self._fetch(VERSIONS)
         return int(rows[0][0]), int(rows[0][1])
 
     def _known_closed(self) -> list[Any]:
@@ -274,9 +270,9 @@ class LedgerTailer:
         self._open = {}
         self._bounds = (low, high)
         schema = self._require_schema()
-        (size,) = await self._fetch_any("SELECT MAX(rowid) FROM sessions", ())
+        (size,) = await self._fetch("SELECT MAX(rowid) FROM sessions")
         big = int(size[0] or 0) > self.big_rows
-        rows = await self._fetch("first", first_read(schema, scan=big), [low, high])
+        rows = await self._fetch(first_read(schema, scan=big), [low, high], "first")
         self._take_mark(rows)
         self._take_rows(rows)
         self._add_groups(rows, 1)
@@ -286,17 +282,17 @@ class LedgerTailer:
         statement = usage_groups(schema, f"{IN_RANGE} AND {KNOWN_CLOSED}", scan=big)
         params = [low, high, *self._known_closed()]
         if not big:
-            self._add_groups(await self._fetch("usage", statement, params), 1)
+            self._add_groups(await self._fetch(statement, params, "usage"), 1)
             return
         if self._usage_conn is None:
             self._usage_conn = await self._connect()
-        usage = self._fetch("usage", statement, params, self._usage_conn)
+        usage = self._fetch(statement, params, "usage", self._usage_conn)
         self._usage_read = asyncio.ensure_future(usage)
 
     async def _read_changes(self) -> None:
         """Re-read the open sessions and the rows added since the last read."""
         statement = rows_statement(self._require_schema(), CHANGED)
-        rows = await self._fetch("changes", statement, self._known_closed())
+        rows = await self._fetch(statement, self._known_closed(), "changes")
         seen = {int(row[Col.ROWID]) for row in rows if row[Col.KIND] == "R"}
         for gone in set(self._open) - seen:  # deleted while open
             del self._open[gone]
@@ -328,7 +324,7 @@ class LedgerTailer:
         if schema.has_usage:
             statement = f"{statement} UNION ALL {usage_groups(schema, where)}"
             params += params
-        self._add_groups(await self._fetch("slice", statement, params), sign)
+        self._add_groups(await self._fetch(statement, params, "slice"), sign)
 
     def _merge_usage_read(self) -> bool:
         """Fold a finished background read into the closed sums (a failed one raises)."""
