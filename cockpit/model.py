@@ -71,6 +71,7 @@ class SourceFailure(Exception):
         series for it, or nothing listens on its /metrics port. Asking again costs nothing,
         so every refresh does, without back-off."""
 
+
 Unit = Literal[
     "count",
     "number",
