@@ -24,6 +24,7 @@ from cockpit.config import (
 )
 from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.roofline import Hardware, ModelProfile
+from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
@@ -356,7 +357,7 @@ def command_demo(args: argparse.Namespace) -> int:
         app = build_app(setup)
         return run_app(app, last_words=functools.partial(simulators.stop, timeout=LAST_WORDS_S))
     except DemoProcessError as error:
-        print(f"cockpit demo: {error}", file=sys.stderr)
+        print(f"cockpit demo: {visible(str(error))}", file=sys.stderr)
         return 1
     finally:
         simulators.stop()
@@ -375,7 +376,7 @@ def command_report(args: argparse.Namespace) -> int:
     else:
         print(markdown_receipt(lane, ledger, config.prices), end="")
     for error in errors:
-        print(f"cockpit: {error}", file=sys.stderr)
+        print(f"cockpit: {visible(error)}", file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -408,10 +409,10 @@ def command_check(args: argparse.Namespace) -> int:
     from cockpit.feeds import check_sources
 
     counts = f"{_count(len(config.lanes), 'lane')}, {_count(len(config.ledgers), 'ledger')}"
-    print(f"config: {config.source}: ok ({counts})")
+    print(f"config: {visible(config.source)}: ok ({counts})")
     results = asyncio.run(check_sources(config))
     for ok, line in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {line}")
+        print(f"{'ok  ' if ok else 'FAIL'} {visible(line)}")
     return 0 if all(ok for ok, _ in results) else 1
 
 
@@ -433,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return HANDLERS[args.command](args)
     except ConfigError as error:
-        print(f"cockpit: {error}", file=sys.stderr)
+        print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

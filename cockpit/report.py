@@ -22,12 +22,18 @@ from cockpit.figures import (
 )
 from cockpit.model import Figure, LaneTotals, LedgerTotals
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.text import visible
 from cockpit.timeutil import stamp
 
 
+def _cell(text: str) -> str:
+    """A table cell from any text: a `|` or a line break in a name can't split the row."""
+    return visible(text).replace("|", "\\|")
+
+
 def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
     return lines
 
 
@@ -109,7 +115,7 @@ def ledger_markdown(
     lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
     lines += _table((f"Metric ({window})", "Value"), _ledger_rows(figures))
     if figures.busiest_source:
-        lines += ["", f"Most API calls come from **{figures.busiest_source}**."]
+        lines += ["", f"Most API calls come from **{visible(figures.busiest_source)}**."]
     for heading, groups, missing_key in (
         ("### Per source", figures.by_source, ""),
         (_model_heading(totals), figures.by_model, ""),
@@ -177,6 +183,10 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
     lines += ["", f"### Where the time goes (per-request means, {window})", ""]
     timing = [figures[key] for key in LANE_TIMING_TABLE if key in figures.figures]
     lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
+    if figures.engine_keys:
+        lines += ["", f"### What else the engine says ({window})", ""]
+        engine = [figures[key] for key in figures.engine_keys]
+        lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in engine])
     return lines
 
 
@@ -226,7 +236,8 @@ def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> lis
 def markdown_receipt(
     lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
 ) -> str:
-    """The receipt as markdown: ledger, spend, lane, provenance."""
+    """The receipt as markdown: ledger, spend, lane, provenance; no control character from
+    outside reaches it (tables and names show them as symbols, line breaks among them)."""
     prices = prices or Prices()
     lines = ["# lane-cockpit receipt", ""]
     if ledger is not None and ledger.figures is not None and ledger.totals is not None:
@@ -240,7 +251,7 @@ def markdown_receipt(
     elif lane is not None:
         lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
     lines += _provenance(lane, ledger)
-    return "\n".join(lines).rstrip() + "\n"
+    return visible("\n".join(lines), newlines=True).rstrip() + "\n"
 
 
 # --- JSON -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from textual.widget import Widget
 from cockpit.figures import format_figure
 from cockpit.model import Figure, Freshness
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.text import visible
 from cockpit.timeutil import clock
 
 Tone = Literal["plain", "good", "warn", "bad", "muted", "primary", "secondary", "accent"]
@@ -147,19 +148,6 @@ def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Ton
     if share > high:
         return "good"
     return "warn"
-
-
-_CONTROLS = {
-    **{code: chr(0x2400 + code) for code in range(0x20)},  # ␀ … ␟, ␛ for ESC
-    0x7F: "␡",
-    **{code: "�" for code in range(0x80, 0xA0)},  # C1 controls, CSI and OSC among them
-}
-
-
-def visible(text: str) -> str:
-    """Outside text with its control characters shown as symbols (ESC as ␛): a name or a
-    reason may not move the cursor, set a title or start an escape sequence."""
-    return text.translate(_CONTROLS)
 
 
 def _value_style(row: Row) -> str:

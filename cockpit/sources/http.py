@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
-import re
 import socket
 import ssl
 from collections.abc import Iterable, Mapping
@@ -36,6 +35,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from cockpit.model import SourceFailure
+from cockpit.text import visible
 
 RETRY_AFTER_CAP_S = 60.0
 """The longest wait a server's Retry-After can ask for (the poller's back-off cap)."""
@@ -125,14 +125,10 @@ def status_error(url: str, reply: Reply) -> SourceError:
     return SourceError(reason, retry)
 
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def one_line(text: str) -> str:
     """The first line of a server's `text`, stripped, its control characters made visible
-    (`\\x1b`): an escape sequence from a server never reaches the terminal."""
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
-    return CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", first)
+    (ESC as ␛): an escape sequence from a server never reaches the terminal."""
+    return visible(text.strip().splitlines()[0].strip() if text.strip() else "")
 
 
 def transport_reason(exc: BaseException) -> str:
