@@ -501,9 +501,9 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         _figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
                 q("kv_usage", "")),
         _figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
-                "no cache_config_info"),
+                why("kv_capacity_tokens")),
         _figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
-                "tokens", why("kv_usage") if kv_usage is None else "no KV capacity known"),
+                "tokens", why("kv_usage", "kv_capacity_tokens")),
         _figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
                 q("preemptions", "")),
         _figure("prompt_tok_s", "Prompt tok/s (window mean)", divide(v("prompt_tokens"), window),
@@ -547,7 +547,7 @@ def _mfu_reason(totals: LaneTotals, *keys: str) -> str:
     """Why a measured figure is missing: its counters' reasons (bytes count only while FLOPs
     move, so theirs name the FLOP counter too), else counters at rest."""
     reasons = merge_reasons(totals.missing[key] for key in keys if key in totals.missing)
-    return reasons or "MFU counters not moving (engine started without --enable-mfu-metrics)"
+    return reasons or "MFU counters exposed but not moving in the window"
 
 
 def _length_shares(totals: LaneTotals) -> list[Figure]:

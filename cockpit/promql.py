@@ -152,16 +152,24 @@ def spec_expression(
     return None
 
 
-def capacity_expression(dialect: str, selector: str, escaped: bool = False) -> str:
-    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge."""
+def capacity_expression(
+    dialect: str, selector: str, escaped: bool = False, window: str | None = None
+) -> str:
+    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
+    `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
+    """
     lane_specs(dialect)
     if dialect == "sglang":
         metric = "sglang:max_total_num_tokens"
         metric = escape_name(metric) if escaped else metric
-        return f"sum({metric}{selector_with(selector)})"
+        now = f"sum({metric}{selector_with(selector)})"
+        last = f"sum(last_over_time({metric}{selector_with(selector)}[{window}]))"
+        return now if window is None else f"({now} or {last})"
     metric = "vllm:cache_config_info"
     metric = escape_name(metric) if escaped else metric
-    return metric + selector_without(selector, "model_name")
+    now = metric + selector_without(selector, "model_name")
+    last = f"(last_over_time({now}[{window}]) unless on() {now})"
+    return now if window is None else f"({now} or {last})"
 
 
 def subquery_step(window_s: float) -> float:
@@ -304,7 +312,7 @@ def lane_plan(
         for k, s in specs.items()
         if (e := spec_expression(s, selector, window, None, gauge_step))
     }
-    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped)}
+    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped, window)}
     if with_start:
         extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
@@ -376,6 +384,14 @@ def capacity_from_samples(dialect: str, samples: list[dict[str, Any]]) -> float 
             return None
         total += capacity
     return total
+
+
+def capacity_reason(dialect: str, seen: bool) -> str:
+    """Why a lane's KV capacity is unknown, as far as the sample (or its absence) says."""
+    metric = "sglang:max_total_num_tokens" if dialect == "sglang" else "vllm:cache_config_info"
+    if not seen:
+        return f"no {metric} sample in the window"
+    return f"{metric} gives no usable capacity"
 
 
 def window_coverage(

@@ -252,3 +252,27 @@ def test_an_openmetrics_answer_with_exemplars_reads_as_the_classic_one() -> None
     totals = source.totals("l", "", 3600, at)
     assert totals.values["prompt_tokens"] == 42 and totals.values["running"] == 3
     assert dict(totals.histograms["prompt_len"]) == {10.0: 1.0, float("inf"): 2.0}
+
+
+# --- the KV capacity ------------------------------------------------------------------------
+
+
+def test_the_kv_capacity_is_the_last_seen_and_its_absence_is_said() -> None:
+    """A scrape without cache_config_info (an engine restarting) keeps the last one seen; a
+    lane that never showed one says that, not that the engine can't report it."""
+    text = fixture_text("metrics_real.txt")
+    without = "\n".join(line for line in text.splitlines() if "cache_config_info" not in line)
+    source = ScrapeSource(URL)
+    source.ingest(text, 1000.0)
+    source.ingest(without, 1005.0)
+    totals = source.totals("real", "", 3600, 1005.0)
+    assert totals.kv_capacity_tokens == 1048576
+    assert "kv_capacity_tokens" not in totals.missing
+    never = ScrapeSource(URL)
+    never.ingest(without, 1000.0)
+    totals = never.totals("real", "", 3600, 1000.0)
+    reason = "no vllm:cache_config_info sample in the window"
+    assert totals.kv_capacity_tokens is None and totals.missing["kv_capacity_tokens"] == reason
+    figures = lane_figures(totals)
+    assert figures["kv_capacity_tokens"].reason == reason
+    assert figures["kv_resident_tokens"].reason == reason

@@ -201,9 +201,10 @@ class PrometheusSource:
                 values[key] = read
         if unusable and not values and not histograms:  # garbage, not a quiet lane
             raise SourceError(f"{self.url}: no usable value in the answer ({unusable[0]})")
-        capacity = promql.capacity_from_samples(dialect, found.get(promql.KV_CAPACITY, []))
+        seen = found.get(promql.KV_CAPACITY, [])
+        capacity = promql.capacity_from_samples(dialect, seen)
         if capacity is None:
-            missing.setdefault("kv_capacity_tokens", "engine does not report its KV capacity")
+            missing["kv_capacity_tokens"] = promql.capacity_reason(dialect, bool(seen))
         covered, coverage = promql.window_coverage(found.get(promql.DATA_START), end, window_s)
         totals = LaneTotals(
             lane=lane,

@@ -108,7 +108,7 @@ class ScrapeSource:
             )
         self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
-        self._info = scrape.info
+        self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self.buffer.add(at, scrape.samples)
 
     # --- reading the buffer -------------------------------------------------------------
@@ -156,6 +156,9 @@ class ScrapeSource:
             # or model filter, said as Prometheus says it (see `PrometheusSource._names`).
             raise ScrapeError(f"{self.url}: no series match {selector}", engine_absent=True)
         covered, note = window.coverage()
+        capacity = self._capacity(dialect, matchers)
+        if capacity is None:
+            missing["kv_capacity_tokens"] = promql.capacity_reason(dialect, False)
         return LaneTotals(
             lane=lane,
             dialect=dialect,
@@ -165,7 +168,7 @@ class ScrapeSource:
             missing=frozen_map(missing),
             histograms=frozen_map(histograms),
             queries=frozen_map(queries),
-            kv_capacity_tokens=self._capacity(dialect, matchers),
+            kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
             server=self.url,
