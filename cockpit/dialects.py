@@ -28,26 +28,35 @@ class DialectError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Counter:
-    """`sum(increase(metric{S,extra}[W]))`; `metric` is the exposed name (with `_total`)."""
+    """`sum(increase(metric{S,extra}[W]))`; `metric` is the exposed name (with `_total`).
+
+    `by`: a label kept, so the value is a mapping label value -> increase (`sum by (by)`).
+    `ranks`: a label whose series repeat one another (SGLang's `tp_rank` when every scheduler
+    exports): the largest of them is taken before summing (`max without (ranks)`)."""
 
     metric: str
     extra: tuple[tuple[str, str], ...] = ()
+    by: str = ""
+    ranks: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Difference:
-    """`a - b`, both counters (SGLang's computed prefill = prompt - cached)."""
+    """`a - b` of counters (SGLang's computed prefill = prompt - cached)."""
 
-    a: Counter
+    a: Counter | Difference
     b: Counter
 
 
 @dataclass(frozen=True, slots=True)
 class Gauge:
-    """A gauge averaged over W: summed over series (`sum`) or a mean fraction (`avg`)."""
+    """A gauge averaged over W: summed over series (`sum`) or a mean fraction (`avg`);
+    `by` and `ranks` as for `Counter`."""
 
     metric: str
     across: Literal["sum", "avg"]
+    by: str = ""
+    ranks: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +73,15 @@ class Unavailable:
     reason: str
 
 
-Spec = Counter | Difference | Gauge | Histogram | Unavailable
+@dataclass(frozen=True, slots=True)
+class Either:
+    """The first of `options` that has a value (an older engine's name, a label only newer
+    engines carry): PromQL `a or b`."""
+
+    options: tuple[Spec, ...]
+
+
+Spec = Counter | Difference | Gauge | Histogram | Either | Unavailable
 
 
 def required_metrics(spec: Spec) -> tuple[str, ...]:
@@ -72,9 +89,11 @@ def required_metrics(spec: Spec) -> tuple[str, ...]:
     if isinstance(spec, Counter | Gauge):
         return (spec.metric,)
     if isinstance(spec, Difference):
-        return (spec.a.metric, spec.b.metric)
+        return (*required_metrics(spec.a), spec.b.metric)
     if isinstance(spec, Histogram):
         return (f"{spec.base}_bucket",)
+    if isinstance(spec, Either):
+        return tuple(name for option in spec.options for name in required_metrics(option))
     return ()
 
 
@@ -99,11 +118,25 @@ def _vllm_specs() -> dict[str, Spec]:
         "flops": Counter("vllm:estimated_flops_per_gpu_total"),
         "read_bytes": Counter("vllm:estimated_read_bytes_per_gpu_total"),
         "write_bytes": Counter("vllm:estimated_write_bytes_per_gpu_total"),
+        "finished": Counter("vllm:request_success_total", by="finished_reason"),
+        "admission_rejections": Counter("vllm:admission_rejections_total", by="reason"),
+        "cached_by_source": Counter("vllm:prompt_tokens_cached_by_source_total", by="source"),
+        "prompt_by_source": Counter("vllm:prompt_tokens_by_source_total", by="source"),
+        "external_cache_queries": Counter("vllm:external_prefix_cache_queries_total"),
+        "external_cache_hits": Counter("vllm:external_prefix_cache_hits_total"),
+        "spec_accepted_by_pos": Counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total", by="position"
+        ),
         "running": Gauge("vllm:num_requests_running", "sum"),
         "waiting": Gauge("vllm:num_requests_waiting", "sum"),
+        "waiting_by_reason": Gauge("vllm:num_requests_waiting_by_reason", "sum", by="reason"),
         "kv_usage": Gauge("vllm:kv_cache_usage_perc", "avg"),
+        "kv_used": Unavailable("vLLM reports KV use as a fraction (kv_cache_usage_perc)"),
+        "sleep_state": Gauge("vllm:engine_sleep_state", "avg", by="sleep_state"),
+        "spec_draft_len": Unavailable("vLLM counts its draft tokens"),
         "prompt_len": Histogram("vllm:request_prompt_tokens"),
         "gen_len": Histogram("vllm:request_generation_tokens"),
+        "e2e": Histogram("vllm:e2e_request_latency_seconds"),
     }
     phases = {
         "kv_computed": "vllm:request_prefill_kv_computed_tokens",
@@ -114,9 +147,15 @@ def _vllm_specs() -> dict[str, Spec]:
         "decode": "vllm:request_decode_time_seconds",
         "ttft": "vllm:time_to_first_token_seconds",
         "itl": "vllm:inter_token_latency_seconds",
+        "e2e": "vllm:e2e_request_latency_seconds",
+        "step_tokens": "vllm:iteration_tokens_total",
     }
     for key, base in phases.items():
         specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
+    # 0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only.
+    older = _phase("vllm:time_per_output_token_seconds")
+    specs["itl_sum"] = Either((_phase(phases["itl"])[0], older[0]))
+    specs["itl_count"] = Either((_phase(phases["itl"])[1], older[1]))
     return specs
 
 
@@ -129,48 +168,125 @@ def _vllm_legacy_specs() -> dict[str, Spec]:
     return specs
 
 
+RANK = "tp_rank"
+"""With `--enable-metrics-for-all-schedulers` every TP rank exports the scheduler's series."""
+
+
+def _scheduler(metric: str, **extra: str) -> Counter:
+    return Counter(metric, tuple(extra.items()), ranks=RANK)
+
+
+def _streaming(metric: str) -> Either:
+    """Streaming requests where the engine labels them (a non-streaming request observes its
+    TTFT late, after 50 tokens or at finish), else every request."""
+    return Either(
+        (Counter(metric, (("is_streaming", "true"),)), Counter(metric, (("is_streaming", ""),)))
+    )
+
+
 def _sglang_specs() -> dict[str, Spec]:
     prompt = Counter("sglang:prompt_tokens_total")
     generated = Counter("sglang:generation_tokens_total")
+    requests = Counter("sglang:num_requests_total")
+    cached = Counter("sglang:cached_tokens_total")
     verify = Counter("sglang:spec_verify_calls_total")
+    # Counted by the scheduler per prefill batch, without a retracted request's re-count:
+    # mode = input (computed) | device_hit | host_hit | storage_hit.
+    effective = _scheduler("sglang:prefill_effective_tokens_total")
+    computed = _scheduler("sglang:prefill_effective_tokens_total", mode="input")
+    realtime = _scheduler("sglang:realtime_tokens_total")
     no_decode = Unavailable("SGLang exposes no per-request decode time")
     specs: dict[str, Spec] = {
-        "requests": Counter("sglang:num_requests_total"),
+        "requests": requests,
         "prompt_tokens": prompt,
         "generation_tokens": generated,
-        "prefix_cache_queries": prompt,
-        "prefix_cache_hits": Counter("sglang:cached_tokens_total"),
-        "prompt_computed": Difference(prompt, Counter("sglang:cached_tokens_total")),
-        # Verify calls are decode steps; tokens/step = 1 + accepted/drafts = generated/steps.
+        "prefix_cache_queries": Either(
+            (effective, Difference(realtime, _scheduler(realtime.metric, mode="decode")), prompt)
+        ),
+        "prefix_cache_hits": Either(
+            (
+                Difference(effective, computed),
+                _scheduler(realtime.metric, mode="prefill_cache"),
+                cached,
+            )
+        ),
+        "prompt_computed": Either(
+            (
+                computed,
+                _scheduler(realtime.metric, mode="prefill_compute"),
+                Difference(prompt, cached),
+            )
+        ),
+        # Verify calls are decode steps; each request's first token comes from its prefill.
         "spec_drafts": verify,
         "spec_draft_tokens": Unavailable("SGLang exposes no draft-token counter"),
-        "spec_accepted": Difference(generated, verify),
-        "preemptions": Unavailable("SGLang exposes no preemption counter"),
+        "spec_accepted": Difference(Difference(generated, verify), requests),
+        "preemptions": _scheduler("sglang:num_retracted_requests_total"),
         "flops": Counter("sglang:estimated_flops_per_gpu_total"),
         "read_bytes": Counter("sglang:estimated_read_bytes_per_gpu_total"),
         "write_bytes": Counter("sglang:estimated_write_bytes_per_gpu_total"),
-        "running": Gauge("sglang:num_running_reqs", "sum"),
-        "waiting": Gauge("sglang:num_queue_reqs", "sum"),
-        "kv_usage": Gauge("sglang:token_usage", "avg"),
+        "finished": Unavailable("SGLang does not count finished requests by reason"),
+        "admission_rejections": Unavailable("SGLang exposes no admission-rejection counter"),
+        "cached_by_source": Counter(cached.metric, by="cache_source"),
+        "prompt_by_source": Unavailable("SGLang splits cached tokens only (cached_tokens_total)"),
+        "external_cache_queries": Unavailable("SGLang exposes no external prefix-cache counter"),
+        "external_cache_hits": Unavailable("SGLang exposes no external prefix-cache counter"),
+        "spec_accepted_by_pos": Unavailable("SGLang exposes no acceptance per draft position"),
+        "running": Gauge("sglang:num_running_reqs", "sum", ranks=RANK),
+        "waiting": Gauge("sglang:num_queue_reqs", "sum", ranks=RANK),
+        "waiting_by_reason": Unavailable("SGLang does not split its queue by reason"),
+        # token_usage is the largest of the full-attention, SWA and Mamba pools' use.
+        "kv_usage": Either(
+            (
+                Gauge("sglang:full_token_usage", "avg", ranks=RANK),
+                Gauge("sglang:token_usage", "avg", ranks=RANK),
+            )
+        ),
+        "kv_used": Gauge("sglang:kv_used_tokens", "sum", ranks=RANK),
+        "sleep_state": Unavailable("SGLang exposes no sleep state"),
+        "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
+        "e2e": Histogram("sglang:e2e_request_latency_seconds"),
         "decode_sum": no_decode,
         "decode_count": no_decode,
+        "step_tokens_sum": Unavailable("SGLang exposes no tokens-per-step histogram"),
+        "step_tokens_count": Unavailable("SGLang exposes no tokens-per-step histogram"),
     }
     phases = {
         "kv_computed": "sglang:uncached_prompt_tokens_histogram",
         "prompt_len": "sglang:prompt_tokens_histogram",
         "gen_len": "sglang:generation_tokens_histogram",
-        "queue": "sglang:queue_time_seconds",
-        "ttft": "sglang:time_to_first_token_seconds",
         "itl": "sglang:inter_token_latency_seconds",
     }
     for key, base in phases.items():
         specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
-    stage = (("stage", "prefill_forward"),)
-    specs["prefill_sum"] = Counter("sglang:per_stage_req_latency_seconds_sum", stage)
-    specs["prefill_count"] = Counter("sglang:per_stage_req_latency_seconds_count", stage)
+    for key, base in (("ttft", "sglang:time_to_first_token_seconds"),
+                      ("e2e", "sglang:e2e_request_latency_seconds")):  # fmt: skip
+        specs[f"{key}_sum"] = _streaming(f"{base}_sum")
+        specs[f"{key}_count"] = _streaming(f"{base}_count")
+    for part in ("sum", "count"):
+        specs[f"queue_{part}"] = _scheduler(f"sglang:queue_time_seconds_{part}")
+        metric = f"sglang:per_stage_req_latency_seconds_{part}"
+        specs[f"prefill_{part}"] = _scheduler(metric, stage="prefill_forward")
     return specs
+
+
+STREAMING_NOTE = 'streaming requests (is_streaming="true") where the engine labels them'
+_NOTES: dict[str, dict[str, str]] = {
+    "sglang": {
+        "ttft_mean": STREAMING_NOTE,
+        "e2e_mean": STREAMING_NOTE,
+        "kv_usage": "the full-attention pool where exposed, else the fullest pool",
+        "kv_resident_tokens": "kv_used_tokens where exposed",
+        "preemptions": "retracted requests",
+    }
+}
+
+
+def figure_notes(dialect: str) -> Mapping[str, str]:
+    """Figure key -> how this engine's value was found, said beside the value."""
+    return _NOTES.get(dialect, {})
 
 
 _SPECS: dict[str, dict[str, Spec]] = {
@@ -212,12 +328,13 @@ def _escaped_spec(spec: Spec) -> Spec:
     if isinstance(spec, Counter | Gauge):
         return replace(spec, metric=escape_name(spec.metric))
     if isinstance(spec, Difference):
-        return Difference(
-            replace(spec.a, metric=escape_name(spec.a.metric)),
-            replace(spec.b, metric=escape_name(spec.b.metric)),
-        )
+        a = _escaped_spec(spec.a)
+        assert isinstance(a, Counter | Difference)
+        return Difference(a, replace(spec.b, metric=escape_name(spec.b.metric)))
     if isinstance(spec, Histogram):
         return Histogram(escape_name(spec.base))
+    if isinstance(spec, Either):
+        return Either(tuple(_escaped_spec(option) for option in spec.options))
     return spec
 
 
@@ -282,9 +399,11 @@ def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
     if exposed is None:
         return None
     names = set(exposed)
+    if isinstance(spec, Either) and any(missing_reason(o, names) is None for o in spec.options):
+        return None
     absent = [name for name in required_metrics(spec) if name not in names]
     if absent:
-        return f"not exposed by this engine ({', '.join(absent)})"
+        return f"not exposed by this engine ({', '.join(dict.fromkeys(absent))})"
     return None
 
 

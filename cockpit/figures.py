@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cockpit.dialects import DecodePace, Derived, DialectError, decode_pace
+from cockpit.dialects import DecodePace, Derived, DialectError, decode_pace, figure_notes
+from cockpit.engine_figures import engine_figures
 from cockpit.model import (
     Bucket,
     Figure,
@@ -368,6 +369,8 @@ LENGTH_THRESHOLDS: Mapping[str, tuple[str, float, bool]] = frozen_map(
 @dataclass(frozen=True, slots=True)
 class LaneFigures:
     figures: Mapping[str, Figure] = field(default_factory=frozen_map)
+    engine_keys: tuple[str, ...] = ()
+    """The figures of `engine_figures`, in order (a receipt's third table)."""
 
     def __getitem__(self, key: str) -> Figure:
         return self.figures[key]
@@ -436,9 +439,12 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         mean_generated = divide(v("generation_tokens"), v("requests"))
     prefill_rate = divide(computed, v("prefill_sum"))
     pace = _decode_pace(totals)
+    decode = _decode_mean(totals, why)
+    drafted, drafted_note = _draft_tokens(totals)
     kv_usage = v("kv_usage")
     capacity = totals.kv_capacity_tokens
     resident = None if kv_usage is None or capacity is None else kv_usage * capacity
+    resident = resident if v("kv_used") is None else v("kv_used")  # SGLang says it
     if resident is not None:
         resident += host_kv_tokens
     flops, bytes_moved = _measured(totals)
@@ -476,8 +482,8 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 q("queue_sum", "")),
         _figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
                 why("prefill_sum"), q("prefill_sum", "")),
-        _figure("decode_mean", "Decode (mean)", mean("decode"), "seconds", why("decode_sum"),
-                q("decode_sum", "")),
+        decode or _figure("decode_mean", "Decode (mean)", mean("decode"), "seconds",
+                          why("decode_sum"), q("decode_sum", "")),
         _figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
                 why("ttft_sum"), q("ttft_sum", "")),
         _figure("decode_share", "Decode share of inference time",
@@ -486,9 +492,9 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         derived("itl_mean", "Inter-token step (mean)", pace.step_s, "seconds",
                 q("itl_sum", "")),
         derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
-        _figure("draft_acceptance", "Draft acceptance",
-                divide(v("spec_accepted"), v("spec_draft_tokens")), "share",
-                why("spec_accepted", "spec_draft_tokens")),
+        _noted(_figure("draft_acceptance", "Draft acceptance",
+                       divide(v("spec_accepted"), drafted), "share",
+                       why("spec_accepted", "spec_draft_tokens")), drafted_note),
         derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
         _figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
                 why("prompt_computed", "prefill_sum")),
@@ -517,7 +523,40 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
-    return LaneFigures(frozen_map({figure.key: figure for figure in rows}))
+    engine = engine_figures(totals, why)
+    notes = figure_notes(totals.dialect)
+    rows = [_noted(f, notes.get(f.key, "")) for f in [*rows, *engine]]
+    return LaneFigures(frozen_map({f.key: f for f in rows}), tuple(f.key for f in engine))
+
+
+def _noted(figure: Figure, note: str) -> Figure:
+    """The figure with `note` said beside its value (a missing one keeps its reason)."""
+    if not note or figure.missing or figure.reason:
+        return figure
+    return Figure(figure.key, figure.label, figure.value, figure.unit, note, figure.query)
+
+
+def _decode_mean(totals: LaneTotals, why: Callable[..., str]) -> Figure | None:
+    """Without a decode histogram (SGLang): e2e mean - TTFT mean, over the same requests."""
+    v = totals.values.get
+    if "decode_sum" not in totals.missing:
+        return None
+    e2e, ttft = divide(v("e2e_sum"), v("e2e_count")), divide(v("ttft_sum"), v("ttft_count"))
+    if e2e is None or ttft is None:
+        return None
+    figure = _figure("decode_mean", "Decode (mean)", e2e - ttft, "seconds", why("e2e_sum"))
+    return _noted(figure, "derived: end-to-end mean − TTFT mean")
+
+
+def _draft_tokens(totals: LaneTotals) -> tuple[float | None, str]:
+    """Draft tokens proposed; where only verify steps are counted (SGLang), an estimate: each
+    step drafts the configured draft tokens less the one it verifies."""
+    v = totals.values.get
+    if v("spec_draft_tokens") is not None or v("spec_draft_len") is None:
+        return v("spec_draft_tokens"), ""
+    steps, length = v("spec_drafts"), v("spec_draft_len") or 0.0
+    estimate = None if steps is None else steps * max(length - 1, 0.0)
+    return estimate, "estimate: verify steps × (spec_num_draft_tokens − 1)"
 
 
 def _sum(a: float | None, b: float | None) -> float | None:

@@ -221,21 +221,51 @@ LANE_COUNTERS: tuple[str, ...] = (
     "ttft_count",
     "itl_sum",
     "itl_count",
+    "e2e_sum",
+    "e2e_count",
+    "step_tokens_sum",
+    "step_tokens_count",
     "spec_drafts",
     "spec_draft_tokens",
     "spec_accepted",
+    "spec_accepted_by_pos",
     "preemptions",
     "flops",
     "read_bytes",
     "write_bytes",
+    "finished",
+    "admission_rejections",
+    "cached_by_source",
+    "prompt_by_source",
+    "external_cache_queries",
+    "external_cache_hits",
 )
 """Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
 
-LANE_GAUGES: tuple[str, ...] = ("running", "waiting", "kv_usage")
+LANE_GAUGES: tuple[str, ...] = (
+    "running",
+    "waiting",
+    "waiting_by_reason",
+    "kv_usage",
+    "kv_used",
+    "sleep_state",
+    "spec_draft_len",
+)
 """Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
 
-LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len")
-"""Bucket vectors (cumulative increase per `le`) for the length distributions."""
+LANE_GROUPED: tuple[str, ...] = (
+    "finished",
+    "admission_rejections",
+    "cached_by_source",
+    "prompt_by_source",
+    "spec_accepted_by_pos",
+    "waiting_by_reason",
+    "sleep_state",
+)
+"""Keys of the above that keep one label: a mapping label value -> value (`LaneTotals.groups`)."""
+
+LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e")
+"""Bucket vectors (cumulative increase per `le`): the length distributions, e2e latency."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +281,8 @@ class LaneTotals:
     missing: Mapping[str, str] = field(default_factory=frozen_map)
     """Raw key -> why it is absent (metric not exposed by this engine, no samples, ...)."""
     histograms: Mapping[str, tuple[Bucket, ...]] = field(default_factory=frozen_map)
+    groups: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
+    """Raw key (LANE_GROUPED) -> label value -> value, e.g. `finished` -> {"stop": 12, ...}."""
     queries: Mapping[str, str] = field(default_factory=frozen_map)
     """Raw key -> the PromQL expression (or scrape description) it came from."""
     kv_capacity_tokens: float | None = None

@@ -15,8 +15,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from cockpit.dialects import (
+    RANK,
     Counter,
     Difference,
+    Either,
     Gauge,
     Histogram,
     Spec,
@@ -29,7 +31,7 @@ from cockpit.dialects import (
     presence_metric,
     sorted_buckets,
 )
-from cockpit.model import LANE_HISTOGRAMS, Bucket, Missing
+from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, Bucket, Missing
 from cockpit.timeutil import parse_duration, promql_duration, stamp
 
 KV_CAPACITY = "kv_capacity"
@@ -133,23 +135,37 @@ def spec_expression(
     """
     pin = "" if at is None else f" @ {at:.3f}"
     if isinstance(spec, Counter):
-        return f"sum(increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin}))"
+        increase = f"increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin})"
+        return f"{_sum('sum', spec.by)}({_one_rank(increase, spec.ranks)})"
     if isinstance(spec, Difference):
         a = spec_expression(spec.a, selector, window, at, step)
         b = spec_expression(spec.b, selector, window, at, step)
         return f"({a} - {b})"
+    if isinstance(spec, Either):
+        options = (spec_expression(o, selector, window, at, step) for o in spec.options)
+        return f"({' or '.join(o for o in options if o)})"
     if isinstance(spec, Gauge):
         step = subquery_step(parse_duration(window)) if step is None else step
         series = f"{spec.metric}{selector_with(selector)}"
-        inner = f"{spec.across}({series})"
+        how = _sum(spec.across, spec.by)
+        inner = f"{how}({_one_rank(series, spec.ranks)})"
         # Data younger than the last subquery step: fall back to the value at the end.
         return (
             f"(avg_over_time({inner}[{window}:{promql_duration(step)}]{pin})"
-            f" or {spec.across}({series}{pin}))"
+            f" or {how}({_one_rank(series + pin, spec.ranks)}))"
         )
     if isinstance(spec, Histogram):
         return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]{pin}))"
     return None
+
+
+def _sum(how: str, by: str) -> str:
+    return f"{how} by ({by}) " if by else how
+
+
+def _one_rank(vector: str, ranks: str) -> str:
+    """Series that repeat one another across `ranks`: the largest stands for them."""
+    return f"max without ({ranks}) ({vector})" if ranks else vector
 
 
 def capacity_expression(
@@ -162,8 +178,9 @@ def capacity_expression(
     if dialect == "sglang":
         metric = "sglang:max_total_num_tokens"
         metric = escape_name(metric) if escaped else metric
-        now = f"sum({metric}{selector_with(selector)})"
-        last = f"sum(last_over_time({metric}{selector_with(selector)}[{window}]))"
+        series = metric + selector_with(selector)
+        now = f"sum({_one_rank(series, RANK)})"
+        last = f"sum({_one_rank(f'last_over_time({series}[{window}])', RANK)})"
         return now if window is None else f"({now} or {last})"
     metric = "vllm:cache_config_info"
     metric = escape_name(metric) if escaped else metric
@@ -361,13 +378,27 @@ def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | Missing:
 
 def read_key(
     samples: list[dict[str, Any]] | None, key: str
-) -> float | tuple[Bucket, ...] | Missing:
+) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
     """A raw key's value (buckets for a histogram) from its samples, or why there is none."""
     if not samples:
         return Missing(NO_SAMPLES)
     if key in LANE_HISTOGRAMS:
         return _buckets(samples)
+    if key in LANE_GROUPED:
+        return _groups(samples)
     return sample_value(samples[0])
+
+
+def _groups(samples: list[dict[str, Any]]) -> dict[str, float] | Missing:
+    """A `sum by (label)` answer as label value -> number (the one label beside `fig`)."""
+    groups: dict[str, float] = {}
+    for sample in samples:
+        number = sample_value(sample)
+        if isinstance(number, Missing):
+            return number
+        labels = [v for k, v in sample.get("metric", {}).items() if k != "fig"]
+        groups[str(labels[0]) if labels else ""] = number
+    return groups
 
 
 def capacity_from_samples(dialect: str, samples: list[dict[str, Any]]) -> float | None:

@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from cockpit import dialects, promql
 from cockpit.model import Bucket, Missing
@@ -41,6 +42,7 @@ SERIES_BYTES = 700
 NO_SAMPLES = Missing("no samples in window")
 SECOND_SCRAPE = Missing("needs a second scrape")
 ONLY_NON_FINITE = Missing("only non-finite samples (NaN/Inf) in window")
+NOT_SINGLE = Missing("not a single value")
 
 
 def restarted(previous: float, current: float, previous_born: float, born: float) -> bool:
@@ -303,21 +305,36 @@ class Window:
                 self.dropped[(name, labels)] = dropped
             yield (labels, track, *track.window(self.lo, self.end))
 
-    def value(self, spec: dialects.Spec) -> float | Missing:
+    def value(self, spec: dialects.Spec) -> float | dict[str, float] | Missing:
         if isinstance(spec, dialects.Counter):
             return self.counter(spec)
         if isinstance(spec, dialects.Difference):
-            a, b = self.counter(spec.a), self.counter(spec.b)
-            if isinstance(a, Missing):
-                return a
-            return b if isinstance(b, Missing) else a - b
+            a, b = self.value(spec.a), self.value(spec.b)
+            if not isinstance(a, float):
+                return a if isinstance(a, Missing) else NOT_SINGLE
+            return b if isinstance(b, Missing) else a - b if isinstance(b, float) else NOT_SINGLE
         if isinstance(spec, dialects.Gauge):
             return self.gauge(spec)
-        return Missing("not a single value")
+        if isinstance(spec, dialects.Either):
+            found: float | dict[str, float] | Missing = NOT_SINGLE
+            for option in spec.options:
+                found = self.value(option)
+                if not isinstance(found, Missing):
+                    break
+            return found
+        return NOT_SINGLE
 
-    def counter(self, spec: dialects.Counter) -> float | Missing:
-        found = self._tracks(spec.metric, spec.extra)
-        return _total([self._increase(track, first, stop) for _, track, first, stop in found])
+    def counter(self, spec: dialects.Counter) -> float | dict[str, float] | Missing:
+        found = [
+            (labels, self._increase(track, first, stop))
+            for labels, track, first, stop in self._tracks(spec.metric, spec.extra)
+        ]
+        groups = _by(one_rank(found, spec.ranks), spec.by)
+        totals = {name: _total(increases) for name, increases in groups.items()}
+        if not spec.by:
+            return totals.get("", NO_SAMPLES)
+        numbers = {name: t for name, t in totals.items() if not isinstance(t, Missing)}
+        return numbers or next(iter(totals.values()), NO_SAMPLES)
 
     def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
         """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
@@ -333,20 +350,22 @@ class Window:
             counted = True
         return total if counted else SECOND_SCRAPE
 
-    def gauge(self, spec: dialects.Gauge) -> float | Missing:
-        per_scrape: dict[float, list[float]] = {}
+    def gauge(self, spec: dialects.Gauge) -> float | dict[str, float] | Missing:
+        per_scrape: dict[float, list[tuple[LabelKey, float]]] = {}
         dropped = False
-        for _, track, first, stop in self._tracks(spec.metric):
+        for labels, track, first, stop in self._tracks(spec.metric):
             dropped = dropped or track.dropped_in(self.lo, self.end) > 0
             for k in range(first, stop):
-                per_scrape.setdefault(track.times[k], []).append(track.values[k])
+                per_scrape.setdefault(track.times[k], []).append((labels, track.values[k]))
         if not per_scrape:
             return ONLY_NON_FINITE if dropped else NO_SAMPLES
-        if spec.across == "sum":
-            combined = [sum(values) for values in per_scrape.values()]
-        else:
-            combined = [sum(values) / len(values) for values in per_scrape.values()]
-        return sum(combined) / len(combined)
+        combined: dict[str, list[float]] = {}
+        for found in per_scrape.values():
+            for name, values in _by(one_rank(found, spec.ranks), spec.by).items():
+                across = sum(values) if spec.across == "sum" else sum(values) / len(values)
+                combined.setdefault(name, []).append(across)
+        means = {name: sum(values) / len(values) for name, values in combined.items()}
+        return means if spec.by else means[""]
 
     def histogram(self, base: str) -> tuple[Bucket, ...] | Missing:
         by_le: dict[float, list[float | Missing | None]] = {}
@@ -363,6 +382,34 @@ class Window:
                 return total
             pairs.append((le, total))
         return dialects.sorted_buckets(pairs) if pairs else NO_SAMPLES
+
+
+T = TypeVar("T", float, float | Missing | None)
+
+
+def one_rank(found: list[tuple[LabelKey, T]], ranks: str) -> list[tuple[LabelKey, T]]:
+    """Series that differ only by `ranks` repeat one value: the largest stands for them."""
+    if not ranks:
+        return found
+    best: dict[LabelKey, tuple[LabelKey, T]] = {}
+    for labels, value in found:
+        others = tuple(pair for pair in labels if pair[0] != ranks)
+        kept = best.get(others)
+        if kept is None or _number(value) > _number(kept[1]):
+            best[others] = (labels, value)
+    return list(best.values())
+
+
+def _number(value: float | Missing | None) -> float:
+    return value if isinstance(value, float) else -math.inf
+
+
+def _by(found: list[tuple[LabelKey, T]], label: str) -> dict[str, list[T]]:
+    """Values grouped by one label's value (all under "" when `label` is "")."""
+    groups: dict[str, list[T]] = {}
+    for labels, value in found:
+        groups.setdefault(dict(labels).get(label, "") if label else "", []).append(value)
+    return groups
 
 
 def _total(found: list[float | Missing | None]) -> float | Missing:

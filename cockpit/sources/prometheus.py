@@ -188,6 +188,7 @@ class PrometheusSource:
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
+        groups: dict[str, dict[str, float]] = {}
         unusable: list[str] = []
         for key in plan.exprs:
             read = promql.read_key(found.get(key), key)
@@ -197,6 +198,8 @@ class PrometheusSource:
                     unusable.append(read.reason)
             elif isinstance(read, tuple):
                 histograms[key] = read
+            elif isinstance(read, dict):
+                groups[key] = read
             else:
                 values[key] = read
         if unusable and not values and not histograms:  # garbage, not a quiet lane
@@ -214,6 +217,7 @@ class PrometheusSource:
             values=frozen_map(values),
             missing=frozen_map(missing),
             histograms=frozen_map(histograms),
+            groups=frozen_map(groups),
             queries=frozen_map({**plan.exprs, **plan.extra}),
             kv_capacity_tokens=capacity,
             covered_s=covered,

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from cockpit import dialects, promql
 from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
-from cockpit.sources.buffer import Buffer, Window
+from cockpit.sources.buffer import Buffer, Window, one_rank
 from cockpit.sources.exposition import (
     MAX_RESPONSE_BYTES,
     SGLANG_CAPACITY,
@@ -140,6 +140,7 @@ class ScrapeSource:
         values: dict[str, float] = {}
         missing: dict[str, str] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
+        groups: dict[str, dict[str, float]] = {}
         queries: dict[str, str] = {}
         for key, spec in specs.items():
             queries[key] = f"scrape {self.url}: {_describe(spec)}"
@@ -149,9 +150,11 @@ class ScrapeSource:
                 missing[key] = read.reason
             elif isinstance(read, tuple):
                 histograms[key] = read
+            elif isinstance(read, dict):
+                groups[key] = read
             else:
                 values[key] = read
-        if not values and not histograms and not self.buffer.any_match(matchers):
+        if not values and not histograms and not groups and not self.buffer.any_match(matchers):
             # The engine's names are there, none of its series match: a mistaken selector
             # or model filter, said as Prometheus says it (see `PrometheusSource._names`).
             raise ScrapeError(f"{self.url}: no series match {selector}", engine_absent=True)
@@ -167,6 +170,7 @@ class ScrapeSource:
             values=frozen_map(values),
             missing=frozen_map(missing),
             histograms=frozen_map(histograms),
+            groups=frozen_map(groups),
             queries=frozen_map(queries),
             kv_capacity_tokens=capacity,
             covered_s=covered,
@@ -179,10 +183,8 @@ class ScrapeSource:
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
         if dialect == "sglang":
             name = dialects.escape_name(SGLANG_CAPACITY) if self.escaped else SGLANG_CAPACITY
-            latest = [
-                track.values[-1] for _, track in self.buffer.matching(name, ()) if track.values
-            ]
-            return sum(latest) if latest else None
+            latest = [(k, t.values[-1]) for k, t in self.buffer.matching(name, ()) if t.values]
+            return sum(v for _, v in one_rank(latest, dialects.RANK)) if latest else None
         usable = [m for m in matchers if m.name != "model_name"]
         total = 0.0
         found = False
@@ -196,7 +198,9 @@ class ScrapeSource:
         return total if found else None
 
 
-def _read(window: Window, spec: dialects.Spec) -> float | tuple[Bucket, ...] | Missing:
+def _read(
+    window: Window, spec: dialects.Spec
+) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
     if isinstance(spec, dialects.Histogram):
         return window.histogram(spec.base)
     return window.value(spec)
@@ -206,23 +210,29 @@ def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
     """The sample names the specs read as counters (their series set the coverage)."""
     names: set[str] = set()
     for spec in specs:
-        if isinstance(spec, dialects.Counter):
-            names.add(spec.metric)
-        elif isinstance(spec, dialects.Difference):
-            names.update((spec.a.metric, spec.b.metric))
-        elif isinstance(spec, dialects.Histogram):
-            names.add(f"{spec.base}_bucket")
+        if isinstance(spec, dialects.Counter | dialects.Difference | dialects.Histogram):
+            names.update(dialects.required_metrics(spec))
+        elif isinstance(spec, dialects.Either):
+            names.update(_counter_names(spec.options))
     return names
 
 
 def _describe(spec: dialects.Spec) -> str:
     if isinstance(spec, dialects.Counter):
         extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
-        return f"increase of {spec.metric}{{{extra}}}" if extra else f"increase of {spec.metric}"
+        text = f"increase of {spec.metric}{{{extra}}}" if extra else f"increase of {spec.metric}"
+        return text + _grouping(spec)
     if isinstance(spec, dialects.Difference):
         return f"{_describe(spec.a)} - {_describe(spec.b)}"
+    if isinstance(spec, dialects.Either):
+        return " or else ".join(_describe(option) for option in spec.options)
     if isinstance(spec, dialects.Gauge):
-        return f"{spec.across} of {spec.metric}, averaged over scrapes"
+        return f"{spec.across} of {spec.metric}{_grouping(spec)}, averaged over scrapes"
     if isinstance(spec, dialects.Histogram):
         return f"increase per le of {spec.base}_bucket"
     return "unavailable"
+
+
+def _grouping(spec: dialects.Counter | dialects.Gauge) -> str:
+    by = f" by {spec.by}" if spec.by else ""
+    return by + (f", the largest over {spec.ranks}" if spec.ranks else "")
