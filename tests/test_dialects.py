@@ -230,3 +230,61 @@ def test_sglang_itl_counts_tokens_not_steps() -> None:
     assert plain.tokens_per_step.value == 1.0 and plain.stream_tok_s.value == pytest.approx(40.0)
     with pytest.raises(dialects.DialectError):
         dialects.decode_pace("tgi", values.get)
+
+
+# --- labels kept, fallbacks, one TP rank (issue 19, items 8 and 9) ---------------------------
+
+
+def test_a_grouped_key_keeps_its_label_in_the_query_and_the_answer() -> None:
+    exprs = promql.lane_expressions("vllm", '{job="a"}', "1h")
+    assert exprs["finished"] == (
+        'sum by (finished_reason) (increase(vllm:request_success_total{job="a"}[1h]))'
+    )
+    assert exprs["spec_accepted_by_pos"].startswith("sum by (position) (increase(")
+    waiting = 'sum by (reason) (vllm:num_requests_waiting_by_reason{job="a"})'
+    assert exprs["waiting_by_reason"] == f"(avg_over_time({waiting}[1h:15s]) or {waiting})"
+    answer = [
+        {"metric": {"fig": "finished", "finished_reason": reason}, "value": [0, str(count)]}
+        for reason, count in (("stop", 3), ("abort", 1))
+    ]
+    assert promql.read_key(answer, "finished") == {"stop": 3.0, "abort": 1.0}
+
+
+def test_vllm_before_0_10_2_times_its_step_by_time_per_output_token() -> None:
+    itl = {n for n in fixture_names("metrics_real.txt") if "inter_token_latency" in n}
+    older = {f"vllm:time_per_output_token_seconds_{part}" for part in ("sum", "count", "bucket")}
+    names = frozenset(fixture_names("metrics_real.txt") - itl | older)
+    assert dialects.detect_dialect(names) == "vllm"
+    plan = promql.lane_plan("vllm", '{job="a"}', 3600, names, False)
+    assert "itl_sum" not in plan.missing and "itl_count" not in plan.missing
+    assert "vllm:time_per_output_token_seconds_sum" in plan.exprs["itl_sum"]
+    neither = promql.lane_plan("vllm", '{job="a"}', 3600, names - older, False)
+    assert neither.missing["itl_sum"] == (
+        "not exposed by this engine (vllm:inter_token_latency_seconds_sum, "
+        "vllm:time_per_output_token_seconds_sum)"
+    )
+
+
+def test_sglang_specs_follow_its_source() -> None:
+    exprs = promql.lane_expressions("sglang", '{job="s"}', "1h")
+
+    def total(metric: str) -> str:
+        return f'sum(increase({metric}{{job="s"}}[1h]))'
+
+    assert "sglang:num_retracted_requests_total" in exprs["preemptions"]
+    generated, verify = (
+        total("sglang:generation_tokens_total"),
+        total("sglang:spec_verify_calls_total"),
+    )
+    requests = total("sglang:num_requests_total")
+    assert exprs["spec_accepted"] == f"(({generated} - {verify}) - {requests})"
+    streaming = 'sglang:time_to_first_token_seconds_sum{job="s",is_streaming="true"}'
+    unlabelled = 'sglang:time_to_first_token_seconds_sum{job="s",is_streaming=""}'
+    assert exprs["ttft_sum"].index(streaming) < exprs["ttft_sum"].index(unlabelled)
+    assert " or " in exprs["ttft_sum"] and 'is_streaming="true"' in exprs["e2e_sum"]
+    running = 'max without (tp_rank) (sglang:num_running_reqs{job="s"})'
+    assert exprs["running"].startswith(f"(avg_over_time(sum({running})[1h:15s])")
+    usage = exprs["kv_usage"]
+    assert usage.index("sglang:full_token_usage") < usage.index("sglang:token_usage{")
+    assert "sglang:prefill_effective_tokens_total" in exprs["prefix_cache_hits"]
+    assert "max without (tp_rank)" in exprs[promql.KV_CAPACITY]

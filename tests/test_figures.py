@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 import pytest
@@ -20,8 +21,10 @@ from cockpit.figures import (
     ratio_range,
 )
 from cockpit.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
+from cockpit.report import lane_markdown
 from cockpit.roofline import Hardware, ModelProfile, operating_points
 from cockpit.roofline_table import percent_text
+from cockpit.sources.scrape import ScrapeSource
 
 SEED_LEDGER = TokenCounts(
     sessions=3_864,
@@ -447,3 +450,115 @@ def test_measured_bytes_name_their_own_counters_when_missing() -> None:
     bytes_only = {key: reason for key, reason in missing.items() if key != "flops"}
     moving = lane({"flops": 1e15}, missing=frozen_map(bytes_only))
     assert "flops" not in lane_figures(moving)["measured_bytes"].reason
+
+
+# --- what else the engine says (issue 19, items 8 and 9) ------------------------------------
+
+SGLANG_FIXTURE = VLLM_FIXTURES.parent / "sglang" / "metrics_tp2.txt"
+COUNTED = re.compile(r"^(\S+_(?:total|sum|count|bucket)(?:\{[^}]*\})?) \S+$", re.MULTILINE)
+
+
+def scraped(text: str, at: float) -> LaneTotals:
+    """A lane read by direct scrape: the exposition at `at`, its counters at 0 a minute before
+    (an engine without `_created`: the minute's increase is then the exposition's value)."""
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(COUNTED.sub(r"\1 0.0", text), at - 60)
+    source.ingest(text, at)
+    return source.totals("lane", "", 3600, at)
+
+
+def test_the_real_vllm_exposition_says_how_requests_finished_and_where_the_cache_hit() -> None:
+    s = exposition("metrics_real_specdec.txt")
+    text = require_fixture(VLLM_FIXTURES / "metrics_real_specdec.txt").read_text()
+    totals = scraped(re.sub(r"^\S+_created(\{[^}]*\})? \S+\n", "", text, flags=re.M), 2e9)
+    figures = lane_figures(totals)
+    value = figures.value
+
+    def by(name: str, label: str, wanted: str) -> float:
+        return sum(v for labels, v in s[name] if labels.get(label) == wanted)
+
+    reasons = "vllm:request_success_total"
+    assert value("finished_length") == by(reasons, "finished_reason", "length") == 96
+    assert value("finished_stop") == value("finished_repetition") == 0
+    assert value("finished_failed_share") == 0.0
+    cached = "vllm:prompt_tokens_cached_by_source_total"
+    assert value("cached_device") == by(cached, "source", "device") > 0
+    assert value("cached_host") == value("cached_disk") == 0
+    assert value("prompt_from_local_cache_hit") == by(
+        "vllm:prompt_tokens_by_source_total", "source", "local_cache_hit"
+    )
+    drafts = total(s, "vllm:spec_decode_num_drafts_total")
+    per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    assert value("draft_acceptance_pos_0") == pytest.approx(by(per_pos, "position", "0") / drafts)
+    positions = [k for k in figures.engine_keys if k.startswith("draft_acceptance_pos_")]
+    assert positions == [
+        "draft_acceptance_pos_0",
+        "draft_acceptance_pos_1",
+        "draft_acceptance_pos_2",
+    ]
+    assert value("sleep_awake") == 1.0 and value("sleep_discard_all") == 0.0
+    assert value("waiting_capacity") == value("waiting_deferred") == 0.0
+    assert value("admission_rejections") == 0
+    assert (
+        figures["admission_rejections"].reason == "max_num_queued_reqs 0, max_num_queued_tokens 0"
+    )
+    steps = total(s, "vllm:iteration_tokens_total_sum") / total(
+        s, "vllm:iteration_tokens_total_count"
+    )
+    assert value("batch_tokens_per_step") == pytest.approx(steps)
+    e2e = "vllm:e2e_request_latency_seconds"
+    assert value("e2e_mean") == pytest.approx(total(s, f"{e2e}_sum") / total(s, f"{e2e}_count"))
+    assert totals.histograms["e2e"][-1] == (math.inf, total(s, f"{e2e}_count"))
+    assert figures["external_cache_hit_rate"].missing  # no KV connector: nothing queried
+    receipt = "\n".join(lane_markdown(figures, totals, "1h"))
+    assert "| Finished: length | 96 |" in receipt
+    assert "| Draft acceptance at position 0 |" in receipt
+
+
+def test_a_lane_without_the_newer_metrics_says_why_each_is_missing() -> None:
+    figures = lane_figures(real_lane("metrics_real.txt"))
+    assert figures["finished_stop"].reason == "no data in window"
+    assert figures["sleep_awake"].missing and figures["e2e_mean"].missing
+    why = "SGLang does not count finished requests by reason"
+    sglang = lane_figures(lane({}, missing=frozen_map({"finished": why})))
+    assert sglang["finished_abort"].reason == sglang["finished_failed_share"].reason == why
+
+
+def test_sglang_recorded_from_its_source() -> None:
+    totals = scraped(require_fixture(SGLANG_FIXTURE).read_text(), 2e9)
+    assert totals.dialect == "sglang"
+    figures = lane_figures(totals)
+    value = figures.value
+    # Every TP rank exports the scheduler's gauges: one rank counts, not their sum.
+    assert value("running") == 6 and value("waiting") == 2
+    assert totals.kv_capacity_tokens == 80_000 and value("kv_resident_tokens") == 40_000
+    # token_usage (0.8) is the fullest pool (SWA here): KV use is the full-attention pool's.
+    assert value("kv_usage") == 0.5
+    assert value("preemptions") == 3 and figures["preemptions"].reason == "retracted requests"
+    # 5000 generated, 2000 verify steps, 50 requests whose first token came from prefill.
+    assert value("tokens_per_step") == pytest.approx(1 + 2950 / 2000)
+    assert value("draft_acceptance") == pytest.approx(2950 / (2000 * 3))
+    assert figures["draft_acceptance"].reason.startswith("estimate")
+    # Non-streaming requests observe TTFT late (mean 4 s here): streaming ones only.
+    assert value("ttft_mean") == 0.5 and "is_streaming" in figures["ttft_mean"].reason
+    assert value("e2e_mean") == 3.0
+    assert value("decode_mean") == 2.5 and figures["decode_mean"].reason.startswith("derived")
+    # prefill_effective_tokens: the 6000 tokens recomputed after retraction are not counted.
+    assert value("prefix_cache_hit_rate") == 0.6 and value("prefill_computed") == 20_000
+    assert value("cached_device") == 24_000 and value("cached_host") == 6_000
+
+
+def test_an_older_sglang_falls_back_per_figure() -> None:
+    text = require_fixture(SGLANG_FIXTURE).read_text()
+    newer = ("full_token_usage", "kv_used_tokens", "prefill_effective", "realtime_tokens")
+    lines = [
+        line.replace(',is_streaming="true"', "")
+        for line in text.splitlines()
+        if not any(name in line for name in newer) and 'is_streaming="false"' not in line
+    ]
+    figures = lane_figures(scraped("\n".join(lines) + "\n", 2e9))
+    assert figures.value("kv_usage") == 0.8  # token_usage, the only one there is
+    assert figures.value("kv_resident_tokens") == pytest.approx(0.8 * 80_000)
+    assert figures.value("ttft_mean") == 0.5  # the unlabelled series
+    assert figures.value("prefix_cache_hit_rate") == pytest.approx(24_000 / 40_000)
+    assert figures.value("prefill_computed") == 16_000  # prompt - cached
