@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report", parents=[sources], help="the receipts, headless: markdown or JSON tables"
     )
     report.add_argument("--format", choices=("md", "json"), default="md")
+    _sample_option(report)
     roofline = commands.add_parser(
         "roofline", help="the roofline back-of-envelope for a GPU and a model"
     )
@@ -138,10 +139,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus", type=int, default=1, metavar="N", help="GPUs in one tensor-parallel group"
     )
     roofline.add_argument("--list", action="store_true", help="list the known profiles")
-    commands.add_parser(
+    check = commands.add_parser(
         "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
     )
+    _sample_option(check)
     return parser  # fmt: skip
+
+
+def _sample_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--sample", metavar="D", default="5s", help="a lane read by direct "
+                         "scrape is scraped twice, D apart, so its counters move over D "
+                         "(default 5s; 0: one scrape)")  # fmt: skip
+
+
+def sample_seconds(args: argparse.Namespace) -> float:
+    """The interval between a one-shot read's two scrapes of a direct-scrape lane."""
+    if args.sample.strip() in ("0", "0s"):
+        return 0.0
+    try:
+        return parse_duration(args.sample)
+    except TimeParseError as exc:
+        raise ConfigError("<command line>", None, "--sample", str(exc)) from None
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -370,7 +388,7 @@ def command_report(args: argparse.Namespace) -> int:
     from cockpit.feeds import read_once
     from cockpit.report import json_receipt, markdown_receipt
 
-    lane, ledger, errors = asyncio.run(read_once(config, args.lane, at))
+    lane, ledger, errors = asyncio.run(read_once(config, args.lane, at, sample_seconds(args)))
     if args.format == "json":
         print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
     else:
@@ -410,7 +428,7 @@ def command_check(args: argparse.Namespace) -> int:
 
     counts = f"{_count(len(config.lanes), 'lane')}, {_count(len(config.ledgers), 'ledger')}"
     print(f"config: {visible(config.source)}: ok ({counts})")
-    results = asyncio.run(check_sources(config))
+    results = asyncio.run(check_sources(config, sample_seconds(args)))
     for ok, line in results:
         print(f"{'ok  ' if ok else 'FAIL'} {visible(line)}")
     return 0 if all(ok for ok, _ in results) else 1

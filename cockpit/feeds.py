@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import Counter
@@ -240,16 +241,31 @@ async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> Non
 # --- headless: one read of everything -------------------------------------------------------
 
 
+async def first_samples(feeds: Sequence[LaneFeed], sample_s: float) -> None:
+    """For a one-shot read of direct-scrape lanes: a first scrape `sample_s` before the read
+    takes the second, so counters move over that stated interval (a scrape that fails is
+    said by the read after it)."""
+    scraped = [feed for feed in feeds if isinstance(feed, ScrapeLaneFeed)]
+    if sample_s <= 0 or not scraped:
+        return
+    polls = [feed.source.poll() for feed in scraped]
+    if None in await asyncio.gather(*polls, return_exceptions=True):
+        await asyncio.sleep(sample_s)
+
+
 async def read_once(
-    config: Config, lane_name: str | None, at: float | None
+    config: Config, lane_name: str | None, at: float | None, sample_s: float = 0.0
 ) -> tuple[LaneSnapshot | None, LedgerSnapshot | None, list[str]]:
-    """One cycle of the chosen lane and the ledger, through the same pollers as the app."""
+    """One cycle of the chosen lane and the ledger, through the same pollers as the app
+    (a direct-scrape lane sampled over `sample_s`, see `first_samples`)."""
     lanes, ledger = build_feeds(config, lane_name)
     errors: list[str] = []
     lane_snapshot = ledger_snapshot = None
     window = config.window
     try:
         if lanes:
+            if at is None:
+                await first_samples(lanes[:1], sample_s)
             lane_snapshot = await LanePoller(lanes[0], config.refresh_s, replay_at=at).cycle(window)
             if lane_snapshot.freshness.state != "ok":
                 errors.append(f"lane {lanes[0].name}: {lane_snapshot.freshness.reason}")
@@ -264,12 +280,14 @@ async def read_once(
     return lane_snapshot, ledger_snapshot, errors
 
 
-async def check_sources(config: Config) -> list[tuple[bool, str]]:
-    """Reach every source once; a line each, as `cockpit check` prints them."""
+async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[bool, str]]:
+    """Reach every source once over the config's window; a line each, as `cockpit check`
+    prints them (direct-scrape lanes sampled over `sample_s`, see `first_samples`)."""
     results: list[tuple[bool, str]] = []
     lanes, ledger = build_feeds(config)
-    window_s = parse_duration("5m")
+    window_s = parse_duration(config.window)
     try:
+        await first_samples(lanes, sample_s)
         for feed in lanes:
             lane: LaneConfig = feed.lane  # type: ignore[attr-defined]
             where = lane.prometheus or lane.metrics_url
@@ -284,7 +302,8 @@ async def check_sources(config: Config) -> list[tuple[bool, str]]:
             elapsed = (time.perf_counter() - started) * 1000
             missing = f"; missing: {missing_causes(totals.missing)}" if totals.missing else ""
             warned = f", {warning_note(totals.warnings)}" if totals.warnings else ""
-            facts = f"{totals.dialect}, {elapsed:.0f} ms{warned}{missing}"
+            watched = f", {totals.coverage_note}" if totals.coverage_note else ""
+            facts = f"{totals.dialect}, {elapsed:.0f} ms{watched}{warned}{missing}"
             line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
             results.append((True, line))
         for ledger_config in config.ledgers:
