@@ -92,6 +92,9 @@ def _source_options() -> argparse.ArgumentParser:
     group.add_argument("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
     group.add_argument("--model", metavar="ID", help="ad-hoc lane's model profile")
     group.add_argument(
+        "--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group"
+    )
+    group.add_argument(
         "--ledger",
         metavar="PATH",
         action="append",
@@ -223,6 +226,7 @@ ADHOC_LANE_FLAGS = {
     "engine": "--engine",
     "hardware": "--hardware",
     "model": "--model",
+    "gpus": "--gpus",
 }
 """The ad-hoc lane's config keys, by the flag that sets each (its name comes from the job)."""
 
@@ -238,8 +242,8 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
         lane["prometheus"] = args.prometheus
     if args.metrics_url:
         lane["metrics_url"] = args.metrics_url
-    for option in ("selector", "hardware", "model"):
-        if getattr(args, option):
+    for option in ("selector", "hardware", "model", "gpus"):
+        if getattr(args, option) not in (None, ""):
             lane[option] = getattr(args, option)
     hardware, models = _profiles()
     text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
@@ -262,7 +266,8 @@ def _said_as_flags(error: ConfigError) -> ConfigError:
 def _refuse_lane_flags_without_a_lane(args: argparse.Namespace) -> None:
     """--selector, --engine, --hardware, --model describe the ad-hoc lane: alone they would be
     ignored without a word."""
-    given = [f"--{option}" for option in ("selector", "hardware", "model") if getattr(args, option)]
+    given = [f"--{o}" for o in ("selector", "hardware", "model", "gpus")
+             if getattr(args, o) not in (None, "")]  # fmt: skip
     given += ["--engine"] if args.engine != "auto" else []
     if given:
         raise ConfigError("<command line>", None, given[0], "describes an ad-hoc lane: give "
