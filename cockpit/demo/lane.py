@@ -114,6 +114,21 @@ def lane_families(state: LaneState, created: float) -> list[Metric]:
     waiting.add_metric([*values, "deferred"], 0)
     fams.append(waiting)
     gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", state.kv_usage)
+    sleep = GaugeMetricFamily(
+        "vllm:engine_sleep_state", "Engine sleep state.", labels=[*base, "sleep_state"]
+    )
+    for asleep in ("awake", "weights_offloaded", "discard_all"):
+        sleep.add_metric([*values, asleep], 1.0 if asleep == "awake" else 0.0)
+    fams.append(sleep)
+    # The frontend's queue limits: labelled by model and reason, no `engine`.
+    fam = _counter(
+        "vllm:admission_rejections",
+        "Requests rejected at admission by the queue limits.",
+        ["model_name", "reason"],
+    )
+    for limit in ("max_num_queued_reqs", "max_num_queued_tokens"):
+        fam.add_metric([p.served_model, limit], 0.0, created=created)
+    fams.append(fam)
     counter(
         "vllm:prefix_cache_queries",
         "Prefix cache queries, in terms of number of queried tokens.",
