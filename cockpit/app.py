@@ -420,6 +420,8 @@ class CockpitApp(App[None]):
         self.select_window(windows[(index + step) % len(windows)])
 
     def action_refresh(self) -> None:
+        if self.lane_feeds:  # a long window's reused totals are evaluated anew
+            getattr(self.lane_feeds[self.lane_index], "forget", lambda: None)()
         self._read_lane()
         self._read_ledger()
 

@@ -102,6 +102,11 @@ class PrometheusLaneFeed:
         selector = _selector(self.lane, self.model_filter)
         return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
+    def forget(self) -> None:
+        """The next read evaluates the window anew, not reusing a long window's totals."""
+        if self.source is not None:
+            self.source.forget()
+
     async def probe(self) -> bool:
         """Cheaply: does the server answer again (asked while it can't be reached)?"""
         return self.source is not None and await self.source.probe()

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,8 @@ import pytest
 import yaml
 from faultlane import lane_config, lane_state, running_app, start_exporter, status_text, wait_until
 from promharness import PromServer, ScrapeJob, start_prometheus
+
+from cockpit.app import CockpitApp
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -85,3 +88,29 @@ async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(tmp_pa
         first.stop()  # again: a stopped server's stop returns at once
         second.stop()
         server.stop()
+
+
+async def test_the_refresh_key_evaluates_a_long_window_anew(tmp_path: Path) -> None:
+    """A week's totals are reused for up to 10 minutes between evaluations; `r` asks anew."""
+    exporter = start_exporter()
+    server = start_prometheus(tmp_path, [ScrapeJob(JOB, [exporter.address], "1s")])
+    week = replace(lane_config(server.url, selector=f'job="{JOB}"'), window="7d")
+    try:
+        wait_up(server, 1)
+        async with running_app(week) as (app, pilot):
+            await wait_until(pilot, lambda: lane_state(app) == "ok")
+            assert app.lane_snapshot is not None and app.lane_snapshot.totals is not None
+            evaluated = app.lane_snapshot.totals.end
+            await pilot.pause(1.5)  # refreshes every 0.5 s reuse the week's totals
+            assert app.lane_snapshot.totals is not None
+            assert app.lane_snapshot.totals.end == evaluated
+            await pilot.press("r")
+            await wait_until(pilot, lambda: evaluated_at(app) > evaluated)
+    finally:
+        exporter.stop()
+        server.stop()
+
+
+def evaluated_at(app: CockpitApp) -> float:
+    snapshot = app.lane_snapshot
+    return -1.0 if snapshot is None or snapshot.totals is None else snapshot.totals.end

@@ -115,6 +115,11 @@ class PrometheusSource:
     async def aclose(self) -> None:
         await self.http.aclose()
 
+    def forget(self) -> None:
+        """Let go of what the lanes' reads remember (reused totals, metric names): the next
+        read of each evaluates its window anew (the refresh key)."""
+        self._lanes.clear()
+
     async def read_lane(
         self,
         lane: str,
