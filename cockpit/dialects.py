@@ -131,7 +131,6 @@ def _vllm_specs() -> dict[str, Spec]:
         "waiting": Gauge("vllm:num_requests_waiting", "sum"),
         "waiting_by_reason": Gauge("vllm:num_requests_waiting_by_reason", "sum", by="reason"),
         "kv_usage": Gauge("vllm:kv_cache_usage_perc", "avg"),
-        "kv_used": Unavailable("vLLM reports KV use as a fraction (kv_cache_usage_perc)"),
         "sleep_state": Gauge("vllm:engine_sleep_state", "avg", by="sleep_state"),
         "spec_draft_len": Unavailable("vLLM counts its draft tokens"),
         "prompt_len": Histogram("vllm:request_prompt_tokens"),
@@ -242,7 +241,6 @@ def _sglang_specs() -> dict[str, Spec]:
                 Gauge("sglang:token_usage", "avg", ranks=RANK),
             )
         ),
-        "kv_used": Gauge("sglang:kv_used_tokens", "sum", ranks=RANK),
         "sleep_state": Unavailable("SGLang exposes no sleep state"),
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
@@ -278,7 +276,6 @@ _NOTES: dict[str, dict[str, str]] = {
         "ttft_mean": STREAMING_NOTE,
         "e2e_mean": STREAMING_NOTE,
         "kv_usage": "the full-attention pool where exposed, else the fullest pool",
-        "kv_resident_tokens": "kv_used_tokens where exposed",
         "preemptions": "retracted requests",
     }
 }

@@ -444,7 +444,6 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     kv_usage = v("kv_usage")
     capacity = totals.kv_capacity_tokens
     resident = None if kv_usage is None or capacity is None else kv_usage * capacity
-    resident = resident if v("kv_used") is None else v("kv_used")  # SGLang says it
     if resident is not None:
         resident += host_kv_tokens
     flops, bytes_moved = _measured(totals)

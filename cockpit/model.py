@@ -247,7 +247,6 @@ LANE_GAUGES: tuple[str, ...] = (
     "waiting",
     "waiting_by_reason",
     "kv_usage",
-    "kv_used",
     "sleep_state",
     "spec_draft_len",
 )

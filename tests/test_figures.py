@@ -550,7 +550,7 @@ def test_sglang_recorded_from_its_source() -> None:
 
 def test_an_older_sglang_falls_back_per_figure() -> None:
     text = require_fixture(SGLANG_FIXTURE).read_text()
-    newer = ("full_token_usage", "kv_used_tokens", "prefill_effective", "realtime_tokens")
+    newer = ("full_token_usage", "prefill_effective", "realtime_tokens")
     lines = [
         line.replace(',is_streaming="true"', "")
         for line in text.splitlines()
