@@ -227,7 +227,7 @@ def _sglang_specs() -> dict[str, Spec]:
         "finished": Unavailable("SGLang does not count finished requests by reason"),
         "admission_rejections": Unavailable("SGLang exposes no admission-rejection counter"),
         "cached_by_source": Counter(cached.metric, by="cache_source"),
-        "prompt_by_source": Unavailable("SGLang splits cached tokens only (cached_tokens_total)"),
+        "prompt_by_source": Unavailable("SGLang splits only its cached tokens by source"),
         "external_cache_queries": Unavailable("SGLang exposes no external prefix-cache counter"),
         "external_cache_hits": Unavailable("SGLang exposes no external prefix-cache counter"),
         "spec_accepted_by_pos": Unavailable("SGLang exposes no acceptance per draft position"),

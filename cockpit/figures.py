@@ -441,6 +441,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     pace = _decode_pace(totals)
     decode = _decode_mean(totals, why)
     drafted, drafted_note = _draft_tokens(totals)
+    drafted_from = ("spec_drafts", "spec_draft_len") if drafted_note else ("spec_draft_tokens",)
     kv_usage = v("kv_usage")
     capacity = totals.kv_capacity_tokens
     resident = None if kv_usage is None or capacity is None else kv_usage * capacity
@@ -493,7 +494,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
         _noted(_figure("draft_acceptance", "Draft acceptance",
                        divide(v("spec_accepted"), drafted), "share",
-                       why("spec_accepted", "spec_draft_tokens")), drafted_note),
+                       why("spec_accepted", *drafted_from)), drafted_note),
         derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
         _figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
                 why("prompt_computed", "prefill_sum")),
