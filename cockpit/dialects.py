@@ -84,6 +84,10 @@ class Either:
 Spec = Counter | Difference | Gauge | Histogram | Either | Unavailable
 
 
+def first(*options: Spec) -> Either:
+    return Either(options)
+
+
 def required_metrics(spec: Spec) -> tuple[str, ...]:
     """The exposed sample names a spec reads (for the 'not exposed' check)."""
     if isinstance(spec, Counter | Gauge):
@@ -153,8 +157,9 @@ def _vllm_specs() -> dict[str, Spec]:
         specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
     # 0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only.
     older = _phase("vllm:time_per_output_token_seconds")
-    specs["itl_sum"] = Either((_phase(phases["itl"])[0], older[0]))
-    specs["itl_count"] = Either((_phase(phases["itl"])[1], older[1]))
+    specs["itl_sum"], specs["itl_count"] = (
+        first(*pair) for pair in zip(_phase(phases["itl"]), older, strict=True)
+    )
     return specs
 
 
@@ -178,8 +183,8 @@ def _scheduler(metric: str, **extra: str) -> Counter:
 def _streaming(metric: str) -> Either:
     """Streaming requests where the engine labels them (a non-streaming request observes its
     TTFT late, after 50 tokens or at finish), else every request."""
-    return Either(
-        (Counter(metric, (("is_streaming", "true"),)), Counter(metric, (("is_streaming", ""),)))
+    return first(
+        Counter(metric, (("is_streaming", "true"),)), Counter(metric, (("is_streaming", ""),))
     )
 
 
@@ -199,22 +204,18 @@ def _sglang_specs() -> dict[str, Spec]:
         "requests": requests,
         "prompt_tokens": prompt,
         "generation_tokens": generated,
-        "prefix_cache_queries": Either(
-            (effective, Difference(realtime, _scheduler(realtime.metric, mode="decode")), prompt)
+        "prefix_cache_queries": first(
+            effective, Difference(realtime, _scheduler(realtime.metric, mode="decode")), prompt
         ),
-        "prefix_cache_hits": Either(
-            (
-                Difference(effective, computed),
-                _scheduler(realtime.metric, mode="prefill_cache"),
-                cached,
-            )
+        "prefix_cache_hits": first(
+            Difference(effective, computed),
+            _scheduler(realtime.metric, mode="prefill_cache"),
+            cached,
         ),
-        "prompt_computed": Either(
-            (
-                computed,
-                _scheduler(realtime.metric, mode="prefill_compute"),
-                Difference(prompt, cached),
-            )
+        "prompt_computed": first(
+            computed,
+            _scheduler(realtime.metric, mode="prefill_compute"),
+            Difference(prompt, cached),
         ),
         # Verify calls are decode steps; each request's first token comes from its prefill.
         "spec_drafts": verify,
@@ -235,11 +236,9 @@ def _sglang_specs() -> dict[str, Spec]:
         "waiting": Gauge("sglang:num_queue_reqs", "sum", ranks=RANK),
         "waiting_by_reason": Unavailable("SGLang does not split its queue by reason"),
         # token_usage is the largest of the full-attention, SWA and Mamba pools' use.
-        "kv_usage": Either(
-            (
-                Gauge("sglang:full_token_usage", "avg", ranks=RANK),
-                Gauge("sglang:token_usage", "avg", ranks=RANK),
-            )
+        "kv_usage": first(
+            Gauge("sglang:full_token_usage", "avg", ranks=RANK),
+            Gauge("sglang:token_usage", "avg", ranks=RANK),
         ),
         "sleep_state": Unavailable("SGLang exposes no sleep state"),
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
