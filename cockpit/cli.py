@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cockpit import __version__
 from cockpit.config import (
+    REFRESH_BOUNDS_S,
     Config,
     ConfigError,
     LaneConfig,
@@ -346,13 +347,20 @@ def _require_sources(config: Config) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
+def _check_refresh(args: argparse.Namespace) -> None:
+    low, high = REFRESH_BOUNDS_S
+    if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
+        expected = f"expected seconds from {low:g} to {high:g}, got {args.refresh:g}"
+        raise ConfigError("<command line>", None, "--refresh", expected)
+
+
 def command_run(args: argparse.Namespace) -> int:
+    _check_refresh(args)
+
     def setup() -> Setup:
         config = effective_config(args)
         _require_sources(config)
         at = replay_time(args, config.lanes)
-        if args.refresh is not None and args.refresh <= 0:
-            raise ConfigError("<command line>", None, "--refresh", "expected a positive number")
         from cockpit.feeds import build_feeds
 
         lanes, ledger = build_feeds(config, first_lane=args.lane)
@@ -362,6 +370,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_demo(args: argparse.Namespace) -> int:
+    _check_refresh(args)
     from cockpit.demo_process import DemoProcess, DemoProcessError
 
     simulators = DemoProcess.start(prometheus=args.prometheus)
@@ -427,6 +436,9 @@ def command_roofline(args: argparse.Namespace) -> int:
 
 
 def command_check(args: argparse.Namespace) -> int:
+    if args.at:
+        raise ConfigError("<command line>", None, "--at", "check reaches every source as it is "
+                          "now; --at is for run and report")  # fmt: skip
     config = effective_config(args)
     _require_sources(config)
     from cockpit.feeds import check_sources

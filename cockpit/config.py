@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
+import httpx
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -102,6 +102,13 @@ class ConfigError(Exception):
 
 T = TypeVar("T")
 
+REFRESH_BOUNDS_S = (0.1, 86400.0)
+"""The refresh period, from the config or `--refresh`: faster spins a core, slower is stale."""
+MAX_TIMEOUT_S = 3600.0
+MAX_PRICE = 1e6
+MAX_TOKENS = 1e15
+MAX_GPUS = 65536
+
 _USERINFO = re.compile(r"(^|//)[^/]*@")
 _E_NOTATION = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
@@ -140,6 +147,9 @@ class _Reader:
             raise self._unreadable(exc) from None
         except yaml.YAMLError as exc:
             raise ConfigError(self.source, None, "", f"YAML syntax error: {exc}") from None
+        except RecursionError:
+            problem = "YAML nested too deeply (expected a few levels of lists and mappings)"
+            raise ConfigError(self.source, self._loader.line + 1, "", problem) from None
         finally:
             self._loader.dispose()
         if node is None:
@@ -153,8 +163,10 @@ class _Reader:
             self.fail(node, key, "expected a single value, not a list or mapping")
         try:
             return self._loader.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            self.fail(node, key, f"unreadable value ({exc})")
+        except yaml.MarkedYAMLError as exc:  # an unknown tag, say: its problem, not its caret
+            self.fail(node, key, f"unreadable value ({exc.problem or exc.context})")
+        except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer of 5,000 digits
+            self.fail(node, key, f"unreadable value ({str(exc)[:80]})")
 
     def mapping(
         self, node: Node, key: str, allowed: tuple[str, ...]
@@ -192,19 +204,25 @@ def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
     return f" (did you mean {near!r}?)" if near else f" (expected one of: {', '.join(allowed)})"
 
 
-def _number(reader: _Reader, node: Node, key: str, *, positive: bool = True) -> float:
+def _number(
+    reader: _Reader, node: Node, key: str, most: float, *, least: float = 0.0, zero: bool = False
+) -> float:
+    """A finite number from `least` (or above 0, or 0 itself with `zero`) to `most`."""
     value = reader.scalar(node, key)
     if isinstance(value, str):
         value = _e_notation(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        reader.fail(node, key, f"expected a number, got {value!r}")
-    if not math.isfinite(value):
-        reader.fail(node, key, f"expected a finite number, got {value!r}")
-    if positive and not value > 0:
-        reader.fail(node, key, f"expected a positive number, got {value!r}")
-    if not positive and value < 0:
-        reader.fail(node, key, f"expected zero or more, got {value!r}")
+        reader.fail(node, key, f"expected a number, got {_shown(value)}")
+    if not (least <= value <= most and (zero or value > 0)):  # NaN is in no range
+        lowest = f"from {least:g} to" if least else "up to"
+        kind = "zero or more" if zero else "a positive number"
+        reader.fail(node, key, f"expected {kind} {lowest} {most:g}, got {_shown(value)}")
     return float(value)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}… ({len(text)} characters)"
 
 
 def _e_notation(text: str) -> float | str:
@@ -215,10 +233,10 @@ def _e_notation(text: str) -> float | str:
         return text
 
 
-def _integer(reader: _Reader, node: Node, key: str) -> int:
+def _integer(reader: _Reader, node: Node, key: str, most: int) -> int:
     value = reader.scalar(node, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        reader.fail(node, key, f"expected a whole number ≥ 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        reader.fail(node, key, f"expected a whole number from 1 to {most:,}, got {_shown(value)}")
     return value
 
 
@@ -238,7 +256,10 @@ def _boolean(reader: _Reader, node: Node, key: str) -> bool:
 
 def _url(reader: _Reader, node: Node, key: str) -> str:
     value = _text(reader, node, key)
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError as exc:  # `http://[::1`
+        reader.fail(node, key, f"expected an http:// or https:// URL ({exc})")
     if parts.username or parts.password or "@" in parts.netloc:
         reader.fail(node, key, "credentials don't go in the URL: use auth with *_env or *_file")
     shown = _USERINFO.sub(r"\1***@", value)  # what might be a password is never echoed
@@ -248,6 +269,10 @@ def _url(reader: _Reader, node: Node, key: str) -> str:
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError:
         reader.fail(node, key, f"expected a valid port in {shown!r}")
+    try:
+        httpx.URL(value)  # the client's own rule: a host IDNA can't spell, say
+    except httpx.InvalidURL as exc:
+        reader.fail(node, key, f"expected a URL the client can reach: {exc}")
     return value.rstrip("/")
 
 
@@ -328,13 +353,13 @@ def _lane(
         "engine": lambda n, k: _choice(reader, n, k, ENGINES),
         "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
         "model": lambda n, k: _profile(reader, n, k, *models, "model"),
-        "gpus": lambda n, k: _integer(reader, n, k),
-        "host_kv_tokens": lambda n, k: _number(reader, n, k, positive=False),
-        "chunk_tokens": lambda n, k: _integer(reader, n, k),
+        "gpus": lambda n, k: _integer(reader, n, k, MAX_GPUS),
+        "host_kv_tokens": lambda n, k: _number(reader, n, k, MAX_TOKENS, zero=True),
+        "chunk_tokens": lambda n, k: _integer(reader, n, k, int(MAX_TOKENS)),
         "auth": lambda n, k: _auth(reader, n, k),
         "ca_file": lambda n, k: _text(reader, n, k),
         "verify_tls": lambda n, k: _boolean(reader, n, k),
-        "timeout": lambda n, k: _number(reader, n, k),
+        "timeout": lambda n, k: _number(reader, n, k, MAX_TIMEOUT_S),
     }
     for option, (_, value_node) in items.items():
         if option != "name":
@@ -382,7 +407,7 @@ def _prices(reader: _Reader, node: Node, key: str) -> Prices:
     names = tuple(f.name for f in fields(Prices))
     items = reader.mapping(node, key, names)
     values = {
-        name: _number(reader, value, f"{key}.{name}", positive=False)
+        name: _number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
         for name, (_, value) in items.items()
     }
     return Prices(**values)
@@ -414,7 +439,8 @@ def parse_config(
         "model_profiles": custom_models,
     }
     if "refresh" in items:
-        values["refresh_s"] = _number(reader, items["refresh"][1], "refresh")
+        low, high = REFRESH_BOUNDS_S
+        values["refresh_s"] = _number(reader, items["refresh"][1], "refresh", high, least=low)
     if "window" in items:
         values["window"] = _window(reader, items["window"][1], "window")
     if "ledger_window" in items:
@@ -455,13 +481,13 @@ def _lanes(
     hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
     models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
 ) -> tuple[LaneConfig, ...]:
-    lanes: list[LaneConfig] = []
+    lanes: dict[str, LaneConfig] = {}
     for index, lane_node in enumerate(reader.sequence(node, "lanes")):
         lane = _lane(reader, lane_node, f"lanes[{index}]", hardware, models)
-        if any(existing.name == lane.name for existing in lanes):
+        if lane.name in lanes:
             reader.fail(lane_node, f"lanes[{index}].name", f"duplicate lane name {lane.name!r}")
-        lanes.append(lane)
-    return tuple(lanes)
+        lanes[lane.name] = lane
+    return tuple(lanes.values())
 
 
 def _custom(

@@ -10,7 +10,10 @@ WINDOWS: tuple[str, ...] = ("5m", "1h", "6h", "24h", "7d", "30d", "90d")
 """The windows the `w`/`W` keys cycle through, shortest first."""
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_DURATION = re.compile(r"^(\d{1,12}(?:\.\d{1,12})?)([smhdw])$")
+LONGEST_S = 10 * 366 * 86400
+"""The longest duration a window or a relative `--at` may be: ten years."""
+LATEST = datetime(9999, 12, 31, tzinfo=UTC).timestamp()
 
 
 class TimeParseError(ValueError):
@@ -20,9 +23,11 @@ class TimeParseError(ValueError):
 def parse_duration(text: str) -> float:
     """Seconds in a Prometheus-style duration such as `5m`, `24h`, `7d`."""
     match = _DURATION.match(text.strip())
-    if not match or float(match.group(1)) <= 0:
-        raise TimeParseError(f"{text!r} is not a duration (expected e.g. 5m, 1h, 7d)")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    seconds = float(match.group(1)) * _UNITS[match.group(2)] if match else 0.0
+    if not 0 < seconds <= LONGEST_S:
+        raise TimeParseError(f"{text!r} is not a duration of up to ten years (expected e.g. 5m, "
+                             "1h, 7d)")  # fmt: skip
+    return seconds
 
 
 def promql_duration(seconds: float) -> str:
@@ -35,9 +40,15 @@ def promql_duration(seconds: float) -> str:
 
 
 def parse_time(text: str, now: float | None = None) -> float:
-    """Epoch seconds from `--at`: epoch, ISO 8601 (UTC unless it says otherwise) or `-2h`."""
-    text = text.strip()
-    now = time.time() if now is None else now
+    """Epoch seconds from `--at`: epoch, ISO 8601 (UTC unless it says otherwise) or `-2h`;
+    a moment from 1970 to the year 9999."""
+    moment = _parse_time(text.strip(), time.time() if now is None else now)
+    if not 0 <= moment <= LATEST:  # NaN is in no range
+        raise TimeParseError(f"{text!r} is not a time from 1970 to the year 9999")
+    return moment
+
+
+def _parse_time(text: str, now: float) -> float:
     if text == "now":
         return now
     if text.startswith("-"):

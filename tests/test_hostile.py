@@ -133,3 +133,86 @@ def test_a_config_error_naming_a_hostile_path_is_one_clean_line(
         code, out, err = run(command, "--config", str(config), capsys=capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert_no_raw_control(out + err, f"{command}'s config error")
+
+
+UNREACHABLE = "http://127.0.0.1:1"
+
+
+def assert_one_line_naming(err: str, where: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0].startswith("cockpit: ") and where in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "1e9", "0.001"])
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_a_refresh_out_of_range_is_refused_naming_the_flag(
+    command: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lane = ("--prometheus", UNREACHABLE) if command == "run" else ()
+    code, _, err = run(command, f"--refresh={value}", *lane, capsys=capsys)
+    assert code == 2
+    assert_one_line_naming(err, "<command line>: --refresh: expected seconds from 0.1 to 86400")
+
+
+LANE = "lanes:\n- name: a\n  prometheus: http://127.0.0.1:1\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("refresh: .nan\n", ":1: refresh: "),
+        ("refresh: .inf\n", ":1: refresh: "),
+        ("refresh: 0\n", ":1: refresh: "),
+        ("refresh: -1\n", ":1: refresh: "),
+        ("refresh: 1e9\n", ":1: refresh: "),
+        ("refresh: 0.0001\n", ":1: refresh: "),
+        (LANE + "  timeout: .nan\n", ":4: lanes[0].timeout: "),
+        (LANE + "  timeout: 1e12\n", ":4: lanes[0].timeout: "),
+        (LANE + "  gpus: 100000000000\n", ":4: lanes[0].gpus: "),
+        (LANE + "  host_kv_tokens: .inf\n", ":4: lanes[0].host_kv_tokens: "),
+        ("prices:\n  output: 1e300\n", ":2: prices.output: "),
+        ("prices:\n  input: .nan\n", ":2: prices.input: "),
+        ("window: 99999999999999d\n", ":1: window: "),
+        ("windows: [5m, 100000w]\n", ":1: windows[1]: "),
+        # never a traceback: Python's limits, YAML's depth, URLs the client can't use, tags
+        ("refresh: " + "9" * 5_000_000 + "\n", ":1: refresh: "),
+        ("theme: " + "[" * 50_000 + "]" * 50_000 + "\n", ":1: YAML nested too deeply"),
+        ("lanes:\n- name: a\n  prometheus: 'http://[::1'\n", ":3: lanes[0].prometheus: "),
+        ("lanes:\n- name: a\n  prometheus: 'http://x☃.invalid'\n", ":3: lanes[0].prometheus: "),
+        ("lanes:\n- name: a\n  metrics_url: 'http://-ü-/metrics'\n", ":3: lanes[0].metrics_url: "),
+        ("refresh: !fast 3\n", ":1: refresh: unreadable value (could not determine"),
+    ],
+    ids=lambda value: value[:30] if "config" not in value else "",
+)
+def test_a_bad_config_number_url_or_shape_is_one_line_exit_2(
+    text: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    code, out, err = run("check", "--config", str(config), capsys=capsys)
+    assert code == 2 and out == ""
+    assert_one_line_naming(err, f"{config}{where}")
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("check", "--prometheus", "http://[::1"), "--prometheus"),
+        (("check", "--metrics-url", "http://x☃.invalid/metrics"), "--metrics-url"),
+        (("report", "--prometheus", UNREACHABLE, "--at", "nan"), "--at"),
+        (("report", "--prometheus", UNREACHABLE, "--at", "inf"), "--at"),
+        (("report", "--prometheus", UNREACHABLE, "--at", "1e20"), "--at"),
+        (("report", "--prometheus", UNREACHABLE, "--at", "-99999999999999d"), "--at"),
+        (("report", "--prometheus", UNREACHABLE, "--at", "0001-01-01T00:00:00Z"), "--at"),
+        (("report", "--prometheus", UNREACHABLE, "--window", "999999999d"), "--window"),
+        (("check", "--prometheus", UNREACHABLE, "--at", "garbage"), "--at"),
+        (("check", "--prometheus", UNREACHABLE, "--at", "-2h"), "--at"),
+    ],
+)
+def test_a_bad_flag_is_one_line_exit_2_naming_it(
+    args: tuple[str, ...], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(*args, capsys=capsys)
+    assert code == 2 and out == ""
+    assert_one_line_naming(err, f"<command line>: {flag}: ")

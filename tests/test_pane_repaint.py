@@ -7,7 +7,8 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from cockpit.model import FRESH, Freshness
-from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment, visible
+from cockpit.text import visible
+from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
 from tests.screentext import screen_text
 from tests.test_roofline_pane import Counting
 

@@ -14,8 +14,8 @@ from textual.widget import Widget
 
 from cockpit.roofline import MeasuredPoint, OperatingPoints, RooflineView, RoofPoint
 from cockpit.roofline_table import intensity_text, rate_text, si
+from cockpit.text import visible
 
-from .pane import visible
 from .roofplot import TITLE_MIN_HEIGHT, RoofPlot
 
 __all__ = ["RooflinePane", "RooflineView", "caption_lines"]
