@@ -198,6 +198,17 @@ class CockpitApp(App[None]):
 
     # --- layout -------------------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[object]:
+        """The panes' screen, with the breakpoint classes of the terminal's size already.
+
+        Textual sets them when the screen handles its first Resize, which may come after a first
+        layout of panes not yet mounted: the grid then kept that layout's columns (its arrangement
+        is cached by size, and unmounted panes are not restyled)."""
+        width, height = self.size
+        points = ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS))
+        classes = (max(p for p in breakpoints if size >= p[0])[1] for size, breakpoints in points)
+        return Screen(classes=" ".join(classes))
+
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
         yield Static(TOO_SMALL, id="too-small")
