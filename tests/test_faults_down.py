@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from faultlane import lane_config, lane_state, running_app, start_exporter, stat
 from promharness import PromServer, ScrapeJob, start_prometheus
 
 from cockpit.app import CockpitApp
+from cockpit.sources.prometheus import STALE, PrometheusSource, SourceError
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -84,6 +86,17 @@ async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(tmp_pa
         assert checked.stdout.splitlines()[-1].startswith("FAIL lane pair:")
         assert down in checked.stdout.splitlines()[-1]
         assert reported["exit"] == 1 and down in str(reported["freshness"])
+        # A selector on a label `up` lacks: the lane's own series, gone stale, say it is down.
+        source = PrometheusSource(server.url)
+        try:
+            selector = f'{{job="{JOB}",engine="0"}}'
+            with pytest.raises(SourceError, match=re.escape(STALE)) as stale:
+                await source.read_lane("pair", None, selector, 300.0)
+            assert stale.value.engine_absent
+            past = await source.read_lane("pair", None, selector, 300.0, time.time())
+            assert past.warnings == (STALE,)  # read as of a moment (`--at`): a note
+        finally:
+            await source.aclose()
     finally:
         first.stop()  # again: a stopped server's stop returns at once
         second.stop()

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
 from cockpit.figures import lane_figures
-from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.prometheus import STALE, PrometheusSource
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -55,6 +55,7 @@ async def source(server: PromServer) -> AsyncIterator[PrometheusSource]:
 async def test_kv_capacity_is_the_last_seen_in_the_window(source: PrometheusSource) -> None:
     totals = await source.read_lane("real", "vllm", SELECTOR, 3600.0, END)
     assert totals.kv_capacity_tokens == 1048576  # kv_cache_size_tokens of cache_config_info
+    assert totals.warnings == (STALE,)  # the engine's series ended inside the window
     figures = lane_figures(totals, 0.0)
     resident = figures["kv_resident_tokens"]
     assert resident.value == pytest.approx(totals.values["kv_usage"] * 1048576)

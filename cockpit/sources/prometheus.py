@@ -8,7 +8,8 @@ Long windows are not evaluated again at every refresh: a window's totals are reu
 `reevaluation_interval(window)` has passed (in evaluation time), so a week costs Prometheus
 under 1 % of evaluating it every 5 s. Reused totals keep their own `end` (the screen says when
 they were evaluated); such a refresh still asks one cheap query, the lane's scrape targets
-(`up`), so a server or an engine that went away shows at once.
+(`up`) and whether its series are live (not stale), so a server or an engine that went away
+shows at once.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ REEVALUATE_SHARE = 1 / 800
 REEVALUATE_MAX_S = 600.0
 """...but at least every 10 minutes."""
 ENGINE_NAMES = '{__name__=~"(vllm|sglang)[:_].+"}'
+LIVE = "live"
+"""Expression key: how many of the lane's series have a sample at the evaluation time (0 when
+they went stale: the engine stopped, its target is gone)."""
+STALE = "no sample of the lane at the evaluation time (its series went stale)"
 
 
 def reevaluation_interval(window_s: float) -> float:
@@ -116,9 +121,10 @@ class PrometheusSource:
         await self.http.aclose()
 
     def forget(self) -> None:
-        """Let go of what the lanes' reads remember (reused totals, metric names): the next
-        read of each evaluates its window anew (the refresh key)."""
-        self._lanes.clear()
+        """Let go of the lanes' reused totals: the next read of each evaluates its window anew
+        (the refresh key)."""
+        for memory in self._lanes.values():
+            memory.last.clear()
 
     async def read_lane(
         self,
@@ -132,6 +138,7 @@ class PrometheusSource:
 
         Totals evaluated less than `reevaluation_interval(window_s)` before `end` are
         returned again as they were (with their own `end`)."""
+        present = end is None  # a read of now, not of the past (`--at`)
         end = time.time() if end is None else end
         self.last_samples = 0
         memory = self._lanes.setdefault((lane, selector), _Lane())
@@ -140,15 +147,17 @@ class PrometheusSource:
         memory.dialect = dialect
         first = window_s not in memory.covered
         plan = self._plan(memory, dialect, selector, window_s, names)
+        presence = dialects.presence_metric(dialect, dialects.names_escaped(names))
+        live = {LIVE: f"(count({presence}{promql.selector_with(selector)}) or vector(0))"}
         last = memory.last.get(window_s)
         if (
             last is not None
             and last.query == plan.query
             and 0 <= end - last.totals.end < reevaluation_interval(window_s)
         ):
-            targets = promql.targets_expressions(selector)
-            answer = await self.query(promql.combined_query(targets) or "1", end)
-            note, down = self._targets(promql.split_by_fig(answer.result))
+            state = {**promql.targets_expressions(selector), **live}
+            answer = await self.query(promql.combined_query(state), end)
+            note, down = self._targets(promql.split_by_fig(answer.result), present)
             if down:
                 raise SourceError(down, engine_absent=True)
             return replace(
@@ -157,12 +166,13 @@ class PrometheusSource:
                 query_seconds=answer.client_seconds,  # this refresh's request
                 eval_seconds=answer.eval_seconds,
             )
-        evaluated = await self._evaluate(plan, lane, dialect, selector, window_s, end)
+        lane_at = (lane, dialect, selector, window_s, end)
+        evaluated = await self._evaluate(plan, live, present, *lane_at)
         memory.covered[window_s] = evaluated.totals.covered_s
         finer = self._plan(memory, dialect, selector, window_s, names)
         if first and finer.query != plan.query:  # a history shorter than the window
-            evaluated = await self._evaluate(finer, lane, dialect, selector, window_s, end)
-        memory.last[window_s] = evaluated  # kept when down too: the next refreshes ask only `up`
+            evaluated = await self._evaluate(finer, live, present, *lane_at)
+        memory.last[window_s] = evaluated  # kept when down: next refreshes ask the cheap query
         if evaluated.down:
             raise SourceError(evaluated.down, engine_absent=True)
         return evaluated.totals
@@ -181,15 +191,17 @@ class PrometheusSource:
     async def _evaluate(
         self,
         plan: promql.LanePlan,
+        live: Mapping[str, str],
+        present: bool,
         lane: str,
         dialect: str,
         selector: str,
         window_s: float,
         end: float,
     ) -> _Evaluated:
-        answer = await self.query(plan.query, end)
+        answer = await self.query(f"{plan.query} or {promql.combined_query(live)}", end)
         found = promql.split_by_fig(answer.result)
-        note, down = self._targets(found)
+        note, down = self._targets(found, present)
         missing = dict(plan.missing)
         values: dict[str, float] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
@@ -235,16 +247,21 @@ class PrometheusSource:
         )
         return _Evaluated(plan.query, totals, answer.warnings, down)
 
-    def _targets(self, found: Mapping[str, list[dict[str, Any]]]) -> tuple[tuple[str, ...], str]:
+    def _targets(
+        self, found: Mapping[str, list[dict[str, Any]]], present: bool
+    ) -> tuple[tuple[str, ...], str]:
         """A note when some of the lane's scrape targets are down; the reason the lane is down
-        when all are. Nothing when all are up, or `up` says nothing of them."""
+        when all are, or when its series went stale (a note when reading the past). Nothing
+        when all are up, or neither `up` nor the answer says."""
         targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
-        if not isinstance(targets, float) or not isinstance(up, float) or up >= targets:
-            return (), ""
-        if up <= 0:
+        if isinstance(targets, float) and isinstance(up, float) and up < targets:
+            if up > 0:
+                return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",), ""
             return (), f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
-        return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",), ""
+        if promql.read_key(found.get(LIVE), LIVE) != 0:
+            return (), ""
+        return ((), f"{self.url}: {STALE}") if present else ((STALE,), "")
 
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
