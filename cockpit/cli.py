@@ -131,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--format", choices=("md", "json"), default="md")
     _sample_option(report)
+    report.add_argument("--since-start", action="store_true", help="a lane read by direct "
+                        "scrape: over its engine's life (from _created), not --window")  # fmt: skip
     roofline = commands.add_parser(
         "roofline", help="the roofline back-of-envelope for a GPU and a model"
     )
@@ -402,7 +404,8 @@ def command_report(args: argparse.Namespace) -> int:
     from cockpit.feeds import read_once
     from cockpit.report import json_receipt, markdown_receipt
 
-    lane, ledger, errors = asyncio.run(read_once(config, args.lane, at, sample_seconds(args)))
+    read = read_once(config, args.lane, at, sample_seconds(args), args.since_start)
+    lane, ledger, errors = asyncio.run(read)
     if args.format == "json":
         print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
     else:

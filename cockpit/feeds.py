@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections import Counter
@@ -28,7 +29,7 @@ from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from cockpit.timeutil import parse_duration
+from cockpit.timeutil import parse_duration, promql_duration
 
 
 def read_secret(auth: Auth) -> str:
@@ -258,20 +259,45 @@ async def first_samples(feeds: Sequence[LaneFeed], sample_s: float) -> None:
         await asyncio.sleep(sample_s)
 
 
+async def since_start(feed: LaneFeed) -> str:
+    """A window back to the engine's start (its earliest `_created`), from one scrape of a
+    direct-scrape lane: its counters then count from 0 at that start. SourceError if none."""
+    if not isinstance(feed, ScrapeLaneFeed):
+        raise SourceError("--since-start reads an engine's /metrics (--metrics-url)")
+    await feed.source.poll()
+    started = feed.source.engine_start()
+    if started is None:
+        raise SourceError("--since-start: the engine's series carry no _created (multiprocess?)")
+    return promql_duration(math.ceil(feed.source.buffer.scrapes[-1] - started) + 1)
+
+
 async def read_once(
-    config: Config, lane_name: str | None, at: float | None, sample_s: float = 0.0
+    config: Config,
+    lane_name: str | None,
+    at: float | None,
+    sample_s: float = 0.0,
+    from_start: bool = False,
 ) -> tuple[LaneSnapshot | None, LedgerSnapshot | None, list[str]]:
     """One cycle of the chosen lane and the ledger, through the same pollers as the app
-    (a direct-scrape lane sampled over `sample_s`, see `first_samples`)."""
+    (a direct-scrape lane sampled over `sample_s`, see `first_samples`, or `from_start`
+    over its engine's life, see `since_start`)."""
     lanes, ledger = build_feeds(config, lane_name)
     errors: list[str] = []
     lane_snapshot = ledger_snapshot = None
-    window = config.window
+    window = lane_window = config.window
+    read_lane = bool(lanes)
     try:
-        if lanes:
-            if at is None:
-                await first_samples(lanes[:1], sample_s)
-            lane_snapshot = await LanePoller(lanes[0], config.refresh_s, replay_at=at).cycle(window)
+        if lanes and from_start:
+            try:
+                lane_window = await since_start(lanes[0])
+            except SourceFailure as error:
+                errors.append(f"lane {lanes[0].name}: {failure_reason(error)}")
+                read_lane = False  # not read over another window than asked
+        elif lanes and at is None:
+            await first_samples(lanes[:1], sample_s)
+        if read_lane:
+            lane_poller = LanePoller(lanes[0], config.refresh_s, replay_at=at)
+            lane_snapshot = await lane_poller.cycle(lane_window)
             if lane_snapshot.freshness.state != "ok":
                 errors.append(f"lane {lanes[0].name}: {lane_snapshot.freshness.reason}")
         if ledger is not None:

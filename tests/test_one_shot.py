@@ -95,3 +95,30 @@ def test_report_and_check_say_what_they_watched() -> None:
     assert checked.returncode == 0 and "watched " in checked.stdout.splitlines()[-1]
     assert "needs a second scrape" not in checked.stdout
     assert "needs a second scrape" in single.stdout.splitlines()[-1]
+
+
+async def test_since_start_counts_the_engines_whole_life() -> None:
+    lane = CountedLane()  # started 15 minutes ago, standing still
+    server, _ = serve_metrics(lane.registry, 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    config = Config(source="<test>", lanes=(LaneConfig("sim", metrics_url=url),), window=WINDOW)
+    try:
+        snapshot, _, errors = await read_once(config, None, None, from_start=True)
+        text = lane.render()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert errors == [] and snapshot is not None and snapshot.totals is not None
+    totals = snapshot.totals
+    for key, name in (("prompt_tokens", "vllm:prompt_tokens_total"),
+                      ("requests", "vllm:request_success_total")):  # fmt: skip
+        assert totals.values[key] == line_sum(text, name) > 0  # from 0 at `_created`
+    assert totals.coverage_note.startswith("since engine start (")
+    assert totals.window_s > 900 and snapshot.window != WINDOW
+
+
+async def test_since_start_needs_a_direct_scrape() -> None:
+    config = Config(source="<t>", lanes=(LaneConfig("p", prometheus="http://127.0.0.1:9"),))
+    snapshot, _, errors = await read_once(config, None, None, from_start=True)
+    assert snapshot is None
+    assert errors == ["lane p: --since-start reads an engine's /metrics (--metrics-url)"]

@@ -111,6 +111,17 @@ class ScrapeSource:
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self.buffer.add(at, scrape.samples)
 
+    def engine_start(self) -> float | None:
+        """The earliest `_created` among the last scrape's series (None: none carries one)."""
+        last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
+        born = [
+            track.born[-1]
+            for family in self.buffer.series.values()
+            for track in family.values()
+            if track.times and track.times[-1] == last and track.born[-1] == track.born[-1]
+        ]  # NaN (no `_created`) is the one value unequal to itself
+        return min(born, default=None)
+
     # --- reading the buffer -------------------------------------------------------------
 
     async def read_lane(
