@@ -210,7 +210,10 @@ def test_check_fails_on_a_direct_scrape_whose_selector_matches_nothing(
     def check(selector: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "cockpit", "check", "--metrics-url", served_fixture]
         return subprocess.run(
-            [*command, "--selector", selector], capture_output=True, text=True, timeout=60
+            [*command, "--selector", selector, "--sample", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     wrong = check('model_name="nope"')
