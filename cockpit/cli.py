@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from cockpit import __version__
 from cockpit.config import (
@@ -59,8 +60,15 @@ def default_config_path() -> Path:
 # --- arguments ------------------------------------------------------------------------------
 
 
-def _source_options() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+class _Parser(argparse.ArgumentParser):
+    """argparse, its refusals quoting the command line with control characters made visible."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(visible(message))
+
+
+def _source_options() -> _Parser:
+    common = _Parser(add_help=False)
     group = common.add_argument_group("sources")
     group.add_argument(
         "--config", metavar="PATH", help="config file (default: %(default)s)", default=None
@@ -106,7 +114,7 @@ def _source_options() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cockpit",
         description=DESCRIPTION,
         epilog=EPILOG,

@@ -114,6 +114,8 @@ def ledger_markdown(
 ) -> list[str]:
     lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
     lines += _table((f"Metric ({window})", "Value"), _ledger_rows(figures))
+    if figures.skipped:
+        lines += ["", f"{figures.skipped} (not in the figures)."]
     if figures.busiest_source:
         lines += ["", f"Most API calls come from **{visible(figures.busiest_source)}**."]
     for heading, groups, missing_key in (
@@ -322,6 +324,7 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
             ],
         },
         missing=dict(totals.missing),
+        skipped=dict(totals.skipped),
         provenance={
             "ledgers": [
                 {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
