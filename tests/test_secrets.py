@@ -7,8 +7,11 @@ got in its 401, as careless servers do); every output the user can see is search
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
 import logging
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -258,3 +261,112 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
             said += done.stdout + done.stderr
         assert channel == "body" or "***" in said  # the server's words were shown, masked
         assert proxy.seen and all(s.headers["authorization"] == wire for s in proxy.seen)
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl) and a server context holding it."""
+    from test_faults_transport import self_signed
+
+    pytest.importorskip("conftest").require_binary("openssl")
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context, cert
+
+
+@contextlib.contextmanager
+def quoting_server(
+    channel: str, wire: str, context: ssl.SSLContext | None
+) -> Iterator[tuple[str, list[str]]]:
+    """A Prometheus (http, or https with `context`) that quotes `wire`, the credential it is
+    sent, back through `channel`; and the Authorization headers it saw."""
+    from test_prometheus_faults import _serve
+
+    serving = _serve(context)
+    url, behaviour = next(serving)
+    if channel == "reason":
+        behaviour.status, behaviour.reason, behaviour.body = 403, f"Forbidden {wire}", b"no"
+    elif channel == "error":
+        error = {"status": "error", "errorType": "auth", "error": f"got {wire}"}
+        behaviour.status, behaviour.body = 403, json.dumps(error).encode()
+    elif channel == "warning":
+        vector = {"resultType": "vector", "result": []}
+        answer = {"status": "success", "data": vector, "warnings": [f"saw {wire}"]}
+        behaviour.body = json.dumps(answer).encode()
+    else:
+        behaviour.body = f"<html>Sign in again, {wire}</html>".encode()
+    try:
+        yield url, behaviour.seen_auth
+    finally:
+        next(serving, None)
+
+
+def secured_lane(url: str, kind: str, folder: Path, cert: Path | None) -> dict[str, Any]:
+    auth, secret, _ = AUTH_KINDS[kind]
+    auth = {name: str(folder / value) if name.endswith("_file") else value
+            for name, value in auth.items()}  # fmt: skip
+    (folder / "secret.txt").write_text(secret + "\n")
+    lane: dict[str, Any] = {"name": "guarded", "prometheus": url, "auth": auth}
+    return {**lane, "ca_file": str(cert)} if cert else lane
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("kind", list(AUTH_KINDS))
+@pytest.mark.parametrize("channel", ["reason", "error", "warning", "body"])
+def test_every_secret_kind_over_http_and_https_stays_out_of_every_output(
+    tls: tuple[ssl.SSLContext, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    scheme: str,
+    kind: str,
+    channel: str,
+) -> None:
+    """In process through the real entry point: check, report md and json, stdout and
+    stderr; the server quotes the very header it was sent."""
+    from cockpit.cli import main
+
+    context, cert = tls
+    wire = AUTH_KINDS[kind][2] if "bearer" in kind else f"Basic {AUTH_KINDS[kind][2]}"
+    monkeypatch.setenv("LANE_SECRET", AUTH_KINDS[kind][1])
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with quoting_server(channel, wire, context if scheme == "https" else None) as (url, seen):
+        lane = secured_lane(url, kind, tmp_path, cert if scheme == "https" else None)
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump({"lanes": [lane], "window": "5m"}))
+        said = ""
+        for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
+            code = main([*command, "--config", str(config)])
+            out, err = capsys.readouterr()
+            assert code in (0, 1), out + err
+            assert_clean(out + err, f"{' '.join(command)} ({scheme}, {channel}, {kind})")
+            said += out + err
+        assert wire in seen  # the server got the credential, and quoted it back
+    assert channel == "body" or "***" in said  # its words were shown, the secret masked
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channel", ["reason", "error", "warning", "body"])
+async def test_the_status_line_over_https_never_shows_the_secret(
+    tls: tuple[ssl.SSLContext, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    """The poller's freshness reason and the warnings reach the status line, the panes and
+    their tooltips: the secret in none of them."""
+    context, cert = tls
+    monkeypatch.setenv("LANE_TOKEN", TOKEN)
+    with quoting_server(channel, f"Bearer {TOKEN}", context) as (url, seen):
+        lane = LaneConfig("guarded", prometheus=url, auth=Auth("bearer", secret_env="LANE_TOKEN"),
+                          ca_file=str(cert))  # fmt: skip
+        config = Config(source="<test>", lanes=(lane,), window="5m", refresh_s=0.5)
+        async with running_app(config) as (app, pilot):
+            await wait_until(pilot, lambda: bool(lane_reason(app) or "saw" in status_text(app)))
+            for where, text in (
+                ("the status line", status_text(app)),
+                ("the reason", lane_reason(app)),
+                ("the screen", screen_text(app)),
+                ("the pane's tooltip", str(app.query_one(CacheGauge).tooltip)),
+                ("notifications", repr([n.message for n in app._notifications])),
+            ):
+                assert_clean(text, f"{where} ({channel})")
+        assert f"Bearer {TOKEN}" in seen
