@@ -239,6 +239,12 @@ def wait_idle(url: str, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
+def prom_query(prometheus: str, query: str) -> list[float]:
+    """An instant query's values (empty when it has no result)."""
+    answer = httpx.get(prometheus + "/api/v1/query", params={"query": query}, timeout=10).json()
+    return [float(item["value"][1]) for item in answer["data"]["result"]]
+
+
 def cockpit_json(*args: str) -> dict[str, object]:
     """`cockpit report ... --format json`, the lane's part."""
     done = subprocess.run(
