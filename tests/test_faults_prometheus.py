@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -41,9 +40,10 @@ from faultlane import (
 )
 from faultproxy import FaultProxy
 from promharness import PromServer
+from textual.message import Message
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp
+from cockpit.app import CockpitApp, LaneRead
 from cockpit.timeutil import clock
 from cockpit.widgets import CacheGauge
 
@@ -80,6 +80,38 @@ def report_measurements() -> Iterator[None]:
     yield
     for name, seconds in MEASURED.items():
         print(f"\nrecovery {name}: {seconds:.2f} s")
+
+
+class LaneReads:
+    """The freshness of every lane read the app has handled, in order: time in refreshes.
+
+    Counted as the app handles them, so a bound in refreshes holds however slowly a loaded
+    machine runs the test."""
+
+    def __init__(self, app: CockpitApp) -> None:
+        self.states: list[str] = []
+        app.message_signal.subscribe(app, self._handled, immediate=True)
+
+    def _handled(self, message: Message) -> None:
+        if isinstance(message, LaneRead):
+            self.states.append(message.snapshot.freshness.state)
+
+    def now(self, state: str) -> bool:
+        """The last read handled is in `state`."""
+        return self.states[-1:] == [state]
+
+    @property
+    def count(self) -> int:
+        return len(self.states)
+
+    def until(self, state: str, start: int) -> int:
+        """The lane is in `state` now: how many reads, from the `start`-th one, it took to get
+        there (that one included; 0 or less if it already was at the `start`-th)."""
+        assert self.now(state), self.states[-3:]
+        first = len(self.states) - 1
+        while first > 0 and self.states[first - 1] == state:
+            first -= 1
+        return first - start + 1
 
 
 # --- Prometheus killed and back -----------------------------------------------------------
@@ -120,15 +152,19 @@ async def test_prometheus_killed_goes_stale_then_fresh_within_two_refreshes(
             await wait_until(pilot, lambda: fresh_with(app, LANE_HIT_RATE))
             before = cache_text(app)
             source = app.lane_feeds[0].source  # type: ignore[attr-defined]
+            reads = LaneReads(app)
 
             killed_at = time.time()
             server.process.send_signal(signal.SIGKILL)
             server.process.wait(timeout=5)
-            went_stale = await wait_until(pilot, lambda: lane_state(app) == "stale")
-            assert went_stale <= REFRESH_S + 0.5, went_stale  # one refresh, plus a busy frame
+            at_kill = reads.count
+            await wait_until(pilot, lambda: reads.now("stale") and lane_state(app) == "stale")
+            # the read out at the kill may still have its answer; the next one can't
+            assert reads.until("stale", at_kill) <= 2, reads.states[at_kill:]
             pane = app.query_one(CacheGauge)
-            since = clock(app.lane_snapshot.freshness.since or 0)  # type: ignore[union-attr]
-            assert since in (clock(killed_at), clock(killed_at + 1))
+            stale_since = app.lane_snapshot.freshness.since or 0  # type: ignore[union-attr]
+            assert killed_at <= stale_since <= time.time()
+            since = clock(stale_since)
             assert pane.border_subtitle.startswith(f"lane stale since {since}")
             assert cache_text(app) == before  # the last good values stay, dimmed
             assert pane.has_class("-stale")
@@ -144,11 +180,11 @@ async def test_prometheus_killed_goes_stale_then_fresh_within_two_refreshes(
 
             server.process = restart(server).process
             ready_at = await asyncio.to_thread(wait_ready, server.url)
-            await wait_until(pilot, lambda: lane_state(app) == "ok", timeout=70)
-            recovered = time.perf_counter() - ready_at
-            MEASURED["prometheus killed, back"] = recovered
-            # two refreshes, plus one scheduling slip on a busy 2-core machine
-            assert recovered <= 2 * REFRESH_S + 0.25, f"fresh {recovered:.2f} s after the return"
+            at_ready = reads.count
+            await wait_until(pilot, lambda: reads.now("ok") and lane_state(app) == "ok", timeout=70)
+            MEASURED["prometheus killed, back"] = time.perf_counter() - ready_at
+            # the probe out at the return may still fail; the next one finds it and reads
+            assert reads.until("ok", at_ready) <= 2, reads.states[at_ready:]
             assert LANE_HIT_RATE in hit_rate_row(app)
             assert not pane.has_class("-stale")
             screen = screen_text(app)
@@ -172,52 +208,49 @@ KEYS: tuple[tuple[str, Callable[[CockpitApp], object]], ...] = (
     ("w", lambda app: app.window),
 )
 """Keys and the state each one changes."""
+HANG_S = 600.0
+"""A read that hangs for longer than any test runs."""
+KEYS_BOUND_S = 60.0
+"""Where a test of keys answered during a hang gives up: far inside the hang, far past the
+second or so a loaded machine takes for them."""
 
 
-async def key_latencies(pilot: Pilot[None]) -> tuple[list[float], list[float]]:
-    """Per key: seconds until its handler changed the state, and until the press was drawn."""
+async def press_keys(pilot: Pilot[None]) -> None:
+    """Each of KEYS pressed, handled and drawn; each changes its state."""
     app = pilot.app
-    handled: list[float] = []
-    drawn: list[float] = []
     for key, state in KEYS:
         before = state(app)  # type: ignore[arg-type]
-        started = time.perf_counter()
-        press = asyncio.ensure_future(pilot.press(key))
-        while state(app) == before and not press.done():  # type: ignore[arg-type]
-            await asyncio.sleep(0.001)
-        handled.append(time.perf_counter() - started)
-        await press
-        drawn.append(time.perf_counter() - started)
+        await pilot.press(key)
         assert state(app) != before, key  # type: ignore[arg-type]
-    return handled, drawn
 
 
 @pytest.mark.slow
-async def test_slow_answers_leave_keys_quick_and_reads_never_pile_up(proxy: FaultProxy) -> None:
-    async with running_app(lane_config(proxy.url, timeout_s=1.5), size=(80, 24)) as (app, pilot):
+async def test_keys_are_answered_and_drawn_while_a_read_hangs(proxy: FaultProxy) -> None:
+    config = lane_config(proxy.url, timeout_s=HANG_S)
+    async with running_app(config, size=(80, 24)) as (app, pilot):
         await wait_until(pilot, lambda: fresh_with(app, LANE_HIT_RATE))
-        _, baseline = await key_latencies(pilot)
-        await pilot.press("W")  # back to 5m
-        await wait_until(pilot, lambda: fresh_with(app, LANE_HIT_RATE))
-        proxy.mode, proxy.delay_s = "delay", 10.0
+        proxy.mode, proxy.delay_s = "delay", HANG_S
         await pilot.press("r")
-        await pilot.pause(0.1)
-        assert proxy.in_flight == 1  # a read hangs on the slow server
-        handled, drawn = await key_latencies(pilot)
-        assert statistics.median(handled) < 0.1, handled
-        # one slow frame on a busy 2-core machine is no hang; the read takes 10 s
-        assert max(handled) < 1.0, handled
-        # drawn about as fast as with a quick server (a theme switch costs its own repaint)
-        assert statistics.median(drawn) <= statistics.median(baseline) + 0.25, (drawn, baseline)
+        await wait_until(pilot, lambda: proxy.in_flight == 1)  # a read hangs on the slow server
+        # A handler that waited for a read would hold its key until the hang ends.
+        await asyncio.wait_for(press_keys(pilot), KEYS_BOUND_S)
         assert app.window == "1h"
+        assert proxy.in_flight == 1 and app.lane_snapshot is None  # the 1h read still hangs
 
+
+@pytest.mark.slow
+async def test_slow_answers_time_out_and_reads_never_pile_up(proxy: FaultProxy) -> None:
+    async with running_app(lane_config(proxy.url, timeout_s=1.5), size=(80, 24)) as (app, pilot):
+        await pilot.press("w")
+        await wait_until(pilot, lambda: app.window == "1h" and fresh_with(app, LANE_HIT_RATE))
+        reads = LaneReads(app)
         proxy.reset()
         proxy.mode, proxy.delay_s = "delay", 10.0
-        await pilot.pause(3.0)
-        queries = proxy.requests_to("/api/v1/query")
-        # 1.5 s timeout, then back-off 0.5 s, 1 s …: at most 2 reads in 3 s, one at a time
-        assert 1 <= queries <= 2, queries
+        await wait_until(pilot, lambda: reads.states.count("stale") >= 2)  # two reads timed out
+        # one read at a time, one query each, and the next one backed off past a refresh
         assert proxy.most_in_flight == 1
+        assert proxy.requests_to("/api/v1/query") <= reads.count + 1
+        assert app.lane_pollers[0].delay > REFRESH_S
         assert lane_state(app) == "stale"  # 1h was read before: kept, dimmed, never fresh
         assert all_rows_stale(app)
         assert "timed out after 1.5 s" in lane_reason(app)
@@ -225,7 +258,7 @@ async def test_slow_answers_leave_keys_quick_and_reads_never_pile_up(proxy: Faul
 
         proxy.mode = "pass"
         back = time.perf_counter()
-        await wait_until(pilot, lambda: lane_state(app) == "ok", timeout=10)
+        await wait_until(pilot, lambda: lane_state(app) == "ok", timeout=20)
         MEASURED["slow answers (1.5 s timeout), normal again"] = time.perf_counter() - back
         assert error_notices(app) == []
 
