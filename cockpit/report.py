@@ -117,7 +117,7 @@ def ledger_markdown(
     if figures.skipped:
         lines += ["", f"{figures.skipped} (not in the figures)."]
     if figures.busiest_source:
-        lines += ["", f"Most API calls come from **{visible(figures.busiest_source)}**."]
+        lines += ["", f"Most API calls come from **{figures.busiest_source}**."]
     for heading, groups, missing_key in (
         ("### Per source", figures.by_source, ""),
         (_model_heading(totals), figures.by_model, ""),
@@ -239,7 +239,7 @@ def markdown_receipt(
     lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
 ) -> str:
     """The receipt as markdown: ledger, spend, lane, provenance; no control character from
-    outside reaches it (tables and names show them as symbols, line breaks among them)."""
+    outside reaches it (shown as symbols, line breaks among them: a name stays on its line)."""
     prices = prices or Prices()
     lines = ["# lane-cockpit receipt", ""]
     if ledger is not None and ledger.figures is not None and ledger.totals is not None:
@@ -253,7 +253,7 @@ def markdown_receipt(
     elif lane is not None:
         lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
     lines += _provenance(lane, ledger)
-    return visible("\n".join(lines), newlines=True).rstrip() + "\n"
+    return "\n".join(map(visible, lines)).rstrip() + "\n"  # a line each, whatever a name holds
 
 
 # --- JSON -----------------------------------------------------------------------------------

@@ -104,6 +104,8 @@ def test_no_output_carries_a_raw_control_byte(
     assert "cli␛]52;c;cHduZWQ=␇␛[2J\\|cell␊line" in markdown  # shown, not dropped
     tables = [block for block in markdown.split("\n\n") if block.startswith("|")]
     assert tables and all(len(set(table_widths(table))) == 1 for table in tables), markdown
+    ledger_lines = [line for line in markdown.splitlines() if line.startswith("- Ledger `")]
+    assert ledger_lines and all("state.db` (profile" in line for line in ledger_lines)
 
     code, data, err = run("report", *sources, *at, "--format", "json", capsys=capsys)
     assert code == 1
