@@ -35,6 +35,9 @@ ROOF_P = re.compile(r"│ P [\d.]+ [kMGTPE]?FLOP/s")
 ROOF_D = re.compile(r"│ D [\d.]+ [kMGTPE]?FLOP/s")
 LANE = re.compile(r"(\S+) \((\d)/(\d)\)")
 WINDOW = re.compile(r"│ (\d+[mhd]) │")
+PANE_TOP = re.compile(r"╭─ (.+?) ─")
+TITLES = ("Prefix cache", "Prefill", "Phases & decode", "Roofline", "Token ratios", "Spend split")
+"""The panes' titles (the roofline's goes on with its profile), prefill first, reading across."""
 COLOUR_BASES = (30, 40, 90, 100)
 """SGR 30-37, 40-47, 90-97, 100-107: the 16 basic colours, foreground and background."""
 SGR = re.compile(r"\x1b\[([0-9;:]*)m")
@@ -115,6 +118,21 @@ def window_of(screen: str) -> str:
     return found.group(1)
 
 
+def whole_panes(screen: str) -> list[str]:
+    """The titles of the panes drawn whole, reading across: each top-left corner has its side
+    below it down to a bottom-left corner, all on the screen."""
+    rows = screen.splitlines()
+    found: list[tuple[int, int, str]] = []
+    for y, row in enumerate(rows):
+        for top in PANE_TOP.finditer(row):
+            x, below = top.start(), y + 1
+            while below < len(rows) and rows[below][x : x + 1] == "│":
+                below += 1
+            if rows[below : below + 1] and rows[below][x : x + 1] == "╰":
+                found.append((y, x, top.group(1).split(" · ")[0]))
+    return [title for _, _, title in sorted(found)]
+
+
 def colour_codes(screen: str) -> set[str]:
     """SGR colour parameters other than the terminal's defaults (39, 49)."""
     found: set[str] = set()
@@ -140,20 +158,20 @@ def test_figures_in_every_pane_at_160x48(demo_factory: list[Demo], tmp_path: Pat
     # The simulated agents' past sessions started over an hour ago: a longer window shows them.
     session.send_keys("w")
     screen = wait_figures(session, HIT_RATE, PROMPT_OUTPUT, SPEND, ROOF_P, ROOF_D)
-    for title in ("Prefix cache", "Prefill", "Phases & decode", "Roofline", "Token ratios",
-                  "Spend split"):  # fmt: skip
-        assert f"─ {title}" in screen
-    rows = screen.splitlines()
-    assert len(rows) == 48
-    # Every pane whole on the first screen: six bottom borders above the keys.
-    assert sum(row.count("╰─") for row in rows) == 6, screen
+    assert len(screen.splitlines()) == 48
+    # Three columns, every pane whole on the first screen.
+    assert whole_panes(screen) == list(TITLES), screen
+    assert [row.count("╭─") for row in screen.splitlines() if "╭─" in row] == [3, 3], screen
 
 
 def test_keys_at_80x24_then_quit_cleans_up(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (80, 24))
     session = demo.session
-    # Prefill first: the cache and prefill panes are on the first screen, with figures.
+    # Prefill first: the cache and prefill panes are whole on the first screen, with figures;
+    # the others follow below them (a scroll away).
     screen = wait_figures(session, HIT_RATE, PREFILL_RATE)
+    whole = whole_panes(screen)
+    assert len(whole) >= 2 and whole == list(TITLES[: len(whole)]), screen
     assert len(demo.demo_folders()) == 1, "the demo's temp folder is under $TMPDIR"
 
     first, index, count = lane_of(screen)
@@ -287,3 +305,10 @@ def test_colour_codes_sees_colours() -> None:
     assert colour_codes("\x1b[1;38;5;246mx\x1b[39;49m") == {"38;5;246"}
     assert colour_codes("\x1b[48;2;1;2;3m\x1b[31m") == {"48;2;1;2;3", "31"}
     assert colour_codes("\x1b[0m\x1b[1m\x1b[7m\x1b[39m") == set()
+
+
+def test_whole_panes_sees_cut_panes() -> None:
+    """The pane finder used above is able to fail."""
+    screen = "╭─ A ─╮ ╭─ B ─╮\n│ 1   │ │ 2   │\n╰─────╯ │ 3   │\n╭─ C ─╮ ╰─────╯\n│ 4   │"
+    assert whole_panes(screen) == ["A", "B"]
+    assert whole_panes(screen.replace("╰─────╯ │", "╰─────╯  ")) == ["A"]
