@@ -130,16 +130,18 @@ class CockpitApp(App[None]):
         *_lane_bindings(),
         Binding("tab", "step_lane(1)", "next", key_display="tab", priority=True),
         Binding("shift+tab", "step_lane(-1)", "prev lane", show=False, priority=True),
-        Binding("w", "step_window(1)", "window", key_display="w/W"),
+        Binding("w", "step_window(1)", "window"),
         Binding("W", "step_window(-1)", "prev window", show=False),
-        # Polling refreshes on its own: `r` stays in the help, off the footer so 80 columns fit.
-        Binding("r", "refresh", "refresh", show=False),
+        Binding("r", "refresh", "refresh"),
         Binding("p", "pause", "pause"),
         Binding("e", "export", "export"),
+        # `t`, `W` and shift+tab are off the bar (the help lists them): 80 columns hold no
+        # more, with the palette's key shown bare.
         Binding("t", "next_theme", "theme", show=False),
         Binding("m", "filter_model", "model"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q", "quit", "quit"),
+        Binding("ctrl+p", "command_palette", "", show=False, priority=True),
     ]
 
     def __init__(
