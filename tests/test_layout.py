@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from cockpit.app import CockpitApp, make_app
+from cockpit.screens import HelpScreen
 from cockpit.widgets.cache_gauge import hits_of_queries
 from cockpit.widgets.pane import Pane
 from tests.test_app import settle
@@ -74,3 +75,21 @@ async def test_the_roofline_draws_its_plot(size: tuple[int, int]) -> None:
         assert not app.query_one("#roofline").has_class("-text-only")
         plot = app.query_one("#roofline-plot")
         assert plot.display and plot.size.height >= 10
+
+
+async def test_a_resize_under_the_help_lays_the_panes_out_for_the_new_width() -> None:
+    app = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.resize_terminal(100, 30)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await settle(pilot)
+        boxes = [app.query_one(f"#{name}").region for name in PANES]
+        assert len({box.x for box in boxes}) == 2
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        boxes = [app.query_one(f"#{name}").region for name in PANES]
+        assert len({box.x for box in boxes}) == 3
