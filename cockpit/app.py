@@ -104,18 +104,11 @@ class _Polling:
         return self.epoch
 
 
-def _lane_bindings() -> list[BindingType]:
-    first = Binding("1", "lane(1)", "lane", key_display="1-9")
-    rest = [Binding(str(n), f"lane({n})", f"lane {n}", show=False) for n in range(2, 10)]
-    return [first, *rest]
-
-
 class CockpitApp(App[None]):
     """The cockpit: status line, six panes (prefill first), the keys."""
 
     CSS_PATH = str(STYLESHEET)
     TITLE = "lane-cockpit"
-    ENABLE_COMMAND_PALETTE = True
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -127,7 +120,8 @@ class CockpitApp(App[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-tall"), (44, "-very-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *_lane_bindings(),
+        Binding("1", "lane(1)", "lane", key_display="1-9"),
+        *(Binding(str(n), f"lane({n})", f"lane {n}", show=False) for n in range(2, 10)),
         Binding("tab", "step_lane(1)", "next", key_display="tab", priority=True),
         Binding("shift+tab", "step_lane(-1)", "prev lane", show=False, priority=True),
         Binding("w", "step_window(1)", "window"),
@@ -135,8 +129,7 @@ class CockpitApp(App[None]):
         Binding("r", "refresh", "refresh"),
         Binding("p", "pause", "pause"),
         Binding("e", "export", "export"),
-        # `t`, `W` and shift+tab are off the bar (the help lists them): 80 columns hold no
-        # more, with the palette's key shown bare.
+        # Off the bar, in the help: t, W, shift+tab (80 columns hold no more; ^p shown bare).
         Binding("t", "next_theme", "theme", show=False),
         Binding("m", "filter_model", "model"),
         Binding("question_mark", "help", "help", key_display="?"),
@@ -201,11 +194,8 @@ class CockpitApp(App[None]):
     # --- layout -------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[object]:
-        """The panes' screen, with the breakpoint classes of the terminal's size already.
-
-        Textual sets them when the screen handles its first Resize, which may come after a first
-        layout of panes not yet mounted: the grid then kept that layout's columns (its arrangement
-        is cached by size, and unmounted panes are not restyled)."""
+        """The panes' screen, with the breakpoint classes for the terminal's size from the start:
+        set by its first Resize only, a layout of unmounted panes before it kept its columns."""
         width, height = self.size
         points = ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS))
         classes = (max(p for p in breakpoints if size >= p[0])[1] for size, breakpoints in points)
