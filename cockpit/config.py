@@ -14,7 +14,7 @@ import httpx
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from cockpit.figures import Prices
+from cockpit.ledger_figures import Prices
 from cockpit.profiles import (
     ProfileFieldError,
     hardware_from_mapping,

@@ -17,8 +17,6 @@ from cockpit.model import (
     Bucket,
     Figure,
     LaneTotals,
-    LedgerTotals,
-    TokenCounts,
     Unit,
     divide,
     frozen_map,
@@ -91,7 +89,7 @@ def format_figure(figure: Figure) -> str:
 # --- small helpers --------------------------------------------------------------------------
 
 
-def _figure(
+def make_figure(
     key: str, label: str, value: float | None, unit: Unit, why: str = "", query: str = ""
 ) -> Figure:
     if value is not None and not math.isfinite(value):
@@ -122,190 +120,6 @@ def merge_reasons(reasons: Iterable[str]) -> str:
             details.append(detail)
     return "; ".join(
         f"{cause} ({', '.join(details)})" if details else cause for cause, details in causes.items()
-    )
-
-
-# --- the agent ledger -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Prices:
-    """Spend-unit ratios per token bucket, input = 1 (the seed's public frontier-API set)."""
-
-    input: float = 1.0
-    cache_read: float = 0.1
-    cache_write: float = 1.25
-    output: float = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRatio:
-    """One row of a per-source / per-model / per-profile table."""
-
-    name: str
-    counts: TokenCounts
-    prompt_output: float | None
-    fresh_output: float | None
-    cache_read_share: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class SpendRow:
-    bucket: str
-    tokens: int
-    units: float
-    share: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerFigures:
-    figures: Mapping[str, Figure]
-    by_source: tuple[GroupRatio, ...]
-    by_model: tuple[GroupRatio, ...]
-    by_profile: tuple[GroupRatio, ...]
-    spend: tuple[SpendRow, ...]
-    busiest_source: str | None
-    """The source that carries most API calls."""
-    skipped: str = ""
-    """`3 rows skipped: …`: ledger rows that could not be read ('' when none)."""
-
-    def __getitem__(self, key: str) -> Figure:
-        return self.figures[key]
-
-
-LEDGER_TABLE: tuple[str, ...] = (
-    "sessions",
-    "api_calls",
-    "prompt_tokens",
-    "cache_read_tokens",
-    "cache_read_share",
-    "fresh_prefill_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "prompt_output",
-    "fresh_output",
-    "mean_prompt_per_call",
-    "mean_output_per_call",
-)
-"""The seed's section-1 table, in its order."""
-
-SPEND_TABLE: tuple[str, ...] = ("prompt_side_share", "prompt_side_share_uncached")
-
-
-def _group_ratio(name: str, counts: TokenCounts) -> GroupRatio:
-    return GroupRatio(
-        name,
-        counts,
-        divide(counts.prompt, counts.output),
-        divide(counts.fresh_prefill, counts.output),
-        divide(counts.cache_read, counts.prompt),
-    )
-
-
-def group_ratios(groups: Mapping[str, TokenCounts]) -> tuple[GroupRatio, ...]:
-    """Per-group ratios, the group carrying most API calls first."""
-    ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
-    return tuple(_group_ratio(name, counts) for name, counts in ordered)
-
-
-def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] | None:
-    """The groups with the lowest and the highest prompt : output ratio."""
-    rated = [group for group in groups if group.prompt_output is not None]
-    if not rated:
-        return None
-    rated.sort(key=lambda group: group.prompt_output or 0.0)
-    return rated[0], rated[-1]
-
-
-def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
-    buckets = (
-        ("Input (fresh)", counts.input, prices.input),
-        ("Cache read", counts.cache_read, prices.cache_read),
-        ("Cache write", counts.cache_write, prices.cache_write),
-        ("Output", counts.output, prices.output),
-    )
-    total = sum(tokens * price for _, tokens, price in buckets)
-    return tuple(
-        SpendRow(name, tokens, tokens * price, divide(tokens * price, total))
-        for name, tokens, price in buckets
-    )
-
-
-def skipped_note(skipped: Mapping[str, int]) -> str:
-    """`3 rows skipped: sessions: a negative token count ×2, …`, or '' when none were."""
-    count = sum(skipped.values())
-    if not count:
-        return ""
-    causes = ", ".join(f"{reason} ×{rows}" for reason, rows in skipped.items())
-    return f"{count} row{'' if count == 1 else 's'} skipped: {causes}"
-
-
-def ledger_window_sql(start: float, end: float) -> str:
-    """A plain query that reproduces the ledger totals with the sqlite3 shell (read-only)."""
-    return (
-        "SELECT COUNT(*) AS sessions, SUM(api_call_count) AS api_calls, "
-        "SUM(input_tokens) AS input, SUM(cache_read_tokens) AS cache_read, "
-        "SUM(cache_write_tokens) AS cache_write, SUM(output_tokens) AS output, "
-        "SUM(reasoning_tokens) AS reasoning FROM sessions "
-        f"WHERE started_at > {start:.3f} AND started_at <= {end:.3f}"
-    )
-
-
-def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> LedgerFigures:
-    prices = prices or Prices()
-    counts = totals.total
-    no_output = "no output tokens in window"
-    no_calls = "no API calls in window"
-    prompt_units = (
-        counts.input * prices.input
-        + counts.cache_read * prices.cache_read
-        + counts.cache_write * prices.cache_write
-    )
-    output_units = counts.output * prices.output
-    uncached_prompt_units = counts.prompt * prices.input
-    sql = ledger_window_sql(totals.end - totals.window_s, totals.end)
-    rows = [
-        _figure("sessions", "Sessions", counts.sessions, "count", query=sql),
-        _figure("api_calls", "API calls", counts.api_calls, "count", query=sql),
-        _figure("prompt_tokens", "Prompt tokens (input + cache read + cache write)",
-                counts.prompt, "tokens", query=sql),
-        _figure("input_tokens", "Input tokens (uncached)", counts.input, "tokens", query=sql),
-        _figure("cache_read_tokens", "of which cache read", counts.cache_read, "tokens", query=sql),
-        _figure("cache_write_tokens", "Cache write", counts.cache_write, "tokens", query=sql),
-        _figure("cache_read_share", "Cache-read share of prompt",
-                divide(counts.cache_read, counts.prompt), "share", "no prompt tokens in window"),
-        _figure("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
-                counts.fresh_prefill, "tokens", query=sql),
-        _figure("output_tokens", "Output tokens (incl. reasoning)", counts.output, "tokens",
-                query=sql),
-        _figure("reasoning_tokens", "Reasoning tokens (subset of output)",
-                None if "reasoning" in totals.missing else counts.reasoning, "tokens",
-                totals.missing.get("reasoning", ""), sql),
-        _figure("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
-                "ratio", no_output),
-        _figure("fresh_output", "Fresh prefill : output",
-                divide(counts.fresh_prefill, counts.output), "ratio", no_output),
-        _figure("mean_prompt_per_call", "Mean prompt tokens per API call",
-                divide(counts.prompt, counts.api_calls), "tokens", no_calls),
-        _figure("mean_output_per_call", "Mean output tokens per API call",
-                divide(counts.output, counts.api_calls), "tokens", no_calls),
-        _figure("spend_units", "Spend units", prompt_units + output_units, "units"),
-        _figure("prompt_side_share", "Prompt-side share of spend (caching as measured)",
-                divide(prompt_units, prompt_units + output_units), "share", "no tokens in window"),
-        _figure("prompt_side_share_uncached",
-                "Prompt-side share without caching (every prompt token at input price)",
-                divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
-                "no tokens in window"),
-    ]  # fmt: skip
-    by_source = group_ratios(totals.by_source)
-    return LedgerFigures(
-        figures=frozen_map({figure.key: figure for figure in rows}),
-        by_source=by_source,
-        by_model=group_ratios(totals.by_model),
-        by_profile=group_ratios(totals.by_profile),
-        spend=spend_split(counts, prices),
-        busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
-        skipped=skipped_note(totals.skipped),
     )
 
 
@@ -416,7 +230,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
 
     def derived(key: str, label: str, d: Derived, unit: Unit, query: str = "") -> Figure:
         absent = merge_reasons(gone(k) or "" for k in d.inputs if gone(k))
-        figure = _figure(key, label, d.value, unit, absent or d.empty, query)
+        figure = make_figure(key, label, d.value, unit, absent or d.empty, query)
         return figure if figure.missing else Figure(key, label, figure.value, unit, d.note, query)
 
     def mean(prefix: str) -> float | None:
@@ -450,75 +264,75 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     flops, bytes_moved = _measured(totals)
 
     rows = [
-        _figure("requests", "Requests completed", v("requests"), "count", why("requests"),
+        make_figure("requests", "Requests completed", v("requests"), "count", why("requests"),
                 q("requests", "")),
-        _figure("prompt_tokens", "Prompt tokens", v("prompt_tokens"), "tokens",
+        make_figure("prompt_tokens", "Prompt tokens", v("prompt_tokens"), "tokens",
                 why("prompt_tokens"), q("prompt_tokens", "")),
-        _figure("generation_tokens", "Generated tokens", v("generation_tokens"), "tokens",
+        make_figure("generation_tokens", "Generated tokens", v("generation_tokens"), "tokens",
                 why("generation_tokens"), q("generation_tokens", "")),
-        _figure("prompt_generated", "Prompt : generated",
+        make_figure("prompt_generated", "Prompt : generated",
                 divide(v("prompt_tokens"), v("generation_tokens")), "ratio",
                 why("prompt_tokens", "generation_tokens")),
-        _figure("prefix_cache_hits", "Prefix-cache hits (tokens)", v("prefix_cache_hits"),
+        make_figure("prefix_cache_hits", "Prefix-cache hits (tokens)", v("prefix_cache_hits"),
                 "tokens", why("prefix_cache_hits"), q("prefix_cache_hits", "")),
-        _figure("prefix_cache_queries", "Prefix-cache queries (tokens)",
+        make_figure("prefix_cache_queries", "Prefix-cache queries (tokens)",
                 v("prefix_cache_queries"), "tokens", why("prefix_cache_queries"),
                 q("prefix_cache_queries", "")),
-        _figure("prefix_cache_hit_rate", "Prefix-cache hit rate",
+        make_figure("prefix_cache_hit_rate", "Prefix-cache hit rate",
                 divide(v("prefix_cache_hits"), v("prefix_cache_queries")), "share",
                 why("prefix_cache_hits", "prefix_cache_queries")),
-        _figure("prefill_computed", "Prefill actually computed", computed, "tokens",
+        make_figure("prefill_computed", "Prefill actually computed", computed, "tokens",
                 why("prompt_computed", "prefix_cache_queries"), computed_query),
-        _figure("computed_generated", "Computed prefill : generated",
+        make_figure("computed_generated", "Computed prefill : generated",
                 divide(computed, v("generation_tokens")), "ratio",
                 why("prompt_computed", "generation_tokens")),
-        _figure("mean_prompt", "Mean prompt per request", mean_prompt, "tokens",
+        make_figure("mean_prompt", "Mean prompt per request", mean_prompt, "tokens",
                 why("prompt_len_sum")),
-        _figure("mean_fresh_prefill", "Mean fresh prefill per request", mean_fresh, "tokens",
+        make_figure("mean_fresh_prefill", "Mean fresh prefill per request", mean_fresh, "tokens",
                 why("kv_computed_sum")),
-        _figure("mean_generated", "Mean generated per request", mean_generated, "tokens",
+        make_figure("mean_generated", "Mean generated per request", mean_generated, "tokens",
                 why("gen_len_sum")),
-        _figure("queue_mean", "Queue (mean)", mean("queue"), "seconds", why("queue_sum"),
+        make_figure("queue_mean", "Queue (mean)", mean("queue"), "seconds", why("queue_sum"),
                 q("queue_sum", "")),
-        _figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
+        make_figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
                 why("prefill_sum"), q("prefill_sum", "")),
-        decode or _figure("decode_mean", "Decode (mean)", mean("decode"), "seconds",
+        decode or make_figure("decode_mean", "Decode (mean)", mean("decode"), "seconds",
                           why("decode_sum"), q("decode_sum", "")),
-        _figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
+        make_figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
                 why("ttft_sum"), q("ttft_sum", "")),
-        _figure("decode_share", "Decode share of inference time",
+        make_figure("decode_share", "Decode share of inference time",
                 divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
                 why("prefill_sum", "decode_sum")),
         derived("itl_mean", "Inter-token step (mean)", pace.step_s, "seconds",
                 q("itl_sum", "")),
         derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
-        _noted(_figure("draft_acceptance", "Draft acceptance",
+        _noted(make_figure("draft_acceptance", "Draft acceptance",
                        divide(v("spec_accepted"), drafted), "share",
                        why("spec_accepted", *drafted_from)), drafted_note),
         derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
-        _figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
+        make_figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
                 why("prompt_computed", "prefill_sum")),
-        _figure("cache_off_prefill", "Prefill per request with the cache off",
+        make_figure("cache_off_prefill", "Prefill per request with the cache off",
                 divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
-        _figure("running", "Running requests (mean)", v("running"), "number", why("running"),
+        make_figure("running", "Running requests (mean)", v("running"), "number", why("running"),
                 q("running", "")),
-        _figure("waiting", "Waiting requests (mean)", v("waiting"), "number", why("waiting"),
+        make_figure("waiting", "Waiting requests (mean)", v("waiting"), "number", why("waiting"),
                 q("waiting", "")),
-        _figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
+        make_figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
                 q("kv_usage", "")),
-        _figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
+        make_figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
                 why("kv_capacity_tokens")),
-        _figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
+        make_figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
                 "tokens", why("kv_usage", "kv_capacity_tokens")),
-        _figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
+        make_figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
                 q("preemptions", "")),
-        _figure("prompt_tok_s", "Prompt tok/s (window mean)", divide(v("prompt_tokens"), window),
-                "tok/s", why("prompt_tokens")),
-        _figure("generation_tok_s", "Generated tok/s (window mean)",
+        make_figure("prompt_tok_s", "Prompt tok/s (window mean)",
+                divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
+        make_figure("generation_tok_s", "Generated tok/s (window mean)",
                 divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
-        _figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
+        make_figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
                 divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
-        _figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
+        make_figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
                 divide(bytes_moved, window), "bytes/s",
                 _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
     ]  # fmt: skip
@@ -544,7 +358,7 @@ def _decode_mean(totals: LaneTotals, why: Callable[..., str]) -> Figure | None:
     e2e, ttft = divide(v("e2e_sum"), v("e2e_count")), divide(v("ttft_sum"), v("ttft_count"))
     if e2e is None or ttft is None:
         return None
-    figure = _figure("decode_mean", "Decode (mean)", e2e - ttft, "seconds", why("e2e_sum"))
+    figure = make_figure("decode_mean", "Decode (mean)", e2e - ttft, "seconds", why("e2e_sum"))
     return _noted(figure, "derived: end-to-end mean − TTFT mean")
 
 

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from cockpit.figures import LaneFigures, LedgerFigures, Prices, lane_figures, ledger_figures
+from cockpit.figures import LaneFigures, lane_figures
+from cockpit.ledger_figures import LedgerFigures, Prices, ledger_figures
 from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals, SourceFailure
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cockpit.figures import Prices
+from cockpit.ledger_figures import Prices
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
 

@@ -12,14 +12,11 @@ from typing import Any
 from cockpit.figures import (
     LANE_TIMING_TABLE,
     LANE_VOLUME_TABLE,
-    GroupRatio,
     LaneFigures,
-    LedgerFigures,
-    Prices,
     format_figure,
     format_value,
-    ledger_window_sql,
 )
+from cockpit.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
 from cockpit.model import Figure, LaneTotals, LedgerTotals
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.text import visible

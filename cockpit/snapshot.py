@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.figures import LaneFigures, LedgerFigures, lane_load
+from cockpit.figures import LaneFigures, lane_load
+from cockpit.ledger_figures import LedgerFigures
 from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals
 from cockpit.roofline import Hardware, ModelProfile, RooflineView, operating_points
 

@@ -11,15 +11,13 @@ from conftest import VLLM_FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
 from cockpit.figures import (
-    Prices,
     bucket_share,
     format_value,
     lane_figures,
     lane_load,
-    ledger_figures,
     merge_reasons,
-    ratio_range,
 )
+from cockpit.ledger_figures import Prices, ledger_figures, ratio_range
 from cockpit.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
 from cockpit.report import lane_markdown
 from cockpit.roofline import Hardware, ModelProfile, operating_points

@@ -150,7 +150,7 @@ async def test_replay_reads_end_at_the_replayed_moment() -> None:
 
 
 async def test_ledger_figures_use_the_configured_prices() -> None:
-    from cockpit.figures import Prices
+    from cockpit.ledger_figures import Prices
 
     prices = Prices(input=1.0, cache_read=0.5, cache_write=1.0, output=2.0)
     snapshot = await LedgerPoller(ScriptedLedgerFeed(), 5.0, prices=prices).cycle("1h")

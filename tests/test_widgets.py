@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from textual.app import App, ComposeResult
 
-from cockpit.figures import lane_figures, ledger_figures
+from cockpit.figures import lane_figures
+from cockpit.ledger_figures import ledger_figures
 from cockpit.model import FRESH, Freshness
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import RooflineView, operating_points

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.figures import GroupRatio, format_value, ratio_range
+from cockpit.figures import format_value
+from cockpit.ledger_figures import GroupRatio, ratio_range
 from cockpit.model import divide
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
