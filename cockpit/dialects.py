@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, divide
+from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
 NO_ENGINE_METRICS = "no vllm: or sglang: metrics found for this lane"
@@ -401,104 +401,6 @@ def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
     if absent:
         return f"not exposed by this engine ({', '.join(dict.fromkeys(absent))})"
     return None
-
-
-# --- decode pace ------------------------------------------------------------------------
-
-Values = Callable[[str], float | None]
-"""Raw lane key -> its window value (None when absent), e.g. `LaneTotals.values.get`."""
-
-NO_SPECULATION = "no speculative decoding: 1 token per step"
-
-
-@dataclass(frozen=True, slots=True)
-class Derived:
-    """A value worked out from raw keys; when it is None, their missing reasons say why."""
-
-    value: float | None
-    inputs: tuple[str, ...]
-    empty: str = "no data in window"
-    """Why it is None when every input is there (a zero denominator)."""
-    note: str = ""
-    """How it was found, shown beside a value."""
-
-
-@dataclass(frozen=True, slots=True)
-class DecodePace:
-    """A stream's decode over the window: tokens per engine step, the step, tokens per second."""
-
-    tokens_per_step: Derived
-    step_s: Derived
-    stream_tok_s: Derived
-
-
-def _itl_per_step(v: Values) -> DecodePace:
-    """vLLM: one ITL observation per request per engine step, however many tokens it carried.
-
-    Under speculative decoding, `1 + accepted/drafts` counts only the steps that drafted (an
-    n-gram proposer drafts only on a match), so tokens per step is measured instead: tokens
-    after each request's first (generated - TTFT count) over decode steps (ITL count).
-    """
-    itl = ("itl_sum", "itl_count")
-    no_steps = "no decode steps in window"
-    step = Derived(divide(v("itl_sum"), v("itl_count")), itl, no_steps)
-    if v("spec_drafts") is None:
-        one = None if step.value is None else 1.0
-        return DecodePace(
-            Derived(one, itl, no_steps, NO_SPECULATION),
-            step,
-            Derived(divide(one, step.value), itl, no_steps),
-        )
-    first = v("ttft_count")
-    generated = v("generation_tokens")
-    decoded = None if generated is None or first is None else generated - first
-    if decoded is not None and decoded <= 0:  # window extrapolation can dip below zero
-        decoded = None
-    counts = ("generation_tokens", "ttft_count")
-    return DecodePace(
-        Derived(
-            divide(decoded, v("itl_count")), (*counts, "itl_count"), no_steps,
-            "tokens after each first token / decode steps",
-        ),
-        step,
-        Derived(divide(decoded, v("itl_sum")), (*counts, "itl_sum"), no_steps),
-    )  # fmt: skip
-
-
-def _itl_per_token(v: Values) -> DecodePace:
-    """SGLang: each output adds its interval to ITL's sum once and its token count to the count.
-
-    The ITL mean is then time per token; a step is that times tokens per step, which comes
-    from verify calls (each a decode step under speculation): 1 + accepted / verify calls.
-    """
-    itl = ("itl_sum", "itl_count")
-    no_tokens = "no decode tokens in window"
-    per_token = divide(v("itl_sum"), v("itl_count"))
-    stream = Derived(divide(v("itl_count"), v("itl_sum")), itl, no_tokens)
-    if v("spec_drafts") is None:
-        tokens = Derived(None if per_token is None else 1.0, itl, no_tokens, NO_SPECULATION)
-    else:
-        accepted = divide(v("spec_accepted"), v("spec_drafts"))
-        tokens = Derived(
-            None if accepted is None else 1.0 + accepted,
-            ("spec_accepted", "spec_drafts"),
-            "no verify steps in window",
-        )
-    step = None if per_token is None or tokens.value is None else per_token * tokens.value
-    return DecodePace(tokens, Derived(step, (*itl, *tokens.inputs), no_tokens), stream)
-
-
-_DECODE_PACE: dict[str, Callable[[Values], DecodePace]] = {
-    "vllm": _itl_per_step,
-    "vllm-legacy": _itl_per_step,
-    "sglang": _itl_per_token,
-}
-
-
-def decode_pace(dialect: str, values: Values) -> DecodePace:
-    """Tokens per step, the step and tok/s per stream, as this engine's ITL histogram counts."""
-    lane_specs(dialect)  # DialectError for a dialect it doesn't know, as everywhere else
-    return _DECODE_PACE[dialect](values)
 
 
 # --- reading answers --------------------------------------------------------------------

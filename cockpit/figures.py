@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cockpit.dialects import DecodePace, Derived, DialectError, decode_pace, figure_notes
+from cockpit.decode_pace import DecodePace, Derived, decode_pace
+from cockpit.dialects import DialectError, figure_notes
 from cockpit.engine_figures import engine_figures
 from cockpit.model import (
     Bucket,

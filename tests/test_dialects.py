@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cockpit import dialects, promql
+from cockpit.decode_pace import NO_SPECULATION, decode_pace
 from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
 
 ALL_KEYS = set(LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS)
@@ -187,7 +188,7 @@ def test_vllm_tokens_per_step_counts_every_decode_step() -> None:
         "spec_drafts": 40.0, "spec_accepted": 80.0,
     }  # fmt: skip
     for dialect in ("vllm", "vllm-legacy"):
-        pace = dialects.decode_pace(dialect, values.get)
+        pace = decode_pace(dialect, values.get)
         assert pace.tokens_per_step.value == pytest.approx(180 / 100)
         assert pace.step_s.value == pytest.approx(4.0 / 100)
         assert pace.stream_tok_s.value == pytest.approx(180 / 4.0)
@@ -200,16 +201,16 @@ def test_vllm_tokens_per_step_never_goes_below_nothing() -> None:
         "generation_tokens": 9.8, "ttft_count": 10.0, "itl_count": 3.0, "itl_sum": 0.1,
         "spec_drafts": 1.0, "spec_accepted": 1.0,
     }  # fmt: skip
-    pace = dialects.decode_pace("vllm", values.get)
+    pace = decode_pace("vllm", values.get)
     assert pace.tokens_per_step.value is None and pace.stream_tok_s.value is None
 
 
 def test_vllm_without_speculation_is_one_token_a_step() -> None:
-    pace = dialects.decode_pace("vllm", {"itl_count": 50.0, "itl_sum": 2.0}.get)
+    pace = decode_pace("vllm", {"itl_count": 50.0, "itl_sum": 2.0}.get)
     assert pace.tokens_per_step.value == 1.0
-    assert pace.tokens_per_step.note == dialects.NO_SPECULATION
+    assert pace.tokens_per_step.note == NO_SPECULATION
     assert pace.stream_tok_s.value == pytest.approx(25.0)
-    idle = dialects.decode_pace("vllm", {"itl_count": 0.0, "itl_sum": 0.0}.get)
+    idle = decode_pace("vllm", {"itl_count": 0.0, "itl_sum": 0.0}.get)
     assert idle.tokens_per_step.value is None and idle.stream_tok_s.value is None
 
 
@@ -222,14 +223,14 @@ def test_sglang_itl_counts_tokens_not_steps() -> None:
         "itl_sum": seconds, "itl_count": tokens,
         "spec_drafts": float(len(outputs)), "spec_accepted": tokens - len(outputs),
     }  # fmt: skip
-    pace = dialects.decode_pace("sglang", values.get)
+    pace = decode_pace("sglang", values.get)
     assert pace.stream_tok_s.value == pytest.approx(tokens / seconds)
     assert pace.tokens_per_step.value == pytest.approx(tokens / len(outputs))
     assert pace.step_s.value == pytest.approx(seconds / len(outputs))
-    plain = dialects.decode_pace("sglang", {"itl_sum": 1.0, "itl_count": 40.0}.get)
+    plain = decode_pace("sglang", {"itl_sum": 1.0, "itl_count": 40.0}.get)
     assert plain.tokens_per_step.value == 1.0 and plain.stream_tok_s.value == pytest.approx(40.0)
     with pytest.raises(dialects.DialectError):
-        dialects.decode_pace("tgi", values.get)
+        decode_pace("tgi", values.get)
 
 
 # --- labels kept, fallbacks, one TP rank (issue 19, items 8 and 9) ---------------------------

@@ -55,7 +55,7 @@ def test_the_check_sees_a_textual_import(tmp_path: Path) -> None:
 
 def core_modules() -> list[str]:
     names = ["cockpit.figures", "cockpit.ledger_figures", "cockpit.engine_figures",
-             "cockpit.dialects", "cockpit.promql", "cockpit.text",
+             "cockpit.dialects", "cockpit.decode_pace", "cockpit.promql", "cockpit.text",
              "cockpit.roofline", "cockpit.config", "cockpit.model",
              "cockpit.poller", "cockpit.snapshot", "cockpit.timeutil", "cockpit.lifecycle",
              "cockpit.cli"]  # fmt: skip
