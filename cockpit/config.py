@@ -22,6 +22,7 @@ from cockpit.profiles import (
     normalize_id,
 )
 from cockpit.roofline import Hardware, ModelProfile
+from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration
 
 Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
@@ -98,7 +99,7 @@ class ConfigError(Exception):
     def __init__(self, source: str, line: int | None, key: str, problem: str) -> None:
         self.source, self.line, self.key, self.problem = source, line, key, problem
         where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
+        super().__init__(visible(f"{where}: {key}: {problem}" if key else f"{where}: {problem}"))
 
 
 T = TypeVar("T")
