@@ -107,10 +107,11 @@ class Backoff:
 
 
 def warning_note(warnings: tuple[str, ...]) -> str:
-    """The source's warnings (partial data, say) as one line: the figures may be incomplete."""
+    """The read's warnings as one line: the server's (partial data, say) or the cockpit's own
+    (targets down, samples left out), each saying whose it is."""
     first = warnings[0].strip().splitlines()[0] if warnings[0].strip() else "(empty)"
     more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
-    return f"server warning: {first}{more}"
+    return f"{first}{more}"
 
 
 def as_failure(error: Exception) -> SourceFailure:

@@ -302,7 +302,7 @@ class PrometheusSource:
         warned = warnings if isinstance(warnings, list) else []
         return Answer(
             result=result,
-            warnings=tuple(one_line(str(w)) for w in warned),
+            warnings=tuple(f"server warning: {one_line(str(w))}" for w in warned),
             client_seconds=client_seconds,
             eval_seconds=_float(_dict(stats.get("timings")).get("evalTotalTime")),
             samples=None if samples is None else int(samples),
