@@ -74,7 +74,7 @@ async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(tmp_pa
         assert reported["exit"] == 0 and some in str(reported["freshness"])
         async with running_app(lane_config(server.url, selector=f'job="{JOB}"')) as (app, pilot):
             await wait_until(pilot, lambda: some in status_text(app))
-            assert "server warning" not in status_text(app)  # the cockpit's own note, not Prometheus's
+            assert "server warning" not in status_text(app)  # the cockpit's own note
 
             first.stop()
             wait_up(server, 0)
