@@ -298,6 +298,7 @@ async def test_a_bad_row_is_skipped_and_every_refresh_stays_whole(tmp_path: Path
         totals = app.ledger_snapshot.totals  # type: ignore[union-attr]
         assert totals is not None and totals.total.sessions == len(GOOD)
         assert dict(totals.skipped) == {"sessions: a token count that is not a whole number": 1}
+        assert "1 row skipped: sessions: a token count" in screen_text(app)  # said on the pane
         assert error_notices(app) == []
 
 

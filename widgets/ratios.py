@@ -82,6 +82,7 @@ def ratios_view(
         *_range_rows("source", by_source, agent),
         _busiest_row(by_source, agent),
         *_range_rows("model", by_model, agent),
+        *((Note(figures.skipped, "warn"),) if figures and figures.skipped else ()),
         Note("lane"),
         engine.row("prompt_generated", "Prompt : generated", tone="primary"),
         engine.row("computed_generated", "Computed : generated"),
