@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import difflib
 import gc
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from cockpit.ledger_figures import Prices
 from cockpit.profiles import (
@@ -22,8 +20,22 @@ from cockpit.profiles import (
     normalize_id,
 )
 from cockpit.roofline import Hardware, ModelProfile
-from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration
+from cockpit.yaml_values import (
+    ConfigError as ConfigError,
+)
+from cockpit.yaml_values import (
+    YamlReader,
+    boolean,
+    choice,
+    e_notation,
+    integer,
+    number,
+    text,
+)
+from cockpit.yaml_values import (
+    closest as closest,
+)
 
 Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
 ENGINES: tuple[str, ...] = ("auto", "vllm", "vllm-legacy", "sglang")
@@ -93,15 +105,6 @@ class Config:
 # --- parsing --------------------------------------------------------------------------------
 
 
-class ConfigError(Exception):
-    """A config problem, said in one line: `file:line: key: what was expected`."""
-
-    def __init__(self, source: str, line: int | None, key: str, problem: str) -> None:
-        self.source, self.line, self.key, self.problem = source, line, key, problem
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(visible(f"{where}: {key}: {problem}" if key else f"{where}: {problem}"))
-
-
 T = TypeVar("T")
 
 REFRESH_BOUNDS_S = (0.1, 86400.0)
@@ -111,155 +114,12 @@ MAX_PRICE = 1e6
 MAX_TOKENS = 1e15
 MAX_GPUS = 65536
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader where PyYAML was built with it: ten times faster on a big config."""
 _USERINFO = re.compile(r"(^|//)[^/]*@")
-_E_NOTATION = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
 
 
-class _Reader:
-    """Walks the YAML node tree so every value keeps its line for messages."""
-
-    def __init__(self, source: str, text: str) -> None:
-        self.source = source
-        self._text = text
-        try:
-            self._loader = _LOADER(text)
-        except yaml.reader.ReaderError as exc:
-            raise self._unreadable(exc) from None
-
-    def _unreadable(self, exc: yaml.reader.ReaderError) -> ConfigError:
-        """A character YAML refuses (a control character, say), at its line."""
-        line = self._text.count("\n", 0, max(exc.position, 0)) + 1
-        problem = f"YAML syntax error: unacceptable character #x{exc.character:04x}"
-        return ConfigError(self.source, line, "", problem)
-
-    def fail(self, node: Node | None, key: str, problem: str) -> NoReturn:
-        line = node.start_mark.line + 1 if node is not None else None
-        raise ConfigError(self.source, line, key, problem)
-
-    def root(self) -> MappingNode | None:
-        try:
-            node = self._loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark is not None else None
-            problem = (exc.problem or exc.context or "invalid YAML").strip()
-            raise ConfigError(self.source, line, "", f"YAML syntax error: {problem}") from None
-        except yaml.reader.ReaderError as exc:
-            raise self._unreadable(exc) from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(self.source, None, "", f"YAML syntax error: {exc}") from None
-        except RecursionError:
-            problem = "YAML syntax error: exceeded maximum nesting depth"
-            raise ConfigError(self.source, None, "", problem) from None
-        finally:
-            self._loader.dispose()
-        if node is None:
-            return None
-        if not isinstance(node, MappingNode):
-            self.fail(node, "", "expected a mapping of options at the top level")
-        return node
-
-    def scalar(self, node: Node, key: str) -> Any:
-        if not isinstance(node, ScalarNode):
-            self.fail(node, key, "expected a single value, not a list or mapping")
-        try:
-            return self._loader.construct_object(node, deep=True)
-        except yaml.MarkedYAMLError as exc:  # an unknown tag, say: its problem, not its caret
-            self.fail(node, key, f"unreadable value ({exc.problem or exc.context})")
-        except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer of 5,000 digits
-            self.fail(node, key, f"unreadable value ({str(exc)[:80]})")
-
-    def mapping(
-        self, node: Node, key: str, allowed: tuple[str, ...]
-    ) -> dict[str, tuple[Node, Node]]:
-        """`{name: (key node, value node)}`, rejecting unknown and repeated keys."""
-        if not isinstance(node, MappingNode):
-            self.fail(node, key, f"expected a mapping with keys: {', '.join(allowed)}")
-        items: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
-            name = self.scalar(key_node, key or "key")
-            path = f"{key}.{name}" if key else str(name)
-            if not isinstance(name, str):
-                self.fail(key_node, path, "expected a text key")
-            if name not in allowed:
-                self.fail(key_node, path, f"unknown option{_did_you_mean(name, allowed)}")
-            if name in items:
-                self.fail(key_node, path, "given twice")
-            items[name] = (key_node, value_node)
-        return items
-
-    def sequence(self, node: Node, key: str) -> list[Node]:
-        if not isinstance(node, SequenceNode):
-            self.fail(node, key, "expected a list")
-        return list(node.value)
-
-
-def closest(name: str, allowed: Sequence[str]) -> str | None:
-    """The allowed name nearest a mistyped one, when one is near."""
-    close = difflib.get_close_matches(name, allowed, n=1)
-    return close[0] if close else None
-
-
-def _did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
-    near = closest(name, allowed)
-    return f" (did you mean {near!r}?)" if near else f" (expected one of: {', '.join(allowed)})"
-
-
-def _number(
-    reader: _Reader, node: Node, key: str, most: float, *, least: float = 0.0, zero: bool = False
-) -> float:
-    """A finite number from `least` (or above 0, or 0 itself with `zero`) to `most`."""
-    value = reader.scalar(node, key)
-    if isinstance(value, str):
-        value = _e_notation(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        reader.fail(node, key, f"expected a number, got {_shown(value)}")
-    if not (least <= value <= most and (zero or value > 0)):  # NaN is in no range
-        lowest = f"from {least:g} to" if least else "up to"
-        kind = "zero or more" if zero else "a positive number"
-        reader.fail(node, key, f"expected {kind} {lowest} {most:g}, got {_shown(value)}")
-    return float(value)
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:40]}… ({len(text)} characters)"
-
-
-def _e_notation(text: str) -> float | str:
-    """YAML 1.1 reads `8.9e14` (no exponent sign) as text; people mean the number."""
-    try:
-        return float(text) if _E_NOTATION.fullmatch(text.strip()) else text
-    except ValueError:
-        return text
-
-
-def _integer(reader: _Reader, node: Node, key: str, most: int) -> int:
-    value = reader.scalar(node, key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        reader.fail(node, key, f"expected a whole number from 1 to {most:,}, got {_shown(value)}")
-    return value
-
-
-def _text(reader: _Reader, node: Node, key: str) -> str:
-    value = reader.scalar(node, key)
-    if not isinstance(value, str) or not value.strip():
-        reader.fail(node, key, f"expected text, got {value!r}")
-    return value.strip()
-
-
-def _boolean(reader: _Reader, node: Node, key: str) -> bool:
-    value = reader.scalar(node, key)
-    if not isinstance(value, bool):
-        reader.fail(node, key, f"expected true or false, got {value!r}")
-    return value
-
-
-def _url(reader: _Reader, node: Node, key: str) -> str:
-    value = _text(reader, node, key)
+def _url(reader: YamlReader, node: Node, key: str) -> str:
+    value = text(reader, node, key)
     try:
         parts = urlsplit(value)
     except ValueError as exc:  # `http://[::1`
@@ -280,7 +140,7 @@ def _url(reader: _Reader, node: Node, key: str) -> str:
     return value.rstrip("/")
 
 
-def _window(reader: _Reader, node: Node, key: str) -> str:
+def _window(reader: YamlReader, node: Node, key: str) -> str:
     value = str(reader.scalar(node, key)).strip()
     try:
         parse_duration(value)
@@ -289,8 +149,8 @@ def _window(reader: _Reader, node: Node, key: str) -> str:
     return value
 
 
-def _selector(reader: _Reader, node: Node, key: str) -> str:
-    value = _text(reader, node, key).strip().strip("{}").strip()
+def _selector(reader: YamlReader, node: Node, key: str) -> str:
+    value = text(reader, node, key).strip().strip("{}").strip()
     if value and not _valid_selector(value):
         reader.fail(node, key, f'expected label matchers such as job="lane-a", got {value!r}')
     return value
@@ -306,19 +166,10 @@ def _valid_selector(value: str) -> bool:
     return True
 
 
-def _choice(reader: _Reader, node: Node, key: str, choices: tuple[str, ...]) -> str:
-    value = str(reader.scalar(node, key)).strip()
-    if value not in choices:
-        near = closest(value, choices)
-        hint = f" (did you mean {near!r}?)" if near else ""
-        reader.fail(node, key, f"expected one of {', '.join(choices)}, got {value!r}{hint}")
-    return value
-
-
-def _auth(reader: _Reader, node: Node, key: str) -> Auth:
+def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
     allowed = ("bearer_env", "bearer_file", "username", "password_env", "password_file")
     items = reader.mapping(node, key, allowed)
-    got = {name: _text(reader, value, f"{key}.{name}") for name, (_, value) in items.items()}
+    got = {name: text(reader, value, f"{key}.{name}") for name, (_, value) in items.items()}
     bearer = [name for name in ("bearer_env", "bearer_file") if name in got]
     password = [name for name in ("password_env", "password_file") if name in got]
     if bearer and (password or "username" in got):
@@ -339,7 +190,7 @@ _LANE_KEYS = (
 
 
 def _lane(
-    reader: _Reader,
+    reader: YamlReader,
     node: Node,
     key: str,
     hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
@@ -348,22 +199,22 @@ def _lane(
     items = reader.mapping(node, key, _LANE_KEYS)
     if "name" not in items:
         reader.fail(node, f"{key}.name", "every lane needs a name")
-    name = _text(reader, items["name"][1], f"{key}.name")
+    name = text(reader, items["name"][1], f"{key}.name")
     values: dict[str, Any] = {"name": name}
     parsers: dict[str, Callable[[Node, str], Any]] = {
         "prometheus": lambda n, k: _url(reader, n, k),
         "metrics_url": lambda n, k: _url(reader, n, k),
         "selector": lambda n, k: _selector(reader, n, k),
-        "engine": lambda n, k: _choice(reader, n, k, ENGINES),
+        "engine": lambda n, k: choice(reader, n, k, ENGINES),
         "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
         "model": lambda n, k: _profile(reader, n, k, *models, "model"),
-        "gpus": lambda n, k: _integer(reader, n, k, MAX_GPUS),
-        "host_kv_tokens": lambda n, k: _number(reader, n, k, MAX_TOKENS, zero=True),
-        "chunk_tokens": lambda n, k: _integer(reader, n, k, int(MAX_TOKENS)),
+        "gpus": lambda n, k: integer(reader, n, k, MAX_GPUS),
+        "host_kv_tokens": lambda n, k: number(reader, n, k, MAX_TOKENS, zero=True),
+        "chunk_tokens": lambda n, k: integer(reader, n, k, int(MAX_TOKENS)),
         "auth": lambda n, k: _auth(reader, n, k),
-        "ca_file": lambda n, k: _text(reader, n, k),
-        "verify_tls": lambda n, k: _boolean(reader, n, k),
-        "timeout": lambda n, k: _number(reader, n, k, MAX_TIMEOUT_S),
+        "ca_file": lambda n, k: text(reader, n, k),
+        "verify_tls": lambda n, k: boolean(reader, n, k),
+        "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
     }
     for option, (_, value_node) in items.items():
         if option != "name":
@@ -377,14 +228,14 @@ def _lane(
 
 
 def _profile(
-    reader: _Reader,
+    reader: YamlReader,
     node: Node,
     key: str,
     known: Mapping[str, T],
     custom: Mapping[str, T],
     kind: str,
 ) -> T:
-    ident = _text(reader, node, key)
+    ident = text(reader, node, key)
     if normalize_id(ident) in custom:
         return custom[normalize_id(ident)]
     try:
@@ -394,24 +245,24 @@ def _profile(
         reader.fail(node, key, f"unknown {kind} profile {ident!r} (known: {names})")
 
 
-def _ledger(reader: _Reader, node: Node, key: str) -> LedgerConfig:
+def _ledger(reader: YamlReader, node: Node, key: str) -> LedgerConfig:
     if isinstance(node, ScalarNode):
-        return LedgerConfig(_text(reader, node, key))
+        return LedgerConfig(text(reader, node, key))
     items = reader.mapping(node, key, ("path", "profile"))
     if "path" not in items:
         reader.fail(node, f"{key}.path", "every ledger needs a path (or a Hermes profile name)")
     profile = items.get("profile")
     return LedgerConfig(
-        _text(reader, items["path"][1], f"{key}.path"),
-        _text(reader, profile[1], f"{key}.profile") if profile else None,
+        text(reader, items["path"][1], f"{key}.path"),
+        text(reader, profile[1], f"{key}.profile") if profile else None,
     )
 
 
-def _prices(reader: _Reader, node: Node, key: str) -> Prices:
+def _prices(reader: YamlReader, node: Node, key: str) -> Prices:
     names = tuple(f.name for f in fields(Prices))
     items = reader.mapping(node, key, names)
     values = {
-        name: _number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
+        name: number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
         for name, (_, value) in items.items()
     }
     return Prices(**values)
@@ -445,7 +296,7 @@ def _parse(
     hardware: Mapping[str, Hardware] | None,
     models: Mapping[str, ModelProfile] | None,
 ) -> Config:
-    reader = _Reader(source, text)
+    reader = YamlReader(source, text)
     root = reader.root()
     if root is None:
         return Config(source=source)
@@ -459,7 +310,7 @@ def _parse(
     }
     if "refresh" in items:
         low, high = REFRESH_BOUNDS_S
-        values["refresh_s"] = _number(reader, items["refresh"][1], "refresh", high, least=low)
+        values["refresh_s"] = number(reader, items["refresh"][1], "refresh", high, least=low)
     if "window" in items:
         values["window"] = _window(reader, items["window"][1], "window")
     if "ledger_window" in items:
@@ -471,7 +322,7 @@ def _parse(
         windows = [_window(reader, n, f"windows[{i}]") for i, n in enumerate(nodes)]
         values["windows"] = tuple(sorted(set(windows), key=parse_duration))
     if "theme" in items:
-        values["theme"] = _choice(reader, items["theme"][1], "theme", THEME_NAMES)
+        values["theme"] = choice(reader, items["theme"][1], "theme", THEME_NAMES)
     if "prices" in items:
         values["prices"] = _prices(reader, items["prices"][1], "prices")
     if "ledgers" in items:
@@ -495,7 +346,7 @@ def _with_window(config: Config) -> Config:
 
 
 def _lanes(
-    reader: _Reader,
+    reader: YamlReader,
     node: Node,
     hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
     models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
@@ -510,7 +361,7 @@ def _lanes(
 
 
 def _custom(
-    reader: _Reader,
+    reader: YamlReader,
     items: dict[str, tuple[Node, Node]],
     key: str,
     build: Callable[[str, Mapping[str, Any]], T],
@@ -529,7 +380,7 @@ def _custom(
             reader.fail(value_node, path, "expected a mapping of fields")
         fields_by_name = {str(reader.scalar(k, path)): (k, v) for k, v in value_node.value}
         mapping = {
-            name: _e_notation(value) if isinstance(value, str) else value
+            name: e_notation(value) if isinstance(value, str) else value
             for name, (_, v) in fields_by_name.items()
             for value in [reader.scalar(v, f"{path}.{name}")]
         }

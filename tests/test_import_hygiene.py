@@ -56,6 +56,7 @@ def test_the_check_sees_a_textual_import(tmp_path: Path) -> None:
 def core_modules() -> list[str]:
     names = ["cockpit.figures", "cockpit.ledger_figures", "cockpit.engine_figures",
              "cockpit.dialects", "cockpit.decode_pace", "cockpit.promql", "cockpit.text",
+             "cockpit.yaml_values",
              "cockpit.roofline", "cockpit.config", "cockpit.model",
              "cockpit.poller", "cockpit.snapshot", "cockpit.timeutil", "cockpit.lifecycle",
              "cockpit.cli"]  # fmt: skip
