@@ -7,7 +7,7 @@ from screentext import screen_text
 from textual.widgets import Footer
 
 from cockpit.app import CockpitApp, make_app
-from tests.test_app import settle
+from tests.test_app import on_screen, settle
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 
 SHOWN = ("tab next", "1-9 lane", "w window", "r refresh", "p pause", "e export", "m model",
@@ -32,6 +32,7 @@ async def test_every_shown_key_is_on_the_bottom_line_in_order(width: int) -> Non
     cockpit = app()
     async with cockpit.run_test(size=(width, 24)) as pilot:
         await settle(pilot)
+        await on_screen(pilot, "▏^p")  # the keys bar fills in a frame after the panes
         line = bottom_line(cockpit)
         places = [line.find(key) for key in SHOWN]
         assert -1 not in places, line
@@ -43,6 +44,7 @@ async def test_a_click_on_a_key_runs_it() -> None:
     cockpit = app()
     async with cockpit.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
+        await on_screen(pilot, "▏^p")  # the keys bar fills in a frame after the panes
         line = bottom_line(cockpit)
         window = cockpit.window
         await pilot.click(Footer, offset=(line.index("w window") + 2, 0))
