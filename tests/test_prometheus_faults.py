@@ -240,7 +240,7 @@ async def test_nan_and_inf_are_missing_never_numbers(fake: tuple[str, type[Behav
     assert "requests" not in totals.values and "NaN" in totals.missing["requests"]
     assert "running" not in totals.values and "infinite" in totals.missing["running"]
     assert totals.values["prompt_tokens"] == 5.0
-    assert totals.warnings == ("partial answer",)
+    assert totals.warnings == ("server warning: partial answer",)
     assert totals.missing["generation_tokens"].startswith("not exposed by this engine")
 
 
