@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit.config import Auth, Config, LaneConfig
 from cockpit.figures import split_reason
@@ -28,8 +29,10 @@ from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
 from cockpit.sources.prometheus import PrometheusSource
-from cockpit.sources.scrape import ScrapeSource
 from cockpit.timeutil import parse_duration, promql_duration
+
+if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to import
+    from cockpit.sources.scrape import ScrapeSource
 
 
 def read_secret(auth: Auth) -> str:
@@ -207,6 +210,8 @@ def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[La
             except SourceError as error:
                 feeds.append(PrometheusLaneFeed(lane, None, setup_error=str(error)))
         else:
+            from cockpit.sources.scrape import ScrapeSource
+
             assert lane.metrics_url is not None
             feeds.append(
                 ScrapeLaneFeed(
