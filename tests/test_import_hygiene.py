@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "cockpit"
 ALLOWED = {CORE / "app.py", CORE / "screens.py"}
 UI_PACKAGES = {"widgets", "themes"}
-"""cockpit.widgets and cockpit.themes (widgets/ and themes/, installed through package-dir) are UI."""
+"""cockpit.widgets and cockpit.themes (widgets/, themes/ through package-dir) are UI."""
 
 
 def imported_modules(path: Path) -> set[str]:
