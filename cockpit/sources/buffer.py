@@ -354,7 +354,7 @@ class Window:
         per_scrape: dict[float, list[tuple[LabelKey, float]]] = {}
         dropped = False
         for labels, track, first, stop in self._tracks(spec.metric):
-            dropped = dropped or track.dropped_in(self.lo, self.end) > 0
+            dropped = dropped or (spec.metric, labels) in self.dropped  # noted by _tracks
             for k in range(first, stop):
                 per_scrape.setdefault(track.times[k], []).append((labels, track.values[k]))
         if not per_scrape:

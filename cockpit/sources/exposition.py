@@ -159,8 +159,7 @@ def read_scrape(
 
 def _written(matcher: promql.Matcher) -> str:
     """How an equality matcher's label appears in the exposition text: `name="value"`."""
-    value = matcher.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'{matcher.name}="{value}"'
+    return f'{matcher.name}="{promql.escape_label_value(matcher.value)}"'
 
 
 class Endpoint:

@@ -262,13 +262,11 @@ class HttpClient:
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""
-        if isinstance(exc, TimeoutError):
-            return SourceError(f"{self.url}: timed out after {self.timeout:g} s")
-        if isinstance(exc, httpx.ConnectTimeout):
+        if isinstance(exc, httpx.ConnectTimeout):  # before TimeoutException, its base
             connect = min(self.timeout, CONNECT_TIMEOUT_S)
             reason = f"{self.url}: timed out connecting after {connect:g} s"
             return SourceError(reason, unreachable=True, connect_failed=True)
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutError | httpx.TimeoutException):  # the deadline, or a read
             return SourceError(f"{self.url}: timed out after {self.timeout:g} s")
         if isinstance(exc, httpx.LocalProtocolError | UnicodeError | httpx.InvalidURL):
             # its message would quote the header, credentials too

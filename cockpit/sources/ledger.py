@@ -150,7 +150,7 @@ class LedgerTailer:
     async def read(self, window_s: float, end: float | None = None) -> LedgerReading:
         """The totals plus the per-model split by `sessions.model` (for sets of mixed schemas)."""
         if end is None:
-            end = math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
+            end = _now()
         low, high = float(end) - float(window_s), float(end)
         try:
             reading = await self._refresh(window_s, low, high)
@@ -371,11 +371,8 @@ class LedgerTailer:
             if row[Col.KIND] == "S":
                 for key in self._session_keys(row):
                     self._closed.add(key, values, sign)
-            elif row[Col.MAIN]:
-                name = model_key(text_of(row[Col.PROVIDER]), text_of(row[Col.MODEL]))
-                self._closed.add(("model_u", name), values, sign)
             else:
-                self._closed.add(("side", ""), values, sign)
+                self._closed.add(_usage_key(row), values, sign)
 
     def _take_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Session rows ('R') with their usage rows ('V'): open ones kept, closed ones summed."""
@@ -409,9 +406,7 @@ class LedgerTailer:
         if problem:
             session.usage_problems[problem] = session.usage_problems.get(problem, 0) + 1
             return
-        main = bool(row[Col.MAIN])
-        name = model_key(text_of(row[Col.PROVIDER]), text_of(row[Col.MODEL]))
-        vector = session.usage.setdefault(("model_u", name) if main else ("side", ""), [0] * 7)
+        vector = session.usage.setdefault(_usage_key(row), [0] * 7)
         for index, value in enumerate(join_halves(row[Col.VALUES :]), start=1):
             vector[index] += value
         vector[0] = 1
@@ -485,7 +480,7 @@ class LedgerSet:
 
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
         if end is None:
-            end = math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
+            end = _now()
         readings = [await tailer.read(window_s, end) for tailer in self.tailers]
         return combine(readings, window_s, end)
 
@@ -496,3 +491,16 @@ class LedgerSet:
     async def close(self) -> None:
         for tailer in self.tailers:
             await tailer.close()
+
+
+def _usage_key(row: Sequence[Any]) -> GroupKey:
+    """A usage row's group: its main-loop model (`provider/model`), or the side calls."""
+    if row[Col.MAIN]:
+        return ("model_u", model_key(text_of(row[Col.PROVIDER]), text_of(row[Col.MODEL])))
+    return ("side", "")
+
+
+def _now() -> float:
+    """The window's end when none is given: now, to END_RESOLUTION_S (one end for every ledger
+    of a set, and the same SQL bounds across a second)."""
+    return math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S

@@ -62,8 +62,6 @@ class Answer:
     warnings: tuple[str, ...]
     client_seconds: float
     eval_seconds: float | None
-    samples: int | None
-    """Samples the server touched (`stats=all`), when reported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +303,6 @@ class PrometheusSource:
             warnings=tuple(f"server warning: {one_line(str(w))}" for w in warned),
             client_seconds=client_seconds,
             eval_seconds=_float(_dict(stats.get("timings")).get("evalTotalTime")),
-            samples=None if samples is None else int(samples),
         )
 
     async def probe(self) -> bool:
