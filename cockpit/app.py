@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
 from cockpit.lifecycle import resume_only_after_suspend
-from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
+from cockpit.poller import MAX_DELAY_S, Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
 from cockpit.receipts import receipt_name, write_receipt
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
@@ -43,7 +43,6 @@ from cockpit.themes import (
     ansi_color_setting,
     next_theme,
 )
-from cockpit.timeutil import WINDOWS
 from cockpit.widgets import (
     CacheGauge,
     PhaseBar,
@@ -59,8 +58,6 @@ from cockpit.widgets.status import source_status
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
-MAX_RETRY_S = 60.0
-"""How long to wait after a cycle that crashed before trying again."""
 
 
 @dataclass
@@ -380,9 +377,9 @@ class CockpitApp(App[None]):
         if self.paused:
             return
         if worker.group == "lane":
-            self._lane.timer = self.set_timer(MAX_RETRY_S, self._read_lane)
+            self._lane.timer = self.set_timer(MAX_DELAY_S, self._read_lane)
         elif worker.group == "ledger":
-            self._ledger.timer = self.set_timer(MAX_RETRY_S, self._read_ledger)
+            self._ledger.timer = self.set_timer(MAX_DELAY_S, self._read_ledger)
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -415,7 +412,7 @@ class CockpitApp(App[None]):
 
     @property
     def windows(self) -> tuple[str, ...]:
-        return self.config.windows or WINDOWS
+        return self.config.windows
 
     def action_step_window(self, step: int) -> None:
         windows = self.windows

@@ -20,7 +20,7 @@ from cockpit.profiles import (
     normalize_id,
 )
 from cockpit.roofline import Hardware, ModelProfile
-from cockpit.timeutil import TimeParseError, parse_duration
+from cockpit.timeutil import WINDOWS, TimeParseError, parse_duration
 from cockpit.yaml_values import (
     ConfigError as ConfigError,
 )
@@ -94,7 +94,7 @@ class Config:
     prices: Prices = field(default_factory=Prices)
     refresh_s: float = 5.0
     window: str = "1h"
-    windows: tuple[str, ...] = ("5m", "1h", "6h", "24h", "7d", "30d", "90d")
+    windows: tuple[str, ...] = WINDOWS
     ledger_window: str | None = None
     """A separate window for the ledger (e.g. 90d) while the lane shows 1h; None = same."""
     theme: str = THEME_NAMES[0]

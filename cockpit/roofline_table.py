@@ -61,8 +61,9 @@ def intensity_text(intensity: float) -> str:
 
 
 def rate_text(tokens_per_s: float) -> str:
-    """`209 tok/s`, `11.8k tok/s`."""
-    return si(tokens_per_s, "tok/s").replace(" ktok/s", "k tok/s").replace(" Mtok/s", "M tok/s")
+    """`209 tok/s`, `11.8k tok/s`, `2.50G tok/s`: the prefix on the number, every prefix."""
+    number, _, prefix = si(tokens_per_s, "").partition(" ")
+    return f"{number}{prefix} tok/s"
 
 
 def percent_text(share: float) -> str:

@@ -155,15 +155,6 @@ class ModelProfile:
             read = min(self.params, max(tokens, 0.0) * self.active_params)
         return self.bytes_per_param * read
 
-    @property
-    def weights_read_basis(self) -> str:
-        """How `weight_bytes_read` was estimated, in words."""
-        if not self.is_moe:
-            return "all weights"
-        if self.has_expert_counts:
-            return "estimate: experts touched under uniform routing (upper bound if skewed)"
-        return "upper bound: no expert shared between tokens"
-
     def flops_per_token(self, position: float) -> float:
         """FLOPs of one token that attends to `position` earlier tokens."""
         return 2.0 * self.active_params + self.attention_flops_per_token(position)

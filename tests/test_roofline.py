@@ -27,7 +27,7 @@ from cockpit.roofline import (
     prefill_pass,
     ridge,
 )
-from cockpit.roofline_table import profiles_listing, roofline_table
+from cockpit.roofline_table import profiles_listing, rate_text, roofline_table
 
 # The seed's inputs.
 P = 8.03e9
@@ -511,3 +511,10 @@ def test_the_roofline_command_takes_gpus(capsys: pytest.CaptureFixture[str]) -> 
     assert "on 8× NVIDIA H200" in capsys.readouterr().out
     assert main(argv) == 0
     assert "does NOT fit in 141 GB" in capsys.readouterr().out
+
+
+def test_rates_carry_every_prefix_on_the_number() -> None:
+    assert rate_text(209.0) == "209 tok/s"
+    assert rate_text(11_800.0) == "11.8k tok/s"
+    assert rate_text(1.5e6) == "1.50M tok/s"
+    assert rate_text(2.5e9) == "2.50G tok/s"  # was `2.50 Gtok/s`
