@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from cockpit.model import Figure, LaneTotals, Unit, divide
+from cockpit.model import Figure, LaneTotals, Unit, divide, make_figure
 
 Why = Callable[..., str]
 """Raw keys -> why their figure is missing (their merged reasons, or `no data in window`)."""
@@ -32,29 +32,29 @@ def engine_figures(totals: LaneTotals, why: Why) -> list[Figure]:
     rejections = totals.groups.get("admission_rejections")
     drafts = v("spec_drafts")
     rows = [
-        _figure("e2e_mean", "End-to-end latency (mean)",
-                divide(v("e2e_sum"), v("e2e_count")), "seconds", why("e2e_sum"), q("e2e_sum")),
-        _figure("batch_tokens_per_step", "Tokens per engine step (whole batch, mean)",
-                divide(v("step_tokens_sum"), v("step_tokens_count")), "number",
-                why("step_tokens_sum"), q("step_tokens_sum")),
+        make_figure("e2e_mean", "End-to-end latency (mean)",
+                    divide(v("e2e_sum"), v("e2e_count")), "seconds", why("e2e_sum"), q("e2e_sum")),
+        make_figure("batch_tokens_per_step", "Tokens per engine step (whole batch, mean)",
+                    divide(v("step_tokens_sum"), v("step_tokens_count")), "number",
+                    why("step_tokens_sum"), q("step_tokens_sum")),
         *_each(totals, "finished", "finished", "Finished: {}", "count", FINISH_REASONS),
-        _figure("finished_failed_share", "Finished aborted or in error",
-                divide(failed, None if finished is None else sum(finished.values())), "share",
-                "no requests finished in window" if finished else why("finished"),
-                q("finished")),
-        _figure("admission_rejections", "Admission rejections (queue limits)",
-                None if rejections is None else sum(rejections.values()), "count",
-                why("admission_rejections"), q("admission_rejections"),
-                note=_split(rejections)),
+        make_figure("finished_failed_share", "Finished aborted or in error",
+                    divide(failed, None if finished is None else sum(finished.values())), "share",
+                    "no requests finished in window" if finished else why("finished"),
+                    q("finished")),
+        make_figure("admission_rejections", "Admission rejections (queue limits)",
+                    None if rejections is None else sum(rejections.values()), "count",
+                    why("admission_rejections"), q("admission_rejections"),
+                    note=_split(rejections)),
         *_each(totals, "waiting_by_reason", "waiting", "Waiting, {} (mean)", "number",
                WAIT_REASONS),
         *_each(totals, "cached_by_source", "cached", "Prompt tokens cached, tier {}", "tokens",
                CACHE_TIERS),
         *_each(totals, "prompt_by_source", "prompt_from", "Prompt tokens, {}", "tokens",
                PROMPT_SOURCES),
-        _figure("external_cache_hit_rate", "External prefix-cache hit rate (KV connector)",
-                divide(v("external_cache_hits"), v("external_cache_queries")), "share",
-                why("external_cache_hits", "external_cache_queries"), q("external_cache_hits")),
+        make_figure("external_cache_hit_rate", "External prefix-cache hit rate (KV connector)",
+                    divide(v("external_cache_hits"), v("external_cache_queries")), "share",
+                    why("external_cache_hits", "external_cache_queries"), q("external_cache_hits")),
         *_each(totals, "spec_accepted_by_pos", "draft_acceptance_pos",
                "Draft acceptance at position {}", "share", (),
                lambda accepted: divide(accepted, drafts),
@@ -63,13 +63,6 @@ def engine_figures(totals: LaneTotals, why: Why) -> list[Figure]:
                SLEEP_STATES),
     ]  # fmt: skip
     return rows
-
-
-def _figure(
-    key: str, label: str, value: float | None, unit: Unit, why: str, query: str | None,
-    note: str = "",
-) -> Figure:  # fmt: skip
-    return Figure(key, label, value, unit, note if value is not None else why, query or "")
 
 
 def _each(
@@ -90,8 +83,8 @@ def _each(
         return [Figure(f"{prefix}_{n}", label.format(n), None, unit, reason, query) for n in known]
     names = [*(n for n in known if n in group), *sorted(set(group) - set(known), key=_natural)]
     return [
-        _figure(f"{prefix}_{n}", label.format(n or "(unlabelled)"), value(group[n]), unit, empty,
-                query)
+        make_figure(f"{prefix}_{n}", label.format(n or "(unlabelled)"), value(group[n]), unit,
+                    empty, query)
         for n in names
     ]  # fmt: skip
 

@@ -21,6 +21,7 @@ from cockpit.model import (
     Unit,
     divide,
     frozen_map,
+    make_figure,
 )
 from cockpit.roofline import LaneLoad
 
@@ -88,14 +89,6 @@ def format_figure(figure: Figure) -> str:
 
 
 # --- small helpers --------------------------------------------------------------------------
-
-
-def make_figure(
-    key: str, label: str, value: float | None, unit: Unit, why: str = "", query: str = ""
-) -> Figure:
-    if value is not None and not math.isfinite(value):
-        return Figure(key, label, None, unit, f"not a finite number ({value})", query)
-    return Figure(key, label, value, unit, "" if value is not None else why, query)
 
 
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
@@ -231,8 +224,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
 
     def derived(key: str, label: str, d: Derived, unit: Unit, query: str = "") -> Figure:
         absent = merge_reasons(gone(k) or "" for k in d.inputs if gone(k))
-        figure = make_figure(key, label, d.value, unit, absent or d.empty, query)
-        return figure if figure.missing else Figure(key, label, figure.value, unit, d.note, query)
+        return make_figure(key, label, d.value, unit, absent or d.empty, query, d.note)
 
     def mean(prefix: str) -> float | None:
         return divide(v(f"{prefix}_sum"), v(f"{prefix}_count"))
@@ -266,44 +258,44 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
 
     rows = [
         make_figure("requests", "Requests completed", v("requests"), "count", why("requests"),
-                q("requests", "")),
+                    q("requests", "")),
         make_figure("prompt_tokens", "Prompt tokens", v("prompt_tokens"), "tokens",
-                why("prompt_tokens"), q("prompt_tokens", "")),
+                    why("prompt_tokens"), q("prompt_tokens", "")),
         make_figure("generation_tokens", "Generated tokens", v("generation_tokens"), "tokens",
-                why("generation_tokens"), q("generation_tokens", "")),
+                    why("generation_tokens"), q("generation_tokens", "")),
         make_figure("prompt_generated", "Prompt : generated",
-                divide(v("prompt_tokens"), v("generation_tokens")), "ratio",
-                why("prompt_tokens", "generation_tokens")),
+                    divide(v("prompt_tokens"), v("generation_tokens")), "ratio",
+                    why("prompt_tokens", "generation_tokens")),
         make_figure("prefix_cache_hits", "Prefix-cache hits (tokens)", v("prefix_cache_hits"),
-                "tokens", why("prefix_cache_hits"), q("prefix_cache_hits", "")),
+                    "tokens", why("prefix_cache_hits"), q("prefix_cache_hits", "")),
         make_figure("prefix_cache_queries", "Prefix-cache queries (tokens)",
-                v("prefix_cache_queries"), "tokens", why("prefix_cache_queries"),
-                q("prefix_cache_queries", "")),
+                    v("prefix_cache_queries"), "tokens", why("prefix_cache_queries"),
+                    q("prefix_cache_queries", "")),
         make_figure("prefix_cache_hit_rate", "Prefix-cache hit rate",
-                divide(v("prefix_cache_hits"), v("prefix_cache_queries")), "share",
-                why("prefix_cache_hits", "prefix_cache_queries")),
+                    divide(v("prefix_cache_hits"), v("prefix_cache_queries")), "share",
+                    why("prefix_cache_hits", "prefix_cache_queries")),
         make_figure("prefill_computed", "Prefill actually computed", computed, "tokens",
-                why("prompt_computed", "prefix_cache_queries"), computed_query),
+                    why("prompt_computed", "prefix_cache_queries"), computed_query),
         make_figure("computed_generated", "Computed prefill : generated",
-                divide(computed, v("generation_tokens")), "ratio",
-                why("prompt_computed", "generation_tokens")),
+                    divide(computed, v("generation_tokens")), "ratio",
+                    why("prompt_computed", "generation_tokens")),
         make_figure("mean_prompt", "Mean prompt per request", mean_prompt, "tokens",
-                why("prompt_len_sum")),
+                    why("prompt_len_sum")),
         make_figure("mean_fresh_prefill", "Mean fresh prefill per request", mean_fresh, "tokens",
-                why("kv_computed_sum")),
+                    why("kv_computed_sum")),
         make_figure("mean_generated", "Mean generated per request", mean_generated, "tokens",
-                why("gen_len_sum")),
+                    why("gen_len_sum")),
         make_figure("queue_mean", "Queue (mean)", mean("queue"), "seconds", why("queue_sum"),
-                q("queue_sum", "")),
+                    q("queue_sum", "")),
         make_figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
-                why("prefill_sum"), q("prefill_sum", "")),
+                    why("prefill_sum"), q("prefill_sum", "")),
         decode or make_figure("decode_mean", "Decode (mean)", mean("decode"), "seconds",
                           why("decode_sum"), q("decode_sum", "")),
         make_figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
-                why("ttft_sum"), q("ttft_sum", "")),
+                    why("ttft_sum"), q("ttft_sum", "")),
         make_figure("decode_share", "Decode share of inference time",
-                divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
-                why("prefill_sum", "decode_sum")),
+                    divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
+                    why("prefill_sum", "decode_sum")),
         derived("itl_mean", "Inter-token step (mean)", pace.step_s, "seconds",
                 q("itl_sum", "")),
         derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
@@ -312,30 +304,30 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                        why("spec_accepted", *drafted_from)), drafted_note),
         derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
         make_figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
-                why("prompt_computed", "prefill_sum")),
+                    why("prompt_computed", "prefill_sum")),
         make_figure("cache_off_prefill", "Prefill per request with the cache off",
-                divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
+                    divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
         make_figure("running", "Running requests (mean)", v("running"), "number", why("running"),
-                q("running", "")),
+                    q("running", "")),
         make_figure("waiting", "Waiting requests (mean)", v("waiting"), "number", why("waiting"),
-                q("waiting", "")),
+                    q("waiting", "")),
         make_figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
-                q("kv_usage", "")),
+                    q("kv_usage", "")),
         make_figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
-                why("kv_capacity_tokens")),
+                    why("kv_capacity_tokens")),
         make_figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
-                "tokens", why("kv_usage", "kv_capacity_tokens")),
+                    "tokens", why("kv_usage", "kv_capacity_tokens")),
         make_figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
-                q("preemptions", "")),
+                    q("preemptions", "")),
         make_figure("prompt_tok_s", "Prompt tok/s (window mean)",
-                divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
+                    divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
         make_figure("generation_tok_s", "Generated tok/s (window mean)",
-                divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
+                    divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
         make_figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
-                divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
+                    divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
         make_figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
-                divide(bytes_moved, window), "bytes/s",
-                _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
+                    divide(bytes_moved, window), "bytes/s",
+                    _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
     engine = engine_figures(totals, why)

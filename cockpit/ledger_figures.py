@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from cockpit.figures import make_figure
-from cockpit.model import Figure, LedgerTotals, TokenCounts, divide, frozen_map
+from cockpit.model import Figure, LedgerTotals, TokenCounts, divide, frozen_map, make_figure
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,35 +132,37 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
         make_figure("sessions", "Sessions", counts.sessions, "count", query=sql),
         make_figure("api_calls", "API calls", counts.api_calls, "count", query=sql),
         make_figure("prompt_tokens", "Prompt tokens (input + cache read + cache write)",
-                counts.prompt, "tokens", query=sql),
+                    counts.prompt, "tokens", query=sql),
         make_figure("input_tokens", "Input tokens (uncached)", counts.input, "tokens", query=sql),
         make_figure("cache_read_tokens", "of which cache read", counts.cache_read, "tokens",
                     query=sql),
         make_figure("cache_write_tokens", "Cache write", counts.cache_write, "tokens", query=sql),
         make_figure("cache_read_share", "Cache-read share of prompt",
-                divide(counts.cache_read, counts.prompt), "share", "no prompt tokens in window"),
+                    divide(counts.cache_read, counts.prompt), "share",
+                    "no prompt tokens in window"),
         make_figure("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
-                counts.fresh_prefill, "tokens", query=sql),
+                    counts.fresh_prefill, "tokens", query=sql),
         make_figure("output_tokens", "Output tokens (incl. reasoning)", counts.output, "tokens",
-                query=sql),
+                    query=sql),
         make_figure("reasoning_tokens", "Reasoning tokens (subset of output)",
-                None if "reasoning" in totals.missing else counts.reasoning, "tokens",
-                totals.missing.get("reasoning", ""), sql),
+                    None if "reasoning" in totals.missing else counts.reasoning, "tokens",
+                    totals.missing.get("reasoning", ""), sql),
         make_figure("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
-                "ratio", no_output),
+                    "ratio", no_output),
         make_figure("fresh_output", "Fresh prefill : output",
-                divide(counts.fresh_prefill, counts.output), "ratio", no_output),
+                    divide(counts.fresh_prefill, counts.output), "ratio", no_output),
         make_figure("mean_prompt_per_call", "Mean prompt tokens per API call",
-                divide(counts.prompt, counts.api_calls), "tokens", no_calls),
+                    divide(counts.prompt, counts.api_calls), "tokens", no_calls),
         make_figure("mean_output_per_call", "Mean output tokens per API call",
-                divide(counts.output, counts.api_calls), "tokens", no_calls),
+                    divide(counts.output, counts.api_calls), "tokens", no_calls),
         make_figure("spend_units", "Spend units", prompt_units + output_units, "units"),
         make_figure("prompt_side_share", "Prompt-side share of spend (caching as measured)",
-                divide(prompt_units, prompt_units + output_units), "share", "no tokens in window"),
+                    divide(prompt_units, prompt_units + output_units), "share",
+                    "no tokens in window"),
         make_figure("prompt_side_share_uncached",
-                "Prompt-side share without caching (every prompt token at input price)",
-                divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
-                "no tokens in window"),
+                    "Prompt-side share without caching (every prompt token at input price)",
+                    divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
+                    "no tokens in window"),
     ]  # fmt: skip
     by_source = group_ratios(totals.by_source)
     return LedgerFigures(

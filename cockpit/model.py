@@ -6,6 +6,7 @@ app wraps those in snapshots. Nothing here does I/O or imports Textual.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -104,6 +105,21 @@ class Figure:
     @property
     def missing(self) -> bool:
         return self.value is None
+
+
+def make_figure(
+    key: str,
+    label: str,
+    value: float | None,
+    unit: Unit,
+    why: str = "",
+    query: str | None = "",
+    note: str = "",
+) -> Figure:
+    """A figure, missing with `why` when `value` is None or not finite; `note` beside a value."""
+    if value is not None and not math.isfinite(value):
+        return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
+    return Figure(key, label, value, unit, note if value is not None else why, query or "")
 
 
 K = TypeVar("K")
