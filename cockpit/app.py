@@ -31,7 +31,15 @@ from textual.worker import Worker, WorkerState
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
 from cockpit.lifecycle import resume_only_after_suspend
-from cockpit.poller import MAX_DELAY_S, Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller
+from cockpit.poller import (
+    MAX_DELAY_S,
+    Clocks,
+    LaneFeed,
+    LanePoller,
+    LedgerFeed,
+    LedgerPoller,
+    close_all,
+)
 from cockpit.receipts import receipt_name, write_receipt
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
@@ -229,10 +237,7 @@ class CockpitApp(App[None]):
     async def on_unmount(self) -> None:
         """Close every feed in the loop its clients were made in."""
         self.workers.cancel_all()
-        for feed in self.lane_feeds:
-            await feed.close()
-        if self.ledger_poller is not None:
-            await self.ledger_poller.feed.close()
+        await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
 
     # --- state as the user sees it -----------------------------------------------------------
 
@@ -420,8 +425,8 @@ class CockpitApp(App[None]):
         self.select_window(windows[(index + step) % len(windows)])
 
     def action_refresh(self) -> None:
-        if self.lane_feeds:  # a long window's reused totals are evaluated anew
-            getattr(self.lane_feeds[self.lane_index], "forget", lambda: None)()
+        if self.lane_pollers:  # a long window's reused totals are evaluated anew
+            self.lane_pollers[self.lane_index].forget()
         self._read_lane()
         self._read_ledger()
 

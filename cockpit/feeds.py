@@ -20,6 +20,7 @@ from cockpit.poller import (
     LanePoller,
     LedgerFeed,
     LedgerPoller,
+    close_all,
     failure_reason,
     warning_note,
 )
@@ -240,13 +241,6 @@ def build_feeds(
     if first_lane:
         lanes.sort(key=lambda feed: feed.name != first_lane)
     return lanes, build_ledger_feed(config)
-
-
-async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> None:
-    for feed in lanes:
-        await feed.close()
-    if ledger is not None:
-        await ledger.close()
 
 
 # --- headless: one read of everything -------------------------------------------------------

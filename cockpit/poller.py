@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -71,6 +71,14 @@ class LedgerFeed(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> None:
+    """Close every feed (in the loop its clients were made in)."""
+    for feed in lanes:
+        await feed.close()
+    if ledger is not None:
+        await ledger.close()
 
 
 def failure_reason(error: BaseException) -> str:
@@ -276,6 +284,10 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
 
     def figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens)
+
+    def forget(self) -> None:
+        """The next read evaluates anew what the feed may reuse (a long Prometheus window)."""
+        getattr(self.feed, "forget", lambda: None)()
 
     def scope(self) -> str | None:
         return self.feed.model_filter
