@@ -20,6 +20,7 @@ from cockpit.ledger_figures import LedgerFigures, Prices, ledger_figures
 from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals, SourceFailure
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.text import first_line
 from cockpit.timeutil import parse_duration
 
 MAX_DELAY_S = 60.0
@@ -83,8 +84,7 @@ async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> Non
 
 def failure_reason(error: BaseException) -> str:
     """The error's own one-line message, or its type when it has none."""
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+    return first_line(str(error)) or type(error).__name__
 
 
 class Backoff:
@@ -117,7 +117,7 @@ class Backoff:
 def warning_note(warnings: tuple[str, ...]) -> str:
     """The read's warnings as one line: the server's (partial data, say) or the cockpit's own
     (targets down, samples left out), each saying whose it is."""
-    first = warnings[0].strip().splitlines()[0] if warnings[0].strip() else "(empty)"
+    first = first_line(warnings[0]) or "(empty)"
     more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
     return f"{first}{more}"
 

@@ -13,3 +13,9 @@ def visible(text: str) -> str:
     """`text` with its control characters shown as symbols (ESC as ␛): a name or a reason may
     not move the cursor, set a title, write the clipboard or start an escape sequence."""
     return text.translate(_PICTURES)
+
+
+def first_line(text: str) -> str:
+    """The first line of `text`, stripped ('' when there is none)."""
+    lines = text.strip().splitlines()
+    return lines[0].strip() if lines else ""

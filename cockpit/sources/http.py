@@ -35,7 +35,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from cockpit.model import SourceFailure
-from cockpit.text import visible
+from cockpit.text import first_line, visible
 
 RETRY_AFTER_CAP_S = 60.0
 """The longest wait a server's Retry-After can ask for (the poller's back-off cap)."""
@@ -128,7 +128,7 @@ def status_error(url: str, reply: Reply) -> SourceError:
 def one_line(text: str) -> str:
     """The first line of a server's `text`, stripped, its control characters made visible
     (ESC as ␛): an escape sequence from a server never reaches the terminal."""
-    return visible(text.strip().splitlines()[0].strip() if text.strip() else "")
+    return visible(first_line(text))
 
 
 def transport_reason(exc: BaseException) -> str:
