@@ -181,9 +181,13 @@ class Endpoint:
         root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
         # The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`.
         self.client = HttpClient(
-            root, bearer=bearer, verify=verify, timeout=timeout, headers={"Accept": CLASSIC_TEXT}
+            root,
+            bearer=bearer,
+            verify=verify,
+            timeout=timeout,
+            headers={"Accept": CLASSIC_TEXT},
+            max_bytes=max_bytes,  # a bigger answer stops streaming there, with the reason
         )
-        self.max_bytes = max_bytes
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -199,10 +203,4 @@ class Endpoint:
             raise ScrapeError(reason, unreachable=exc.unreachable, engine_absent=refused) from None
         if reply.status >= 400:
             raise status_error(self.url, reply)
-        if len(reply.text) > self.max_bytes:
-            size = len(reply.text) / 1e6
-            raise ScrapeError(
-                f"{self.url}: answer of {size:.1f} MB refused (over the "
-                f"{self.max_bytes / 1e6:g} MB cap; a runaway label?)"
-            )
         return reply.text
