@@ -295,6 +295,10 @@ _PRESENCE_METRIC = {
     "vllm-legacy": "vllm:num_requests_running",
     "sglang": "sglang:num_running_reqs",
 }
+VLLM_CAPACITY = "vllm:cache_config_info"
+"""vLLM's KV capacity: an info series whose labels give blocks × block size."""
+SGLANG_CAPACITY = "sglang:max_total_num_tokens"
+"""SGLang's KV capacity in tokens, a gauge per TP rank."""
 LANE_KEYS: tuple[str, ...] = LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS
 
 
@@ -358,6 +362,12 @@ def presence_metric(dialect: str, escaped: bool = False) -> str:
     """A gauge every lane of this dialect exposes, used to find when its data starts."""
     lane_specs(dialect)
     metric = _PRESENCE_METRIC[dialect]
+    return escape_name(metric) if escaped else metric
+
+
+def capacity_metric(dialect: str, escaped: bool = False) -> str:
+    """The metric a dialect states its KV capacity in."""
+    metric = SGLANG_CAPACITY if dialect == "sglang" else VLLM_CAPACITY
     return escape_name(metric) if escaped else metric
 
 

@@ -23,7 +23,7 @@ from cockpit.dialects import (
     Histogram,
     Spec,
     capacity_from_info,
-    escape_name,
+    capacity_metric,
     lane_specs,
     missing_reason,
     names_escaped,
@@ -175,15 +175,12 @@ def capacity_expression(
     `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
     """
     lane_specs(dialect)
+    metric = capacity_metric(dialect, escaped)
     if dialect == "sglang":
-        metric = "sglang:max_total_num_tokens"
-        metric = escape_name(metric) if escaped else metric
         series = metric + selector_with(selector)
         now = f"sum({_one_rank(series, RANK)})"
         last = f"sum({_one_rank(f'last_over_time({series}[{window}])', RANK)})"
         return now if window is None else f"({now} or {last})"
-    metric = "vllm:cache_config_info"
-    metric = escape_name(metric) if escaped else metric
     now = metric + selector_without(selector, "model_name")
     last = f"(last_over_time({now}[{window}]) unless on() {now})"
     return now if window is None else f"({now} or {last})"
@@ -419,7 +416,7 @@ def capacity_from_samples(dialect: str, samples: list[dict[str, Any]]) -> float 
 
 def capacity_reason(dialect: str, seen: bool) -> str:
     """Why a lane's KV capacity is unknown, as far as the sample (or its absence) says."""
-    metric = "sglang:max_total_num_tokens" if dialect == "sglang" else "vllm:cache_config_info"
+    metric = capacity_metric(dialect)
     if not seen:
         return f"no {metric} sample in the window"
     return f"{metric} gives no usable capacity"

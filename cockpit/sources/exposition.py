@@ -28,8 +28,6 @@ from cockpit.sources.http import HttpClient, SourceError, redact_url, status_err
 LabelKey = tuple[tuple[str, str], ...]
 ENGINE_PREFIXES = ("vllm:", "sglang:", "vllm_", "sglang_")
 """Engine sample names, also as escaped by an OpenMetrics answer (`vllm_...`)."""
-INFO_METRIC = "vllm:cache_config_info"
-SGLANG_CAPACITY = "sglang:max_total_num_tokens"
 IGNORED_MATCHERS = frozenset({"job", "instance"})
 """Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
 MAX_RESPONSE_BYTES = 16_000_000
@@ -62,7 +60,7 @@ def lane_matchers(selector: str) -> list[promql.Matcher]:
 @lru_cache(maxsize=8)
 def wanted_names(dialect: str, escaped: bool) -> frozenset[str]:
     """The sample names the lane's figures read for this dialect."""
-    names = {SGLANG_CAPACITY, dialects.escape_name(SGLANG_CAPACITY)}
+    names = {dialects.SGLANG_CAPACITY, dialects.escape_name(dialects.SGLANG_CAPACITY)}
     for spec in dialects.lane_specs(dialect, escaped).values():
         names.update(dialects.required_metrics(spec))
     return frozenset(names)
@@ -128,7 +126,7 @@ def read_scrape(
         raise ScrapeError(f"{url}: {exc}", engine_absent=True) from None
     scrape = Scrape(names, dialect or found)
     keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
-    info = {INFO_METRIC, dialects.escape_name(INFO_METRIC)}
+    info = {dialects.VLLM_CAPACITY, dialects.escape_name(dialects.VLLM_CAPACITY)}
     series = {*keep_names, *(created_name(name) for name in keep_names)}
     written = [_written(m) for m in keep if m.op == "=" and m.value]
     chosen = [

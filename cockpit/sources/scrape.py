@@ -22,7 +22,6 @@ from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
 from cockpit.sources.buffer import Buffer, Window, one_rank
 from cockpit.sources.exposition import (
     MAX_RESPONSE_BYTES,
-    SGLANG_CAPACITY,
     Endpoint,
     Scrape,
     ScrapeError,
@@ -193,7 +192,7 @@ class ScrapeSource:
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
         if dialect == "sglang":
-            name = dialects.escape_name(SGLANG_CAPACITY) if self.escaped else SGLANG_CAPACITY
+            name = dialects.capacity_metric(dialect, self.escaped)
             latest = [(k, t.values[-1]) for k, t in self.buffer.matching(name, ()) if t.values]
             return sum(v for _, v in one_rank(latest, dialects.RANK)) if latest else None
         usable = [m for m in matchers if m.name != "model_name"]
