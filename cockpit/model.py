@@ -101,6 +101,9 @@ class Figure:
     unit: Unit
     reason: str = ""
     query: str = ""
+    above: bool = False
+    """`value` is a lower bound: the true value lies above it (a quantile past the histogram's
+    largest finite bucket reads `> 60 s`, never a made-up number)."""
 
     @property
     def missing(self) -> bool:
@@ -283,6 +286,33 @@ LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e")
 """Bucket vectors (cumulative increase per `le`): the length distributions, e2e latency."""
 
 
+TREND_KEYS: tuple[str, ...] = (
+    "hit_rate",
+    "ttft_p95",
+    "itl_step",
+    "generation_tok_s",
+    "running",
+    "waiting",
+    "kv_usage",
+)
+"""What a lane's trend follows across the window (see `Trend`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """A lane's figures at a fixed step across the window, oldest point first.
+
+    Point `i` of a series covers (t - step, t] for t = `end - (n - 1 - i) * step`; None is a
+    gap (no data then), never a zero. Counter figures are increases within each step, so a
+    counter reset does not spike."""
+
+    step_s: float
+    end: float
+    """The time of the last point (a multiple of `step_s`)."""
+    series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
+    """TREND_KEYS -> points, all of one length."""
+
+
 @dataclass(frozen=True, slots=True)
 class LaneTotals:
     """One lane's raw window totals, as one refresh read them."""
@@ -315,6 +345,8 @@ class LaneTotals:
     """Client-side wall time of the refresh's HTTP request(s)."""
     eval_seconds: float | None = None
     """Server-side evaluation time, when the server reported query stats."""
+    trend: Trend | None = None
+    """The lane's figures across the window at a fixed step, when read."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)
