@@ -1,0 +1,69 @@
+"""The quantile of cumulative buckets, step by step as Prometheus's `histogram_quantile`."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cockpit.quantiles import histogram_quantile
+
+INF = math.inf
+BUCKETS = ((0.1, 10.0), (0.5, 30.0), (1.0, 40.0), (INF, 40.0))
+
+
+def test_interpolates_linearly_inside_the_bucket_the_rank_falls_in() -> None:
+    # rank 20 of 40 lies halfway through (0.1, 0.5]: 10 before it, 20 inside it.
+    assert histogram_quantile(0.5, BUCKETS) == (pytest.approx(0.3), False)
+    # rank 36 of 40: 6 of the 10 in (0.5, 1.0].
+    assert histogram_quantile(0.9, BUCKETS) == (pytest.approx(0.8), False)
+
+
+def test_the_first_bucket_starts_at_zero() -> None:
+    assert histogram_quantile(0.1, BUCKETS) == (pytest.approx(0.04), False)
+
+
+def test_a_first_bound_at_or_below_zero_is_the_answer_in_that_bucket() -> None:
+    buckets = ((-1.0, 5.0), (1.0, 10.0), (INF, 10.0))
+    assert histogram_quantile(0.2, buckets) == (-1.0, False)
+
+
+def test_a_rank_in_the_inf_bucket_is_the_largest_finite_bound_as_a_lower_bound() -> None:
+    buckets = ((1.0, 10.0), (60.0, 90.0), (INF, 100.0))
+    assert histogram_quantile(0.95, buckets) == (60.0, True)
+    assert histogram_quantile(0.9, buckets) == (60.0, False)  # rank 90 is reached at 60
+
+
+def test_no_observations_or_too_few_buckets_have_no_quantile() -> None:
+    assert histogram_quantile(0.5, ((1.0, 0.0), (INF, 0.0))) is None
+    assert histogram_quantile(0.5, ((INF, 7.0),)) is None
+    assert histogram_quantile(0.5, ()) is None
+    assert histogram_quantile(0.5, ((1.0, 3.0), (2.0, 7.0))) is None  # no +Inf bucket
+    assert histogram_quantile(math.nan, BUCKETS) is None
+
+
+def test_order_of_buckets_does_not_matter() -> None:
+    assert histogram_quantile(0.5, tuple(reversed(BUCKETS))) == histogram_quantile(0.5, BUCKETS)
+
+
+def test_equal_bounds_are_added_together() -> None:
+    split = ((0.1, 4.0), (0.1, 6.0), (0.5, 10.0), (0.5, 20.0), (1.0, 40.0), (INF, 40.0))
+    assert histogram_quantile(0.5, split) == histogram_quantile(0.5, BUCKETS)
+
+
+def test_a_count_below_an_earlier_one_is_raised_to_it() -> None:
+    # 0.5's count dipped (its series was scraped a moment before the others): it counts 30.
+    dipped = ((0.1, 10.0), (0.5, 30.0), (0.7, 25.0), (1.0, 40.0), (INF, 40.0))
+    value, above = histogram_quantile(0.8, dipped) or (None, None)
+    # rank 32: 0.7 holds 30 (raised), so 2 of the 10 in (0.7, 1.0].
+    assert value == pytest.approx(0.76) and above is False
+
+
+def test_quantile_outside_zero_one_is_refused() -> None:
+    with pytest.raises(ValueError):
+        histogram_quantile(1.5, BUCKETS)
+
+
+def test_extremes() -> None:
+    assert histogram_quantile(0.0, BUCKETS) == (0.0, False)
+    assert histogram_quantile(1.0, BUCKETS) == (pytest.approx(1.0), False)
