@@ -76,6 +76,19 @@ class LaneConfig:
     ca_file: str | None = None
     verify_tls: bool = True
     timeout_s: float = 10.0
+    tenant: str | None = None
+    """Sent as `X-Scope-OrgID` (a Mimir, Cortex or multi-tenant Thanos server's tenant)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discover:
+    """Lanes found on one server by the values of a label among the engines' series."""
+
+    label: str
+    """The label whose values are the lanes (`job`)."""
+    server: LaneConfig
+    """What every found lane shares: the server, its auth/TLS/tenant; its `selector` is the
+    optional series matcher (`namespace="llm"`) that narrows the series looked at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +113,8 @@ class Config:
     theme: str = THEME_NAMES[0]
     hardware_profiles: Mapping[str, Hardware] = field(default_factory=dict)
     model_profiles: Mapping[str, ModelProfile] = field(default_factory=dict)
+    discover: Discover | None = None
+    """Lanes found on a server (`--lanes-by`), beside the lanes listed."""
 
 
 # --- parsing --------------------------------------------------------------------------------
