@@ -21,6 +21,8 @@ from cockpit.dialects import (
     Either,
     Gauge,
     Histogram,
+    LastMinute,
+    Now,
     Spec,
     capacity_from_info,
     capacity_metric,
@@ -31,7 +33,7 @@ from cockpit.dialects import (
     presence_metric,
     sorted_buckets,
 )
-from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, Bucket, Missing
+from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, LAST_MINUTE_S, Bucket, Missing
 from cockpit.timeutil import parse_duration, promql_duration, stamp
 
 KV_CAPACITY = "kv_capacity"
@@ -124,9 +126,15 @@ def _with_extra(metric: str, selector: str, extra: tuple[tuple[str, str], ...]) 
 
 
 def spec_expression(
-    spec: Spec, selector: str, window: str, at: float | None = None, step: float | None = None
+    spec: Spec,
+    selector: str,
+    window: str,
+    at: float | None = None,
+    step: float | None = None,
+    by: str = "",
 ) -> str | None:
-    """One spec as PromQL returning a single sample (a `le` vector for histograms).
+    """One spec as PromQL returning a single sample (a `le` vector for histograms); with `by`,
+    one per value of that label (every sum keeps it: a fleet's lanes at once).
 
     `at` pins every range to end at that epoch (the `@` modifier). Gauges
     are the time average of the sum (or mean) across series, sampled every `step` seconds
@@ -136,18 +144,27 @@ def spec_expression(
     pin = "" if at is None else f" @ {at:.3f}"
     if isinstance(spec, Counter):
         increase = f"increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin})"
-        return f"{_sum('sum', spec.by)}({_one_rank(increase, spec.ranks)})"
+        return f"{_sum('sum', _labels(spec.by, by))}({_one_rank(increase, spec.ranks)})"
     if isinstance(spec, Difference):
-        a = spec_expression(spec.a, selector, window, at, step)
-        b = spec_expression(spec.b, selector, window, at, step)
+        a = spec_expression(spec.a, selector, window, at, step, by)
+        b = spec_expression(spec.b, selector, window, at, step, by)
         return f"({a} - {b})"
     if isinstance(spec, Either):
-        options = (spec_expression(o, selector, window, at, step) for o in spec.options)
-        return f"({' or '.join(o for o in options if o)})"
+        options = [
+            e for o in spec.options if (e := spec_expression(o, selector, window, at, step, by))
+        ]
+        if isinstance(spec.options[0], Histogram):  # `le` vectors: one option's buckets only
+            options = [f"({o} unless on({by}) {options[0]})" if k else o
+                       for k, o in enumerate(options)]  # fmt: skip
+        return f"({' or '.join(options)})"
+    if isinstance(spec, Now):
+        return _instant(spec.of, selector, pin, by)
+    if isinstance(spec, LastMinute):
+        return spec_expression(spec.of, selector, promql_duration(LAST_MINUTE_S), at, step, by)
     if isinstance(spec, Gauge):
         step = subquery_step(parse_duration(window)) if step is None else step
         series = f"{spec.metric}{selector_with(selector)}"
-        how = _sum(spec.across, spec.by)
+        how = _sum(spec.across, _labels(spec.by, by))
         inner = f"{how}({_one_rank(series, spec.ranks)})"
         # Data younger than the last subquery step: fall back to the value at the end.
         return (
@@ -155,12 +172,27 @@ def spec_expression(
             f" or {how}({_one_rank(series + pin, spec.ranks)}))"
         )
     if isinstance(spec, Histogram):
-        return f"sum by (le) (increase({spec.base}_bucket{selector_with(selector)}[{window}]{pin}))"
+        buckets = f"{_with_extra(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
+        increase = _one_rank(f"increase({buckets})", spec.ranks)
+        return f"sum by ({_labels('le', by)}) ({increase})"
     return None
+
+
+def _instant(spec: Gauge | Either, selector: str, pin: str, by: str) -> str:
+    """A gauge's sum (or mean) across series at the evaluation time."""
+    if isinstance(spec, Either):
+        options = [_instant(o, selector, pin, by) for o in spec.options if isinstance(o, Gauge)]
+        return f"({' or '.join(options)})"
+    series = f"{spec.metric}{selector_with(selector)}{pin}"
+    return f"{_sum(spec.across, _labels(spec.by, by))}({_one_rank(series, spec.ranks)})"
 
 
 def _sum(how: str, by: str) -> str:
     return f"{how} by ({by}) " if by else how
+
+
+def _labels(*names: str) -> str:
+    return ", ".join(name for name in names if name)
 
 
 def _one_rank(vector: str, ranks: str) -> str:
