@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 from yaml.nodes import MappingNode, Node, ScalarNode
 
+from cockpit.health import Thresholds
 from cockpit.ledger_figures import Prices
 from cockpit.profiles import (
     ProfileFieldError,
@@ -76,6 +77,8 @@ class LaneConfig:
     ca_file: str | None = None
     verify_tls: bool = True
     timeout_s: float = 10.0
+    ledger_models: tuple[str, ...] = ()
+    """The ledger's `provider/model` (or model) names that are this lane's traffic."""
     tenant: str | None = None
     """Sent as `X-Scope-OrgID` (a Mimir, Cortex or multi-tenant Thanos server's tenant)."""
 
@@ -113,6 +116,9 @@ class Config:
     theme: str = THEME_NAMES[0]
     hardware_profiles: Mapping[str, Hardware] = field(default_factory=dict)
     model_profiles: Mapping[str, ModelProfile] = field(default_factory=dict)
+    health: Thresholds = field(default_factory=Thresholds)
+    export_dir: str | None = None
+    """Where `e` writes receipts; None: the platform's data dir (see cockpit/receipts.py)."""
     discover: Discover | None = None
     """Lanes found on a server (`--lanes-by`), beside the lanes listed."""
 
@@ -201,6 +207,7 @@ def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
 _LANE_KEYS = (
     "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
     "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
+    "ledger_models",
 )  # fmt: skip
 
 
@@ -230,6 +237,7 @@ def _lane(
         "ca_file": lambda n, k: text(reader, n, k),
         "verify_tls": lambda n, k: boolean(reader, n, k),
         "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
+        "ledger_models": lambda n, k: _names(reader, n, k),
     }
     for option, (_, value_node) in items.items():
         if option != "name":
@@ -283,9 +291,38 @@ def _prices(reader: YamlReader, node: Node, key: str) -> Prices:
     return Prices(**values)
 
 
+def _names(reader: YamlReader, node: Node, key: str) -> tuple[str, ...]:
+    nodes = reader.sequence(node, key)
+    return tuple(dict.fromkeys(text(reader, n, f"{key}[{i}]") for i, n in enumerate(nodes)))
+
+
+def _folder(reader: YamlReader, node: Node, key: str) -> str:
+    """A folder, as written: `~` is expanded where it is used, as for ledger paths."""
+    return text(reader, node, key)
+
+
+MAX_QUEUE_REFRESHES = 10_000
+
+
+def _thresholds(reader: YamlReader, node: Node, key: str) -> Thresholds:
+    items = reader.mapping(node, key, tuple(f.name for f in fields(Thresholds)))
+    values: dict[str, Any] = {}
+    for name, (_, value) in items.items():
+        path = f"{key}.{name}"
+        if name == "queue_refreshes":
+            values[name] = integer(reader, value, path, MAX_QUEUE_REFRESHES)
+        elif name == "ttft_p99_slo":  # null: no SLO
+            slo = reader.scalar(value, path) is not None
+            values[name] = number(reader, value, path, MAX_TIMEOUT_S) if slo else None
+        else:  # shares; a KV threshold of 0 would always fire, the others' 0 is a choice
+            values[name] = number(reader, value, path, 1.0, zero=name != "kv_usage")
+    return Thresholds(**values)
+
+
 _TOP_KEYS = (
     "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
     "hardware_profiles", "model_profiles",
+    "health", "export_dir",
 )  # fmt: skip
 
 
@@ -338,6 +375,10 @@ def _parse(
         values["windows"] = tuple(sorted(set(windows), key=parse_duration))
     if "theme" in items:
         values["theme"] = choice(reader, items["theme"][1], "theme", THEME_NAMES)
+    if "health" in items:
+        values["health"] = _thresholds(reader, items["health"][1], "health")
+    if "export_dir" in items:
+        values["export_dir"] = _folder(reader, items["export_dir"][1], "export_dir")
     if "prices" in items:
         values["prices"] = _prices(reader, items["prices"][1], "prices")
     if "ledgers" in items:

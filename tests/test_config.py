@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from cockpit.config import ConfigError, parse_config
+from cockpit.health import Thresholds
 from cockpit.profiles import hardware_profiles, model_profiles
 from tests.conftest import REPO
+
+COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 
 
 def parse(text: str, source: str = "c.yaml"):  # type: ignore[no-untyped-def]
@@ -131,3 +139,69 @@ def test_example_shows_every_option() -> None:
     ]
     absent = [option for option in options if f"{option}:" not in text]
     assert absent == []
+
+
+def test_health_thresholds_default_and_read() -> None:
+    assert parse("").health == Thresholds()
+    assert Thresholds().kv_usage == 0.9 and Thresholds().ttft_p99_slo is None
+    config = parse(
+        "health:\n  queue_refreshes: 5\n  kv_usage: 0.95\n  hit_rate: 0\n"
+        "  failed_share: 0.05\n  ttft_p99_slo: 1.5\n"
+    )
+    assert config.health == Thresholds(5, 0.95, 0.0, 0.05, 1.5)
+    assert parse("health:\n  ttft_p99_slo: null\n").health.ttft_p99_slo is None
+    example = parse((REPO / "config.example.yaml").read_text())
+    assert example.health == Thresholds(3, 0.9, 0.7, 0.01, 2.5)
+
+
+def test_export_dir_and_ledger_models_are_read() -> None:
+    assert parse("").export_dir is None
+    assert parse("export_dir: ~/receipts\n").export_dir == "~/receipts"
+    config = parse(
+        "lanes:\n  - name: a\n    metrics_url: http://x/m\n"
+        "    ledger_models: [custom/llama, llama, custom/llama]\n"
+    )
+    assert config.lanes[0].ledger_models == ("custom/llama", "llama")
+    assert parse("lanes:\n  - {name: a, metrics_url: 'http://x/m'}\n").lanes[0].ledger_models == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "words"),
+    [
+        ("health:\n  kv_usage: 90\n", 2, "health.kv_usage", "up to 1"),
+        ("health:\n  kv_usage: 0\n", 2, "health.kv_usage", "positive"),
+        ("health:\n  hit_rate: -0.1\n", 2, "health.hit_rate", "zero or more"),
+        ("health:\n  failed_share: lots\n", 2, "health.failed_share", "expected a number"),
+        ("health:\n  queue_refreshes: 2.5\n", 2, "health.queue_refreshes", "whole number"),
+        ("health:\n  queue_refreshes: 0\n", 2, "health.queue_refreshes", "whole number"),
+        ("health:\n  ttft_p99_slo: soon\n", 2, "health.ttft_p99_slo", "expected a number"),
+        ("refresh: 5\nhealth:\n  kv_use: 0.8\n", 3, "health.kv_use", "did you mean 'kv_usage'"),
+        ("health: 0.9\n", 1, "health", "expected a mapping"),
+        ("export_dir: [a]\n", 1, "export_dir", "single value"),
+        ("export_dir: ''\n", 1, "export_dir", "expected text"),
+        ("lanes:\n  - name: a\n    metrics_url: http://x/m\n    ledger_models: llama\n", 4,
+         "lanes[0].ledger_models", "expected a list"),
+        ("lanes:\n  - name: a\n    metrics_url: http://x/m\n    ledger_models:\n      - llama\n"
+         "      - 3\n", 6, "lanes[0].ledger_models[1]", "expected text"),
+    ],
+)  # fmt: skip
+def test_each_new_key_mistake_names_line_and_key(
+    text: str, line: int, key: str, words: str
+) -> None:
+    test_each_mistake_names_line_and_key(text, line, key, words)
+
+
+def test_a_bad_threshold_exits_2_naming_file_line_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("refresh: 5\nhealth:\n  hit_rate: 70%\n")
+    done = subprocess.run(
+        [COCKPIT, "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"cockpit: {path}:3: health.hit_rate: expected a number, got '70%'"
+    )
