@@ -243,8 +243,12 @@ class Window:
         start: float,
         end: float,
         counters: Iterable[str],
+        carry_after: float | None = None,
     ) -> None:
         self.buffer = buffer
+        self.carry_after = carry_after
+        """A counter's increase starts at its last point before the window when that point is
+        later than this (a trend's step then counts from the step before it)."""
         self.matchers = matchers
         self.start = start
         self.end = end
@@ -341,6 +345,8 @@ class Window:
         if first >= stop:
             dropped = track.dropped_in(self.lo, self.end)
             return ONLY_NON_FINITE if dropped else None
+        if self.carry_after is not None and first and track.times[first - 1] > self.carry_after:
+            first -= 1
         total = 0.0
         counted = False
         if self.since <= track.born[first] <= track.times[first]:  # NaN (no `_created`) never is

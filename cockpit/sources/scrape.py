@@ -28,6 +28,7 @@ from cockpit.sources.exposition import (
     lane_matchers,
     read_scrape,
 )
+from cockpit.trends import buffer_trend
 
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
@@ -188,6 +189,7 @@ class ScrapeSource:
             server=self.url,
             selector=selector,
             warnings=window.warnings(),
+            trend=buffer_trend(self.buffer, matchers, specs, self._exposed, dialect, window_s, end),
         )
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:

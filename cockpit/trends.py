@@ -1,0 +1,214 @@
+"""A lane's trend: its figures at a fixed step across the window. Pure: no I/O.
+
+The step is the window's sixtieth rounded up to a nice step (`trend_step`); points sit on its
+multiples, point t covering (t - step, t]. Per step the raw keys the window's figures read are
+taken again (a counter's increase within the step, a gauge's mean in it) and the trend keys
+are worked out from them as `figures.py` and `decode_pace.py` work out the window's, so a point
+is that figure over its step. Prometheus answers them as one range query (`trend_query`, read
+back with `matrix_values`); a direct scrape works them out of its buffer (`buffer_trend`).
+A step without data is None, never 0; counters are increases, so a reset does not spike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cockpit import dialects, promql
+from cockpit.decode_pace import decode_pace
+from cockpit.model import TREND_KEYS, Trend, divide, frozen_map
+from cockpit.quantiles import histogram_quantile
+from cockpit.sources.buffer import Buffer, Window
+from cockpit.timeutil import promql_duration
+
+POINTS = 60
+"""A window is cut into about this many steps."""
+NICE_STEPS_S: tuple[int, ...] = (
+    15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+)  # fmt: skip
+DAY_S = 86400
+STEP_INPUTS: tuple[str, ...] = (
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+    "generation_tokens",
+    "ttft_count",
+    "itl_sum",
+    "itl_count",
+    "spec_drafts",
+    "spec_accepted",
+    "running",
+    "waiting",
+    "kv_usage",
+)
+"""The raw lane keys the trend keys are worked out from, read per step."""
+TTFT = "ttft"
+"""The raw key of the TTFT histogram."""
+TTFT_P95 = "ttft_p95"
+QUANTILE = 0.95
+
+StepValues = Mapping[str, float]
+"""Raw key -> its value within one step (absent: no data then), plus `ttft_p95`."""
+
+
+def trend_step(window_s: float) -> float:
+    """The trend's step for a window: a sixtieth of it rounded up to a nice step, ≥ 15 s."""
+    wanted = window_s / POINTS
+    nice = next((step for step in NICE_STEPS_S if step >= wanted), None)
+    return float(nice if nice is not None else math.ceil(wanted / DAY_S) * DAY_S)
+
+
+def point_times(window_s: float, end: float) -> tuple[float, ...]:
+    """The times of the trend's points, oldest first: the step's multiples in the window,
+    up to the last one at or before `end`."""
+    step = trend_step(window_s)
+    last = math.floor(end / step) * step
+    count = max(1, int(window_s // step))
+    return tuple(last - (count - 1 - i) * step for i in range(count))
+
+
+def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, float | None]:
+    """The trend keys over one step, as the window's figures define them."""
+    v = values.get
+    return {
+        "hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
+        "ttft_p95": v(TTFT_P95),
+        "itl_step": decode_pace(dialect, v).step_s.value,
+        "generation_tok_s": divide(v("generation_tokens"), step_s),
+        "running": v("running"),
+        "waiting": v("waiting"),
+        "kv_usage": v("kv_usage"),
+    }
+
+
+def make_trend(
+    dialect: str, window_s: float, end: float, steps: Mapping[float, StepValues]
+) -> Trend:
+    """The trend of the window ending at `end` from each step's values (a step not given, or
+    given with no values, is a gap)."""
+    times = point_times(window_s, end)
+    step = trend_step(window_s)
+    points = [trend_point(dialect, step, steps.get(t, {})) for t in times]
+    series = {key: tuple(point.get(key) for point in points) for key in TREND_KEYS}
+    return Trend(step, times[-1], frozen_map(series))
+
+
+def merged(kept: Trend | None, new: Trend, window_s: float) -> Trend:
+    """`new`'s points, and before them those of `kept` still in the window."""
+    if kept is None or kept.step_s != new.step_s:
+        return new
+    times = point_times(window_s, new.end)
+    fresh = _by_time(new)
+    old = _by_time(kept)
+    series = {
+        key: tuple(
+            (fresh[t][key] if t in fresh else old[t][key] if t in old else None) for t in times
+        )
+        for key in TREND_KEYS
+    }
+    return Trend(new.step_s, new.end, frozen_map(series))
+
+
+def _by_time(trend: Trend) -> dict[float, dict[str, float | None]]:
+    count = len(next(iter(trend.series.values()), ()))
+    times = [trend.end - (count - 1 - i) * trend.step_s for i in range(count)]
+    return {t: {key: trend.series[key][i] for key in trend.series} for i, t in enumerate(times)}
+
+
+# --- Prometheus: one range query ---------------------------------------------------------
+
+
+def trend_query(dialect: str, selector: str, step_s: float, names: Iterable[str]) -> str:
+    """Every step input (and the TTFT p95) as one expression, each labelled `fig="<key>"`,
+    to be asked with `/api/v1/query_range` at the step."""
+    exposed = frozenset(names)
+    specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
+    exprs: dict[str, str] = {}
+    for key in (*STEP_INPUTS, TTFT):
+        spec = specs.get(key)
+        if spec is not None and dialects.missing_reason(spec, exposed) is None:
+            expression = step_expression(spec, selector, step_s)
+            if expression is not None:
+                exprs[key] = expression
+    if TTFT in exprs:
+        exprs[TTFT_P95] = f"histogram_quantile({QUANTILE}, {exprs.pop(TTFT)})"
+    return promql.combined_query(exprs)
+
+
+def step_expression(spec: dialects.Spec, selector: str, step_s: float) -> str | None:
+    """A spec within each step: counters' increase over it; a gauge's samples in it averaged,
+    so a step without samples has no value (no 5 m lookback filling a gap)."""
+    if isinstance(spec, dialects.Either):
+        options = (step_expression(option, selector, step_s) for option in spec.options)
+        return f"({' or '.join(o for o in options if o)})"
+    step = promql_duration(step_s)
+    if isinstance(spec, dialects.Gauge):
+        series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{step}])"
+        if spec.ranks:
+            series = f"max without ({spec.ranks}) ({series})"
+        return f"{spec.across}({series})"
+    return promql.spec_expression(spec, selector, step)
+
+
+def matrix_values(result: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, float]]:
+    """A range answer of `trend_query` as step time -> raw key -> value (NaN and infinities,
+    an empty step's quantile or a division by zero, left out)."""
+    steps: dict[float, dict[str, float]] = {}
+    for series in result:
+        key = str(series.get("metric", {}).get("fig", ""))
+        for point in series.get("values") or ():
+            try:
+                at, value = float(point[0]), float(point[1])
+            except (TypeError, ValueError, IndexError):
+                continue
+            if math.isfinite(value):
+                steps.setdefault(at, {})[key] = value
+    return steps
+
+
+# --- direct scrape: the buffer ------------------------------------------------------------
+
+
+def buffer_trend(
+    buffer: Buffer,
+    matchers: list[promql.Matcher],
+    specs: Mapping[str, dialects.Spec],
+    exposed: Iterable[str],
+    dialect: str,
+    window_s: float,
+    end: float,
+) -> Trend:
+    """The trend of the window ending at `end` from the scrape buffer's points.
+
+    A step's counter increase runs from the series' last point before the step (when that one
+    lies in the step before: after a gap, from its first point in the step) to its last point
+    in it, resets handled as the buffer handles them."""
+    names = frozenset(exposed)
+    wanted = {
+        key: spec
+        for key in (*STEP_INPUTS, TTFT)
+        if (spec := specs.get(key)) is not None and dialects.missing_reason(spec, names) is None
+    }
+    step = trend_step(window_s)
+    steps: dict[float, StepValues] = {}
+    for t in point_times(window_s, end):
+        start = math.nextafter(t - step, math.inf)  # (t - step, t]
+        window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
+        values: dict[str, float] = {}
+        for key, spec in wanted.items():
+            found = _ttft_p95(window, spec) if key == TTFT else window.value(spec)
+            if isinstance(found, float):
+                values[TTFT_P95 if key == TTFT else key] = found
+        steps[t] = values
+    return make_trend(dialect, window_s, end, steps)
+
+
+def _ttft_p95(window: Window, spec: dialects.Spec) -> float | None:
+    options = spec.options if isinstance(spec, dialects.Either) else (spec,)
+    for option in options:
+        if isinstance(option, dialects.Histogram):
+            buckets = window.histogram(option.base)
+            if isinstance(buckets, tuple):
+                found = histogram_quantile(QUANTILE, buckets)
+                return None if found is None else found[0]
+    return None
