@@ -186,10 +186,16 @@ class _Servers:
             else:
                 basic = (lane.auth.username, secret)
         verify: bool | str = lane.ca_file if lane.ca_file else lane.verify_tls
-        key = (lane.prometheus, bearer, basic, verify, lane.timeout_s)
+        key = (lane.prometheus, bearer, basic, verify, lane.timeout_s, lane.tenant)
         if key not in self.by_key:
+            tenant = {"X-Scope-OrgID": lane.tenant} if lane.tenant else None
             self.by_key[key] = PrometheusSource(
-                lane.prometheus, bearer=bearer, auth=basic, verify=verify, timeout=lane.timeout_s
+                lane.prometheus,
+                bearer=bearer,
+                auth=basic,
+                verify=verify,
+                timeout=lane.timeout_s,
+                headers=tenant,
             )
         source = self.by_key[key]
         self.users[id(source)] = self.users.get(id(source), 0) + 1

@@ -45,6 +45,7 @@ LIVE = "live"
 """Expression key: how many of the lane's series have a sample at the evaluation time (0 when
 they went stale: the engine stopped, its target is gone)."""
 STALE = "no sample of the lane at the evaluation time (its series went stale)"
+PARTIAL = "server answer is partial (isPartial): some of its storage nodes did not answer"
 
 
 def reevaluation_interval(window_s: float) -> float:
@@ -62,6 +63,8 @@ class Answer:
     warnings: tuple[str, ...]
     client_seconds: float
     eval_seconds: float | None
+    partial: bool = False
+    """The server said some of its stores did not answer (VictoriaMetrics' `isPartial`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +102,11 @@ class PrometheusSource:
         verify: bool | str = True,
         timeout: float = 10.0,
         stats: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self.http = HttpClient(url, bearer=bearer, basic=auth, verify=verify, timeout=timeout)
+        self.http = HttpClient(
+            url, bearer=bearer, basic=auth, verify=verify, timeout=timeout, headers=headers
+        )
         self.url = self.http.url
         self.stats = stats
         self._lanes: dict[tuple[str, str], _Lane] = {}
@@ -297,12 +303,16 @@ class PrometheusSource:
         if samples is not None:
             self.last_samples = (self.last_samples or 0) + int(samples)
         warnings = body.get("warnings")
-        warned = warnings if isinstance(warnings, list) else []
+        warned = [f"server warning: {one_line(str(w))}" for w in _list(warnings)]
+        partial = body.get("isPartial") is True
+        if partial:
+            warned.append(PARTIAL)
         return Answer(
             result=result,
-            warnings=tuple(f"server warning: {one_line(str(w))}" for w in warned),
+            warnings=tuple(warned),
             client_seconds=client_seconds,
             eval_seconds=_float(_dict(stats.get("timings")).get("evalTotalTime")),
+            partial=partial,
         )
 
     async def probe(self) -> bool:
@@ -349,6 +359,10 @@ class PrometheusSource:
 
 def _is_sample(sample: object) -> bool:
     return isinstance(sample, dict) and isinstance(sample.get("metric", {}), dict)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _dict(value: object) -> dict[str, Any]:
