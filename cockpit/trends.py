@@ -93,28 +93,6 @@ def make_trend(
     return Trend(step, times[-1], frozen_map(series))
 
 
-def merged(kept: Trend | None, new: Trend, window_s: float) -> Trend:
-    """`new`'s points, and before them those of `kept` still in the window."""
-    if kept is None or kept.step_s != new.step_s:
-        return new
-    times = point_times(window_s, new.end)
-    fresh = _by_time(new)
-    old = _by_time(kept)
-    series = {
-        key: tuple(
-            (fresh[t][key] if t in fresh else old[t][key] if t in old else None) for t in times
-        )
-        for key in TREND_KEYS
-    }
-    return Trend(new.step_s, new.end, frozen_map(series))
-
-
-def _by_time(trend: Trend) -> dict[float, dict[str, float | None]]:
-    count = len(next(iter(trend.series.values()), ()))
-    times = [trend.end - (count - 1 - i) * trend.step_s for i in range(count)]
-    return {t: {key: trend.series[key][i] for key in trend.series} for i, t in enumerate(times)}
-
-
 # --- Prometheus: one range query ---------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from cockpit import dialects, promql
 from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
+from cockpit.sources.history import History
 from cockpit.sources.http import (
     HttpClient,
     Reply,
@@ -110,6 +111,7 @@ class PrometheusSource:
         self.url = self.http.url
         self.stats = stats
         self._lanes: dict[tuple[str, str], _Lane] = {}
+        self.history = History(self._api)
         self.last_samples: int | None = None
         """Samples the server touched in the last refresh (needs `stats=True`)."""
 
@@ -129,8 +131,23 @@ class PrometheusSource:
         (the refresh key)."""
         for memory in self._lanes.values():
             memory.last.clear()
+        self.history.forget()
 
     async def read_lane(
+        self,
+        lane: str,
+        dialect: str | None,
+        selector: str,
+        window_s: float,
+        end: float | None = None,
+    ) -> LaneTotals:
+        """`read_window`'s totals with the lane's trend up to `end` (`History`)."""
+        before, trend_end = self.requests, time.time() if end is None else end
+        totals = await self.read_window(lane, dialect, selector, window_s, end)
+        names = self._lanes[(lane, selector)].names or frozenset()
+        return await self.history.attach(totals, names, trend_end, self.requests - before)
+
+    async def read_window(
         self,
         lane: str,
         dialect: str | None,

@@ -1,0 +1,108 @@
+"""A lane's trend from Prometheus's own history (see `cockpit.trends`).
+
+One `/api/v1/query_range` asks every trend input at the trend's step: over the whole window at
+a lane's first read (a cockpit opened mid-run shows the window's past at once), then only the
+steps that became due since, the newest kept one asked again (its last samples may have been
+ingested after it was read). No request when no step is due, none beyond the refresh's second
+(the list of metric names looked up again: the new steps wait a refresh). What is kept is let
+go when the lane's query changes (window, selector, model filter, metric names) and on
+`forget()`. A failed history read never fails the lane's figures: the trend is then the last
+one read, or none, and `missing["trend"]` says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cockpit.model import LaneTotals, SourceFailure, Trend, frozen_map
+from cockpit.trends import (
+    StepValues,
+    make_trend,
+    matrix_values,
+    point_times,
+    trend_query,
+    trend_step,
+)
+
+Api = Callable[[str, str, Mapping[str, str]], Awaitable[dict[str, Any]]]
+"""One Prometheus API call (method, path, form) -> its decoded `success` answer."""
+TREND = "trend"
+"""The `LaneTotals.missing` key saying why the trend is stale or absent."""
+REQUESTS_PER_REFRESH = 2
+"""A lane's refresh asks at most this many requests when only new steps are due."""
+
+
+@dataclass(slots=True)
+class _Kept:
+    """One lane's trend inputs as read so far: step time -> raw key -> value."""
+
+    query: str
+    window_s: float
+    steps: dict[float, StepValues]
+    trend: Trend
+
+
+class History:
+    """The trends of the lanes on one Prometheus server."""
+
+    def __init__(self, api: Api) -> None:
+        self._api = api
+        self._kept: dict[str, _Kept] = {}
+
+    def forget(self) -> None:
+        """Let go of every lane's trend: the next read asks its whole window again."""
+        self._kept.clear()
+
+    async def attach(
+        self, totals: LaneTotals, names: Collection[str], end: float, spent: int
+    ) -> LaneTotals:
+        """`totals` with the lane's trend at `end`; `spent`: requests this refresh made."""
+        try:
+            trend = await self._read(totals, names, end, spent)
+        except SourceFailure as error:
+            kept = self._kept.get(totals.lane)
+            why = f"trend not read: {error.reason}"
+            missing = frozen_map({**totals.missing, TREND: why})
+            return replace(totals, trend=kept.trend if kept else None, missing=missing)
+        return replace(totals, trend=trend)
+
+    async def _read(
+        self, totals: LaneTotals, names: Collection[str], end: float, spent: int
+    ) -> Trend:
+        lane, window_s = totals.lane, totals.window_s
+        times = point_times(window_s, end)
+        step = trend_step(window_s)
+        query = trend_query(totals.dialect, totals.selector, step, names)
+        kept = self._kept.get(lane)
+        if (
+            kept
+            and (kept.query, kept.window_s) == (query, window_s)
+            and kept.trend.end <= times[-1]
+        ):
+            if kept.trend.end == times[-1] or spent >= REQUESTS_PER_REFRESH:
+                return kept.trend
+            start = max(kept.trend.end, times[0])
+            steps = {t: v for t, v in kept.steps.items() if t >= times[0]}
+        else:
+            self._kept.pop(lane, None)
+            start, steps = times[0], {}
+        answered = await self._query_range(query, start, times[-1], step)
+        steps.update({t: answered.get(t, {}) for t in times if t >= start})
+        trend = make_trend(totals.dialect, window_s, end, steps)
+        self._kept[lane] = _Kept(query, window_s, steps, trend)
+        return trend
+
+    async def _query_range(
+        self, query: str, start: float, end: float, step: float
+    ) -> dict[float, dict[str, float]]:
+        form = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        body = await self._api("POST", "/api/v1/query_range", form)
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise SourceFailure("the history answer is not a range matrix")
+        if not isinstance(result, list) or not all(isinstance(s, dict) for s in result):
+            raise SourceFailure("the history answer's series are unreadable")
+        return matrix_values(result)

@@ -1,0 +1,181 @@
+"""A lane's trend read from a real Prometheus loaded with two hours of history (promtool).
+
+The trend's points are checked against what Prometheus answers for the figures' own
+definitions written out here, per minute; a gap in the history stays a gap, a counter reset
+doesn't spike, later reads ask only the steps that became due, and a failed history read
+leaves the lane's figures as they are."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from faultproxy import FaultProxy, json_answer
+from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+
+from cockpit.sources.history import TREND
+from cockpit.sources.prometheus import PrometheusSource
+
+pytestmark = pytest.mark.prometheus
+
+HOUR = 3600
+END = 1_790_000_000 - (1_790_000_000 % HOUR)
+"""A whole hour, in the past: the 1 h window's trend is its 60 minutes."""
+GAP = (END - 40 * 60, END - 30 * 60)
+"""No sample in between: ten minutes of the lane's history missing."""
+RESET = END - 20 * 60 + 7
+"""The engine restarts: its counters start again from 0."""
+SELECTOR = '{job="trend"}'
+BOUNDS = ("0.1", "0.5", "1.0", "+Inf")
+
+
+def history() -> OpenMetricsWriter:
+    """Samples every 15 s (7 s past the step's multiples), two hours up to END: 1 token a
+    second, 100 prefix-cache queries a scrape (a quarter hits), one TTFT and 4 ITL observations
+    a scrape; the gauges move with the minute."""
+    writer = OpenMetricsWriter()
+    times = [t for t in range(END - 2 * HOUR + 7, END, 15) if not GAP[0] < t < GAP[1]]
+    labels = {"job": "trend", "instance": "e1", "model_name": "m"}
+    scrapes = [(t, (t - (RESET - 15 if t >= RESET else END - 2 * HOUR - 8)) // 15) for t in times]
+
+    def counter(name: str, per_scrape: float, extra: dict[str, str] | None = None) -> None:
+        family = name.removesuffix("_total").removesuffix("_sum").removesuffix("_count")
+        kind = "counter" if name.endswith("_total") else "histogram"
+        series = [(float(t), n * per_scrape) for t, n in scrapes]
+        writer.add(family, kind, name, {**labels, **(extra or {})}, series)
+
+    counter("vllm:generation_tokens_total", 15)
+    counter("vllm:prefix_cache_queries_total", 100)
+    counter("vllm:prefix_cache_hits_total", 25)
+    ttft = "vllm:time_to_first_token_seconds"
+    for bound, share in zip(BOUNDS, (0.25, 0.75, 1.0, 1.0), strict=True):
+        counter(f"{ttft}_bucket", share, {"le": bound})
+    counter(f"{ttft}_sum", 0.3)
+    counter(f"{ttft}_count", 1)
+    counter("vllm:inter_token_latency_seconds_sum", 4 * 0.02)
+    counter("vllm:inter_token_latency_seconds_count", 4)
+    for name, value in (
+        ("vllm:num_requests_running", lambda t: float(t // 60 % 7)),
+        ("vllm:num_requests_waiting", lambda t: float(t // 60 % 3)),
+        ("vllm:kv_cache_usage_perc", lambda t: t // 60 % 10 / 10),
+    ):
+        writer.add(name, "gauge", name, labels, [(float(t), value(t)) for t, _ in scrapes])
+    return writer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    workdir: Path = tmp_path_factory.mktemp("trend-prometheus")
+    create_blocks(history().render(), workdir / "tsdb")
+    prometheus = start_prometheus(workdir)
+    try:
+        yield prometheus
+    finally:
+        prometheus.stop()
+
+
+def prometheus_minutes(url: str, expr: str, end: float = END) -> list[float | None]:
+    """Prometheus's own answer for `expr` at each minute of the hour up to `end`."""
+    form = {"query": expr, "start": str(end - HOUR + 60), "end": str(end), "step": "60"}
+    result = httpx.post(f"{url}/api/v1/query_range", data=form).json()["data"]["result"]
+    answered = {float(t): float(v) for t, v in result[0]["values"]} if result else {}
+    minutes = [end - HOUR + 60 * (i + 1) for i in range(60)]
+    values = [answered.get(t) for t in minutes]
+    return [v if v is not None and math.isfinite(v) else None for v in values]
+
+
+def increase(name: str) -> str:
+    return f"sum(increase({name}{SELECTOR}[1m]))"
+
+
+FIGURES = {
+    "hit_rate": f"{increase('vllm:prefix_cache_hits_total')}"
+    f" / {increase('vllm:prefix_cache_queries_total')}",
+    "ttft_p95": "histogram_quantile(0.95, sum by (le) "
+    f"(increase(vllm:time_to_first_token_seconds_bucket{SELECTOR}[1m])))",
+    "itl_step": f"{increase('vllm:inter_token_latency_seconds_sum')}"
+    f" / {increase('vllm:inter_token_latency_seconds_count')}",
+    "generation_tok_s": f"{increase('vllm:generation_tokens_total')} / 60",
+    "running": f"sum(avg_over_time(vllm:num_requests_running{SELECTOR}[1m]))",
+    "waiting": f"sum(avg_over_time(vllm:num_requests_waiting{SELECTOR}[1m]))",
+    "kv_usage": f"avg(avg_over_time(vllm:kv_cache_usage_perc{SELECTOR}[1m]))",
+}
+"""Each trend key over one minute, as the lane's figure defines it (vLLM: no speculation)."""
+
+
+async def test_the_first_read_has_the_windows_hour_as_prometheus_answers_it(
+    server: PromServer,
+) -> None:
+    source = PrometheusSource(server.url)
+    try:
+        totals = await source.read_lane("lane", None, SELECTOR, HOUR, END)
+    finally:
+        await source.aclose()
+    trend = totals.trend
+    assert trend is not None, totals.missing.get(TREND)
+    assert (trend.step_s, trend.end) == (60, END)
+    for key, expr in FIGURES.items():
+        expected = prometheus_minutes(server.url, expr)
+        assert sum(v is not None for v in expected) > 40, f"{key}: the history answers"
+        assert trend.series[key] == pytest.approx(expected, rel=1e-12), key
+
+
+async def test_a_gap_stays_a_gap_and_a_reset_does_not_spike(server: PromServer) -> None:
+    source = PrometheusSource(server.url)
+    try:
+        trend = (await source.read_lane("lane", None, SELECTOR, HOUR, END)).trend
+    finally:
+        await source.aclose()
+    assert trend is not None
+    minutes = [END - HOUR + 60 * (i + 1) for i in range(60)]
+    for key, points in trend.series.items():
+        for t, value in zip(minutes, points, strict=True):
+            if GAP[0] + 60 <= t <= GAP[1]:
+                assert value is None, f"{key} at {t - END} s: no sample then, not {value}"
+            else:
+                assert value is not None, f"{key} at {t - END} s"
+    assert all(0.9 <= v <= 1.1 for v in trend.series["generation_tok_s"] if v is not None)
+    reset_minute = minutes.index(RESET - RESET % 60 + 60)
+    assert trend.series["generation_tok_s"][reset_minute] == pytest.approx(1.0, rel=0.1)
+
+
+async def test_later_reads_ask_only_when_a_step_is_due_and_at_most_two_requests(
+    server: PromServer,
+) -> None:
+    source = PrometheusSource(server.url)
+    try:
+        first = (await source.read_lane("lane", None, SELECTOR, HOUR, END)).trend
+        spent = []
+        trends = []
+        for at in (END + 5, END + 30, END + 59, END + 60, END + 65, END + 125):
+            before = source.requests
+            trends.append((await source.read_lane("lane", None, SELECTOR, HOUR, at)).trend)
+            spent.append(source.requests - before)
+    finally:
+        await source.aclose()
+    assert first is not None
+    assert spent == [1, 1, 1, 2, 1, 2], "the history asked only when a new minute was due"
+    assert [t.end if t else None for t in trends] == [END] * 3 + [END + 60] * 2 + [END + 120]
+    moved = trends[3]
+    assert moved is not None
+    for key, points in first.series.items():
+        assert moved.series[key][:-1] == points[1:], f"{key}: the kept minutes, shifted by one"
+        assert moved.series[key][-1] is None, f"{key}: no history after END"
+
+
+async def test_a_failed_history_read_keeps_the_figures_and_says_why(server: PromServer) -> None:
+    with FaultProxy(server.url) as proxy:
+        proxy.canned["/api/v1/query_range"] = json_answer(
+            {"status": "error", "errorType": "execution", "error": "out of memory"}, 422
+        )
+        source = PrometheusSource(proxy.url)
+        try:
+            totals = await source.read_lane("lane", None, SELECTOR, HOUR, END)
+        finally:
+            await source.aclose()
+    assert totals.trend is None
+    assert "out of memory" in totals.missing[TREND]
+    assert totals.values["generation_tokens"] > 0, "the window's figures are read all the same"
