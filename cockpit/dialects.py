@@ -13,7 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.model import (
+    LANE_COUNTERS,
+    LANE_GAUGES,
+    LANE_HISTOGRAMS,
+    LANE_LAST_MINUTE,
+    LANE_NOW,
+)
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
 NO_ENGINE_METRICS = "no vllm: or sglang: metrics found for this lane"
@@ -61,9 +67,25 @@ class Gauge:
 
 @dataclass(frozen=True, slots=True)
 class Histogram:
-    """Cumulative increase per `le` of `base_bucket`."""
+    """Cumulative increase per `le` of `base_bucket`; `extra` and `ranks` as for `Counter`."""
 
     base: str
+    extra: tuple[tuple[str, str], ...] = ()
+    ranks: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """A gauge spec's value at the evaluation time (a direct scrape: its last scrape)."""
+
+    of: Gauge | Either
+
+
+@dataclass(frozen=True, slots=True)
+class LastMinute:
+    """A counter spec's increase over the minute before the evaluation time."""
+
+    of: Counter
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +103,7 @@ class Either:
     options: tuple[Spec, ...]
 
 
-Spec = Counter | Difference | Gauge | Histogram | Either | Unavailable
+Spec = Counter | Difference | Gauge | Histogram | Now | LastMinute | Either | Unavailable
 
 
 def first(*options: Spec) -> Either:
@@ -98,6 +120,8 @@ def required_metrics(spec: Spec) -> tuple[str, ...]:
         return (f"{spec.base}_bucket",)
     if isinstance(spec, Either):
         return tuple(name for option in spec.options for name in required_metrics(option))
+    if isinstance(spec, Now | LastMinute):
+        return required_metrics(spec.of)
     return ()
 
 
@@ -140,6 +164,12 @@ def _vllm_specs() -> dict[str, Spec]:
         "prompt_len": Histogram("vllm:request_prompt_tokens"),
         "gen_len": Histogram("vllm:request_generation_tokens"),
         "e2e": Histogram("vllm:e2e_request_latency_seconds"),
+        "ttft": Histogram("vllm:time_to_first_token_seconds"),
+        "itl": first(
+            Histogram("vllm:inter_token_latency_seconds"),
+            Histogram("vllm:time_per_output_token_seconds"),
+        ),
+        "queue": Histogram("vllm:request_queue_time_seconds"),
     }
     phases = {
         "kv_computed": "vllm:request_prefill_kv_computed_tokens",
@@ -160,7 +190,7 @@ def _vllm_specs() -> dict[str, Spec]:
     specs["itl_sum"], specs["itl_count"] = (
         first(*pair) for pair in zip(_phase(phases["itl"]), older, strict=True)
     )
-    return specs
+    return _with_fresh(specs)
 
 
 def _vllm_legacy_specs() -> dict[str, Spec]:
@@ -169,6 +199,19 @@ def _vllm_legacy_specs() -> dict[str, Spec]:
     specs["prefix_cache_hits"] = Counter("vllm:gpu_prefix_cache_hits_total")
     specs["kv_usage"] = Gauge("vllm:gpu_cache_usage_perc", "avg")
     specs["itl_sum"], specs["itl_count"] = _phase("vllm:time_per_output_token_seconds")
+    specs["itl"] = Histogram("vllm:time_per_output_token_seconds")
+    return _with_fresh(specs)
+
+
+def _with_fresh(specs: dict[str, Spec]) -> dict[str, Spec]:
+    """The keys read fresh at every refresh: the gauges now, the throughput counters over the
+    last minute (the same metrics as their window keys)."""
+    for key in LANE_NOW:
+        gauge = specs[key.removesuffix("_now")]
+        specs[key] = Now(gauge) if isinstance(gauge, Gauge | Either) else gauge
+    for key in LANE_LAST_MINUTE:
+        counter = specs[key.removesuffix("_1m")]
+        specs[key] = LastMinute(counter) if isinstance(counter, Counter) else counter
     return specs
 
 
@@ -200,6 +243,7 @@ def _sglang_specs() -> dict[str, Spec]:
     computed = _scheduler("sglang:prefill_effective_tokens_total", mode="input")
     realtime = _scheduler("sglang:realtime_tokens_total")
     no_decode = Unavailable("SGLang exposes no per-request decode time")
+    ttft = "sglang:time_to_first_token_seconds"
     specs: dict[str, Spec] = {
         "requests": requests,
         "prompt_tokens": prompt,
@@ -245,6 +289,11 @@ def _sglang_specs() -> dict[str, Spec]:
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
         "e2e": Histogram("sglang:e2e_request_latency_seconds"),
+        "ttft": first(
+            Histogram(ttft, (("is_streaming", "true"),)), Histogram(ttft, (("is_streaming", ""),))
+        ),
+        "itl": Histogram("sglang:inter_token_latency_seconds"),
+        "queue": Histogram("sglang:queue_time_seconds", ranks=RANK),
         "decode_sum": no_decode,
         "decode_count": no_decode,
         "step_tokens_sum": Unavailable("SGLang exposes no tokens-per-step histogram"),
@@ -266,15 +315,17 @@ def _sglang_specs() -> dict[str, Spec]:
         specs[f"queue_{part}"] = _scheduler(f"sglang:queue_time_seconds_{part}")
         metric = f"sglang:per_stage_req_latency_seconds_{part}"
         specs[f"prefill_{part}"] = _scheduler(metric, stage="prefill_forward")
-    return specs
+    return _with_fresh(specs)
 
 
 STREAMING_NOTE = 'streaming requests (is_streaming="true") where the engine labels them'
 _NOTES: dict[str, dict[str, str]] = {
     "sglang": {
         "ttft_mean": STREAMING_NOTE,
+        **{f"ttft_p{p}": STREAMING_NOTE for p in (50, 90, 95, 99)},
         "e2e_mean": STREAMING_NOTE,
         "kv_usage": "the full-attention pool where exposed, else the fullest pool",
+        "kv_usage_now": "the full-attention pool where exposed, else the fullest pool",
         "preemptions": "retracted requests",
     }
 }
@@ -300,6 +351,7 @@ VLLM_CAPACITY = "vllm:cache_config_info"
 SGLANG_CAPACITY = "sglang:max_total_num_tokens"
 """SGLang's KV capacity in tokens, a gauge per TP rank."""
 LANE_KEYS: tuple[str, ...] = LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS
+"""Every raw lane key (LANE_NOW and LANE_LAST_MINUTE among them)."""
 
 
 def lane_specs(dialect: str, escaped: bool = False) -> Mapping[str, Spec]:
@@ -332,7 +384,13 @@ def _escaped_spec(spec: Spec) -> Spec:
         assert isinstance(a, Counter | Difference)
         return Difference(a, replace(spec.b, metric=escape_name(spec.b.metric)))
     if isinstance(spec, Histogram):
-        return Histogram(escape_name(spec.base))
+        return replace(spec, base=escape_name(spec.base))
+    if isinstance(spec, Now):
+        of = _escaped_spec(spec.of)
+        assert isinstance(of, Gauge | Either)
+        return Now(of)
+    if isinstance(spec, LastMinute):
+        return LastMinute(replace(spec.of, metric=escape_name(spec.of.metric)))
     if isinstance(spec, Either):
         return Either(tuple(_escaped_spec(option) for option in spec.options))
     return spec

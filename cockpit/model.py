@@ -258,8 +258,12 @@ LANE_COUNTERS: tuple[str, ...] = (
     "prompt_by_source",
     "external_cache_queries",
     "external_cache_hits",
+    "requests_1m",
+    "prompt_tokens_1m",
+    "generation_tokens_1m",
 )
-"""Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
+"""Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count
+(over the last minute instead for LANE_LAST_MINUTE)."""
 
 LANE_GAUGES: tuple[str, ...] = (
     "running",
@@ -268,8 +272,19 @@ LANE_GAUGES: tuple[str, ...] = (
     "kv_usage",
     "sleep_state",
     "spec_draft_len",
+    "running_now",
+    "waiting_now",
+    "kv_usage_now",
+    "waiting_by_reason_now",
 )
-"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
+"""Raw lane keys that are gauges averaged over W (at the evaluation time instead for LANE_NOW;
+`kv_usage` is a 0-1 fraction)."""
+
+LANE_NOW: tuple[str, ...] = ("running_now", "waiting_now", "kv_usage_now", "waiting_by_reason_now")
+"""Gauges read at the evaluation time (a direct scrape: its last scrape), not over W."""
+LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generation_tokens_1m")
+"""Counters' increase over the minute before the evaluation time, not over W."""
+LAST_MINUTE_S = 60.0
 
 LANE_GROUPED: tuple[str, ...] = (
     "finished",
@@ -279,11 +294,12 @@ LANE_GROUPED: tuple[str, ...] = (
     "spec_accepted_by_pos",
     "waiting_by_reason",
     "sleep_state",
+    "waiting_by_reason_now",
 )
 """Keys of the above that keep one label: a mapping label value -> value (`LaneTotals.groups`)."""
 
-LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e")
-"""Bucket vectors (cumulative increase per `le`): the length distributions, e2e latency."""
+LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
+"""Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
 
 
 TREND_KEYS: tuple[str, ...] = (

@@ -290,6 +290,16 @@ class Window:
             return covered, f"since engine start ({span(covered)})"
         return covered, f"watched {span(covered)} of {promql_duration(window)}"
 
+    def observed_s(self) -> float:
+        """Seconds the window's increases span: from its first watched scrape (or the engine
+        start it counts from) to its last."""
+        scrapes = self.buffer.scrapes
+        first, stop = bisect_left(scrapes, self.lo), bisect_right(scrapes, self.end)
+        if first >= stop:
+            return 0.0
+        begin = min(self.since, scrapes[first]) if self.partial else scrapes[first]
+        return scrapes[stop - 1] - begin
+
     def warnings(self) -> tuple[str, ...]:
         if not self.dropped:
             return ()
@@ -373,14 +383,29 @@ class Window:
         means = {name: sum(values) / len(values) for name, values in combined.items()}
         return means if spec.by else means[""]
 
-    def histogram(self, base: str) -> tuple[Bucket, ...] | Missing:
+    def histogram(self, spec: dialects.Spec | str) -> tuple[Bucket, ...] | Missing:
+        """Increase per `le` of a histogram spec (the first option of an `Either` that has
+        buckets; a bare name: that histogram's `_bucket` series)."""
+        if isinstance(spec, str):
+            spec = dialects.Histogram(spec)
+        if isinstance(spec, dialects.Either):
+            found_in: tuple[Bucket, ...] | Missing = NO_SAMPLES
+            for option in spec.options:
+                found_in = self.histogram(option)
+                if not isinstance(found_in, Missing):
+                    break
+            return found_in
+        if not isinstance(spec, dialects.Histogram):
+            return NOT_SINGLE
+        found = [
+            (labels, self._increase(track, first, stop))
+            for labels, track, first, stop in self._tracks(f"{spec.base}_bucket", spec.extra)
+        ]
         by_le: dict[float, list[float | Missing | None]] = {}
-        for labels, track, first, stop in self._tracks(f"{base}_bucket"):
+        for labels, increase in one_rank(found, spec.ranks):
             bound = dict(labels).get("le")
-            if bound is None:
-                continue
-            increase = self._increase(track, first, stop)
-            by_le.setdefault(dialects.parse_le(bound), []).append(increase)
+            if bound is not None:
+                by_le.setdefault(dialects.parse_le(bound), []).append(increase)
         pairs: list[Bucket] = []
         for le, increases in by_le.items():
             total = _total(increases)

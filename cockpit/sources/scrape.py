@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from cockpit import dialects, promql
-from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
-from cockpit.sources.buffer import Buffer, Window, one_rank
+from cockpit.model import LAST_MINUTE_S, Bucket, LaneTotals, Missing, frozen_map
+from cockpit.sources.buffer import SECOND_SCRAPE, Buffer, Window, one_rank
 from cockpit.sources.exposition import (
     MAX_RESPONSE_BYTES,
     Endpoint,
@@ -111,6 +112,11 @@ class ScrapeSource:
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self.buffer.add(at, scrape.samples)
 
+    def label_values(self, label: str) -> list[str]:
+        """The values `label` takes on the lane's series in the buffer, sorted."""
+        keys = (key for family in self.buffer.series.values() for key in family)
+        return sorted({value for key in keys for name, value in key if name == label})
+
     def engine_start(self) -> float | None:
         """The earliest `_created` among the last scrape's series (None: none carries one)."""
         last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
@@ -147,7 +153,11 @@ class ScrapeSource:
         self.buffer.read_window(window_s)
         matchers = lane_matchers(selector)
         specs = dialects.lane_specs(dialect, self.escaped)
-        window = Window(self.buffer, matchers, end - window_s, end, _counter_names(specs.values()))
+        counters = _counter_names(specs.values())
+        window = Window(self.buffer, matchers, end - window_s, end, counters)
+        last = self.buffer.scrapes[max(bisect_right(self.buffer.scrapes, end) - 1, 0)]
+        now = Window(self.buffer, matchers, last, last, ())
+        minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
         values: dict[str, float] = {}
         missing: dict[str, str] = {}
         histograms: dict[str, tuple[Bucket, ...]] = {}
@@ -156,7 +166,7 @@ class ScrapeSource:
         for key, spec in specs.items():
             queries[key] = f"scrape {self.url}: {_describe(spec)}"
             reason = dialects.missing_reason(spec, self._exposed)
-            read = Missing(reason) if reason else _read(window, spec)
+            read = Missing(reason) if reason else _read(spec, window, now, minute)
             if isinstance(read, Missing):
                 missing[key] = read.reason
             elif isinstance(read, tuple):
@@ -211,11 +221,28 @@ class ScrapeSource:
 
 
 def _read(
-    window: Window, spec: dialects.Spec
+    spec: dialects.Spec, window: Window, now: Window, minute: Window
 ) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
-    if isinstance(spec, dialects.Histogram):
-        return window.histogram(spec.base)
+    """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
+    if isinstance(spec, dialects.Now):
+        return now.value(spec.of)
+    if isinstance(spec, dialects.LastMinute):
+        return _whole_minute(minute, minute.value(spec.of))
+    options = spec.options if isinstance(spec, dialects.Either) else (spec,)
+    if isinstance(options[0], dialects.Histogram):
+        return window.histogram(spec)
     return window.value(spec)
+
+
+def _whole_minute(
+    minute: Window, increase: float | dict[str, float] | Missing
+) -> float | dict[str, float] | Missing:
+    """The increase over the part of the minute its scrapes span, scaled to the whole minute
+    (as Prometheus's `increase()` extrapolates to its range)."""
+    if not isinstance(increase, float):
+        return increase
+    observed = minute.observed_s()
+    return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
 
 
 def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
@@ -241,7 +268,12 @@ def _describe(spec: dialects.Spec) -> str:
     if isinstance(spec, dialects.Gauge):
         return f"{spec.across} of {spec.metric}{_grouping(spec)}, averaged over scrapes"
     if isinstance(spec, dialects.Histogram):
-        return f"increase per le of {spec.base}_bucket"
+        extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
+        return f"increase per le of {spec.base}_bucket" + (f"{{{extra}}}" if extra else "")
+    if isinstance(spec, dialects.Now):
+        return _describe(spec.of).replace(", averaged over scrapes", ", at the last scrape")
+    if isinstance(spec, dialects.LastMinute):
+        return f"{_describe(spec.of)}, over the last minute"
     return "unavailable"
 
 
