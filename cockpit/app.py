@@ -40,7 +40,7 @@ from cockpit.poller import (
     LedgerPoller,
     close_all,
 )
-from cockpit.receipts import receipt_name, write_receipt
+from cockpit.receipts import receipt_name, receipts_folder, write_receipt
 from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
@@ -469,7 +469,8 @@ class CockpitApp(App[None]):
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         # A replay's receipt is named for the moment it shows, not the moment it was written.
         moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
-        target = (self.export_dir or Path.cwd()) / receipt_name(self.lane_name, self.window, moment)
+        folder = self.export_dir or receipts_folder(self.config.export_dir)
+        target = folder / receipt_name(self.lane_name, self.window, moment)
         self.run_worker(
             lambda: self._write_receipt(lane, ledger, target),
             name="export",
