@@ -1,4 +1,5 @@
-"""The receipt the cockpit exports (`e`): its file name, and a write that never replaces one."""
+"""The receipt the cockpit exports (`e`): its folder, its file name, and a write that never
+replaces one."""
 
 from __future__ import annotations
 
@@ -6,8 +7,18 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
 from cockpit.ledger_figures import Prices
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+
+
+def receipts_folder(configured: str | None) -> Path:
+    """Where `e` writes: the config's `export_dir` (`~` expanded), else the platform's data
+    folder (`~/.local/share/lane-cockpit/receipts` on Linux), never the current directory."""
+    if configured:
+        return Path(configured).expanduser().absolute()
+    return Path(user_data_dir("lane-cockpit")) / "receipts"
 
 
 def receipt_name(lane: str, window: str, moment: float) -> str:
@@ -37,4 +48,6 @@ def write_receipt(
     """The markdown receipt of these snapshots, written to `target` (or beside it); OSError."""
     from cockpit.report import markdown_receipt
 
+    if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
+        target.parent.mkdir(parents=True, exist_ok=True)
     return write_new_file(target, markdown_receipt(lane, ledger, prices))
