@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
 
 from cockpit.figures import LaneFigures, lane_figures
@@ -255,7 +255,8 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
     ) -> SnapshotT:
         good = self._good.get(key)
         if good is None:
-            return self.snapshot(window, None, Freshness("missing", reason=reason), latency)
+            missing = Freshness("missing", since=self._failing_since, reason=reason)
+            return self.snapshot(window, None, missing, latency)
         stale = Freshness("stale", since=self._failing_since, reason=reason)
         return self.snapshot(window, good, stale, latency)
 
@@ -281,9 +282,17 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
             probe=getattr(feed, "probe", None),
         )
         self.feed = feed
+        self.waiting_streak = 0
+        """Good refreshes in a row that found requests waiting (a failed one ends the run)."""
 
     def figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens)
+
+    async def cycle(self, window: str) -> LaneSnapshot:
+        snapshot = await super().cycle(window)
+        waiting = waiting_now(snapshot.figures) if snapshot.freshness.state == "ok" else None
+        self.waiting_streak = self.waiting_streak + 1 if waiting else 0
+        return replace(snapshot, waiting_streak=self.waiting_streak)
 
     def forget(self) -> None:
         """The next read evaluates anew what the feed may reuse (a long Prometheus window)."""
@@ -315,6 +324,15 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
             gpus=self.feed.gpus,
             chunk_tokens=self.feed.chunk_tokens,
         )
+
+
+def waiting_now(figures: LaneFigures | None) -> float | None:
+    """Requests waiting at the read's time, or the window's mean where the engine's gauge
+    was not read at that time."""
+    if figures is None:
+        return None
+    now = figures.value("waiting_now")
+    return now if now is not None else figures.value("waiting")
 
 
 class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):

@@ -30,6 +30,8 @@ class LaneSnapshot:
     gpus: int = 1
     """GPUs behind the lane; `hardware` is already all of them together."""
     chunk_tokens: int | None = None
+    waiting_streak: int = 0
+    """Good refreshes in a row, up to this one, that found requests waiting (`waiting_now`)."""
 
     def roofline(self) -> RooflineView | None:
         """The lane's roofline, with its operating points once figures exist."""

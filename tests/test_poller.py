@@ -82,6 +82,33 @@ async def test_a_source_that_never_answered_is_missing_with_its_reason() -> None
     assert snapshot.figures is None and snapshot.totals is None
 
 
+async def test_a_lane_never_reached_is_missing_since_its_first_failure() -> None:
+    wall = Wall(1000.0)
+    feed = ScriptedLaneFeed("lane-a", failure=SourceDown("connection refused (127.0.0.1:9090)"))
+    poller = LanePoller(feed, 5.0, clocks=Clocks(wall=wall))
+    first = await poller.cycle("1h")
+    wall.now = 1030.0
+    second = await poller.cycle("1h")
+    for down in (first, second):
+        assert down.freshness.state == "missing" and down.figures is None
+        assert down.freshness.since == 1000.0, "down since the first failure, not the latest"
+    feed.failure = None
+    assert (await poller.cycle("1h")).freshness.since is None
+
+
+async def test_the_waiting_streak_counts_good_refreshes_in_a_row_with_requests_waiting() -> None:
+    feed = ScriptedLaneFeed("lane-a", changes={"waiting_now": 2.0})
+    poller = LanePoller(feed, 5.0)
+    streaks = [(await poller.cycle("1h")).waiting_streak for _ in range(3)]
+    feed.failure = SourceDown("timeout after 10 s")
+    streaks.append((await poller.cycle("1h")).waiting_streak)
+    feed.failure = None
+    streaks.append((await poller.cycle("1h")).waiting_streak)
+    feed.changes = {"waiting_now": 0.0, "waiting": 0.0}
+    streaks.append((await poller.cycle("1h")).waiting_streak)
+    assert streaks == [1, 2, 3, 0, 1, 0]
+
+
 async def test_a_window_never_read_is_missing_not_the_other_windows_figures() -> None:
     feed = ScriptedLaneFeed("lane-a")
     poller = LanePoller(feed, 5.0)
