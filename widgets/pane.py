@@ -40,6 +40,7 @@ TONE_STYLE: dict[str, str] = {
 
 MISSING = "—"
 DEFAULT_WIDTH = 40
+BORDER_ROWS = 2
 """Width used before the pane has been laid out (the height never depends on it)."""
 
 
@@ -52,6 +53,8 @@ class Row:
     tone: Tone = "plain"
     stale: bool = False
     reason: str = ""
+    figure: Figure | None = None
+    """The figure shown, for its details (definition, query, time) on `enter`/`i`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,35 @@ class Note:
     tone: Tone = "muted"
 
 
-Line = Row | Bar | Note
+@dataclass(frozen=True, slots=True)
+class Cells:
+    """A table row: a label, then its values right-aligned in columns of `column` cells."""
+
+    label: str
+    values: tuple[str, ...]
+    tone: Tone = "plain"
+    stale: bool = False
+    column: int = 9
+    """Cells per column; one fewer when the columns and `min_label` cells don't fit."""
+    short: str = ""
+    """The label when the full one leaves no room (`ITL` for `Inter-token`)."""
+    min_label: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Spark:
+    """A label, a sparkline of `points` (None: a gap) scaled to `top`, then `value`."""
+
+    label: str
+    points: tuple[float | None, ...]
+    value: str
+    top: float | None = None
+    """The value drawn as a full block; None: the largest point."""
+    tone: Tone = "primary"
+    stale: bool = False
+
+
+Line = Row | Bar | Note | Cells | Spark
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +166,9 @@ def figure_row(
         return Row(label or "", MISSING, "muted", stale, absent or "no data yet")
     name = label or figure.label
     if figure.missing:
-        return Row(name, MISSING, "muted", stale, figure.reason or absent)
-    return Row(name, value if value is not None else format_figure(figure), tone, stale)
+        return Row(name, MISSING, "muted", stale, figure.reason or absent, figure)
+    shown = value if value is not None else format_figure(figure)
+    return Row(name, shown, tone, stale, figure=figure)
 
 
 def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Tone:
@@ -195,11 +227,62 @@ def _note_content(note: Note, width: int) -> Content:
     return Content.styled(text, TONE_STYLE[note.tone]).truncate(width, ellipsis=True)
 
 
+def _cells_content(cells: Cells, width: int) -> Content:
+    column = cells.column
+    if cells.min_label + column * len(cells.values) > width:  # the same for every row
+        column -= 1
+    values = "".join(visible(value).rjust(column) for value in cells.values)
+    room = width - cell_len(values)
+    label = visible(cells.label)
+    if cells.short and cell_len(label) >= room:
+        label = visible(cells.short)
+    label_part = Content(label).truncate(max(room, 0), ellipsis=True, pad=True)
+    style = TONE_STYLE[cells.tone] + (" dim" if cells.stale else "")
+    return Content.assemble(label_part, (values, style)).truncate(width)
+
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+SPARK_LABEL = 11
+"""Cells for a sparkline's label; its value takes what it needs at the right."""
+
+
+def sparkline(points: tuple[float | None, ...], cells: int, top: float | None = None) -> str:
+    """`points` spread over `cells` block characters (each the mean of its points), scaled
+    from 0 to `top`; a cell with no point (a gap in the data) is a blank, never a zero."""
+    known = [point for point in points if point is not None]
+    top = max(known, default=0.0) if top is None else top
+    count = len(points)
+    chars: list[str] = []
+    for cell in range(max(cells, 0) if count else 0):
+        start = cell * count // cells
+        chunk = points[start : max((cell + 1) * count // cells, start + 1)]
+        values = [point for point in chunk if point is not None]
+        if not values:
+            chars.append(" ")
+            continue
+        share = sum(values) / len(values) / top if top > 0 else 0.0
+        chars.append(SPARK_BLOCKS[round(min(max(share, 0.0), 1.0) * (len(SPARK_BLOCKS) - 1))])
+    return "".join(chars)
+
+
+def _spark_content(spark: Spark, width: int) -> Content:
+    value = visible(spark.value)
+    label = Content(visible(spark.label)).truncate(SPARK_LABEL, ellipsis=True, pad=True)
+    cells = width - SPARK_LABEL - cell_len(value) - 2
+    style = TONE_STYLE[spark.tone] + (" dim" if spark.stale else "")
+    line = sparkline(spark.points, cells, spark.top)
+    return Content.assemble(label, " ", (line, style), " ", (value, "bold")).truncate(width)
+
+
 def render_line(line: Line, width: int) -> Content:
     if isinstance(line, Row):
         return _row_content(line, width)
     if isinstance(line, Bar):
         return _bar_content(line, width)
+    if isinstance(line, Cells):
+        return _cells_content(line, width)
+    if isinstance(line, Spark):
+        return _spark_content(line, width)
     return _note_content(line, width)
 
 
@@ -242,7 +325,11 @@ class Pane(Widget):
         text-overflow: clip;
     }
     Pane.-missing { border-subtitle-color: $error; }
+    Pane:focus { border: round $accent; }
     """
+
+    can_focus = True
+    """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
     view: reactive[PaneView] = reactive(PaneView(()), repaint=False, init=False)
     """What the pane shows; set by `show()`. Views are frozen: setting an equal one does
@@ -257,6 +344,7 @@ class Pane(Widget):
         self.shown_notes: tuple[str, str | None] = ("", None)
         """The border note and tooltip on screen: setting either, even to the same, redraws."""
         self.view = self.placeholder()
+        self.styles.row_span = len(self.view.lines) + BORDER_ROWS
 
     def placeholder(self) -> PaneView:
         """The view before any data arrives."""
@@ -264,6 +352,8 @@ class Pane(Widget):
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
         self.refresh(layout=len(old.lines) != len(view.lines))
+        # In the cockpit's grid of one-cell rows a pane spans as many rows as it is tall.
+        self.styles.row_span = len(view.lines) + BORDER_ROWS
         states = {fresh.state for _, fresh in view.sources}
         self.set_class("stale" in states, "-stale")
         self.set_class("missing" in states, "-missing")

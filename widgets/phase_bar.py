@@ -55,5 +55,23 @@ def phase_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneV
         engine.row("stream_tok_s", "Decode tok/s per stream", tone="primary"),
         engine.row("decode_share", "Decode share"),
         engine.row("running", "Running requests (mean)"),
+        *_spec_rows(engine),
     )
     return PaneView(lines, (("lane", engine.freshness),))
+
+
+def _spec_rows(engine: Source) -> tuple[Row, ...]:
+    """Draft acceptance, overall and per draft position: only on a lane that drafts."""
+    acceptance = engine.get("draft_acceptance")
+    if acceptance is None or acceptance.missing:
+        return ()
+    prefix = "draft_acceptance_pos_"
+    shares = " ".join(
+        f"{figure.value * 100:.0f}%"
+        for key, figure in engine.figures.items()
+        if key.startswith(prefix) and figure.value is not None
+    )
+    overall = engine.row("draft_acceptance", "Draft acceptance", tone="primary")
+    if not shares:
+        return (overall,)
+    return (overall, Row("Acceptance by position", shares, stale=engine.stale))

@@ -16,6 +16,7 @@ from cockpit.roofline import MeasuredPoint, OperatingPoints, RooflineView, RoofP
 from cockpit.roofline_table import intensity_text, rate_text, si
 from cockpit.text import visible
 
+from .pane import BORDER_ROWS
 from .roofplot import TITLE_MIN_HEIGHT, RoofPlot
 
 __all__ = ["RooflinePane", "RooflineView", "caption_lines"]
@@ -66,12 +67,19 @@ def _measured_lines(measured: MeasuredPoint | None, reason: str, compact: bool) 
     return [line]
 
 
+LEGEND = (
+    "P prefill · D decode step · M engine-measured",
+    "I FLOP/byte · % of roof: achieved ÷ roof at I",
+)
+
+
 def caption_lines(
-    view: RooflineView | None, *, title: bool = True, compact: bool = False
+    view: RooflineView | None, *, title: bool = True, compact: bool = False, legend: bool = False
 ) -> list[str]:
     """The pane's words: each point's FLOP/s, intensity and % of roof, the decode ceiling.
 
-    `title` adds the roofs (ridge, peak); `compact` drops the filler words for narrow panes.
+    `title` adds the roofs (ridge, peak); `compact` drops the filler words for narrow panes;
+    `legend` says what the letters and the percentage are.
     """
     if view is None:
         return ["no hardware or model profile"]
@@ -90,7 +98,7 @@ def caption_lines(
     lines += _measured_lines(points.measured, points.measured_reason, compact)
     if points.above_roof:
         lines.append(ABOVE_ROOF_COMPACT if compact else ABOVE_ROOF)
-    return lines
+    return [*lines, *LEGEND] if legend else lines
 
 
 def pane_title(view: RooflineView | None) -> str:
@@ -102,10 +110,12 @@ def is_text_only(pane: Size) -> bool:
     return pane.width < MIN_PLOT_WIDTH or pane.height < MIN_PLOT_HEIGHT
 
 
-def caption_at(view: RooflineView | None, pane: Size) -> list[str]:
-    """The caption's lines in a pane of this (outer) size."""
-    title = is_text_only(pane) or pane.height >= TITLE_MIN_HEIGHT
-    return caption_lines(view, title=title, compact=pane.width < WIDE_CAPTION_WIDTH)
+def caption_at(view: RooflineView | None, pane: Size, own_height: bool = False) -> list[str]:
+    """The caption's lines in a pane of this (outer) size; a pane as tall as its plot and
+    caption has room for the roofs line and the legend."""
+    title = own_height or is_text_only(pane) or pane.height >= TITLE_MIN_HEIGHT
+    compact = pane.width < WIDE_CAPTION_WIDTH
+    return caption_lines(view, title=title, compact=compact, legend=own_height)
 
 
 class Caption(Widget):
@@ -158,8 +168,12 @@ class RooflinePane(Widget):
     """What to draw; an equal view draws nothing. The pane is only a border: its plot and
     caption redraw themselves, and a new title repaints the border."""
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, own_height: bool = False
+    ) -> None:
         super().__init__(id=id, classes=classes)
+        self.own_height = own_height
+        """As tall as its plot (its CSS height) and caption, rather than what it is given."""
         self.border_title = Content(pane_title(None))
         self.plot = RoofPlot(id="roofline-plot")
         self.caption = Caption(id="roofline-caption")
@@ -179,7 +193,9 @@ class RooflinePane(Widget):
         self.draw()
 
     def on_resize(self, _event: Resize) -> None:
-        self.set_class(is_text_only(self.outer_size), "-text-only")
+        size = self.outer_size
+        narrow = size.width < MIN_PLOT_WIDTH
+        self.set_class(narrow if self.own_height else is_text_only(size), "-text-only")
         self.draw()
 
     @property
@@ -188,5 +204,12 @@ class RooflinePane(Widget):
 
     def draw(self) -> None:
         """The caption and the plot of the view at the pane's size."""
-        self.caption.lines = tuple(visible(line) for line in caption_at(self.view, self.outer_size))
+        lines = caption_at(self.view, self.outer_size, self.own_height)
+        self.caption.lines = tuple(visible(line) for line in lines)
         self.plot.show(self.view)
+        if self.own_height:
+            height = self.plot.styles.height
+            plot_rows = 0 if self.text_only or height is None else height.cells or 0
+            rows = plot_rows + len(lines) + BORDER_ROWS
+            self.styles.height = rows
+            self.styles.row_span = rows  # in the cockpit's grid of one-cell rows

@@ -1,0 +1,68 @@
+"""Is the lane getting better or worse: a sparkline per figure across the window, at the trend's
+fixed step (stated in the title), the latest point beside it. Gaps in the data stay blank."""
+
+from __future__ import annotations
+
+from textual.content import Content
+
+from cockpit.figures import format_value
+from cockpit.model import Trend, Unit
+from cockpit.snapshot import LaneSnapshot
+
+from .pane import Line, Note, Pane, PaneView, Spark, lane_source
+
+SERIES: tuple[tuple[str, str, Unit, float | None], ...] = (
+    ("hit_rate", "Hit rate", "share", 1.0),
+    ("ttft_p95", "TTFT p95", "seconds", None),
+    ("itl_step", "Step (ITL)", "seconds", None),
+    ("generation_tok_s", "Gen tok/s", "tok/s", None),
+    ("running", "Running", "number", None),
+    ("waiting", "Waiting", "number", None),
+    ("kv_usage", "KV use", "share", 1.0),
+)
+"""(trend key, label, unit, full scale: None for the series' own largest point)."""
+
+
+def step_text(step_s: float) -> str:
+    """`step 15 s`, `step 1 min`, `step 2 h`."""
+    if step_s < 60:
+        return f"step {step_s:.0f} s"
+    if step_s < 3600:
+        return f"step {step_s / 60:g} min"
+    return f"step {step_s / 3600:g} h"
+
+
+def latest(points: tuple[float | None, ...]) -> float | None:
+    return next((point for point in reversed(points) if point is not None), None)
+
+
+class TrendsPane(Pane):
+    """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use."""
+
+    TITLE = "Trends"
+
+    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        trend = lane.totals.trend if lane is not None and lane.totals is not None else None
+        title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.TITLE
+        if str(self.border_title) != title:
+            self.border_title = Content(title)
+        self.view = trends_view(lane, lane_configured)
+
+
+def trend_lines(trend: Trend, stale: bool = False) -> tuple[Line, ...]:
+    lines: list[Line] = []
+    for key, label, unit, top in SERIES:
+        points = trend.series.get(key, ())
+        value = format_value(latest(points), unit)
+        lines.append(Spark(label, tuple(points), value, top, stale=stale))
+    return tuple(lines)
+
+
+def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+    engine = lane_source(lane, lane_configured)
+    trend = lane.totals.trend if lane is not None and lane.totals is not None else None
+    if trend is None:
+        lines: tuple[Line, ...] = (Note("no trend read yet" if lane else engine.absent),)
+    else:
+        lines = trend_lines(trend, engine.stale)
+    return PaneView(lines, (("lane", engine.freshness),))

@@ -1,0 +1,204 @@
+"""The lane's vital signs and its health, at the top of the screen, on every refresh.
+
+The vital strip: running and waiting requests now, KV use now, request and token rates (over
+the window and the last minute), how requests finished, preemptions, admission rejections.
+DOWN, with the time, when the lane's source fails. The health line: each rule that fires,
+naming its figure and threshold, or `healthy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from textual.content import Content
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
+from cockpit.figures import format_figure, format_value
+from cockpit.health import Finding
+from cockpit.model import Figure
+from cockpit.snapshot import LaneSnapshot
+from cockpit.text import visible
+from cockpit.timeutil import clock
+
+from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, Tone, lane_source, short_reason
+from .status import pack_items
+
+Item = tuple[str, str, Tone]
+"""(label, value, tone): one item of a line, `label value`."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineView:
+    """A line of items, or one message that takes the whole line (`DOWN since …`)."""
+
+    items: tuple[Item, ...] = ()
+    message: str = ""
+    message_style: str = ""
+
+
+def _item_content(item: Item) -> Content:
+    label, value, tone = item
+    if not label:
+        return Content.styled(visible(value), TONE_STYLE[tone])
+    shown = (visible(value), TONE_STYLE[tone])
+    return Content.assemble((f"{visible(label)} ", "$text-muted"), shown)
+
+
+class PackedLine(Widget):
+    """Items on as few lines as the width allows, breaking only between items."""
+
+    DEFAULT_CSS = """
+    PackedLine {
+        height: auto;
+        padding: 0 1;
+        text-wrap: nowrap;
+    }
+    """
+
+    view: reactive[LineView] = reactive(LineView(), repaint=False, init=False)
+    """Frozen: an equal view draws nothing."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.view = LineView(message="waiting for the first read…", message_style="$text-muted")
+
+    def watch_view(self, old: LineView, view: LineView) -> None:
+        width = self.content_size.width or DEFAULT_WIDTH
+        self.refresh(layout=len(self._lines(old, width)) != len(self._lines(view, width)))
+
+    @staticmethod
+    def _lines(view: LineView, width: int) -> list[Content]:
+        if view.message:
+            text = Content.styled(visible(view.message), view.message_style)
+            return [text.truncate(width, ellipsis=True)]
+        return pack_items([_item_content(item) for item in view.items], width)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines(self.view, width or DEFAULT_WIDTH))
+
+    def render(self) -> Content:
+        return Content("\n").join(self._lines(self.view, self.content_size.width or DEFAULT_WIDTH))
+
+
+# --- the vital strip ------------------------------------------------------------------------
+
+
+def _value(figure: Figure | None) -> str:
+    return MISSING if figure is None or figure.missing else format_figure(figure)
+
+
+def _number(figure: Figure | None, unit: str = "") -> str:
+    if figure is None or figure.missing or figure.value is None:
+        return MISSING
+    return f"{format_value(figure.value, 'number')}{unit}"
+
+
+def _rate(window: Figure | None, minute: Figure | None, number: bool = False) -> str:
+    """`5,556 tok/s · 1m 5,100`: the window's mean, then the last minute's."""
+    text = _number(window) if number else _value(window)
+    last = _number(minute) if number else _value(minute).removesuffix(" tok/s")
+    return f"{text} · 1m {last}"
+
+
+def _waiting(figures: dict[str, Figure]) -> Item:
+    waiting = figures.get("waiting_now")
+    count = _number(waiting)
+    reasons = [
+        f"{reason} {_number(figures[key])}"
+        for reason in WAIT_REASONS
+        if (key := f"waiting_now_{reason}") in figures and not figures[key].missing
+    ]
+    if reasons:
+        count += f" ({', '.join(reasons)})"
+    busy = waiting is not None and (waiting.value or 0) > 0
+    return ("waiting", count, "warn" if busy else "plain")
+
+
+def _finished(figures: dict[str, Figure]) -> Item:
+    counts = {r: figures[f"finished_{r}"] for r in FINISH_REASONS if f"finished_{r}" in figures}
+    known = {r: f.value for r, f in counts.items() if f.value is not None}
+    if not known:
+        return ("finished", MISSING, "muted")
+    parts = " ".join(f"{reason} {format_value(value, 'count')}" for reason, value in known.items())
+    failed = sum(known.get(reason, 0.0) for reason in ("abort", "error"))
+    total = format_value(sum(known.values()), "count")
+    return ("finished", f"{total}: {parts}", "warn" if failed else "plain")
+
+
+def _counted(figure: Figure | None, label: str) -> Item:
+    value = figure.value if figure is not None else None
+    return (label, _value(figure), "warn" if value else "plain")
+
+
+def vital_items(figures: dict[str, Figure]) -> tuple[Item, ...]:
+    kv = figures.get("kv_usage_now")
+    kv_tone: Tone = "bad" if kv is not None and (kv.value or 0.0) >= 0.9 else "plain"
+    get = figures.get
+    items: list[Item] = [
+        ("running", _number(get("running_now")), "primary"),
+        _waiting(figures),
+        ("KV", _value(kv), kv_tone),
+        ("req/s", _rate(get("requests_per_s"), get("requests_per_s_1m"), number=True), "plain"),
+        ("prompt", _rate(get("prompt_tok_s"), get("prompt_tok_s_1m")), "plain"),
+        ("gen", _rate(get("generation_tok_s"), get("generation_tok_s_1m")), "plain"),
+        _finished(figures),
+        _counted(get("preemptions"), "preempted"),
+    ]
+    rejections = get("admission_rejections")
+    if rejections is not None and not rejections.missing:  # only where the engine exposes it
+        items.append(_counted(rejections, "rejected"))
+    return tuple(items)
+
+
+def down_message(lane: LaneSnapshot) -> str:
+    since = lane.freshness.since
+    head = f"DOWN since {clock(since)} UTC" if since is not None else "DOWN"
+    reason = short_reason(lane.freshness.reason)
+    return f"{head} · {reason}" if reason else head
+
+
+def vitals_view(lane: LaneSnapshot | None, configured: bool = True) -> LineView:
+    if not configured:
+        return LineView(message="no lane configured", message_style="$text-muted")
+    if lane is None:
+        return LineView(message="lane: reading…", message_style="$text-muted")
+    if lane.freshness.state != "ok":
+        return LineView(message=down_message(lane), message_style="bold reverse $error")
+    return LineView(vital_items(dict(lane_source(lane).figures)))
+
+
+class VitalStrip(PackedLine):
+    """Running / waiting now, KV now, rates, finish reasons, preemptions; DOWN when down."""
+
+    def show(self, lane: LaneSnapshot | None, configured: bool = True) -> None:
+        self.view = vitals_view(lane, configured)
+
+
+# --- the health line ------------------------------------------------------------------------
+
+SEVERE = ("bad", "error", "critical", "down")
+
+
+def health_view(findings: Sequence[Finding] | None) -> LineView:
+    """`healthy`, or each finding's text in its severity's colour."""
+    if findings is None:
+        return LineView(message="health: waiting for the first read", message_style="$text-muted")
+    if not findings:
+        return LineView(message="✓ healthy: no health rule fires", message_style="bold $success")
+    return LineView(tuple(_finding_item(finding) for finding in findings))
+
+
+def _finding_item(finding: Finding) -> Item:
+    tone: Tone = "bad" if str(finding.severity).lower() in SEVERE else "warn"
+    return ("", f"▲ {finding.text}", tone)
+
+
+class HealthLine(PackedLine):
+    """The health rules that fire now, each naming its figure and threshold."""
+
+    def show(self, findings: Iterable[Finding] | None) -> None:
+        self.view = health_view(None if findings is None else tuple(findings))
