@@ -107,6 +107,14 @@ class PrometheusLaneFeed:
         selector = _selector(self.lane, self.model_filter)
         return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
+    async def model_names(self) -> list[str]:
+        """The lane's `model_name` values, whatever the model filter (the `m` filter offers
+        them)."""
+        if self.source is None:
+            raise SourceError(self.setup_error or "closed")
+        dialect = None if self.lane.engine == "auto" else self.lane.engine
+        return await self.source.label_values("model_name", self.name, dialect, self.lane.selector)
+
     def forget(self) -> None:
         """The next read evaluates the window anew, not reusing a long window's totals."""
         if self.source is not None:
@@ -149,6 +157,12 @@ class ScrapeLaneFeed:
         selector = _selector(self.lane, self.model_filter)
         return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
 
+    async def model_names(self) -> list[str]:
+        """The `model_name` values of the lane's series scraped so far (one scrape if none)."""
+        if not self.source.buffer.scrapes:
+            await self.source.poll()
+        return self.source.label_values("model_name")
+
     async def close(self) -> None:
         await self.source.aclose()
 
@@ -168,6 +182,27 @@ class LedgerSetFeed:
         await self.ledgers.close()
 
 
+def prometheus_source(lane: LaneConfig) -> PrometheusSource:
+    """A source for the lane's server: its auth (the secret read now), TLS, timeout, tenant."""
+    assert lane.prometheus is not None
+    bearer: str | None = None
+    basic: tuple[str, str] | None = None
+    if lane.auth is not None:
+        secret = read_secret(lane.auth)
+        if lane.auth.kind == "bearer":
+            bearer = secret
+        else:
+            basic = (lane.auth.username, secret)
+    return PrometheusSource(
+        lane.prometheus,
+        bearer=bearer,
+        auth=basic,
+        verify=lane.ca_file if lane.ca_file else lane.verify_tls,
+        timeout=lane.timeout_s,
+        headers={"X-Scope-OrgID": lane.tenant} if lane.tenant else None,
+    )
+
+
 @dataclass
 class _Servers:
     """One PrometheusSource per (server, credentials, TLS): lanes on one server share it."""
@@ -176,27 +211,16 @@ class _Servers:
     users: dict[int, int] = field(default_factory=dict)
 
     def get(self, lane: LaneConfig) -> PrometheusSource:
-        assert lane.prometheus is not None
-        bearer: str | None = None
-        basic: tuple[str, str] | None = None
-        if lane.auth is not None:
-            secret = read_secret(lane.auth)
-            if lane.auth.kind == "bearer":
-                bearer = secret
-            else:
-                basic = (lane.auth.username, secret)
-        verify: bool | str = lane.ca_file if lane.ca_file else lane.verify_tls
-        key = (lane.prometheus, bearer, basic, verify, lane.timeout_s, lane.tenant)
+        key = (
+            lane.prometheus,
+            lane.auth,
+            lane.ca_file,
+            lane.verify_tls,
+            lane.timeout_s,
+            lane.tenant,
+        )
         if key not in self.by_key:
-            tenant = {"X-Scope-OrgID": lane.tenant} if lane.tenant else None
-            self.by_key[key] = PrometheusSource(
-                lane.prometheus,
-                bearer=bearer,
-                auth=basic,
-                verify=verify,
-                timeout=lane.timeout_s,
-                headers=tenant,
-            )
+            self.by_key[key] = prometheus_source(lane)
         source = self.by_key[key]
         self.users[id(source)] = self.users.get(id(source), 0) + 1
         return source
