@@ -5,7 +5,7 @@ multiples, point t covering (t - step, t]. Per step the raw keys the window's fi
 taken again (a counter's increase within the step, a gauge's mean in it) and the trend keys
 are worked out from them as `figures.py` and `decode_pace.py` work out the window's, so a point
 is that figure over its step. Prometheus answers them as one range query (`trend_query`, read
-back with `matrix_values`); a direct scrape works them out of its buffer (`buffer_trend`).
+back with `matrix_values`); a direct scrape works them out of its buffer (`BufferTrend`).
 A step without data is None, never 0; counters are increases, so a reset does not spike.
 """
 
@@ -147,46 +147,72 @@ def matrix_values(result: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, 
 # --- direct scrape: the buffer ------------------------------------------------------------
 
 
-def buffer_trend(
-    buffer: Buffer,
-    matchers: list[promql.Matcher],
-    specs: Mapping[str, dialects.Spec],
-    exposed: Iterable[str],
-    dialect: str,
-    window_s: float,
-    end: float,
-) -> Trend:
-    """The trend of the window ending at `end` from the scrape buffer's points.
+class BufferTrend:
+    """A direct scrape's trend, worked out of its buffer's points.
 
     A step's counter increase runs from the series' last point before the step (when that one
     lies in the step before: after a gap, from its first point in the step) to its last point
-    in it, resets handled as the buffer handles them."""
-    names = frozenset(exposed)
-    wanted = {
-        key: spec
-        for key in (*STEP_INPUTS, TTFT)
-        if (spec := specs.get(key)) is not None and dialects.missing_reason(spec, names) is None
-    }
-    step = trend_step(window_s)
-    steps: dict[float, StepValues] = {}
-    for t in point_times(window_s, end):
-        start = math.nextafter(t - step, math.inf)  # (t - step, t]
-        window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
-        values: dict[str, float] = {}
-        for key, spec in wanted.items():
-            found = _ttft_p95(window, spec) if key == TTFT else window.value(spec)
-            if isinstance(found, float):
-                values[TTFT_P95 if key == TTFT else key] = found
-        steps[t] = values
-    return make_trend(dialect, window_s, end, steps)
+    in it, resets handled as the buffer handles them. A step is worked out once it is over (a
+    scrape after it is in the buffer, and the one before it still is); only the lane's current
+    matchers and step are kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[object, ...], dict[float, StepValues]] = {}
+
+    def read(
+        self,
+        buffer: Buffer,
+        matchers: list[promql.Matcher],
+        specs: Mapping[str, dialects.Spec],
+        exposed: Iterable[str],
+        dialect: str,
+        window_s: float,
+        end: float,
+    ) -> Trend:
+        """The trend of the window ending at `end`."""
+        names = frozenset(exposed)
+        wanted = {
+            key: spec
+            for key in (*STEP_INPUTS, TTFT)
+            if (spec := specs.get(key)) is not None and dialects.missing_reason(spec, names) is None
+        }
+        step = trend_step(window_s)
+        key = (*matchers, dialect, step)
+        self._kept = {key: self._kept.get(key, {})}
+        kept = self._kept[key]
+        last_scrape = buffer.scrapes[-1] if buffer.scrapes else -math.inf
+        held_from = buffer.known_from or math.inf
+        steps: dict[float, StepValues] = {}
+        for t in point_times(window_s, end):
+            values = kept.get(t)
+            if values is None:
+                values = _step_values(buffer, matchers, wanted, t, step)
+                if t < last_scrape and t - 2 * step >= held_from:
+                    kept[t] = values
+            steps[t] = values
+        for old in [t for t in kept if t < end - window_s]:
+            del kept[old]
+        return make_trend(dialect, window_s, end, steps)
+
+
+def _step_values(
+    buffer: Buffer,
+    matchers: list[promql.Matcher],
+    wanted: Mapping[str, dialects.Spec],
+    t: float,
+    step: float,
+) -> StepValues:
+    start = math.nextafter(t - step, math.inf)  # (t - step, t]
+    window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
+    values: dict[str, float] = {}
+    for key, spec in wanted.items():
+        found = _ttft_p95(window, spec) if key == TTFT else window.value(spec)
+        if isinstance(found, float):
+            values[TTFT_P95 if key == TTFT else key] = found
+    return values
 
 
 def _ttft_p95(window: Window, spec: dialects.Spec) -> float | None:
-    options = spec.options if isinstance(spec, dialects.Either) else (spec,)
-    for option in options:
-        if isinstance(option, dialects.Histogram):
-            buckets = window.histogram(option.base)
-            if isinstance(buckets, tuple):
-                found = histogram_quantile(QUANTILE, buckets)
-                return None if found is None else found[0]
-    return None
+    buckets = window.histogram(spec)
+    found = histogram_quantile(QUANTILE, buckets) if isinstance(buckets, tuple) else None
+    return None if found is None else found[0]

@@ -4,6 +4,7 @@ trend grown from its buffer (a gap stays a gap, a counter reset does not spike).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import pytest
 
@@ -75,22 +76,27 @@ RESET = END - 20 * 60 + 15
 
 
 def scraped_hour() -> ScrapeSource:
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    for text, at in scrapes():
+        source.ingest(text, at)
+    return source
+
+
+def scrapes() -> Iterator[tuple[str, float]]:
     """An hour of scrapes every 15 s: 60 tokens, 400 prefix-cache queries (a quarter hits) and
     4 TTFT observations (1 under 0.1 s, 2 under 0.5 s, 1 under 1 s) a minute; running = the
     minute's number; a gap and a restart."""
-    source = ScrapeSource("http://127.0.0.1:1/metrics")
     base = 0
     for at in range(END - HOUR - 60, END + 1, 15):
         if GAP[0] < at <= GAP[1]:
             continue
         if at == RESET:
             base = at - 15
-        scrapes = (at - base) // 15
-        observed = scrapes  # one TTFT observation a scrape
+        count = (at - base) // 15
+        observed = count  # one TTFT observation a scrape
         ttft = (observed // 4, observed * 3 // 4, observed, observed)
         running = float((at - 1) // 60 % 60)
-        source.ingest(exposition(15.0 * scrapes, 100.0 * scrapes, running, ttft), at)
-    return source
+        yield exposition(15.0 * count, 100.0 * count, running, ttft), at
 
 
 def test_a_scraped_trend_has_one_point_a_step_gaps_as_none_and_no_spike_at_a_reset() -> None:
@@ -131,3 +137,13 @@ def test_a_scraped_trend_before_the_first_scrape_is_all_gaps() -> None:
     assert tok_s[:55] == (None,) * 55
     assert tok_s[-4:] == (1.0,) * 4
     assert trend.series["hit_rate"][-1] is None, "no query in the step: no rate, not 0"
+
+
+def test_a_trend_read_at_every_scrape_ends_as_one_read_once_at_the_end() -> None:
+    refreshed = ScrapeSource("http://127.0.0.1:1/metrics")
+    for text, at in scrapes():
+        refreshed.ingest(text, at)
+        refreshed.totals("lane", "", HOUR, at + 20)  # a step not over yet is read too
+    assert refreshed.totals("lane", "", HOUR, END).trend == (
+        scraped_hour().totals("lane", "", HOUR, END).trend
+    )

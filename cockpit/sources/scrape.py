@@ -29,7 +29,7 @@ from cockpit.sources.exposition import (
     lane_matchers,
     read_scrape,
 )
-from cockpit.trends import buffer_trend
+from cockpit.trends import BufferTrend
 
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
@@ -62,6 +62,7 @@ class ScrapeSource:
         self.url = self.endpoint.url
         self.dialect = dialect
         self.buffer = Buffer(max_scrapes, max_age_s, max_bytes)
+        self.trends = BufferTrend()
         self._keep = lane_matchers(selector)
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
@@ -199,7 +200,9 @@ class ScrapeSource:
             server=self.url,
             selector=selector,
             warnings=window.warnings(),
-            trend=buffer_trend(self.buffer, matchers, specs, self._exposed, dialect, window_s, end),
+            trend=self.trends.read(
+                self.buffer, matchers, specs, self._exposed, dialect, window_s, end
+            ),
         )
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
