@@ -96,7 +96,7 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     if snapshot.freshness.state != "ok":
         return (_down(snapshot.freshness),)
     figures = snapshot.figures.figures if snapshot.figures is not None else {}
-    findings = [_queue(figures.get("waiting_now"), _streak(snapshot), thresholds)]
+    findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
     for limit in _LIMITS:
         figure = next((figures[key] for key in limit.keys if _present(figures.get(key))), None)
         findings.append(_over(limit, figure, thresholds))
@@ -114,12 +114,6 @@ def rule_lines(thresholds: Thresholds) -> list[str]:
         said = f"{limit.compare} {_threshold(value, limit.unit)}" if value is not None else ""
         lines.append(f"{limit.words}: {' or '.join(limit.keys)} {said or limit.off}")
     return lines
-
-
-def _streak(snapshot: LaneSnapshot) -> int:
-    # TODO: snapshot.waiting_streak once LaneSnapshot has it
-    streak: int = getattr(snapshot, "waiting_streak", 0)
-    return streak
 
 
 def _present(figure: Figure | None) -> bool:
