@@ -462,6 +462,8 @@ def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
         return spec.reason
     if exposed is None:
         return None
+    if isinstance(spec, Now | LastMinute):
+        return missing_reason(spec.of, exposed)
     names = set(exposed)
     if isinstance(spec, Either) and any(missing_reason(o, names) is None for o in spec.options):
         return None
