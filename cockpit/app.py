@@ -14,12 +14,13 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, VerticalScroll
+from textual.containers import Grid, ScrollableContainer, VerticalScroll
+from textual.content import Content
 from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.message import Message
@@ -30,6 +31,7 @@ from textual.worker import Worker, WorkerState
 
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
+from cockpit.health import rule_lines
 from cockpit.lifecycle import resume_only_after_suspend
 from cockpit.poller import (
     MAX_DELAY_S,
@@ -41,7 +43,13 @@ from cockpit.poller import (
     close_all,
 )
 from cockpit.receipts import receipt_name, receipts_folder, write_receipt
-from cockpit.screens import HelpScreen, ModelFilterScreen
+from cockpit.screens import (
+    DetailsScreen,
+    HelpScreen,
+    LedgerTablesScreen,
+    ModelFilterScreen,
+    details_content,
+)
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
     DEFAULT_THEME,
@@ -60,12 +68,22 @@ from cockpit.widgets import (
     StatusLine,
     StatusView,
 )
+from cockpit.widgets.pane import Pane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import source_status
 
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
+PANE_FOCUS = (Pane, ScrollableContainer)
+"""Where the arrows move between panes: a pane, or the scrolling body around them."""
+
+
+@runtime_checkable
+class ListsModels(Protocol):
+    """A lane feed that can say which `model_name` values the lane has (for the `m` filter)."""
+
+    async def model_names(self) -> Sequence[str]: ...
 
 
 @dataclass
@@ -139,7 +157,13 @@ class CockpitApp(App[None]):
         Binding("m", "filter_model", "model"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),  # as in htop and k9s
         Binding("ctrl+p", "command_palette", "", show=False, priority=True),
+        # Panes: the arrows move the focus, enter or i opens the focused pane's details.
+        Binding("down,right", "focus_pane(1)", "next pane", show=False, priority=True),
+        Binding("up,left", "focus_pane(-1)", "previous pane", show=False, priority=True),
+        Binding("enter,i", "details", "details", show=False),
+        Binding("l", "ledger_tables", "ledger tables", show=False),
     ]
 
     def __init__(
@@ -409,6 +433,10 @@ class CockpitApp(App[None]):
         self._read_lane()
 
     def action_lane(self, number: int) -> None:
+        count = len(self.lane_feeds)
+        if number > count:
+            configured = f"{count} lane{'s' if count != 1 else ''}" if count else "no lanes"
+            self.notify(f"no lane {number}: {configured} configured", severity="warning")
         self.select_lane(number - 1)
 
     def action_step_lane(self, step: int) -> None:
@@ -443,7 +471,8 @@ class CockpitApp(App[None]):
         if not self.lane_feeds or isinstance(self.screen, ModelFilterScreen):
             return
         feed = self.lane_feeds[self.lane_index]
-        self.push_screen(ModelFilterScreen(feed.model_filter), self.filter_model)
+        names = feed.model_names if isinstance(feed, ListsModels) else None
+        self.push_screen(ModelFilterScreen(feed.model_filter, names), self.filter_model)
 
     def filter_model(self, model: str | None) -> None:
         """Read the current lane for `model` only (None: unchanged, empty: the whole lane)."""
@@ -460,10 +489,43 @@ class CockpitApp(App[None]):
 
     def action_next_theme(self) -> None:
         self.theme = next_theme(self.theme)
+        self.notify(f"theme: {self.theme}", markup=False)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(rule_lines(self.config.health)))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The pane keys act on the panes' screen only, and the arrows move between panes
+        only when no other widget (a list, a field) takes them."""
+        if action not in ("focus_pane", "details", "ledger_tables"):
+            return True
+        if self.screen is not self._home:
+            return False
+        focused = self.focused
+        return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
+
+    def action_focus_pane(self, step: int) -> None:
+        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
+        if not panes:
+            return
+        focused = self.focused
+        start = panes.index(focused) if isinstance(focused, Pane) else (-1 if step > 0 else 0)
+        panes[(start + step) % len(panes)].focus()
+
+    def action_details(self) -> None:
+        """The focused pane's figures (the first pane's when none is focused)."""
+        focused = self.focused
+        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
+        pane = focused if isinstance(focused, Pane) else panes[0] if panes else None
+        if pane is None:
+            return
+        title = f"{Content(pane.border_title or 'pane').plain}: details"
+        body = details_content(pane.view, self.lane_snapshot, self.ledger_snapshot)
+        self.push_screen(DetailsScreen(title, body))
+
+    def action_ledger_tables(self) -> None:
+        self.push_screen(LedgerTablesScreen(self.ledger_snapshot, self.ledger_poller is not None))
 
     def action_export(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot

@@ -1,60 +1,88 @@
-"""Screens over the cockpit: the `?` help screen and the model filter."""
+"""Screens over the cockpit: the `?` help, a pane's figure details, the ledger tables and the
+model filter. Text from outside (names, queries, reasons) is shown as data, never as markup."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, OptionList, Static
 
-KEY_HELP: tuple[tuple[str, str], ...] = (
-    ("1 – 9", "show lane 1 to 9"),
-    ("tab / shift+tab", "next / previous lane"),
-    ("w / W", "next / previous window (5m 1h 6h 24h 7d 30d 90d)"),
-    ("r", "refresh now"),
-    ("p", "pause / resume polling"),
-    ("e", "export the current receipt as markdown"),
-    ("t", "next theme"),
-    ("m", "filter the lane by model_name (empty: all)"),
-    ("ctrl+p", "command palette: lanes, windows, export, themes"),
-    ("?", "this help"),
-    ("q", "quit"),
-)
-"""Every key; the footer shows the most used of them, in this order."""
+from cockpit.glossary import lane_definition, ledger_definition, raw_keys
+from cockpit.model import Figure, SourceFailure
+from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.text import first_line, visible
+from cockpit.timeutil import stamp
+from cockpit.widgets.pane import PaneView, Row
+from cockpit.widgets.tables import LedgerTables
+
+KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Lanes and windows", (
+        ("1 – 9", "show lane 1 to 9"),
+        ("tab / shift+tab", "next / previous lane"),
+        ("w / W", "next / previous window (5m 1h 6h 24h 7d 30d 90d)"),
+    )),
+    ("Panes", (
+        ("↓ → / ↑ ←", "focus the next / previous pane"),
+        ("enter / i", "the focused pane's figures: definition, query, time, why missing"),
+        ("l", "the ledger tables: per source, per model, per profile"),
+    )),
+    ("Reading", (
+        ("r", "refresh now"),
+        ("p", "pause / resume polling"),
+        ("m", "filter the lane by model_name (empty: all)"),
+        ("e", "export the current receipt as markdown"),
+    )),
+    ("The cockpit", (
+        ("t", "next theme"),
+        ("ctrl+p", "command palette: lanes, windows, export, themes"),
+        ("?", "this help"),
+        ("q / ctrl+c", "quit"),
+    )),
+)  # fmt: skip
+"""Every key, by what it acts on; the footer shows the most used of them."""
+
+KEY_HELP: tuple[tuple[str, str], ...] = tuple(row for _, rows in KEY_GROUPS for row in rows)
 
 PANE_HELP: tuple[str, ...] = (
-    "Panes, prefill first: prefix cache · prefill · phases & decode ·",
-    "roofline · token ratios · spend split.",
     "A dim value is stale: its source failed, the last good value stays",
-    "and the border says why and since when. — is missing: hover for why.",
-    "Times are UTC, as in receipts and --at.",
+    "and the border says why and since when. — is missing: enter or i on",
+    "its pane says why. Times are UTC, as in receipts and --at.",
     "Roofline M: the point the engine's own FLOP and byte counters give;",
     "its ×0.75: measured FLOP/s over modelled prefill + decode FLOP/s.",
 )
 
 
-def help_content(keys: Iterable[tuple[str, str]] = KEY_HELP) -> Content:
-    rows = list(keys)
-    width = max(len(key) for key, _ in rows)
-    lines = [Content.assemble((key.ljust(width), "bold $accent"), "  ", text) for key, text in rows]
+def help_content(rules: Sequence[str] = ()) -> Content:
+    """The keys by group, the health rules (as data: they name configured values), the marks."""
+    width = max(len(key) for key in (k for k, _ in KEY_HELP))
+    lines: list[Content] = []
+    for group, rows in KEY_GROUPS:
+        lines.append(Content.styled(group, "bold $primary"))
+        for key, text in rows:
+            lines.append(Content.assemble((key.ljust(width), "bold $accent"), "  ", text))
+    if rules:
+        lines.append(Content.styled("Health rules", "bold $primary"))
+        lines.extend(Content(visible(rule)) for rule in rules)
     lines.append(Content(""))
     lines.extend(Content.styled(line, "$text-muted") for line in PANE_HELP)
     return Content("\n").join(lines)
 
 
-class HelpScreen(ModalScreen[None]):
-    """Every key and what the panes' marks mean; any of escape, q or ? closes it."""
+class TextScreen(ModalScreen[None]):
+    """A box of text over the cockpit, scrolled with the arrows; escape or q closes it."""
 
     DEFAULT_CSS = """
-    HelpScreen {
+    TextScreen {
         align: center middle;
     }
-    HelpScreen > VerticalScroll {
+    TextScreen > VerticalScroll {
         width: auto;
         max-width: 90%;
         height: auto;
@@ -64,7 +92,7 @@ class HelpScreen(ModalScreen[None]):
         background: $surface;
         padding: 0 1;
     }
-    HelpScreen Static {
+    TextScreen Static {
         width: auto;
     }
     """
@@ -72,47 +100,204 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", show=False),
         Binding("q", "dismiss", "close", show=False),
-        Binding("question_mark", "dismiss", "close", show=False),
     ]
+
+    def __init__(self, title: str, body: Content) -> None:
+        super().__init__()
+        self.title_text, self.body = title, body
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
-            box.border_title = "lane-cockpit keys"
-            yield Static(help_content(), id="help-text")
+            box.border_title = Content(visible(self.title_text))
+            yield Static(self.body, id="screen-text")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
 
 
+class HelpScreen(TextScreen):
+    """Every key, the health rules and what the panes' marks mean; escape, q or ? closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "dismiss", "close", show=False),
+    ]
+
+    def __init__(self, rules: Sequence[str] = ()) -> None:
+        super().__init__("lane-cockpit keys", help_content(rules))
+
+
+class DetailsScreen(TextScreen):
+    """A pane's figures: value, definition, query, evaluation time, why one is missing."""
+
+
+class LedgerTablesScreen(ModalScreen[None]):
+    """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
+
+    DEFAULT_CSS = """
+    LedgerTablesScreen {
+        align: center middle;
+    }
+    LedgerTablesScreen > VerticalScroll {
+        width: 100%;
+        height: auto;
+        max-height: 100%;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "close", show=False),
+        Binding("q", "dismiss", "close", show=False),
+        Binding("l", "dismiss", "close", show=False),
+    ]
+
+    def __init__(self, snapshot: LedgerSnapshot | None, configured: bool) -> None:
+        super().__init__()
+        self.snapshot, self.configured = snapshot, configured
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield LedgerTables(id="ledger-tables")
+
+    def on_mount(self) -> None:
+        self.query_one(LedgerTables).show(self.snapshot, self.configured)
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)
+
+
+# --- a pane's details -----------------------------------------------------------------------
+
+
+def _field(name: str, text: str) -> Content:
+    return Content.assemble((f"  {name:<8}", "$text-muted"), visible(text))
+
+
+def _figure_fields(
+    figure: Figure, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
+) -> list[Content]:
+    """What one figure is and where it came from: its source is the snapshot that holds it."""
+    lane_figures = lane.figures.figures if lane is not None and lane.figures else {}
+    lane_totals = lane.totals if lane is not None else None
+    if lane_totals is not None and lane_figures.get(figure.key) == figure:
+        definition = lane_definition(figure.key)
+        queries = [figure.query] if figure.query else []
+        from_raw = (lane_totals.queries.get(key) for key in raw_keys(definition))
+        queries += [query for query in from_raw if query and query not in queries]
+        end: float | None = lane_totals.end
+    else:
+        totals = ledger.totals if ledger is not None else None
+        definition = ledger_definition(figure.key)
+        queries = [figure.query] if figure.query else list(totals.queries if totals else ())
+        end = totals.end if totals is not None else None
+    lines = [Content.styled(f"  {definition}", "italic")] if definition else []
+    lines += [_field("query", query) for query in queries]
+    if end is not None:
+        lines.append(_field("at", stamp(end)))
+    if figure.missing:
+        lines.append(_field("missing", figure.reason or "no reason given"))
+    elif figure.reason:
+        lines.append(_field("note", figure.reason))
+    return lines
+
+
+def details_content(
+    view: PaneView, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
+) -> Content:
+    """Every row of a pane with what the screen has no room for."""
+    lines: list[Content] = []
+    for name, freshness in view.sources:
+        if freshness.state != "ok" or freshness.reason:
+            lines.append(_field(name, freshness.describe()))
+    for line in view.lines:
+        if not isinstance(line, Row):
+            continue
+        lines.append(Content.assemble((visible(line.label), "bold"), "  ", visible(line.value)))
+        if line.figure is not None:
+            lines += _figure_fields(line.figure, lane, ledger)
+        elif line.reason:
+            lines.append(_field("missing", line.reason))
+    return Content("\n").join(lines or [Content("no figures in this pane")])
+
+
+# --- the model filter -----------------------------------------------------------------------
+
+NamesLoader = Callable[[], Awaitable[Sequence[str]]]
+
+
 class ModelFilterScreen(ModalScreen[str | None]):
-    """Asks for a `model_name` to filter the lane by; enter applies, escape cancels."""
+    """Asks for a `model_name` to filter the lane by, offering those the lane has: enter
+    applies what is typed, a chosen name applies it, escape cancels."""
 
     DEFAULT_CSS = """
     ModelFilterScreen {
         align: center middle;
     }
-    ModelFilterScreen > Input {
+    ModelFilterScreen > Vertical {
         width: 60;
         max-width: 90%;
+        height: auto;
         border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    ModelFilterScreen OptionList {
+        height: auto;
+        max-height: 12;
+    }
+    ModelFilterScreen #model-names-note {
+        color: $text-muted;
+        padding: 0 1;
     }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel", show=False),
+        Binding("down", "to_names", "names", show=False),
     ]
 
-    def __init__(self, current: str | None) -> None:
+    def __init__(self, current: str | None, names: NamesLoader | None = None) -> None:
         super().__init__()
         self.current = current or ""
+        self.load_names = names
+        self.names: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
-        field = Input(self.current, placeholder="model_name (empty: the whole lane)")
-        field.border_title = "filter the lane by model"
-        yield field
+        with Vertical() as box:
+            box.border_title = "filter the lane by model"
+            yield Input(self.current, placeholder="model_name (empty: the whole lane)")
+            yield Static(
+                "reading the lane's model names…" if self.load_names else "", id="model-names-note"
+            )
+            yield OptionList()
+
+    def on_mount(self) -> None:
+        if self.load_names is not None:
+            self.run_worker(self._offer_names(self.load_names), exit_on_error=False)
+
+    async def _offer_names(self, load: NamesLoader) -> None:
+        note = self.query_one("#model-names-note", Static)
+        try:
+            self.names = tuple(await load())
+        except SourceFailure as error:
+            note.update(Content(f"model names: {visible(first_line(str(error)))}"))
+            return
+        options = self.query_one(OptionList)
+        options.add_options(Content(visible(name)) for name in self.names)
+        self.query_one(Input).suggester = SuggestFromList(self.names)
+        note.update("the lane's model names (↓ to choose):" if self.names else
+                    "no model_name on the lane's series")  # fmt: skip
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip())
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.names[event.option_index])
+
+    def action_to_names(self) -> None:
+        options = self.query_one(OptionList)
+        if options.option_count:
+            options.focus()
+            options.highlighted = options.highlighted or 0
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from faultlane import MODELS, QUOTED, lane_config, running_app, shared_lane_prometheus, wait_until
 from screentext import screen_text
-from textual.widgets import Footer
+from textual.pilot import Pilot
+from textual.widgets import Footer, OptionList
 
 from cockpit.app import CockpitApp, make_app
+from cockpit.config import Config, LaneConfig
+from cockpit.screens import ModelFilterScreen
+from cockpit.text import visible
 from tests.test_app import on_screen, settle
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 
@@ -53,3 +60,69 @@ async def test_a_click_on_a_key_runs_it() -> None:
         await pilot.click(Footer, offset=(line.index("q quit") + 3, 0))
         await pilot.pause()
         assert cockpit.return_code == 0 and not cockpit.is_running
+
+
+# --- keys as htop and k9s users expect them -------------------------------------------------
+
+
+async def test_ctrl_c_quits_even_from_the_model_filter_field() -> None:
+    for keys in (("ctrl+c",), ("m", "ctrl+c")):
+        cockpit = app()
+        async with cockpit.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert not cockpit.is_running, keys
+        assert cockpit.return_code == 0
+
+
+async def test_a_lane_key_beyond_the_lanes_says_how_many_there_are() -> None:
+    feeds = [ScriptedLaneFeed("lane-a"), ScriptedLaneFeed("lane-b")]
+    cockpit = make_app(config("lane-a", "lane-b"), feeds, None, clocks=fixed_clocks())
+    async with cockpit.run_test(size=(100, 30), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await on_screen(pilot, "no lane 5: 2 lanes configured")
+        assert cockpit.lane_index == 0
+
+
+async def test_t_says_which_theme_is_on() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(100, 30), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        await on_screen(pilot, f"theme: {cockpit.theme}")
+        assert cockpit.theme != "cockpit-dark"
+
+
+# --- the model filter offers the lane's model names -----------------------------------------
+
+
+async def choose_a_model_name(pilot: Pilot[None]) -> None:
+    """`m` lists the lane's model names, each as typed; ↓ ↓ ↓ enter picks the third."""
+    await pilot.press("m")
+    assert isinstance(pilot.app.screen, ModelFilterScreen)
+    options = pilot.app.screen.query_one(OptionList)
+    await wait_until(pilot, lambda: options.option_count == len(MODELS))
+    text = screen_text(pilot.app)
+    assert all(visible(name) in text for name in MODELS), text  # a newline shows as ␊
+    await pilot.press("down", "down", "down", "enter")
+    await pilot.pause()
+    assert not isinstance(pilot.app.screen, ModelFilterScreen)
+
+
+async def test_m_offers_the_model_names_the_lane_has_on_prometheus(tmp_path: Path) -> None:
+    _, server = shared_lane_prometheus(tmp_path)
+    async with running_app(lane_config(server.url), size=(100, 40)) as (cockpit, pilot):
+        await choose_a_model_name(pilot)
+        assert sorted(MODELS)[2] == QUOTED
+        assert cockpit.lane_feeds[0].model_filter == QUOTED  # the name itself, newline and all
+
+
+async def test_m_offers_the_model_names_of_a_scraped_lane(tmp_path: Path) -> None:
+    exporter, _ = shared_lane_prometheus(tmp_path)
+    lane = LaneConfig("lane-s", metrics_url=f"http://{exporter.address}/metrics")
+    settings = Config(source="<test>", lanes=(lane,), window="5m", refresh_s=60.0)
+    async with running_app(settings, size=(100, 40)) as (cockpit, pilot):
+        await choose_a_model_name(pilot)
+        assert cockpit.lane_feeds[0].model_filter == QUOTED

@@ -332,6 +332,21 @@ class PrometheusSource:
             partial=partial,
         )
 
+    async def label_values(
+        self, label: str, lane: str, dialect: str | None, selector: str
+    ) -> list[str]:
+        """The values `label` takes on the lane's presence metric under `selector`, sorted."""
+        memory = self._lanes.setdefault((lane, selector), _Lane())
+        names = await self._names(memory, selector)
+        dialect = dialect or memory.dialect or dialects.detect_dialect(names)
+        match = dialects.presence_metric(dialect, dialects.names_escaped(names))
+        params = {"match[]": match + promql.selector_with(selector)}
+        body = await self._api("GET", f"/api/v1/label/{label}/values", params)
+        data = body.get("data")
+        if not isinstance(data, list):
+            raise SourceError(f"{self.url}: label values answer has no list of values")
+        return sorted(str(value) for value in data)
+
     async def probe(self) -> bool:
         """Does the query API answer again? One trivial query (`1`): no series are read."""
         try:
