@@ -245,7 +245,7 @@ SCAN_POINTS = 2000
 
 
 def data_start_expression(
-    dialect: str, selector: str, window_s: float, escaped: bool = False
+    dialect: str, selector: str, window_s: float, escaped: bool = False, by: str = ""
 ) -> str:
     """Epoch of the lane's oldest sample in the window, to within a step.
 
@@ -255,25 +255,26 @@ def data_start_expression(
     span's start when data covers it, else at most a step after the first sample. A window's
     own step (1/2000 of it) is coarse for a history much shorter than the window, so shorter
     spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next span 20
-    times longer and coarser); the first span whose data begins inside it answers.
+    times longer and coarser); the first span whose data begins inside it answers. With
+    `by`, one start per value of that label (a fleet's lanes).
     """
     metric = presence_metric(dialect, escaped) + selector_with(selector)
     window_step = subquery_step(window_s)
     scans: list[str] = []
     step = FINE_STEP_S
     while step < window_step and (span := SCAN_POINTS * step) < window_s:
-        scan = _earliest(metric, span, step)
+        scan = _earliest(metric, span, step, by)
         scans.append(f"({scan} > time() - {span - step:.0f})")
         step *= 20
-    scans.append(_earliest(metric, window_s, window_step))
+    scans.append(_earliest(metric, window_s, window_step, by))
     # Data younger than the last subquery step is only seen by the instant lookup.
-    scans.append(f"min(timestamp({metric}))")
+    scans.append(f"{_sum('min', by)}(timestamp({metric}))")
     return f"({' or '.join(scans)})"
 
 
-def _earliest(metric: str, span_s: float, step_s: float) -> str:
+def _earliest(metric: str, span_s: float, step_s: float, by: str = "") -> str:
     return (
-        f"min(min_over_time(({metric} * 0 + time())"
+        f"{_sum('min', by)}(min_over_time(({metric} * 0 + time())"
         f"[{promql_duration(span_s)}:{promql_duration(step_s)}]))"
     )
 
