@@ -10,12 +10,20 @@ the lanes seen: a lane whose series vanish stays, marked gone.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
 
+from cockpit import promql
 from cockpit.config import Discover, LaneConfig
-from cockpit.model import Unit, frozen_map
+from cockpit.decode_pace import decode_pace
+from cockpit.dialects import DIALECTS, Gauge, Unavailable, lane_specs, presence_metric
+from cockpit.figures import format_value, merge_reasons
+from cockpit.model import Missing, Unit, divide, frozen_map
 from cockpit.promql import selector_with
+from cockpit.quantiles import histogram_quantile
+from cockpit.timeutil import promql_duration
 
 # --- what the overview shows ------------------------------------------------------------
 
@@ -166,8 +174,6 @@ def format_cell(row: FleetRow, column: FleetColumn) -> str:
     """A cell's text: the figure formatted as the lane panes format it (`> 60 s` for a lower
     bound), `up`/`down`/`gone` for the engine, `—` when missing; the trend is left to the
     screen (a sparkline of `row.history`), so it reads empty here."""
-    from cockpit.figures import format_value
-
     if column.key == LANE:
         return row.lane
     if column.key == UP:
@@ -176,6 +182,234 @@ def format_cell(row: FleetRow, column: FleetColumn) -> str:
         return ""
     text = format_value(row.values.get(column.key), column.unit)
     return f"> {text}" if column.key in row.above else text
+
+
+# --- the one query ---------------------------------------------------------------------
+
+RAW_KEYS: tuple[str, ...] = (
+    "running_now",
+    "waiting_now",
+    "kv_usage_now",
+    "requests",
+    "generation_tokens",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prompt_computed",
+    "kv_computed_sum",
+    "kv_computed_count",
+    "ttft",
+    "itl_sum",
+    "itl_count",
+    "spec_drafts",
+    "spec_accepted",
+    "prefill_sum",
+    "decode_sum",
+)
+"""The raw lane keys (`dialects.lane_specs`) the columns are made of."""
+LIVE = "live"
+"""Plan key: how many of the lane's presence series have a sample at the evaluation time."""
+NEWEST = "newest"
+"""Plan key: the timestamp of the lane's newest presence sample."""
+START = "start"
+"""Plan key: when the lane's data starts in the window (its rates are over the part covered)."""
+LEGACY = "legacy"
+"""Plan key: the lane has vLLM's pre-0.12 KV gauge and not the new one (`vllm-legacy`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    """The fleet's one instant query and how to read it back."""
+
+    label: str
+    window_s: float
+    query: str
+    figs: Mapping[str, Mapping[str, str]]
+    """Dialect -> plan key (RAW_KEYS, LIVE, NEWEST, START) -> the `fig` label of its samples; one
+    expression is asked once when dialects read it alike (vLLM and its legacy names)."""
+    unavailable: Mapping[str, Mapping[str, str]]
+    """Dialect -> raw key -> why the engine has no metric for it."""
+    state: Mapping[str, str]
+    """LEGACY, TARGETS, TARGETS_UP -> fig (TARGETS only when `up` can be narrowed)."""
+
+
+@lru_cache(maxsize=16)
+def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
+    """Every lane's raw keys in one expression: each spec of each dialect as `sum by
+    (<label>) (...)` (`promql.spec_expression`, the lane panes' own PromQL), `fig`-labelled
+    as `combined_query` does; `match` narrows the series (`namespace="llm"`)."""
+    window = promql_duration(window_s)
+    exprs: dict[str, str] = {}
+    named: dict[str, str] = {}
+
+    def ask(fig: str, expression: str) -> str:
+        name = named.setdefault(expression, fig)
+        exprs[name] = expression
+        return name
+
+    figs: dict[str, Mapping[str, str]] = {}
+    unavailable: dict[str, Mapping[str, str]] = {}
+    for dialect in DIALECTS:
+        specs = lane_specs(dialect)
+        keys: dict[str, str] = {}
+        for key in RAW_KEYS:
+            spec = specs[key]
+            expression = promql.spec_expression(spec, match, window, by=label)
+            if expression is not None:
+                keys[key] = ask(f"{dialect}/{key}", expression)
+        presence = presence_metric(dialect) + selector_with(match)
+        keys[LIVE] = ask(f"{dialect}/{LIVE}", f"count by ({label}) ({presence})")
+        keys[NEWEST] = ask(f"{dialect}/{NEWEST}", f"max by ({label}) (timestamp({presence}))")
+        start = promql.data_start_expression(dialect, match, window_s, by=label)
+        keys[START] = ask(f"{dialect}/{START}", start)
+        figs[dialect] = frozen_map(keys)
+        unavailable[dialect] = frozen_map(
+            {k: s.reason for k in RAW_KEYS if isinstance(s := specs[k], Unavailable)}
+        )
+    up = "up" + promql.selector_without(match, "model_name")
+    state = {
+        LEGACY: ask(LEGACY, _legacy(label, match)),
+        promql.TARGETS: ask(promql.TARGETS, f"count by ({label}) ({up})"),
+        promql.TARGETS_UP: ask(promql.TARGETS_UP, f"sum by ({label}) ({up})"),
+    }
+    query = promql.combined_query(exprs)
+    return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
+
+
+def _legacy(label: str, match: str) -> str:
+    old, new = (lane_specs(d)["kv_usage"] for d in ("vllm-legacy", "vllm"))
+    assert isinstance(old, Gauge) and isinstance(new, Gauge)
+    selector = selector_with(match)
+    return (
+        f"count by ({label}) ({old.metric}{selector})"
+        f" unless on ({label}) count by ({label}) ({new.metric}{selector})"
+    )
+
+
+# --- reading the answer -----------------------------------------------------------------
+
+Found = Mapping[str, Mapping[str, list[dict[str, Any]]]]
+"""fig -> lane -> its samples."""
+
+
+def index_answer(result: list[dict[str, Any]], label: str) -> Found:
+    """The answer's samples by `fig` and lane (series without the label are left out)."""
+    found: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for sample in result:
+        metric = sample.get("metric", {})
+        lane = metric.get(label)
+        if isinstance(lane, str):
+            found.setdefault(str(metric.get("fig", "")), {}).setdefault(lane, []).append(sample)
+    return found
+
+
+def _number(found: Found, fig: str, lane: str) -> float | None:
+    read = promql.read_key(found.get(fig, {}).get(lane), fig)
+    return read if isinstance(read, float) else None
+
+
+def engine_lanes(plan: FleetPlan, found: Found) -> set[str]:
+    """The lanes that have engine series in the answer (in the window, or live now)."""
+    figs = {fig for keys in plan.figs.values() for fig in keys.values()}
+    return {lane for fig in figs for lane in found.get(fig, {})}
+
+
+def lane_dialect(plan: FleetPlan, found: Found, lane: str) -> str:
+    """The lane's engine by the series it has now (empty when none is live)."""
+    if _number(found, plan.figs["sglang"][LIVE], lane):
+        return "sglang"
+    if _number(found, plan.figs["vllm"][LIVE], lane):
+        return "vllm-legacy" if _number(found, plan.state[LEGACY], lane) else "vllm"
+    return ""
+
+
+_INPUTS: Mapping[str, tuple[str, ...]] = {
+    "running_now": ("running_now",),
+    "waiting_now": ("waiting_now",),
+    "kv_usage_now": ("kv_usage_now",),
+    "requests_per_s": ("requests",),
+    "generation_tok_s": ("generation_tokens",),
+    "prefix_cache_hit_rate": ("prefix_cache_hits", "prefix_cache_queries"),
+    "mean_fresh_prefill": ("kv_computed_sum", "requests"),
+    "ttft_p95": ("ttft",),
+    "itl_mean": ("itl_sum", "itl_count"),
+    "decode_share": ("prefill_sum", "decode_sum"),
+    AGE: (NEWEST,),
+}
+"""Column -> the raw keys whose reasons say why it is missing."""
+
+
+def lane_row(plan: FleetPlan, found: Found, lane: str, dialect: str, end: float) -> FleetRow:
+    """One lane's row at `end`: each column as the lane panes define it (`figures.lane_figures`,
+    `decode_pace`, `quantiles`; a test holds them equal), its state from its live series and
+    its scrape targets (`up`, where that carries the label)."""
+    figs = plan.figs[dialect]
+    raw = {key: promql.read_key(found.get(fig, {}).get(lane), key) for key, fig in figs.items()}
+    v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
+    ttft = raw.get("ttft")
+    quantile = histogram_quantile(0.95, ttft) if isinstance(ttft, tuple) else None
+    newest = v(NEWEST)
+    covered, _ = promql.window_coverage(found.get(figs[START], {}).get(lane), end, plan.window_s)
+    window = covered or plan.window_s
+    values = {
+        "running_now": v("running_now"),
+        "waiting_now": v("waiting_now"),
+        "kv_usage_now": v("kv_usage_now"),
+        "requests_per_s": divide(v("requests"), window),
+        "generation_tok_s": divide(v("generation_tokens"), window),
+        "prefix_cache_hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
+        "mean_fresh_prefill": _fresh_prefill(v),
+        "ttft_p95": quantile[0] if quantile else None,
+        "itl_mean": decode_pace(dialect, v).step_s.value,
+        "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
+        AGE: None if newest is None else max(end - newest, 0.0),
+    }
+    absent = dict(plan.unavailable[dialect])
+    absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
+    reasons = {
+        key: merge_reasons(absent[k] for k in _INPUTS[key] if k in absent) or "no data in window"
+        for key, value in values.items()
+        if value is None
+    }
+    up, why = _state(found, plan, lane, figs[LIVE])
+    return FleetRow(
+        lane,
+        up=bool(up),
+        values=frozen_map(values),
+        gone=up is None,
+        reasons=frozen_map(reasons),
+        above=frozenset({"ttft_p95"} if quantile and quantile[1] else ()),
+        dialect=dialect,
+        down_reason=why,
+    )
+
+
+def _fresh_prefill(v: Callable[[str], float | None]) -> float | None:
+    """Mean fresh prefill per request, as `figures.lane_figures` finds it."""
+    mean = divide(v("kv_computed_sum"), v("kv_computed_count"))
+    if mean is not None:
+        return mean
+    computed = v("prompt_computed")
+    queries, hits = v("prefix_cache_queries"), v("prefix_cache_hits")
+    if computed is None and queries is not None and hits:
+        computed = queries - hits
+    return divide(computed, v("requests"))
+
+
+def _decode_share(prefill: float | None, decode: float | None) -> float | None:
+    return None if prefill is None or decode is None else divide(decode, prefill + decode)
+
+
+def _state(found: Found, plan: FleetPlan, lane: str, live: str) -> tuple[bool | None, str]:
+    """Up (True), down (False, and why) or gone (None): no live sample and no scrape target."""
+    targets = _number(found, plan.state[promql.TARGETS], lane)
+    targets_up = _number(found, plan.state[promql.TARGETS_UP], lane)
+    if targets and targets_up == 0:
+        return False, f"its {targets:.0f} scrape target(s) are down (up == 0)"
+    if _number(found, live, lane):
+        return True, ""
+    if targets:
+        return False, "no live sample of its engine (its series went stale)"
+    return None, "the server has no live series of it"
 
 
 # --- discovery -------------------------------------------------------------------------
@@ -197,5 +431,29 @@ def with_discovered(
     return (*explicit, *found)
 
 
-def _points(history: Sequence[float | None], value: float | None) -> tuple[float | None, ...]:
-    return (*history, value)[-HISTORY_POINTS:]
+class Discovery:
+    """The lanes a fleet has shown, across refreshes (bookkeeping only, no I/O).
+
+    A lane appears when the answer has engine series with its label value; once seen it
+    keeps its row: when its series vanish (no live sample, no scrape target) the row says
+    gone, not dropped. Each row carries the last HISTORY_POINTS refreshes of every numeric
+    column, the overview's trend."""
+
+    def __init__(self) -> None:
+        self.dialects: dict[str, str] = {}
+        """Lane -> its engine, as last seen live."""
+        self.history: dict[str, dict[str, tuple[float | None, ...]]] = {}
+
+    def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
+        """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
+        found = index_answer(result, plan.label)
+        rows: list[FleetRow] = []
+        for lane in sorted(engine_lanes(plan, found) | set(self.dialects)):
+            dialect = lane_dialect(plan, found, lane) or self.dialects.get(lane, "vllm")
+            self.dialects[lane] = dialect
+            row = lane_row(plan, found, lane, dialect, end)
+            past = self.history.setdefault(lane, {})
+            for key in NUMERIC_COLUMNS:
+                past[key] = (*past.get(key, ()), row.values.get(key))[-HISTORY_POINTS:]
+            rows.append(replace(row, history=frozen_map(past)))
+        return rows

@@ -118,19 +118,19 @@ def start_prometheus(
     return server
 
 
-def _wait_ready(server: PromServer, timeout: float = 30.0) -> None:
+def _wait_ready(server: PromServer, timeout: float = 30.0, ready: str = "/-/ready") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"prometheus exited: {server.log.read_text()[-2000:]}")
+            raise RuntimeError(f"the server exited: {server.log.read_text()[-2000:]}")
         try:
-            if httpx.get(server.url + "/-/ready", timeout=1).status_code == 200:
+            if httpx.get(server.url + ready, timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
     server.stop()
-    raise RuntimeError("prometheus did not become ready")
+    raise RuntimeError(f"the server at {server.url} did not become ready")
 
 
 # --- OpenMetrics writing ----------------------------------------------------------------
@@ -169,6 +169,16 @@ class OpenMetricsWriter:
                 text = _labels(labels)
                 lines += [f"{name}{text} {v!r} {int(t)}" for t, v in samples if start <= t < end]
         lines.append("# EOF")
+        return "\n".join(lines) + "\n"
+
+    def render_prometheus(self) -> str:
+        """The samples as Prometheus text with millisecond timestamps (an import API's)."""
+        lines = [
+            f"{name}{_labels(labels)} {v!r} {int(t * 1000)}"
+            for _, series in self._families.values()
+            for name, labels, samples in series
+            for t, v in samples
+        ]
         return "\n".join(lines) + "\n"
 
     def span(self) -> tuple[float, float]:
@@ -261,3 +271,146 @@ def long_history(
             [(float(t), float(rng.randint(4, 8))) for t in stamps],
         )
     return writer, series
+
+
+# --- VictoriaMetrics ---------------------------------------------------------------------
+
+
+def start_victoria_metrics(workdir: Path, jobs: Iterable[ScrapeJob] = ()) -> PromServer:
+    """A single-node VictoriaMetrics on 127.0.0.1:<free port> (Debian's `victoria-metrics`),
+    ready to answer the Prometheus query API; history goes in with `import_history`."""
+    binary = require_binary("victoria-metrics")
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "scrape.yml"
+    config.write_text(_config(jobs))
+    port = free_port()
+    log = workdir / "victoria-metrics.log"
+    process = subprocess.Popen(
+        [
+            binary,
+            f"-httpListenAddr=127.0.0.1:{port}",
+            f"-storageDataPath={workdir / 'data'}",
+            f"-promscrape.config={config}",
+            "-retentionPeriod=100y",  # backfilled history is older than the default month
+            "-search.disableCache",  # history imported after a query is not hidden by a cache
+            "-search.latencyOffset=0s",
+            "-loggerLevel=ERROR",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("wb"),
+    )
+    server = PromServer(f"http://127.0.0.1:{port}", process, log)
+    _wait_ready(server, ready="/health")
+    return server
+
+
+def import_history(server: PromServer, writer: OpenMetricsWriter) -> None:
+    """Load the writer's samples into a VictoriaMetrics (Prometheus text, millisecond times)
+    and flush them, so the next query sees them."""
+    body = writer.render_prometheus().encode()
+    reply = httpx.post(f"{server.url}/api/v1/import/prometheus", content=body, timeout=120)
+    reply.raise_for_status()
+    httpx.get(f"{server.url}/internal/force_flush", timeout=60).raise_for_status()
+
+
+# --- a fleet: many lanes of every engine ----------------------------------------------------
+
+BOUNDS = ("0.1", "0.5", "1.0", "2.5", "+Inf")
+"""Bucket bounds of a simulated histogram (+Inf last)."""
+
+
+def _leaves(spec: object) -> list[object]:
+    """The metric specs a raw key reads: a choice's first option, both sides of a difference."""
+    from cockpit import dialects
+
+    if isinstance(spec, dialects.Either):
+        return _leaves(spec.options[0])
+    if isinstance(spec, dialects.Difference):
+        return [*_leaves(spec.a), *_leaves(spec.b)]
+    if isinstance(spec, dialects.Now | dialects.LastMinute):
+        return _leaves(spec.of)
+    return [spec]
+
+
+def add_engine(
+    writer: OpenMetricsWriter,
+    dialect: str,
+    labels: Labels,
+    times: Sequence[float],
+    keys: Iterable[str],
+    seed: int,
+) -> None:
+    """One engine instance's series for each raw key in `keys` of `dialect` (the series its
+    spec reads), sampled at `times`: counters that only grow, gauges that move."""
+    import random
+
+    from cockpit import dialects
+
+    rng = random.Random(seed)
+    specs = dialects.lane_specs(dialect)
+    done: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for key in keys:
+        for leaf in _leaves(specs[key]):
+            if isinstance(leaf, dialects.Gauge):
+                if (leaf.metric, ()) not in done:
+                    done.add((leaf.metric, ()))
+                    top = 1.0 if leaf.across == "avg" else 20.0
+                    values = [(t, round(rng.uniform(0, top), 3)) for t in times]
+                    writer.add(leaf.metric, "gauge", leaf.metric, labels, values)
+            elif isinstance(leaf, dialects.Histogram) and (leaf.base, leaf.extra) not in done:
+                done.add((leaf.base, leaf.extra))
+                cumulative = [0.0] * len(times)
+                for le in BOUNDS:
+                    steps = [rng.randint(0, 4) for _ in times]
+                    running = 0.0
+                    for i, step in enumerate(steps):
+                        running += step
+                        cumulative[i] += running
+                    bucket = {**labels, **dict(leaf.extra), "le": le}
+                    series = list(zip(times, cumulative, strict=True))
+                    writer.add(leaf.base, "histogram", f"{leaf.base}_bucket", bucket, series)
+            elif isinstance(leaf, dialects.Counter) and (leaf.metric, leaf.extra) not in done:
+                done.add((leaf.metric, leaf.extra))
+                value, series = 0.0, []
+                for t in times:
+                    value += rng.randint(1, 60)
+                    series.append((t, value))
+                family = leaf.metric.removesuffix("_total")
+                kind = "counter" if leaf.metric.endswith("_total") else "unknown"
+                writer.add(family, kind, leaf.metric, {**labels, **dict(leaf.extra)}, series)
+
+
+@dataclass(frozen=True)
+class SimLane:
+    """A simulated lane: `instances` engines of `dialect` from `start` to `stop` (epoch s)."""
+
+    name: str
+    dialect: str
+    start: float
+    stop: float
+    instances: int = 3
+    up_until: float | None = None
+    """When given, the targets' `up` series: 1 while the engines run, 0 after, to this time."""
+
+
+def fleet_history(
+    lanes: Iterable[SimLane], keys: Iterable[str], label: str = "job", interval: int = 15
+) -> OpenMetricsWriter:
+    """The history of a fleet: every lane's engines (their `instance` e0, e1, ...)."""
+    writer = OpenMetricsWriter()
+    keys = tuple(keys)
+    for number, lane in enumerate(lanes):
+        first = int(lane.start) // interval * interval
+        times = [float(t) for t in range(first, int(lane.stop) + 1, interval) if t >= lane.start]
+        for instance in range(lane.instances):
+            labels = {label: lane.name, "instance": f"e{instance}", "model_name": "m"}
+            if lane.dialect == "sglang":
+                labels["tp_rank"] = "0"
+            seed = number * 1000 + instance
+            add_engine(writer, lane.dialect, labels, times, keys, seed)
+            if lane.up_until is not None:
+                stamps = range(first, int(lane.up_until) + 1, interval)
+                up = [(float(t), 1.0 if t <= lane.stop else 0.0) for t in stamps]
+                target = {label: lane.name, "instance": f"e{instance}"}
+                writer.add("up", "gauge", "up", target, up)
+    return writer

@@ -1,0 +1,136 @@
+"""The fleet against real servers: a backfilled history of six lanes (vLLM and SGLang, three
+engines each) found by `job`, read at pinned times, every column checked against the lane
+panes' own figure for that lane (PrometheusSource.read_lane + lane_figures) at the same time.
+
+The same tests run on Prometheus and on VictoriaMetrics (skipped only where its binary is
+absent; under CI=true a missing binary fails).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from promharness import (
+    PromServer,
+    SimLane,
+    create_blocks,
+    fleet_history,
+    import_history,
+    start_prometheus,
+    start_victoria_metrics,
+)
+
+from cockpit.figures import lane_figures
+from cockpit.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetView
+from cockpit.sources.fleet import FleetSource
+from cockpit.sources.prometheus import PrometheusSource
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
+"""The second read (pinned; the history is backfilled around it, never the wall clock)."""
+FIRST = END - 1800
+"""The first read, half an hour before."""
+WINDOW_S = 3600.0
+SINCE = END - 3 * 3600
+LANES = (
+    SimLane("lane-a", "vllm", SINCE, END),
+    SimLane("lane-b", "vllm", SINCE, END, up_until=END),
+    SimLane("lane-c", "sglang", SINCE, END),
+    SimLane("lane-old", "vllm", SINCE, FIRST + 300),
+    SimLane("lane-new", "sglang", FIRST + 600, END),
+    SimLane("lane-down", "vllm", SINCE, FIRST + 300, up_until=END),
+)
+"""lane-old's series end after the first read (gone at the second); lane-new's begin after
+it; lane-down's engines stop while their scrape targets stay, `up == 0` (down, not gone)."""
+LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
+
+
+def _prometheus(workdir: Path) -> PromServer:
+    create_blocks(fleet_history(LANES, RAW_KEYS).render(), workdir / "tsdb")
+    return start_prometheus(workdir, tsdb=workdir / "tsdb")
+
+
+def _victoria_metrics(workdir: Path) -> PromServer:
+    server = start_victoria_metrics(workdir)
+    import_history(server, fleet_history(LANES, RAW_KEYS))
+    return server
+
+
+SERVERS: dict[str, Callable[[Path], PromServer]] = {
+    "prometheus": _prometheus,
+    "victoria-metrics": _victoria_metrics,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PromServer]:
+    started = SERVERS[request.param](tmp_path_factory.mktemp(request.param))
+    yield started
+    started.stop()
+
+
+async def _views(url: str) -> tuple[FleetView, FleetView, int]:
+    fleet = FleetSource(PrometheusSource(url), "job")
+    try:
+        first = await fleet.read(WINDOW_S, FIRST)
+        before = fleet.requests
+        second = await fleet.read(WINDOW_S, END)
+        return first, second, fleet.requests - before
+    finally:
+        await fleet.aclose()
+
+
+async def test_lanes_found_added_and_gone(server: PromServer) -> None:
+    first, second, requests = await _views(server.url)
+    assert requests == 1  # the whole fleet, one request
+    assert [row.lane for row in first.rows] == ["lane-a", "lane-b", "lane-c", "lane-down",
+                                                "lane-old"]  # fmt: skip
+    assert all(row.up and not row.gone for row in first.rows)
+    states = {row.lane: (row.up, row.gone) for row in second.rows}
+    assert states == {
+        "lane-a": (True, False),
+        "lane-b": (True, False),
+        "lane-c": (True, False),
+        "lane-down": (False, False),
+        "lane-new": (True, False),
+        "lane-old": (False, True),  # kept, said gone
+    }
+    down = second.row("lane-down")
+    assert down is not None and "up == 0" in down.down_reason
+    assert {row.lane: row.dialect for row in second.rows if row.up} == {
+        "lane-a": "vllm", "lane-b": "vllm", "lane-c": "sglang", "lane-new": "sglang",
+    }  # fmt: skip
+    assert all(
+        len(row.history["requests_per_s"]) == 2 for row in second.rows if row.lane != "lane-new"
+    )
+
+
+@pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-new"])
+async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: str) -> None:
+    _, view, _ = await _views(server.url)
+    row = view.row(lane)
+    assert row is not None
+    source = PrometheusSource(server.url)
+    try:
+        totals = await source.read_lane(lane, None, f'{{job="{lane}"}}', WINDOW_S, END)
+    finally:
+        await source.aclose()
+    figures = lane_figures(totals)
+    assert row.dialect == totals.dialect
+    for key in FIGURE_COLUMNS:
+        expected = figures[key]
+        if key == "decode_share" and totals.dialect == "sglang":  # it has no decode time
+            assert row.value(key) is None and expected.value is None
+            assert row.reasons[key] == expected.reason  # missing in both, and why
+            continue
+        assert expected.value is not None, f"{key}: {expected.reason}"
+        assert row.value(key) == pytest.approx(expected.value, rel=1e-9), key
+        assert (key in row.above) == expected.above, key
+    age = row.value(AGE)
+    assert age is not None and math.isclose(age, END - LAST_SAMPLE[lane])
