@@ -12,7 +12,9 @@ import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from faultproxy import FaultProxy, json_answer
 from promharness import (
     PromServer,
     SimLane,
@@ -23,10 +25,12 @@ from promharness import (
     start_victoria_metrics,
 )
 
+from cockpit.config import LaneConfig
+from cockpit.feeds import prometheus_source
 from cockpit.figures import lane_figures
 from cockpit.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetView
 from cockpit.sources.fleet import FleetSource
-from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.prometheus import PARTIAL, PrometheusSource
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -134,3 +138,59 @@ async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: s
         assert (key in row.above) == expected.above, key
     age = row.value(AGE)
     assert age is not None and math.isclose(age, END - LAST_SAMPLE[lane])
+
+
+async def test_tenant_header_and_a_partial_answer_are_carried(server: PromServer) -> None:
+    """Mimir reads the tenant from X-Scope-OrgID; a Thanos or VictoriaMetrics cluster whose
+    stores did not all answer says so (`isPartial`, `warnings`): the view shows it."""
+    real = httpx.post(f"{server.url}/api/v1/query", data={"query": "up", "time": str(END)})
+    partial = {**real.json(), "isPartial": True, "warnings": ["store eu-1 timed out"]}
+    with FaultProxy(server.url) as proxy:
+        lane = LaneConfig("", prometheus=proxy.url, tenant="team-a")
+        fleet = FleetSource(prometheus_source(lane))
+        try:
+            view = await fleet.read(WINDOW_S, END)
+            assert proxy.seen[-1].headers.get("x-scope-orgid") == "team-a"
+            assert not view.partial and view.warnings == ()
+            assert len(view.rows) == 6
+            proxy.canned["/api/v1/query"] = json_answer(partial)
+            view = await fleet.read(WINDOW_S, END)
+        finally:
+            await fleet.aclose()
+    assert view.partial
+    assert view.warnings == ("server warning: store eu-1 timed out", PARTIAL)
+    assert {row.lane for row in view.rows} == {lane.name for lane in LANES}  # kept, gone
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, PromServer]]:
+    prometheus = _prometheus(tmp_path_factory.mktemp("both-prometheus"))
+    try:
+        victoria = _victoria_metrics(tmp_path_factory.mktemp("both-victoria-metrics"))
+    except BaseException:
+        prometheus.stop()
+        raise
+    yield prometheus, victoria
+    victoria.stop()
+    prometheus.stop()
+
+
+async def test_victoria_metrics_increase_does_not_extrapolate(
+    both: tuple[PromServer, PromServer],
+) -> None:
+    """Prometheus's `increase()` extrapolates the first and last samples in the window to its
+    edges; VictoriaMetrics' takes the sample just before the window as the base and does not
+    extrapolate. With a sample every 15 s over 1 h they differ by at most one interval's
+    worth of counts, 15 s / 3600 s ≈ 0.42 % of the window (plus a counter step's noise):
+    the two servers' counter columns agree to 1 %, not to the last bit, and that is why."""
+    prometheus, victoria = both
+    _, on_prometheus, _ = await _views(prometheus.url)
+    _, on_victoria, _ = await _views(victoria.url)
+    for lane in ("lane-a", "lane-b", "lane-c"):
+        a, b = on_prometheus.row(lane), on_victoria.row(lane)
+        assert a is not None and b is not None
+        for key in ("requests_per_s", "generation_tok_s"):
+            assert a.value(key) != b.value(key)  # they do differ...
+            assert b.value(key) == pytest.approx(a.value(key), rel=0.01)  # ...by an interval
+        for key in ("running_now", "waiting_now", "kv_usage_now"):  # gauges: the same sample
+            assert b.value(key) == pytest.approx(a.value(key), rel=1e-9)
