@@ -48,6 +48,8 @@ def engine_figures(totals: LaneTotals, why: Why) -> list[Figure]:
                     note=_split(rejections)),
         *_each(totals, "waiting_by_reason", "waiting", "Waiting, {} (mean)", "number",
                WAIT_REASONS),
+        *_each(totals, "waiting_by_reason_now", "waiting_now", "Waiting, {} (now)", "number",
+               WAIT_REASONS),
         *_each(totals, "cached_by_source", "cached", "Prompt tokens cached, tier {}", "tokens",
                CACHE_TIERS),
         *_each(totals, "prompt_by_source", "prompt_from", "Prompt tokens, {}", "tokens",

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cockpit.decode_pace import DecodePace, Derived, decode_pace
 from cockpit.dialects import DialectError, figure_notes
 from cockpit.engine_figures import engine_figures
 from cockpit.model import (
+    LAST_MINUTE_S,
     Bucket,
     Figure,
     LaneTotals,
@@ -24,6 +25,7 @@ from cockpit.model import (
     make_figure,
 )
 from cockpit.roofline import LaneLoad
+from cockpit.tail_figures import tail_figures
 
 # --- formatting ---------------------------------------------------------------------------
 
@@ -49,10 +51,13 @@ def _significant(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def format_value(value: float | None, unit: Unit) -> str:
-    """How a figure reads on screen and in receipts; `—` when missing."""
+def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
+    """How a figure reads on screen and in receipts; `—` when missing; `> 60 s` for a lower
+    bound (`above`)."""
     if value is None:
         return "—"
+    if above:
+        return f"> {format_value(value, unit)}"
     if unit == "share":
         return f"{value * 100:.1f}%"
     if unit == "ratio":
@@ -85,7 +90,7 @@ def _seconds(value: float) -> str:
 
 
 def format_figure(figure: Figure) -> str:
-    return format_value(figure.value, figure.unit)
+    return format_value(figure.value, figure.unit, figure.above)
 
 
 # --- small helpers --------------------------------------------------------------------------
@@ -323,6 +328,23 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                     divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
         make_figure("generation_tok_s", "Generated tok/s (window mean)",
                     divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
+        make_figure("requests_per_s", "Requests/s (window mean)", divide(v("requests"), window),
+                    "number", why("requests"), q("requests", "")),
+        make_figure("requests_per_s_1m", "Requests/s (last minute)",
+                    divide(v("requests_1m"), LAST_MINUTE_S), "number", why("requests_1m"),
+                    q("requests_1m", "")),
+        make_figure("prompt_tok_s_1m", "Prompt tok/s (last minute)",
+                    divide(v("prompt_tokens_1m"), LAST_MINUTE_S), "tok/s",
+                    why("prompt_tokens_1m"), q("prompt_tokens_1m", "")),
+        make_figure("generation_tok_s_1m", "Generated tok/s (last minute)",
+                    divide(v("generation_tokens_1m"), LAST_MINUTE_S), "tok/s",
+                    why("generation_tokens_1m"), q("generation_tokens_1m", "")),
+        make_figure("running_now", "Running requests (now)", v("running_now"), "number",
+                    why("running_now"), q("running_now", "")),
+        make_figure("waiting_now", "Waiting requests (now)", v("waiting_now"), "number",
+                    why("waiting_now"), q("waiting_now", "")),
+        make_figure("kv_usage_now", "KV cache usage (now)", v("kv_usage_now"), "share",
+                    why("kv_usage_now"), q("kv_usage_now", "")),
         make_figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
                     divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
         make_figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
@@ -330,6 +352,7 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                     _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
+    rows.extend(tail_figures(totals))
     engine = engine_figures(totals, why)
     notes = figure_notes(totals.dialect)
     rows = [_noted(f, notes.get(f.key, "")) for f in [*rows, *engine]]
@@ -340,7 +363,7 @@ def _noted(figure: Figure, note: str) -> Figure:
     """The figure with `note` said beside its value (a missing one keeps its reason)."""
     if not note or figure.missing or figure.reason:
         return figure
-    return Figure(figure.key, figure.label, figure.value, figure.unit, note, figure.query)
+    return replace(figure, reason=note)
 
 
 def _decode_mean(totals: LaneTotals, why: Callable[..., str]) -> Figure | None:

@@ -118,11 +118,14 @@ def make_figure(
     why: str = "",
     query: str | None = "",
     note: str = "",
+    above: bool = False,
 ) -> Figure:
-    """A figure, missing with `why` when `value` is None or not finite; `note` beside a value."""
+    """A figure, missing with `why` when `value` is None or not finite; `note` beside a value;
+    `above`: the value is a lower bound."""
     if value is not None and not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
-    return Figure(key, label, value, unit, note if value is not None else why, query or "")
+    reason = note if value is not None else why
+    return Figure(key, label, value, unit, reason, query or "", above and value is not None)
 
 
 K = TypeVar("K")

@@ -19,6 +19,7 @@ from cockpit.figures import (
 from cockpit.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
 from cockpit.model import Figure, LaneTotals, LedgerTotals
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.tail_figures import PERCENTILES, TAILS, tail_keys
 from cockpit.text import visible
 from cockpit.timeutil import stamp
 
@@ -182,11 +183,50 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
     lines += ["", f"### Where the time goes (per-request means, {window})", ""]
     timing = [figures[key] for key in LANE_TIMING_TABLE if key in figures.figures]
     lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
+    lines += _tails(figures, window)
+    waiting_now = [key for key in figures.engine_keys if key.startswith("waiting_now_")]
+    now = [figures[key] for key in (*LANE_NOW_TABLE, *waiting_now) if key in figures.figures]
+    lines += ["", "### Now and the last minute, beside the window", ""]
+    lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in now])
     if figures.engine_keys:
         lines += ["", f"### What else the engine says ({window})", ""]
-        engine = [figures[key] for key in figures.engine_keys]
+        engine = [figures[key] for key in figures.engine_keys if key not in waiting_now]
         lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in engine])
     return lines
+
+
+LANE_NOW_TABLE: tuple[str, ...] = (
+    "running_now",
+    "waiting_now",
+    "kv_usage_now",
+    "requests_per_s",
+    "requests_per_s_1m",
+    "prompt_tok_s",
+    "prompt_tok_s_1m",
+    "generation_tok_s",
+    "generation_tok_s_1m",
+)
+"""The vital signs' figures, in the receipt's order."""
+TAIL_MEANS = {"ttft": "ttft_mean", "itl": "itl_mean", "e2e": "e2e_mean", "queue": "queue_mean"}
+
+
+def _tails(figures: LaneFigures, window: str) -> list[str]:
+    """The tails table: one row per latency, its mean beside its percentiles."""
+    header = ("Latency", "mean", *(f"p{p}" for p in PERCENTILES))
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for histogram, label in TAILS.items():
+        tails = [figures.figures.get(key) for key in tail_keys(histogram)]
+        mean = figures.figures.get(TAIL_MEANS[histogram])
+        cells = [format_figure(f) if f else "—" for f in (mean, *tails)]
+        rows.append((label, *cells))
+        if tails[0] is not None and tails[0].missing:
+            notes.append(f"{label} percentiles: {tails[0].reason}")
+    lines = ["", f"### Tails ({window}, from the engine's histograms)", ""]
+    lines += _table(header, rows)
+    if any(f.above for f in figures.figures.values()):
+        notes.insert(0, "`> x`: past the engine's largest finite bucket (x is a lower bound)")
+    return lines + ([""] if notes else []) + [f"- {_cell(note)}" for note in notes]
 
 
 # --- provenance -----------------------------------------------------------------------------
@@ -260,6 +300,8 @@ def _figure_json(figure: Figure) -> dict[str, Any]:
     data: dict[str, Any] = {"label": figure.label, "value": figure.value, "unit": figure.unit}
     if figure.value is not None:
         data["text"] = format_figure(figure)
+    if figure.above:
+        data["above"] = True
     if figure.reason:
         data["reason" if figure.missing else "note"] = figure.reason
     if figure.query:

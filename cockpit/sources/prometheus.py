@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from cockpit import dialects, promql
-from cockpit.model import Bucket, LaneTotals, Missing, frozen_map
+from cockpit.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.sources.history import History
 from cockpit.sources.http import (
     HttpClient,
@@ -46,6 +46,7 @@ LIVE = "live"
 """Expression key: how many of the lane's series have a sample at the evaluation time (0 when
 they went stale: the engine stopped, its target is gone)."""
 STALE = "no sample of the lane at the evaluation time (its series went stale)"
+BACK = "the lane is back after being down: read at the next refresh"
 PARTIAL = "server answer is partial (isPartial): some of its storage nodes did not answer"
 
 
@@ -176,13 +177,25 @@ class PrometheusSource:
             and last.query == plan.query
             and 0 <= end - last.totals.end < reevaluation_interval(window_s)
         ):
-            state = {**promql.targets_expressions(selector), **live}
+            # The lane's now and last-minute keys, fresh at every refresh; while the lane is
+            # down only whether it is back.
+            fresh = {k: e for k, e in plan.exprs.items() if k in FRESH_KEYS and not last.down}
+            state = {**promql.targets_expressions(selector), **live, **fresh}
             answer = await self.query(promql.combined_query(state), end)
-            note, down = self._targets(promql.split_by_fig(answer.result), present)
+            found = promql.split_by_fig(answer.result)
+            note, down = self._targets(found, present)
             if down:
                 raise SourceError(down, engine_absent=True)
+            read = _Read(found, fresh)
+            if last.down:  # back: its fresh keys are read from the next refresh on
+                memory.last[window_s] = replace(last, down="")
+                read.missing = dict.fromkeys(FRESH_KEYS & set(plan.exprs), BACK)
+            old = last.totals
             return replace(
-                last.totals,
+                old,
+                values=frozen_map({**_stale(old.values), **read.values}),
+                missing=frozen_map({**_stale(old.missing), **read.missing}),
+                groups=frozen_map({**_stale(old.groups), **read.groups}),
                 warnings=(*last.warnings, *note),
                 query_seconds=answer.client_seconds,  # this refresh's request
                 eval_seconds=answer.eval_seconds,
@@ -223,25 +236,10 @@ class PrometheusSource:
         answer = await self.query(f"{plan.query} or {promql.combined_query(live)}", end)
         found = promql.split_by_fig(answer.result)
         note, down = self._targets(found, present)
-        missing = dict(plan.missing)
-        values: dict[str, float] = {}
-        histograms: dict[str, tuple[Bucket, ...]] = {}
-        groups: dict[str, dict[str, float]] = {}
-        unusable: list[str] = []
-        for key in plan.exprs:
-            read = promql.read_key(found.get(key), key)
-            if isinstance(read, Missing):
-                missing[key] = read.reason
-                if read.reason != promql.NO_SAMPLES:
-                    unusable.append(read.reason)
-            elif isinstance(read, tuple):
-                histograms[key] = read
-            elif isinstance(read, dict):
-                groups[key] = read
-            else:
-                values[key] = read
-        if unusable and not values and not histograms:  # garbage, not a quiet lane
-            raise SourceError(f"{self.url}: no usable value in the answer ({unusable[0]})")
+        read = _Read(found, plan.exprs)
+        if read.unusable and not read.values and not read.histograms:  # garbage, not quiet
+            raise SourceError(f"{self.url}: no usable value in the answer ({read.unusable[0]})")
+        missing = {**plan.missing, **read.missing}
         seen = found.get(promql.KV_CAPACITY, [])
         capacity = promql.capacity_from_samples(dialect, seen)
         if capacity is None:
@@ -252,10 +250,10 @@ class PrometheusSource:
             dialect=dialect,
             window_s=window_s,
             end=end,
-            values=frozen_map(values),
+            values=frozen_map(read.values),
             missing=frozen_map(missing),
-            histograms=frozen_map(histograms),
-            groups=frozen_map(groups),
+            histograms=frozen_map(read.histograms),
+            groups=frozen_map(read.groups),
             queries=frozen_map({**plan.exprs, **plan.extra}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
@@ -387,6 +385,41 @@ class PrometheusSource:
 
 
 # --- reading answers --------------------------------------------------------------------
+
+FRESH_KEYS = frozenset(LANE_NOW + LANE_LAST_MINUTE)
+"""Keys asked again at every refresh, also while a long window's totals are reused."""
+
+
+class _Read:
+    """The raw keys `keys` read from an answer split by `fig`, sorted by kind."""
+
+    def __init__(self, found: Mapping[str, list[dict[str, Any]]], keys: Iterable[str]) -> None:
+        self.values: dict[str, float] = {}
+        self.histograms: dict[str, tuple[Bucket, ...]] = {}
+        self.groups: dict[str, dict[str, float]] = {}
+        self.missing: dict[str, str] = {}
+        self.unusable: list[str] = []
+        """Reasons other than no samples: the answer had something, but not a number."""
+        for key in keys:
+            read = promql.read_key(found.get(key), key)
+            if isinstance(read, Missing):
+                self.missing[key] = read.reason
+                if read.reason != promql.NO_SAMPLES:
+                    self.unusable.append(read.reason)
+            elif isinstance(read, tuple):
+                self.histograms[key] = read
+            elif isinstance(read, dict):
+                self.groups[key] = read
+            else:
+                self.values[key] = read
+
+
+V = TypeVar("V")
+
+
+def _stale(mapping: Mapping[str, V]) -> dict[str, V]:
+    """A reused read's entries but its fresh keys (this refresh reads those again)."""
+    return {key: value for key, value in mapping.items() if key not in FRESH_KEYS}
 
 
 def _is_sample(sample: object) -> bool:
