@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from cockpit import dialects, promql
@@ -96,10 +97,10 @@ def make_trend(
 # --- Prometheus: one range query ---------------------------------------------------------
 
 
-def trend_query(dialect: str, selector: str, step_s: float, names: Iterable[str]) -> str:
+@lru_cache(maxsize=64)
+def trend_query(dialect: str, selector: str, step_s: float, exposed: frozenset[str]) -> str:
     """Every step input (and the TTFT p95) as one expression, each labelled `fig="<key>"`,
-    to be asked with `/api/v1/query_range` at the step."""
-    exposed = frozenset(names)
+    to be asked with `/api/v1/query_range` at the step (built once per lane and step)."""
     specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
     exprs: dict[str, str] = {}
     for key in (*STEP_INPUTS, TTFT):

@@ -12,7 +12,7 @@ one read, or none, and `missing["trend"]` says why.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,7 +56,7 @@ class History:
         self._kept.clear()
 
     async def attach(
-        self, totals: LaneTotals, names: Collection[str], end: float, spent: int
+        self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
     ) -> LaneTotals:
         """`totals` with the lane's trend at `end`; `spent`: requests this refresh made."""
         try:
@@ -69,7 +69,7 @@ class History:
         return replace(totals, trend=trend)
 
     async def _read(
-        self, totals: LaneTotals, names: Collection[str], end: float, spent: int
+        self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
     ) -> Trend:
         lane, window_s = totals.lane, totals.window_s
         times = point_times(window_s, end)
