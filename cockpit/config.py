@@ -207,8 +207,13 @@ def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
 _LANE_KEYS = (
     "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
     "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
-    "ledger_models",
+    "ledger_models", "tenant",
 )  # fmt: skip
+_DISCOVER_KEYS = (
+    "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
+    "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
+)  # fmt: skip
+_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def _lane(
@@ -223,7 +228,55 @@ def _lane(
         reader.fail(node, f"{key}.name", "every lane needs a name")
     name = text(reader, items["name"][1], f"{key}.name")
     values: dict[str, Any] = {"name": name}
-    parsers: dict[str, Callable[[Node, str], Any]] = {
+    parsers = _lane_options(reader, hardware, models)
+    for option, (_, value_node) in items.items():
+        if option != "name":
+            field_name = "timeout_s" if option == "timeout" else option
+            values[field_name] = parsers[option](value_node, f"{key}.{option}")
+    if ("prometheus" in values) == ("metrics_url" in values):
+        reader.fail(node, key, f"lane {name!r} needs exactly one of prometheus or metrics_url")
+    if values.get("auth") and "prometheus" not in values:
+        reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
+    return LaneConfig(**values)
+
+
+def _discover(
+    reader: YamlReader,
+    node: Node,
+    key: str,
+    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
+    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
+) -> Discover:
+    """`discover:` the server, the label lanes are found by (`job`), an optional series
+    matcher, and what every lane found shares (auth, TLS, tenant, hardware, model...)."""
+    items = reader.mapping(node, key, _DISCOVER_KEYS)
+    if "prometheus" not in items:
+        reader.fail(node, key, "discover needs prometheus: the server to find lanes on")
+    parsers = _lane_options(reader, hardware, models)
+    label = "job"
+    values: dict[str, Any] = {"name": ""}
+    for option, (_, value_node) in items.items():
+        path = f"{key}.{option}"
+        if option == "label":
+            label = text(reader, value_node, path)
+            if not _LABEL.fullmatch(label):
+                reader.fail(value_node, path, f"expected a label name such as job, got {label!r}")
+        elif option == "match":
+            values["selector"] = _selector(reader, value_node, path)
+        else:
+            values["timeout_s" if option == "timeout" else option] = parsers[option](
+                value_node, path
+            )
+    return Discover(label, LaneConfig(**values))
+
+
+def _lane_options(
+    reader: YamlReader,
+    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
+    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
+) -> dict[str, Callable[[Node, str], Any]]:
+    """A lane's option -> how its value is read."""
+    return {
         "prometheus": lambda n, k: _url(reader, n, k),
         "metrics_url": lambda n, k: _url(reader, n, k),
         "selector": lambda n, k: _selector(reader, n, k),
@@ -238,16 +291,8 @@ def _lane(
         "verify_tls": lambda n, k: boolean(reader, n, k),
         "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
         "ledger_models": lambda n, k: _names(reader, n, k),
+        "tenant": lambda n, k: text(reader, n, k),
     }
-    for option, (_, value_node) in items.items():
-        if option != "name":
-            field_name = "timeout_s" if option == "timeout" else option
-            values[field_name] = parsers[option](value_node, f"{key}.{option}")
-    if ("prometheus" in values) == ("metrics_url" in values):
-        reader.fail(node, key, f"lane {name!r} needs exactly one of prometheus or metrics_url")
-    if values.get("auth") and "prometheus" not in values:
-        reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
-    return LaneConfig(**values)
 
 
 def _profile(
@@ -322,7 +367,7 @@ def _thresholds(reader: YamlReader, node: Node, key: str) -> Thresholds:
 _TOP_KEYS = (
     "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
     "hardware_profiles", "model_profiles",
-    "health", "export_dir",
+    "health", "export_dir", "discover",
 )  # fmt: skip
 
 
@@ -388,6 +433,9 @@ def _parse(
         values["lanes"] = _lanes(
             reader, items["lanes"][1], (hardware or {}, custom_hw), (models or {}, custom_models)
         )
+    if "discover" in items:
+        profiles = ((hardware or {}, custom_hw), (models or {}, custom_models))
+        values["discover"] = _discover(reader, items["discover"][1], "discover", *profiles)
     config = Config(**values)
     if config.window not in config.windows:
         config = _with_window(config)
