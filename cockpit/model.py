@@ -160,6 +160,11 @@ class TokenCounts:
     output: int = 0
     """Includes reasoning."""
     reasoning: int = 0
+    cost_actual: int = 0
+    """USD in billionths (exact sums): the cost of rows where Hermes recorded an actual cost."""
+    cost_estimated: int = 0
+    """USD in billionths: Hermes's estimate, for rows without an actual cost (0 when it has
+    no price: a local model, a subscription route, an unknown price)."""
 
     def __add__(self, other: TokenCounts) -> TokenCounts:
         return TokenCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -174,6 +179,15 @@ class TokenCounts:
     @property
     def fresh_prefill(self) -> int:
         return self.input + self.cache_write
+
+    @property
+    def cost_usd(self) -> float:
+        """The actual cost where recorded, else the estimate, in USD."""
+        return (self.cost_actual + self.cost_estimated) / NANO_USD
+
+
+NANO_USD = 1_000_000_000
+"""TokenCounts' costs are whole billionths of a dollar."""
 
 
 @dataclass(frozen=True, slots=True)

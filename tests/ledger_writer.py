@@ -7,6 +7,7 @@ inserted with zero counters and ended once, a passive checkpoint every 50 writes
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Callable
@@ -35,6 +36,17 @@ class Usage:
 
     def values(self) -> tuple[int, ...]:
         return tuple(getattr(self, name) for name in COUNTERS)
+
+
+@dataclass
+class Cost:
+    """What Hermes records of one call's price (`agent.usage_pricing.CostResult`): a status of
+    `actual`, `estimated`, `included` (subscription, 0) or `unknown` (no price, 0)."""
+
+    estimated: float | None = None
+    actual: float | None = None
+    status: str | None = None
+    provider: str | None = None
 
 
 class HermesLikeWriter:
@@ -106,9 +118,18 @@ class HermesLikeWriter:
         self._transaction(work)
 
     def record_call(
-        self, session_id: str, model: str, usage: Usage, *, task: str = "", at: float = 0.0
+        self,
+        session_id: str,
+        model: str,
+        usage: Usage,
+        *,
+        task: str = "",
+        at: float = 0.0,
+        cost: Cost | None = None,
     ) -> None:
-        """One API call: the main loop adds to `sessions`; a side call only to the usage table."""
+        """One API call: the main loop adds to `sessions`; a side call only to the usage table.
+        Costs as Hermes's `update_token_counts` and usage upsert write them."""
+        cost = cost or Cost()
 
         def work(conn: sqlite3.Connection) -> None:
             if task == "":
@@ -117,15 +138,29 @@ class HermesLikeWriter:
                     "cache_read_tokens = cache_read_tokens + ?, "
                     "cache_write_tokens = cache_write_tokens + ?, "
                     "output_tokens = output_tokens + ?, reasoning_tokens = reasoning_tokens + ?, "
-                    "api_call_count = api_call_count + 1 WHERE id = ?",
-                    (*usage.values(), session_id),
+                    "api_call_count = api_call_count + 1, "
+                    "estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + COALESCE(?, 0), "
+                    "actual_cost_usd = CASE WHEN ? IS NULL THEN actual_cost_usd "
+                    "ELSE COALESCE(actual_cost_usd, 0) + ? END, "
+                    "cost_status = COALESCE(?, cost_status), "
+                    "billing_provider = COALESCE(billing_provider, ?) WHERE id = ?",
+                    (
+                        *usage.values(),
+                        cost.estimated,
+                        cost.actual,
+                        cost.actual,
+                        cost.status,
+                        cost.provider,
+                        session_id,
+                    ),
                 )
             if self.has_usage:
                 conn.execute(
-                    "INSERT INTO session_model_usage (session_id, model, task, api_call_count, "
-                    "input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, "
-                    "reasoning_tokens, first_seen, last_seen) "
-                    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
+                    "INSERT INTO session_model_usage (session_id, model, billing_provider, task, "
+                    "api_call_count, input_tokens, cache_read_tokens, cache_write_tokens, "
+                    "output_tokens, reasoning_tokens, estimated_cost_usd, actual_cost_usd, "
+                    "cost_status, first_seen, last_seen) "
+                    "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (session_id, model, billing_provider, billing_base_url, "
                     "billing_mode, task) DO UPDATE SET api_call_count = api_call_count + 1, "
                     "input_tokens = input_tokens + excluded.input_tokens, "
@@ -133,8 +168,22 @@ class HermesLikeWriter:
                     "cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, "
                     "output_tokens = output_tokens + excluded.output_tokens, "
                     "reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, "
+                    "estimated_cost_usd = estimated_cost_usd + excluded.estimated_cost_usd, "
+                    "actual_cost_usd = actual_cost_usd + excluded.actual_cost_usd, "
+                    "cost_status = COALESCE(excluded.cost_status, cost_status), "
                     "last_seen = excluded.last_seen",
-                    (session_id, model, task, *usage.values(), at, at),
+                    (
+                        session_id,
+                        model,
+                        cost.provider or "",
+                        task,
+                        *usage.values(),
+                        cost.estimated or 0.0,
+                        cost.actual or 0.0,
+                        cost.status,
+                        at,
+                        at,
+                    ),
                 )
 
         self._transaction(work)
@@ -174,6 +223,7 @@ class Recount:
 
 
 SESSION_COUNTERS = ("api_call_count", *COUNTERS)
+COST_COLUMNS = ("actual_cost_usd", "estimated_cost_usd", "cost_status")
 
 
 def _short(model: object) -> str:
@@ -185,18 +235,37 @@ def _key(provider: object, model: object) -> str:
 
 
 def _why(values: tuple[object, ...]) -> str | None:
-    if any(v is not None and type(v) is not int for v in values):
+    """Why a row (its counters, then actual, estimated, status) can't be read."""
+    counters, costs = values[: len(SESSION_COUNTERS)], values[len(SESSION_COUNTERS) :][:2]
+    if any(v is not None and type(v) is not int for v in counters):
         return "a token count that is not a whole number"
-    if any(type(v) is int and v < 0 for v in values):
+    if any(type(v) is int and v < 0 for v in counters):
         return "a negative token count"
+    if any(v is not None and not (type(v) in (int, float) and 0 <= v <= 1e9) for v in costs):
+        return "a cost that is not a dollar amount"
     return None
 
 
+def _nano(usd: object) -> int:
+    """USD in whole billionths, rounded half up."""
+    return math.floor(float(usd) * 1_000_000_000 + 0.5)  # type: ignore[arg-type]
+
+
+def _vector(values: tuple[object, ...]) -> list[int]:
+    """Counters, then the actual cost where recorded (an actual of 0 only when the status
+    says actual), else the estimate: the two in billionths of a dollar."""
+    counters = [int(v or 0) for v in values[: len(SESSION_COUNTERS)]]  # type: ignore[call-overload]
+    actual, estimated, status = values[len(SESSION_COUNTERS) :]
+    if actual is not None and (actual != 0 or status == "actual"):
+        return [*counters, _nano(actual), 0]
+    return [*counters, 0, _nano(estimated or 0)]
+
+
 def _add(groups: dict[str, list[int]], key: str, values: tuple[object, ...]) -> None:
-    vector = groups.setdefault(key, [0] * 7)
+    vector = groups.setdefault(key, [0] * 9)
     vector[0] += 1
-    for index, value in enumerate(values, start=1):
-        vector[index] += int(value or 0)  # type: ignore[call-overload]
+    for index, value in enumerate(_vector(values), start=1):
+        vector[index] += value
 
 
 def _tuples(groups: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
@@ -218,14 +287,18 @@ def recount(path: Path, low: float, high: float, profile: str = "default") -> Re
         sessions = conn.execute(
             f"SELECT id, started_at, source, {column('profile_name')}, {column('model')}, "
             f"{column('billing_provider')}, "
-            + ", ".join(column(name) for name in SESSION_COUNTERS)
+            + ", ".join(column(name) for name in (*SESSION_COUNTERS, *COST_COLUMNS))
             + " FROM sessions"
         ).fetchall()
         usage_rows = []
         if "session_model_usage" in tables:
+            usage_columns = {
+                row[1] for row in conn.execute("PRAGMA table_info(session_model_usage)")
+            }
+            costs = [name if name in usage_columns else "NULL" for name in COST_COLUMNS]
             usage_rows = conn.execute(
                 "SELECT session_id, model, billing_provider, task, "
-                + ", ".join(SESSION_COUNTERS)
+                + ", ".join((*SESSION_COUNTERS, *costs))
                 + " FROM session_model_usage"
             ).fetchall()
         conn.execute("COMMIT")
@@ -256,7 +329,7 @@ def recount(path: Path, low: float, high: float, profile: str = "default") -> Re
     if "session_model_usage" in tables:
         usage, side = _fold_usage([row for row in usage_rows if row[0] in inside], skipped)
     return Recount(
-        total=tuple(groups["total"].get("", [0] * 7)),
+        total=tuple(groups["total"].get("", [0] * 9)),
         by_source=_tuples(groups["source"]),
         by_profile=_tuples(groups["profile"]),
         by_model_sessions=_tuples(groups["model"]),
@@ -280,9 +353,9 @@ def _fold_usage(
             continue
         name = _key(provider, model) if not task else "\0side"
         sessions.setdefault(name, set()).add(session_id)
-        vector = sums.setdefault(name, [0] * 6)
-        for index, value in enumerate(values):
-            vector[index] += int(value)  # type: ignore[call-overload]
+        vector = sums.setdefault(name, [0] * 8)
+        for index, value in enumerate(_vector(tuple(values))):
+            vector[index] += value
     folded = {name: (len(sessions[name]), *vector) for name, vector in sums.items()}
-    side = folded.pop("\0side", (0,) * 7)
+    side = folded.pop("\0side", (0,) * 9)
     return {k: v for k, v in sorted(folded.items()) if any(v)}, side

@@ -209,7 +209,7 @@ async def test_ledger_set_sums_and_keeps_ledgers_apart(hermes_v22: Path, hermes_
     assert totals.model_basis == "sessions.model"
     models = dict(one.by_model_sessions)
     for name, vector in two.by_model_sessions.items():
-        models[name] = tuple(x + y for x, y in zip(models.get(name, (0,) * 7), vector, strict=True))
+        models[name] = tuple(x + y for x, y in zip(models.get(name, (0,) * 9), vector, strict=True))
     assert as_tuples(totals.by_model) == models
     assert str(hermes_v11) in totals.missing["by_model_exact"]
     assert [info.path for info in totals.ledgers] == [str(hermes_v22), str(hermes_v11)]

@@ -83,6 +83,7 @@ from cockpit.sources.ledger_sums import (
     missing_for,
     model_key,
     model_name,
+    new_vector,
     text_of,
     window_edges,
 )
@@ -406,7 +407,7 @@ class LedgerTailer:
         if problem:
             session.usage_problems[problem] = session.usage_problems.get(problem, 0) + 1
             return
-        vector = session.usage.setdefault(_usage_key(row), [0] * 7)
+        vector = session.usage.setdefault(_usage_key(row), new_vector())
         for index, value in enumerate(join_halves(row[Col.VALUES :]), start=1):
             vector[index] += value
         vector[0] = 1

@@ -9,10 +9,12 @@ Every statement returns rows of one layout (see `Col`), tagged by kind:
 - `N` the number of closed sessions without a numeric started_at (they are in no window).
 
 Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
-is negative, or a session without a numeric `started_at`, makes the row unreadable; the reason
-travels with the row (NULL when it is fine) so the tailer skips and counts it. A plain SUM
-raises past 2**63 and TOTAL() rounds past 2**53, so each counter is summed as its high and low
-32 bits (`join_halves` puts them together): exact, and no overflow below 2**31 rows per group.
+is negative, a cost that is not a dollar amount, or a session without a numeric `started_at`,
+makes the row unreadable; the reason travels with the row (NULL when it is fine) so the tailer
+skips and counts it. A plain SUM raises past 2**63 and TOTAL() rounds past 2**53, so each
+counter is summed as its high and low 32 bits (`join_halves` puts them together): exact, and no
+overflow below 2**31 rows per group. Costs are REAL in the ledger: each row's is turned into
+whole billionths of a dollar first (`NANO_USD`), so they too add and subtract exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
+
+from cockpit.model import NANO_USD
 
 COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("api_calls", "api_call_count"),
@@ -31,10 +35,17 @@ COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("reasoning", "reasoning_tokens"),
 )
 """TokenCounts field -> the column that holds it, in TokenCounts order after `sessions`."""
+COST_COLUMNS = ("actual_cost_usd", "estimated_cost_usd")
+"""Summed after the counters: a row's actual cost where Hermes recorded one, else its estimate
+(TokenCounts' `cost_actual` and `cost_estimated`)."""
+VALUE_COUNT = len(COUNTER_COLUMNS) + len(COST_COLUMNS)
+MAX_COST_USD = 1e9
+"""A row's cost above this is not read as a cost (and would not fit the integer sums)."""
 
 NO_START = "no start time"
 NOT_WHOLE = "a token count that is not a whole number"
 NEGATIVE = "a negative token count"
+NOT_A_COST = "a cost that is not a dollar amount"
 
 
 class Col(IntEnum):
@@ -58,7 +69,8 @@ class Col(IntEnum):
     COUNT = 10
     """S: sessions; U: distinct sessions (rows when PROBLEM is set); N: sessions; R, V: 1."""
     VALUES = 11
-    """The counters start here, in COUNTER_COLUMNS order, each as its high and low 32 bits."""
+    """The counters start here, in COUNTER_COLUMNS order then the two costs (in billionths of
+    a dollar), each as its high and low 32 bits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +138,33 @@ def _counters(present: frozenset[str], alias: str) -> list[str | None]:
     return [f"{alias}.{column}" if column in present else None for _, column in COUNTER_COLUMNS]
 
 
+def has_costs(present: frozenset[str]) -> bool:
+    return set(COST_COLUMNS) <= present
+
+
+def _costs(present: frozenset[str], alias: str) -> list[str | None]:
+    """The actual cost where recorded, else the estimate, in billionths of a dollar: two values
+    of which one is 0. session_model_usage stores no cost as 0, so an actual of 0 counts only
+    when `cost_status` says it is actual."""
+    if not has_costs(present):
+        return [None, None]
+    actual, estimated = (f"{alias}.{column}" for column in COST_COLUMNS)
+    status = f"{alias}.cost_status = 'actual'" if "cost_status" in present else "0"
+    is_actual = f"({actual} IS NOT NULL AND ({actual} <> 0 OR {status}))"
+
+    def nano(value: str) -> str:
+        return f"CAST(ROUND({value} * {NANO_USD}) AS INTEGER)"
+
+    return [
+        f"(CASE WHEN {is_actual} THEN {nano(actual)} ELSE 0 END)",
+        f"(CASE WHEN {is_actual} THEN 0 ELSE {nano(f'COALESCE({estimated}, 0)')} END)",
+    ]
+
+
+def _all_values(present: frozenset[str], alias: str) -> list[str | None]:
+    return _counters(present, alias) + _costs(present, alias)
+
+
 def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
     """Why a row can't be read (SQL text), NULL when it can."""
     columns = [c for c in _counters(present, alias) if c is not None]
@@ -136,6 +175,13 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
         not_whole = " OR ".join(f"typeof({c}) NOT IN ('integer', 'null')" for c in columns)
         negative = " OR ".join(f"{c} < 0" for c in columns)
         cases += [f"WHEN {not_whole} THEN '{NOT_WHOLE}'", f"WHEN {negative} THEN '{NEGATIVE}'"]
+    if has_costs(present):
+        costs = [f"{alias}.{column}" for column in COST_COLUMNS]
+        bad = " OR ".join(
+            f"typeof({c}) NOT IN ('integer', 'real', 'null') OR {c} < 0 OR {c} > {MAX_COST_USD:.0f}"
+            for c in costs
+        )
+        cases.append(f"WHEN {bad} THEN '{NOT_A_COST}'")
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
 
@@ -145,7 +191,7 @@ def _halves(value: str) -> str:
 
 def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
     """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout."""
-    values = [_halves(f"COALESCE({c}, 0)") if c else "0, 0" for c in _counters(present, alias)]
+    values = [_halves(f"COALESCE({c}, 0)") if c else "0, 0" for c in _all_values(present, alias)]
     if named:
         values = [
             value.replace(" >> 32,", f" >> 32 AS h{index},") + f" AS l{index}"
@@ -154,13 +200,14 @@ def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
     return ", ".join(values)
 
 
-_VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(len(COUNTER_COLUMNS)))
+_VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(VALUE_COUNT))
 
 
 def _sums(present: frozenset[str], alias: str) -> str:
     """Each counter summed as its high and low 32 bits: integer sums that can't overflow."""
     return ", ".join(
-        f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0" for c in _counters(present, alias)
+        f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0"
+        for c in _all_values(present, alias)
     )
 
 
@@ -187,7 +234,7 @@ def _short_model(column: str) -> str:
     return f"substr({column}, length(rtrim({column}, replace({column}, '/', ''))) + 1)"
 
 
-_ZEROS = ", ".join(["0"] * 2 * len(COUNTER_COLUMNS))
+_ZEROS = ", ".join(["0"] * 2 * VALUE_COUNT)
 _MARK = (
     "SELECT 'M', (SELECT MAX(rowid) FROM sessions), NULL, NULL, NULL, NULL, NULL, "
     f"(SELECT MIN(started_at) FROM sessions), NULL, NULL, 0, {_ZEROS}"

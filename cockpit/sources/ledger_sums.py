@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cockpit.model import LedgerTotals, TokenCounts, frozen_map
-from cockpit.sources.ledger_sql import COUNTER_COLUMNS, Schema
+from cockpit.sources.ledger_sql import COUNTER_COLUMNS, VALUE_COUNT, Schema, has_costs
 
 Vector = list[int]
-"""[sessions, api_calls, input, cache_read, cache_write, output, reasoning]."""
+"""[sessions, api_calls, input, cache_read, cache_write, output, reasoning, cost_actual,
+cost_estimated]: TokenCounts' fields."""
 GroupKey = tuple[str, str]
 """(dimension, name): total, source, profile, model_s, model_u, side, skipped."""
 
@@ -46,6 +47,10 @@ def decode_text(data: bytes) -> str:
 # --- sums ------------------------------------------------------------------------------------
 
 
+def new_vector() -> Vector:
+    return [0] * (1 + VALUE_COUNT)
+
+
 class Sums:
     """Counter vectors per (dimension, name), added to and subtracted from exactly."""
 
@@ -53,7 +58,7 @@ class Sums:
         self.groups: dict[GroupKey, Vector] = {}
 
     def add(self, key: GroupKey, values: Sequence[int], sign: int = 1) -> None:
-        vector = self.groups.setdefault(key, [0] * 7)
+        vector = self.groups.setdefault(key, new_vector())
         for index, value in enumerate(values):
             vector[index] += sign * value
 
@@ -132,6 +137,8 @@ def missing_for(schema: Schema, profile: str) -> dict[str, str]:
             missing[name] = f"{named} has no sessions.{column}"
     if "model" not in schema.columns:
         missing["by_model"] = f"{named} has no sessions.model"
+    if not has_costs(schema.columns):
+        missing["cost_usd"] = f"{named} has no sessions.estimated_cost_usd / actual_cost_usd"
     return missing
 
 
