@@ -117,7 +117,7 @@ def trend_query(dialect: str, selector: str, step_s: float, exposed: frozenset[s
 def step_expression(spec: dialects.Spec, selector: str, step_s: float) -> str | None:
     """A spec within each step: counters' increase over it; a gauge's samples in it averaged,
     so a step without samples has no value (no 5 m lookback filling a gap)."""
-    if isinstance(spec, dialects.Either):
+    if isinstance(spec, dialects.Either) and isinstance(spec.options[0], dialects.Gauge):
         options = (step_expression(option, selector, step_s) for option in spec.options)
         return f"({' or '.join(o for o in options if o)})"
     step = promql_duration(step_s)

@@ -16,8 +16,10 @@ import pytest
 from faultproxy import FaultProxy, json_answer
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
+from cockpit import dialects
 from cockpit.sources.history import TREND
 from cockpit.sources.prometheus import PrometheusSource
+from cockpit.trends import trend_query
 
 pytestmark = pytest.mark.prometheus
 
@@ -179,3 +181,17 @@ async def test_a_failed_history_read_keeps_the_figures_and_says_why(server: Prom
     assert totals.trend is None
     assert "out of memory" in totals.missing[TREND]
     assert totals.values["generation_tokens"] > 0, "the window's figures are read all the same"
+
+
+@pytest.mark.parametrize("escaped", [False, True])
+@pytest.mark.parametrize("dialect", dialects.DIALECTS)
+def test_every_engines_trend_query_is_one_the_server_evaluates(
+    server: PromServer, dialect: str, escaped: bool
+) -> None:
+    specs = dialects.lane_specs(dialect, escaped).values()
+    names = frozenset(name for spec in specs for name in dialects.required_metrics(spec))
+    query = trend_query(dialect, '{job="trend",model_name="m \\" q"}', 60.0, names)
+    assert all(f'"fig", "{key}"' in query for key in ("kv_usage", "itl_sum", "ttft_p95"))
+    form = {"query": query, "start": str(END - HOUR), "end": str(END), "step": "60"}
+    answer = httpx.post(f"{server.url}/api/v1/query_range", data=form).json()
+    assert answer["status"] == "success", answer.get("error")
