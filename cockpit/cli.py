@@ -12,13 +12,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from cockpit import __version__
 from cockpit.config import (
     REFRESH_BOUNDS_S,
     Config,
     ConfigError,
+    Discover,
     LaneConfig,
     LedgerConfig,
     closest,
@@ -28,6 +29,9 @@ from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
+
+if TYPE_CHECKING:
+    from cockpit.fleet import FleetView
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -98,6 +102,12 @@ def _source_options() -> _Parser:
         choices=("auto", "vllm", "vllm-legacy", "sglang"),
         help="ad-hoc lane's engine dialect (default: detect)",
     )
+    group.add_argument(
+        "--lanes-by",
+        metavar="LABEL",
+        help="every lane on the --prometheus server, one per value of LABEL (e.g. job) among "
+        "the engines' series; --selector narrows the series",
+    )
     group.add_argument("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
     group.add_argument("--model", metavar="ID", help="ad-hoc lane's model profile")
     group.add_argument(
@@ -138,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report", parents=[sources], help="the receipts, headless: markdown or JSON tables"
     )
     report.add_argument("--format", choices=("md", "json"), default="md")
+    report.add_argument("--fleet", action="store_true", help="the overview: one row per "
+                        "lane found (--lanes-by, or the config's discover)")  # fmt: skip
     _sample_option(report)
     report.add_argument("--since-start", action="store_true", help="a lane read by direct "
                         "scrape: over its engine's life (from _created), not --window")  # fmt: skip
@@ -242,6 +254,24 @@ ADHOC_LANE_FLAGS = {
 """The ad-hoc lane's config keys, by the flag that sets each (its name comes from the job)."""
 
 
+def _discover(args: argparse.Namespace, config: Config) -> Discover | None:
+    """`--prometheus URL --lanes-by LABEL [--selector ...]`, or the config's `discover:` (its
+    label replaced by `--lanes-by` when given alone)."""
+    if not args.lanes_by:
+        return config.discover
+    if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", args.lanes_by):
+        raise ConfigError("<command line>", None, "--lanes-by", "expected a label name such as "
+                          f"job, got {args.lanes_by!r}")  # fmt: skip
+    if args.prometheus:
+        lane = _adhoc_lane(args)
+        assert lane is not None
+        return Discover(args.lanes_by, replace(lane, name=""))
+    if config.discover is None:
+        raise ConfigError("<command line>", None, "--lanes-by", "finds lanes on a server: give "
+                          "--prometheus URL with it (or discover: in the config)")  # fmt: skip
+    return replace(config.discover, label=args.lanes_by)
+
+
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
         _refuse_lane_flags_without_a_lane(args)
@@ -297,7 +327,10 @@ def _adhoc_name(selector: str) -> str:
 def effective_config(args: argparse.Namespace) -> Config:
     """Config file + command-line sources. Ad-hoc sources replace the file's of their kind."""
     config = read_config(Path(args.config).expanduser() if args.config else None)
-    adhoc = _adhoc_lane(args)
+    discover = _discover(args, config)
+    adhoc = None if args.lanes_by else _adhoc_lane(args)
+    if discover is not None:
+        config = replace(config, discover=discover)
     if adhoc is not None:
         config = replace(config, lanes=(adhoc,))
     if args.ledger:
@@ -308,7 +341,8 @@ def effective_config(args: argparse.Namespace) -> Config:
         except TimeParseError as exc:
             raise ConfigError("<command line>", None, "--window", str(exc)) from None
         config = replace(config, window=args.window)
-    if args.lane and args.lane not in [lane.name for lane in config.lanes]:
+    known = [lane.name for lane in config.lanes]
+    if args.lane and args.lane not in known and config.discover is None:
         names = ", ".join(lane.name for lane in config.lanes) or "none configured"
         raise ConfigError(config.source, None, "--lane", f"unknown lane {args.lane!r} ({names})")
     return config
@@ -343,7 +377,7 @@ def _reported_lane(config: Config, name: str | None) -> list[LaneConfig]:
 
 
 def _require_sources(config: Config) -> None:
-    if not config.lanes and not config.ledgers:
+    if not config.lanes and not config.ledgers and config.discover is None:
         raise ConfigError(
             config.source,
             None,
@@ -407,6 +441,8 @@ def command_demo(args: argparse.Namespace) -> int:
 
 def command_report(args: argparse.Namespace) -> int:
     config = effective_config(args)
+    if args.fleet:
+        return _report_fleet(args, config)
     _require_sources(config)
     at = replay_time(args, _reported_lane(config, args.lane))
     from cockpit.feeds import read_once
@@ -421,6 +457,36 @@ def command_report(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"cockpit: {visible(error)}", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _report_fleet(args: argparse.Namespace, config: Config) -> int:
+    """`cockpit report --fleet`: every lane found, one row each, from one query."""
+    discover = config.discover
+    if discover is None:
+        raise ConfigError("<command line>", None, "--fleet", "needs lanes to find: --prometheus "
+                          "URL --lanes-by LABEL, or discover: in the config")  # fmt: skip
+    at = replay_time(args, [])
+    from cockpit.fleet_report import fleet_json, fleet_markdown
+    from cockpit.model import SourceFailure
+    from cockpit.sources.fleet import FleetSource
+
+    async def read() -> FleetView:
+        fleet = FleetSource.of(discover)
+        try:
+            return await fleet.read(parse_duration(config.window), at)
+        finally:
+            await fleet.aclose()
+
+    try:
+        view = asyncio.run(read())
+    except SourceFailure as error:
+        print(f"cockpit: {visible(str(error))}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(fleet_json(view), indent=2))
+    else:
+        print(fleet_markdown(view), end="")
+    return 0
 
 
 def command_roofline(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ absent; under CI=true a missing binary fails).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from promharness import (
     start_victoria_metrics,
 )
 
+from cockpit.cli import main
 from cockpit.config import LaneConfig
 from cockpit.feeds import prometheus_source
 from cockpit.figures import lane_figures
@@ -194,3 +196,28 @@ async def test_victoria_metrics_increase_does_not_extrapolate(
             assert b.value(key) == pytest.approx(a.value(key), rel=0.01)  # ...by an interval
         for key in ("running_now", "waiting_now", "kv_usage_now"):  # gauges: the same sample
             assert b.value(key) == pytest.approx(a.value(key), rel=1e-9)
+
+
+@pytest.mark.parametrize("form", ["md", "json"])
+def test_report_fleet_lists_every_lane(
+    server: PromServer, form: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["report", "--fleet", "--prometheus", server.url, "--lanes-by", "job",
+            "--window", "1h", "--at", str(END), "--format", form]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    if form == "json":
+        lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
+        assert {name: lane["state"] for name, lane in lanes.items()} == {
+            "lane-a": "up", "lane-b": "up", "lane-c": "up", "lane-down": "down",
+            "lane-new": "up", "lane-old": "gone",
+        }  # fmt: skip
+        assert lanes["lane-c"]["values"]["decode_share"] is None
+        assert "SGLang" in lanes["lane-c"]["reasons"]["decode_share"]
+        return
+    assert out.startswith("# Fleet — 6 lanes (4 up, 1 down, 1 gone)\n")
+    rows = [line for line in out.splitlines() if line.startswith("| lane-")]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| lane-a", "| lane-b", "| lane-c", "| lane-down", "| lane-new", "| lane-old",
+    ]  # fmt: skip
+    assert "- lane-down: its 3 scrape target(s) are down (up == 0)" in out
