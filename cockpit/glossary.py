@@ -108,6 +108,18 @@ LEDGER: dict[str, str] = {
 }
 """Ledger figure key -> its meaning, over sessions started in the window."""
 
+TREND: dict[str, str] = {
+    "hit_rate": "Prefix-cache hit rate within each step: hits / queries of the step.",
+    "ttft_p95": "95th percentile of the time to first token within each step (its histogram).",
+    "itl_step": "The inter-token step within each step, worked out as the window's.",
+    "generation_tok_s": "Generated tokens per second within each step.",
+    "running": "Requests being served, averaged within each step.",
+    "waiting": "Requests waiting to be scheduled, averaged within each step.",
+    "kv_usage": "Share of the GPU's KV cache in use, averaged within each step.",
+}
+"""Trend key -> what its sparkline follows (counters as increases within each step, so a
+counter reset does not spike)."""
+
 _QUANTILE = re.compile(r"^(ttft|itl|e2e|queue)_p(\d+)$")
 _WHAT = {
     "ttft": "time to first token",
@@ -141,8 +153,8 @@ def lane_definition(key: str) -> str:
         base, percent = quantile.groups()
         return (
             f"{percent}th percentile of the {_WHAT[base]} over the window, from the engine's "
-            f"`{base}` histogram (linear interpolation within a bucket, as Prometheus's "
-            "histogram_quantile; `> x` past the largest finite bucket)."
+            f"`{base}` histogram as Prometheus's histogram_quantile reads it (`> x`: past the "
+            "largest finite bucket)."
         )
     for prefix, text in _FAMILIES:
         if key.startswith(prefix):
@@ -153,6 +165,10 @@ def lane_definition(key: str) -> str:
 def ledger_definition(key: str) -> str:
     """The ledger figure's meaning ('' for a key not described here)."""
     return LEDGER.get(key, "")
+
+
+def trend_definition(key: str) -> str:
+    return TREND.get(key, "")
 
 
 def raw_keys(definition: str) -> list[str]:

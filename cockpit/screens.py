@@ -12,24 +12,31 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 
-from cockpit.glossary import lane_definition, ledger_definition, raw_keys
+from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
+from cockpit.glossary import lane_definition, ledger_definition, raw_keys, trend_definition
 from cockpit.model import Figure, SourceFailure
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.text import first_line, visible
 from cockpit.timeutil import stamp
-from cockpit.widgets.pane import PaneView, Row
+from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
+from cockpit.widgets.tails import LATENCIES, QUANTILES, TailsPane
+from cockpit.widgets.trends import SERIES as TREND_SERIES
+from cockpit.widgets.trends import TrendsPane
+from cockpit.widgets.vitals import VitalStrip
 
 KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Lanes and windows", (
         ("1 – 9", "show lane 1 to 9"),
         ("tab / shift+tab", "next / previous lane"),
         ("w / W", "next / previous window (5m 1h 6h 24h 7d 30d 90d)"),
+        ("escape", "back to the fleet overview, with several lanes"),
     )),
     ("Panes", (
-        ("↓ → / ↑ ←", "focus the next / previous pane"),
+        ("↓ → / ↑ ←", "focus the next / previous pane (the vital strip first)"),
         ("enter / i", "the focused pane's figures: definition, query, time, why missing"),
         ("l", "the ledger tables: per source, per model, per profile"),
     )),
@@ -97,6 +104,8 @@ class TextScreen(ModalScreen[None]):
     }
     """
 
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", show=False),
         Binding("q", "dismiss", "close", show=False),
@@ -143,6 +152,8 @@ class LedgerTablesScreen(ModalScreen[None]):
         max-height: 100%;
     }
     """
+
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", show=False),
@@ -200,23 +211,69 @@ def _figure_fields(
     return lines
 
 
-def details_content(
-    view: PaneView, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
-) -> Content:
-    """Every row of a pane with what the screen has no room for."""
+VITAL_KEYS: tuple[str, ...] = (
+    "running_now", "waiting_now", *(f"waiting_now_{reason}" for reason in WAIT_REASONS),
+    "kv_usage_now", "requests_per_s", "requests_per_s_1m", "prompt_tok_s", "prompt_tok_s_1m",
+    "generation_tok_s", "generation_tok_s_1m", *(f"finished_{reason}" for reason in FINISH_REASONS),
+    "preemptions", "admission_rejections",
+)  # fmt: skip
+"""The vital strip's figures (it packs them into items, not rows)."""
+TAIL_KEYS: tuple[str, ...] = tuple(
+    key
+    for prefix, mean, _, _ in LATENCIES
+    for key in (mean, *(f"{prefix}_{quantile}" for quantile in QUANTILES))
+)
+"""The latency tails' figures (a table of cells, not rows)."""
+
+
+def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
+    """The figures a widget shows, as rows: the lane's by key where its lines are not rows."""
+    keys = VITAL_KEYS if isinstance(widget, VitalStrip) else TAIL_KEYS
+    if isinstance(widget, VitalStrip | TailsPane):
+        engine = lane_source(lane)
+        return [engine.row(key) for key in keys if engine.get(key) is not None]
+    lines = widget.view.lines if isinstance(widget, Pane) else ()
+    return [line for line in lines if isinstance(line, Row)]
+
+
+def _trend_lines(lane: LaneSnapshot | None) -> list[Content]:
+    """Each trend series: what it follows, its step and span, its gaps."""
+    trend = lane.totals.trend if lane is not None and lane.totals is not None else None
+    if trend is None:
+        return [Content("no trend read yet")]
     lines: list[Content] = []
-    for name, freshness in view.sources:
+    for key, label, _, _ in TREND_SERIES:
+        points = trend.series.get(key, ())
+        gaps = sum(point is None for point in points)
+        lines.append(Content.styled(label, "bold"))
+        lines.append(Content.styled(f"  {trend_definition(key)}", "italic"))
+        every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
+        lines.append(_field("points", f"{every}; {gaps} without data (blank)"))
+    return lines
+
+
+def details_content(
+    widget: Widget, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
+) -> Content:
+    """Every figure a widget shows, with what the screen has no room for."""
+    sources = (
+        widget.view.sources
+        if isinstance(widget, Pane)
+        else (("lane", lane_source(lane).freshness),)
+    )
+    lines: list[Content] = []
+    for name, freshness in sources:
         if freshness.state != "ok" or freshness.reason:
             lines.append(_field(name, freshness.describe()))
-    for line in view.lines:
-        if not isinstance(line, Row):
-            continue
+    for line in _rows(widget, lane):
         lines.append(Content.assemble((visible(line.label), "bold"), "  ", visible(line.value)))
         if line.figure is not None:
             lines += _figure_fields(line.figure, lane, ledger)
         elif line.reason:
             lines.append(_field("missing", line.reason))
-    return Content("\n").join(lines or [Content("no figures in this pane")])
+    if isinstance(widget, TrendsPane):
+        lines += _trend_lines(lane)
+    return Content("\n").join(lines or [Content("no figures here yet")])
 
 
 # --- the model filter -----------------------------------------------------------------------
@@ -249,6 +306,8 @@ class ModelFilterScreen(ModalScreen[str | None]):
         padding: 0 1;
     }
     """
+
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel", show=False),

@@ -13,6 +13,7 @@ from cockpit.app import CockpitApp, make_app
 from cockpit.model import LaneTotals, frozen_map
 from cockpit.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.widgets.pane import Pane
+from cockpit.widgets.vitals import VitalStrip
 from tests.test_app import on_screen, settle
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 
@@ -46,8 +47,8 @@ def app() -> CockpitApp:
 
 
 async def focus_pane(pilot: Pilot[None], pane_id: str) -> None:
-    """Press ↓ until the pane has the focus (at most once round every pane)."""
-    for _ in range(len(pilot.app.query(Pane)) + 1):
+    """Press ↓ until the pane has the focus (at most once round the strip and every pane)."""
+    for _ in range(len(pilot.app.query(Pane)) + 2):
         await pilot.press("down")
         if pilot.app.focused is not None and pilot.app.focused.id == pane_id:
             return
@@ -85,24 +86,43 @@ async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_ca
         assert cockpit.focused is not None and cockpit.focused.id == "cache"
 
 
-async def test_i_opens_the_details_too_and_the_arrows_go_round_the_panes() -> None:
+async def test_i_opens_the_details_too_and_the_arrows_go_round_the_strip_and_panes() -> None:
     cockpit = app()
     async with cockpit.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         await focus_pane(pilot, "cache")
-        await pilot.press("up")  # from the first pane back to the last
+        await pilot.press("up")  # the vital strip comes before the first pane
+        assert isinstance(cockpit.focused, VitalStrip)
+        await pilot.press("left")  # and after the last
         last = cockpit.focused
         assert isinstance(last, Pane) and last.id != "cache"
-        await pilot.press("right")
+        await pilot.press("right", "right")
         assert cockpit.focused is not None and cockpit.focused.id == "cache"
-        await pilot.press("left", "i")
+        await pilot.press("left", "left", "i")
         await pilot.pause()
         assert isinstance(cockpit.screen, DetailsScreen)
-        title = str(last.border_title)
-        assert title in screen_text(cockpit)
+        assert str(last.border_title) in screen_text(cockpit)
         await pilot.press("escape")
         await pilot.pause()
         assert cockpit.focused is last
+
+
+async def test_the_vital_strip_tails_and_trends_say_what_their_figures_are() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        for pane, words in (
+            ("vitals", ("Requests being served at the evaluation time", EVALUATED)),
+            ("tails", ("99th percentile of the time to first token", "`ttft` histogram")),
+            ("trends", ("Prefix-cache hit rate within each step", "without data")),
+        ):
+            await focus_pane(pilot, pane)
+            await pilot.press("enter")
+            await pilot.pause()
+            text = details_text(cockpit)
+            assert all(word in text for word in words), (pane, text)
+            await pilot.press("escape")
+            await pilot.pause()
 
 
 async def test_l_shows_the_ledger_tables_at_any_size() -> None:

@@ -174,6 +174,10 @@ def vitals_view(lane: LaneSnapshot | None, configured: bool = True) -> LineView:
 class VitalStrip(PackedLine):
     """Running / waiting now, KV now, rates, finish reasons, preemptions; DOWN when down."""
 
+    DEFAULT_CSS = "VitalStrip:focus { background: $accent 25%; }"
+    can_focus = True
+    """Focused with the arrows: `enter`/`i` opens its figures' details."""
+
     def show(self, lane: LaneSnapshot | None, configured: bool = True) -> None:
         self.view = vitals_view(lane, configured)
 
