@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -26,12 +26,14 @@ from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
+from cockpit.feeds import build_lane_feeds
+from cockpit.fleet import lane_config
+from cockpit.fleet_poller import FleetFeed, FleetPoller
 from cockpit.health import rule_lines
 from cockpit.lifecycle import resume_only_after_suspend
 from cockpit.poller import (
@@ -69,17 +71,15 @@ from cockpit.widgets import (
     StatusLine,
     StatusView,
 )
+from cockpit.widgets.fleet import FleetScreen
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import source_status
-from cockpit.widgets.vitals import VitalStrip
 
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
-DETAILED = (VitalStrip, Pane)
-"""What the arrows focus, in turn, and enter or i opens the figures of."""
-PANE_FOCUS = (*DETAILED, ScrollableContainer)
+PANE_FOCUS = (Pane, ScrollableContainer)
 """Where the arrows move between panes: a pane, or the scrolling body around them."""
 
 
@@ -136,8 +136,6 @@ class CockpitApp(App[None]):
 
     CSS_PATH = str(STYLESHEET)
     TITLE = "lane-cockpit"
-    AUTO_FOCUS = "#body"
-    """Not the vital strip above it: the arrows go there and to the panes."""
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -170,6 +168,7 @@ class CockpitApp(App[None]):
         Binding("up,left", "focus_pane(-1)", "previous pane", show=False, priority=True),
         Binding("enter,i", "details", "details", show=False),
         Binding("l", "ledger_tables", "ledger tables", show=False),
+        Binding("escape", "overview", "overview", show=False),
     ]
 
     def __init__(
@@ -183,6 +182,7 @@ class CockpitApp(App[None]):
         export_dir: Path | None = None,
         clocks: Clocks | None = None,
         notice: str = "",
+        fleet: FleetFeed | None = None,
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
@@ -221,6 +221,13 @@ class CockpitApp(App[None]):
         self._probe = Probe.from_env()
         self._home: Screen[object] | None = None
         """The panes' screen (under the help or the model filter when they are open)."""
+        self.fleet_poller = (
+            FleetPoller(fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
+            if fleet is not None
+            else None
+        )
+        self._overview: FleetScreen | None = None
+        """The fleet's overview (with a fleet feed): the cockpit opens on it."""
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -261,6 +268,12 @@ class CockpitApp(App[None]):
         # changes: all of it, at once.
         self.app_resume_signal.subscribe(self, lambda _: self.refresh(layout=True))
         self._show()
+        if self.fleet_poller is not None:
+            folder = self.export_dir or receipts_folder(self.config.export_dir)
+            health, wall = self.config.health, self.clocks.wall
+            self._overview = FleetScreen(self.fleet_poller, self, health, folder, wall)
+            self.install_screen(self._overview, "fleet")
+            self.action_overview()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -268,6 +281,8 @@ class CockpitApp(App[None]):
         """Close every feed in the loop its clients were made in."""
         self.workers.cancel_all()
         await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
+        if self.fleet_poller is not None:
+            await self.fleet_poller.feed.aclose()
 
     # --- state as the user sees it -----------------------------------------------------------
 
@@ -327,6 +342,10 @@ class CockpitApp(App[None]):
     def _read_lane(self) -> None:
         """Start a lane cycle now; one still out for an older state is cancelled."""
         epoch = self._lane.restart()
+        if self.overview_open:  # the overview reads the whole fleet instead
+            if self._overview is not None:
+                self._overview.read_now()
+            return
         if not self.lane_pollers:
             return
         poller, window = self.lane_pollers[self.lane_index], self.window
@@ -511,24 +530,24 @@ class CockpitApp(App[None]):
         focused = self.focused
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
-    def _detailed(self) -> list[Widget]:
-        return [widget for widget in self.screen.focus_chain if isinstance(widget, DETAILED)]
-
     def action_focus_pane(self, step: int) -> None:
-        panes, focused = self._detailed(), self.focused
-        if panes:
-            start = panes.index(focused) if focused in panes else (-1 if step > 0 else 0)
-            panes[(start + step) % len(panes)].focus()
+        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
+        if not panes:
+            return
+        focused = self.focused
+        start = panes.index(focused) if isinstance(focused, Pane) else (-1 if step > 0 else 0)
+        panes[(start + step) % len(panes)].focus()
 
     def action_details(self) -> None:
-        """The focused pane's figures (the vital strip's when no pane is focused)."""
-        panes, focused = self._detailed(), self.focused
-        pane = focused if focused in panes else panes[0] if panes else None
+        """The focused pane's figures (the first pane's when none is focused)."""
+        focused = self.focused
+        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
+        pane = focused if isinstance(focused, Pane) else panes[0] if panes else None
         if pane is None:
             return
-        name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
-        body = details_content(pane, self.lane_snapshot, self.ledger_snapshot)
-        self.push_screen(DetailsScreen(f"{Content(name).plain}: details", body))
+        title = f"{Content(pane.border_title or 'pane').plain}: details"
+        body = details_content(pane.view, self.lane_snapshot, self.ledger_snapshot)
+        self.push_screen(DetailsScreen(title, body))
 
     def action_ledger_tables(self) -> None:
         self.push_screen(LedgerTablesScreen(self.ledger_snapshot, self.ledger_poller is not None))
@@ -560,6 +579,48 @@ class CockpitApp(App[None]):
             )
         else:
             self.call_from_thread(self.notify, str(written), title="receipt exported", markup=False)
+
+    # --- the fleet's overview -----------------------------------------------------------------
+
+    @property
+    def overview_open(self) -> bool:
+        """The overview is shown (or is about to be, at start): the lane is not polled then."""
+        overview = self._overview
+        return self.fleet_poller is not None and (overview is None or overview in self.screen_stack)
+
+    def action_overview(self) -> None:
+        """Back to the overview from the lane's panes; the fleet is read at once."""
+        if self._overview is None or self._overview in self.screen_stack:
+            return
+        self.push_screen(self._overview)
+        self._read_lane()
+
+    def open_lane(self, name: str) -> None:
+        """Lane `name`'s panes, from the overview: it alone is polled until escape."""
+        names = [feed.name for feed in self.lane_feeds]
+        if name not in names:
+            return
+        if self._overview is not None and self.screen is self._overview:
+            self.pop_screen()
+        self.lane_index = names.index(name)
+        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
+        self._show()
+        self._read_lane()
+
+    def add_lanes(self, names: Sequence[str]) -> None:
+        """Lanes the fleet found that the cockpit has no feed for yet (discovered while it
+        runs): each gets one, on the discovery's server, after the lanes already there."""
+        discover, known = self.config.discover, {feed.name for feed in self.lane_feeds}
+        found = [name for name in names if name not in known]
+        if discover is None or not found:
+            return
+        lanes = tuple(lane_config(discover, name) for name in found)
+        feeds = build_lane_feeds(replace(self.config, lanes=lanes))
+        self.lane_feeds += tuple(feeds)
+        self.lane_pollers += [
+            LanePoller(feed, self.refresh_s, replay_at=self.replay_at, clocks=self.clocks)
+            for feed in feeds
+        ]
 
     # --- command palette ----------------------------------------------------------------------
 

@@ -135,9 +135,9 @@ class Clocks:
     monotonic: Callable[[], float] = time.perf_counter
 
 
-TotalsT = TypeVar("TotalsT", LaneTotals, LedgerTotals)
-FiguresT = TypeVar("FiguresT", LaneFigures, LedgerFigures)
-SnapshotT = TypeVar("SnapshotT", LaneSnapshot, LedgerSnapshot)
+TotalsT = TypeVar("TotalsT")
+FiguresT = TypeVar("FiguresT")
+SnapshotT = TypeVar("SnapshotT")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,252 @@
+"""The overview: the cockpit opens on it with a fleet, sorts, filters, opens a lane and comes
+back, and shows lanes that appear and vanish. A scripted fleet feed returns fixed views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+from cockpit.app import CockpitApp, make_app
+from cockpit.config import Discover, LaneConfig
+from cockpit.fleet import NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.model import frozen_map
+from cockpit.widgets.fleet import FleetScreen
+from tests.test_app import on_screen, settle
+from tests.test_app_feeds import EVAL_AT, ScriptedLaneFeed, config, fixed_clocks
+from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
+
+SnapCompare = Callable[..., bool]
+
+HEALTHY = {
+    "running_now": 8.0,
+    "waiting_now": 0.0,
+    "kv_usage_now": 0.6,
+    "requests_per_s": 0.278,
+    "generation_tok_s": 111.1,
+    "prefix_cache_hit_rate": 0.916,
+    "mean_fresh_prefill": 1680.0,
+    "ttft_p95": 1.8,
+    "itl_mean": 0.021,
+    "decode_share": 0.9,
+    "age": 4.0,
+}
+
+
+SHARES = ("kv_usage_now", "prefix_cache_hit_rate", "decode_share")
+
+
+def fleet_row(lane: str, scale: float = 1.0, *, up: bool = True, **changes: float) -> FleetRow:
+    """A lane's row: the healthy figures (but shares) times `scale`, then `changes`; twelve
+    refreshes of history rising to them."""
+    values: dict[str, float | None] = {
+        key: value if key in SHARES else value * scale for key, value in HEALTHY.items()
+    }
+    values.update(changes)
+    history = {
+        key: tuple(None if value is None else value * (i + 1) / 12 for i in range(12))
+        for key, value in values.items()
+    }
+    return FleetRow(
+        lane,
+        up=up,
+        values=frozen_map(values),
+        dialect="vllm",
+        history=frozen_map(history),
+        down_reason="" if up else "its 1 scrape target(s) are down (up == 0)",
+    )
+
+
+def gone_row(lane: str) -> FleetRow:
+    """A lane whose series vanished: no values, the row kept."""
+    return FleetRow(
+        lane,
+        up=False,
+        values=frozen_map(dict.fromkeys(NUMERIC_COLUMNS)),
+        gone=True,
+        reasons=frozen_map(dict.fromkeys(NUMERIC_COLUMNS, "the server has no live series")),
+        down_reason="the server has no live series of it",
+    )
+
+
+def fleet_view(*rows: FleetRow) -> FleetView:
+    return FleetView(
+        rows=rows,
+        window_s=3600.0,
+        end=EVAL_AT,
+        server="http://127.0.0.1:9090",
+        query="sum by (job) (vllm:num_requests_running) or ...",
+    )
+
+
+FLEET = fleet_view(
+    fleet_row("lane-a"),
+    fleet_row("lane-b", 2.0, kv_usage_now=0.95, waiting_now=3.0),  # KV ≥ 90 %, queue building
+    fleet_row("lane-c", 0.5, prefix_cache_hit_rate=0.42),  # hit rate < 70 %
+    fleet_row("lane-d", up=False),
+    gone_row("lane-e"),
+)
+
+
+@dataclass(eq=False)
+class ScriptedFleetFeed:
+    """A fleet feed whose reads return the scripted views in turn (the last one again)."""
+
+    views: Sequence[FleetView] = (FLEET,)
+    reads: list[tuple[float, float | None]] = field(default_factory=list)
+    closed: bool = False
+
+    async def read(self, window_s: float, end: float | None) -> FleetView:
+        self.reads.append((window_s, end))
+        view = self.views[min(len(self.reads), len(self.views)) - 1]
+        return replace(view, window_s=window_s)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+DISCOVER = Discover("job", LaneConfig("fleet", prometheus="http://127.0.0.1:9"))
+
+
+def cockpit(
+    fleet: ScriptedFleetFeed | None = None, lanes: Sequence[str] = ("lane-a", "lane-b")
+) -> tuple[CockpitApp, list[ScriptedLaneFeed], ScriptedFleetFeed]:
+    feeds = [ScriptedLaneFeed(name) for name in lanes]
+    fleet = fleet or ScriptedFleetFeed()
+    app = make_app(
+        config(*lanes, discover=DISCOVER),
+        feeds,
+        None,
+        clocks=fixed_clocks(),
+        fleet=fleet,
+        export_dir=Path("/nonexistent"),
+    )
+    return app, feeds, fleet
+
+
+def row_order(screen: str, names: Sequence[str]) -> list[str]:
+    """The lanes in the order the screen lists them (top to bottom)."""
+    lines = screen.split("\n")
+    found = [(i, name) for i, line in enumerate(lines) for name in names if f" {name} " in line]
+    return [name for _, name in sorted(found)]
+
+
+LANES = ("lane-a", "lane-b", "lane-c", "lane-d", "lane-e")
+
+
+# --- snapshots ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_overview(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    assert snap_compare(cockpit()[0], terminal_size=size, run_before=settle)
+
+
+# --- keys -----------------------------------------------------------------------------------
+
+
+async def test_the_cockpit_opens_on_the_overview_and_reads_only_the_fleet() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        screen = await on_screen(pilot, "lane-e", "5 lanes by job", "1 down", "1 gone")
+        assert len(fleet.reads) == 1 and all(lane.reads == [] for lane in lanes)
+        assert "DOWN" in screen and "gone" in screen
+    assert fleet.closed
+
+
+async def test_s_cycles_the_sort_column_and_S_reverses_it() -> None:
+    app, _, _ = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "lane-e")
+        assert row_order(screen, LANES) == list(LANES)  # by name
+        await pilot.press("S")
+        screen = await on_screen(pilot, "Lane ▼")
+        assert row_order(screen, LANES) == list(reversed(LANES))
+        await pilot.press("S", "s")  # ascending, by the engine: gone, down, then up
+        screen = await on_screen(pilot, "Engine ▲")
+        assert row_order(screen, LANES) == ["lane-e", "lane-d", "lane-a", "lane-b", "lane-c"]
+        await pilot.press("s", "s")  # running now; the gone lane has none: last
+        screen = await on_screen(pilot, "Waiting ▲")
+        assert row_order(screen, LANES) == ["lane-a", "lane-c", "lane-d", "lane-b", "lane-e"]
+        await pilot.press("S")
+        screen = await on_screen(pilot, "Waiting ▼")
+        assert row_order(screen, LANES)[0] == "lane-b"
+        assert row_order(screen, LANES)[-1] == "lane-e"
+
+
+async def test_slash_filters_the_rows_by_name_and_escape_clears_it() -> None:
+    app, _, _ = cockpit(ScriptedFleetFeed([fleet_view(*FLEET.rows, fleet_row("gpu-box-7"))]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "gpu-box-7")
+        await pilot.press("slash", "b", "o", "x")
+        screen = await on_screen(pilot, "filter “box”")
+        assert row_order(screen, [*LANES, "gpu-box-7"]) == ["gpu-box-7"]
+        await pilot.press("enter", "escape")
+        screen = await on_screen(pilot, "lane-a")
+        assert len(row_order(screen, [*LANES, "gpu-box-7"])) == 6
+
+
+async def test_enter_opens_the_lane_alone_and_escape_returns_to_the_overview() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")  # the second row: lane-b
+        await settle(pilot)
+        assert not isinstance(app.screen, FleetScreen)
+        assert app.lane_name == "lane-b" and len(lanes[1].reads) == 1 and lanes[0].reads == []
+        assert len(fleet.reads) == 1  # the fleet is not read while a lane is open
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        assert len(fleet.reads) == 2 and len(lanes[1].reads) == 1
+        await pilot.press("r")  # refresh on the overview reads the fleet, not the lane
+        await settle(pilot)
+        assert len(fleet.reads) == 3 and len(lanes[1].reads) == 1
+
+
+async def test_a_lane_found_while_running_is_added_and_one_that_vanished_shows_gone() -> None:
+    first = fleet_view(fleet_row("lane-a"), fleet_row("lane-b"))
+    second = fleet_view(fleet_row("lane-a"), gone_row("lane-b"), fleet_row("lane-new"))
+    app, _, _ = cockpit(ScriptedFleetFeed([first, second]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "2 lanes by job")
+        assert "lane-new" not in screen and "gone" not in screen
+        await pilot.press("r")
+        await settle(pilot)
+        screen = await on_screen(pilot, "3 lanes by job", "lane-new", "1 gone")
+        assert [feed.name for feed in app.lane_feeds] == ["lane-a", "lane-b", "lane-new"]
+        line = next(line for line in screen.split("\n") if " lane-b " in line)
+        assert "gone" in line and "—" in line
+        await pilot.press("down", "down", "enter")  # lane-new, the last row by name
+        await settle(pilot)
+        assert app.lane_name == "lane-new"
+
+
+async def test_a_lane_name_is_shown_as_data_never_as_markup() -> None:
+    hostile = "[bold red]x[/]\x1b]0;pwn\x07"
+    app, _, _ = cockpit(ScriptedFleetFeed([fleet_view(fleet_row(hostile))]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "[bold red]x[/]␛]0;pwn␇")
+
+
+async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> None:
+    app, _, _ = cockpit()
+    app.export_dir = tmp_path
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await on_screen(pilot, "receipt exported")
+    (receipt,) = tmp_path.glob("cockpit-receipt-fleet-1h-*.md")
+    text = receipt.read_text(encoding="utf-8")
+    for lane in LANES:
+        assert f"| {lane} |" in text
+    assert "| lane-d | DOWN |" not in text and "| lane-d | down |" in text
+    assert "sum by (job)" in text

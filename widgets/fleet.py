@@ -1,0 +1,412 @@
+"""The overview: every lane of the fleet in one table, a row a lane, from one read per refresh.
+
+The screen polls the fleet while it is open (the lane's own polling stops meanwhile; opening a
+lane stops the fleet's): one exclusive worker per cycle, its snapshot posted as a message,
+the next cycle armed when it is handled. Rows sort by any column (`s`, `S` reverses), `/`
+filters them by name, `c` picks the column the trend follows, `enter` opens the lane's panes.
+Colours are the health rules' (`cockpit.health`, the thresholds of the lane panes). Lane
+names are data: never markup, control characters made visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from cockpit.figures import LaneFigures
+from cockpit.fleet import (
+    COLUMN_BY_KEY,
+    DEFAULT_TREND,
+    FIGURE_COLUMNS,
+    FLEET_COLUMNS,
+    LANE,
+    NUMERIC_COLUMNS,
+    TREND,
+    UP,
+    FleetColumn,
+    FleetRow,
+    filter_rows,
+    format_cell,
+    sort_rows,
+)
+from cockpit.fleet_poller import FleetPoller, FleetSnapshot, write_fleet_receipt
+from cockpit.health import Thresholds, check
+from cockpit.model import Figure, frozen_map
+from cockpit.poller import MAX_DELAY_S
+from cockpit.receipts import receipt_name
+from cockpit.snapshot import LaneSnapshot
+from cockpit.text import visible
+from cockpit.timeutil import clock
+
+from .pane import freshness_note, sparkline
+
+TREND_CELLS = 12
+"""Refreshes the trend column draws, a character each (newest at the right)."""
+TONE_COLOR = {"good": "text-success", "warn": "text-warning", "bad": "text-error"}
+"""Cell tones as the theme's colour variables."""
+
+
+class FleetHost(Protocol):
+    """What the overview asks of the app: the window, pause, the lanes it can open."""
+
+    window: str
+    paused: bool
+
+    def open_lane(self, name: str) -> None:
+        """Show lane `name`'s panes (and poll it alone)."""
+        ...
+
+    def add_lanes(self, names: Sequence[str]) -> None:
+        """Lanes the fleet found: those the app has no feed for yet get one."""
+        ...
+
+
+@dataclass
+class FleetRead(Message):
+    """A fleet cycle ended. A newer one replaces it if not handled yet."""
+
+    snapshot: FleetSnapshot
+    epoch: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FleetRead)
+
+
+@dataclass
+class FleetOrder:
+    """How the overview shows the rows: sort column and direction, filter, trend column."""
+
+    sort: str = LANE
+    reverse: bool = False
+    filter: str = ""
+    trend: str = DEFAULT_TREND
+    seen: tuple[object, ...] = field(default=())
+    """What the table was last built from (nothing is rebuilt when it is unchanged)."""
+
+    def rows(self, rows: Sequence[FleetRow]) -> list[FleetRow]:
+        return sort_rows(rows, self.sort, self.reverse, self.trend)
+
+
+def next_key(keys: Sequence[str], current: str, step: int = 1) -> str:
+    return keys[(keys.index(current) + step) % len(keys)] if current in keys else keys[0]
+
+
+def waiting_streak(row: FleetRow) -> int:
+    """Refreshes in a row, up to the last, that found requests waiting (the queue rule)."""
+    streak = 0
+    for waiting in reversed(row.history.get("waiting_now", ())):
+        if not waiting:
+            break
+        streak += 1
+    return streak
+
+
+def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
+    """Column key -> `good`/`warn`/`bad`: the health rules the lane panes apply, on the row's
+    figures (KV use, hit rate, queue building); a down engine is `bad`, a live one `good`."""
+    if row.gone or row.up is None:
+        return {}
+    if row.up is False:
+        return {UP: "bad"}
+    figures = {
+        key: Figure(key, key, row.values.get(key), unit, above=key in row.above)
+        for key in FIGURE_COLUMNS
+        if (unit := COLUMN_BY_KEY[key].unit) is not None
+    }
+    snapshot = LaneSnapshot(
+        row.lane,
+        "",
+        None,
+        LaneFigures(frozen_map(figures)),
+        None,
+        None,
+        waiting_streak=waiting_streak(row),
+    )
+    tones = {finding.figure_key: str(finding.severity) for finding in check(snapshot, thresholds)}
+    return {UP: "good", **tones}
+
+
+def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
+    """What a cell says: the figure as the panes format it, DOWN for a down engine, the trend
+    column as a sparkline of the row's last refreshes."""
+    if column.key == TREND:
+        points = row.history.get(trend, ())[-TREND_CELLS:]
+        return sparkline(tuple(points), len(points)).rjust(TREND_CELLS)
+    if column.key == UP and row.up is False and not row.gone:
+        return "DOWN"
+    return visible(format_cell(row, column))
+
+
+class FleetScreen(Screen[None]):
+    """The overview: a status line, the filter field (after `/`), the table, the keys."""
+
+    DEFAULT_CSS = """
+    FleetScreen #fleet-status {
+        height: auto;
+        padding: 0 1;
+        background: $panel;
+    }
+    FleetScreen #fleet-filter {
+        display: none;
+    }
+    FleetScreen.-filtering #fleet-filter {
+        display: block;
+    }
+    FleetScreen DataTable {
+        height: 1fr;
+    }
+    """
+
+    AUTO_FOCUS = "DataTable"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sort(1)", "sort"),
+        Binding("S", "reverse", "reverse", show=False),
+        Binding("c", "trend(1)", "trend"),
+        Binding("slash", "filter", "filter", key_display="/"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("e", "export", "export"),
+    ]
+
+    def __init__(
+        self,
+        poller: FleetPoller,
+        host: FleetHost,
+        thresholds: Thresholds,
+        folder: Path,
+        wall: Callable[[], float],
+    ) -> None:
+        super().__init__()
+        self.poller = poller
+        self.host = host
+        self.thresholds = thresholds
+        self.folder = folder
+        """Where `e` writes the overview's receipt."""
+        self.wall = wall
+        self.snapshot: FleetSnapshot | None = None
+        self.order = FleetOrder()
+        self.epoch = 0
+        self.timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="fleet-status", markup=False)
+        yield Input(placeholder="lanes whose name contains…", id="fleet-filter")
+        yield DataTable(id="fleet-table", cursor_type="row", fixed_columns=1, zebra_stripes=True)
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _: self.show(rebuild=True))
+        self.show()
+
+    # --- polling ------------------------------------------------------------------------------
+
+    @property
+    def polling(self) -> bool:
+        """The overview is open (under the help, say) and polling is not paused."""
+        return self in self.app.screen_stack and not self.host.paused
+
+    def read_now(self) -> None:
+        """Start a fleet cycle now; one still out is cancelled and its answer dropped."""
+        if self.timer is not None:
+            self.timer.stop()
+            self.timer = None
+        self.epoch += 1
+        epoch, window, poller = self.epoch, self.host.window, self.poller
+
+        async def cycle() -> None:
+            self.post_message(FleetRead(await poller.cycle(window), epoch))
+
+        self.run_worker(
+            cycle(),
+            group="fleet",
+            description=f"read the fleet over {window}",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _due(self) -> None:
+        self.timer = None
+        if self.polling:
+            self.read_now()
+
+    def on_fleet_read(self, message: FleetRead) -> None:
+        if message.epoch != self.epoch:
+            return
+        snapshot = self.snapshot = message.snapshot
+        if snapshot.view is not None:
+            self.host.add_lanes([row.lane for row in snapshot.view.rows])
+        self.show()
+        replayed = snapshot.replay_at is not None and snapshot.freshness.state == "ok"
+        if self.polling and not replayed:  # a replayed moment read well doesn't move
+            self.timer = self.set_timer(self.poller.delay, self._due)
+
+    @on(Worker.StateChanged)
+    def _cycle_failed(self, event: Worker.StateChanged) -> None:
+        """A cycle that raised (a bug, not a source failure; the app says so): try again."""
+        if event.worker.group == "fleet" and event.state == WorkerState.ERROR and self.polling:
+            self.timer = self.set_timer(MAX_DELAY_S, self._due)
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def rows(self) -> list[FleetRow]:
+        """Every row, in the screen's order (the filter aside)."""
+        view = self.snapshot.view if self.snapshot is not None else None
+        return self.order.rows(view.rows) if view is not None else []
+
+    def show(self, rebuild: bool = False) -> None:
+        rows = filter_rows(self.rows(), self.order.filter)
+        self.query_one("#fleet-status", Static).update(self.status())
+        order = self.order
+        seen = (self.snapshot, order.sort, order.reverse, order.filter, order.trend)
+        if rebuild or seen != order.seen:
+            order.seen = seen
+            self._fill(rows)
+
+    def status(self) -> Content:
+        snapshot = self.snapshot
+        view = snapshot.view if snapshot is not None else None
+        order = self.order
+        parts = [Content.styled("Fleet", "bold $accent")]
+        if view is not None:
+            down = sum(1 for row in view.rows if row.up is False and not row.gone)
+            gone = sum(1 for row in view.rows if row.gone)
+            counts = f"{len(view.rows)} lanes by {visible(view.label)}"
+            counts += f" · {down} down" if down else ""
+            counts += f" · {gone} gone" if gone else ""
+            parts += [Content(counts), Content(clock(view.end))]
+        parts.append(Content(self.host.window))
+        sorting = f"sort {COLUMN_BY_KEY[order.sort].title} {'▼' if order.reverse else '▲'}"
+        parts += [Content(sorting), Content(f"trend {COLUMN_BY_KEY[order.trend].title}")]
+        if order.filter:
+            parts.append(Content(f"filter “{visible(order.filter)}”"))
+        if self.host.paused:
+            parts.append(Content.styled("paused", "bold $warning"))
+        line = Content(" · ").join(parts)
+        note = freshness_note("fleet", snapshot.freshness) if snapshot is not None else ""
+        if snapshot is None:
+            note = "reading the fleet…"
+        if view is not None and view.partial:
+            note = f"{note} · partial answer" if note else "the server's answer is partial"
+        if not note:
+            return line
+        tone = "$warning" if snapshot is None or snapshot.freshness.state == "ok" else "$error"
+        return Content("\n").join([line, Content.styled(visible(note), tone)])
+
+    def _fill(self, rows: Sequence[FleetRow]) -> None:
+        table = self.query_one(DataTable)
+        cursor = self.cursor_lane()
+        order = self.order
+        colors = self.app.get_css_variables()
+        stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
+        table.clear(columns=True)
+        for column in FLEET_COLUMNS:
+            title = column.title
+            if column.key == TREND:
+                title = f"Trend {COLUMN_BY_KEY[order.trend].title}"
+            if column.key == order.sort:
+                title = f"{title} {'▼' if order.reverse else '▲'}"
+            table.add_column(Text(title, style="bold"), key=column.key)
+        for row in rows:
+            tones = row_tones(row, self.thresholds)
+            dim = " dim" if row.gone or stale else ""
+            cells = []
+            for column in FLEET_COLUMNS:
+                tone = tones.get(column.key)
+                color = f" {colors[TONE_COLOR[tone]]}" if tone in TONE_COLOR else ""
+                bold = "bold" if column.key in (LANE, UP) or tone else ""
+                text = cell_text(row, column, order.trend)
+                style = f"{bold}{color}{dim}".strip()
+                right = column.unit is not None
+                cells.append(Text(text, style=style, justify="right" if right else "left"))
+            table.add_row(*cells, key=row.lane)
+        lanes = [row.lane for row in rows]
+        if cursor in lanes:
+            table.move_cursor(row=lanes.index(cursor), animate=False)
+
+    def cursor_lane(self) -> str | None:
+        """The lane under the table's cursor (None: no row)."""
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return str(key) if key is not None else None
+
+    # --- keys ---------------------------------------------------------------------------------
+
+    @on(DataTable.RowSelected)
+    def _open(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.host.open_lane(str(event.row_key.value))
+
+    def action_sort(self, step: int) -> None:
+        self.order.sort = next_key([column.key for column in FLEET_COLUMNS], self.order.sort, step)
+        self.show()
+
+    def action_reverse(self) -> None:
+        self.order.reverse = not self.order.reverse
+        self.show()
+
+    def action_trend(self, step: int) -> None:
+        self.order.trend = next_key(NUMERIC_COLUMNS, self.order.trend, step)
+        self.show()
+
+    def action_filter(self) -> None:
+        self.add_class("-filtering")
+        self.query_one(Input).focus()
+
+    @on(Input.Changed)
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.order.filter = event.value
+        self.show()
+
+    @on(Input.Submitted)
+    def _filter_done(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_clear_filter(self) -> None:
+        self.query_one(Input).value = ""
+        self.order.filter = ""
+        self.remove_class("-filtering")
+        self.query_one(DataTable).focus()
+        self.show()
+
+    def action_export(self) -> None:
+        snapshot = self.snapshot
+        if snapshot is None:
+            self.notify("nothing read yet", title="export", severity="warning")
+            return
+        rows = self.rows()
+        moment = snapshot.replay_at if snapshot.replay_at is not None else self.wall()
+        target = self.folder / receipt_name("fleet", snapshot.window, moment)
+        self.run_worker(
+            lambda: self._write(snapshot, rows, target),
+            group="export",
+            description=f"export the fleet receipt to {target}",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _write(self, snapshot: FleetSnapshot, rows: list[FleetRow], target: Path) -> None:
+        try:
+            written = write_fleet_receipt(snapshot, rows, target)
+        except OSError as error:
+            reason = f"{target}: {error.strerror or error}"
+            self.app.call_from_thread(
+                self.notify, reason, title="export failed", severity="error", markup=False
+            )
+        else:
+            self.app.call_from_thread(
+                self.notify, str(written), title="receipt exported", markup=False
+            )
