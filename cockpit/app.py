@@ -26,6 +26,7 @@ from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -75,11 +76,14 @@ from cockpit.widgets.fleet import FleetScreen
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import source_status
+from cockpit.widgets.vitals import VitalStrip
 
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
-PANE_FOCUS = (Pane, ScrollableContainer)
+DETAILED = (VitalStrip, Pane)
+"""What the arrows focus, in turn, and enter or i opens the figures of."""
+PANE_FOCUS = (*DETAILED, ScrollableContainer)
 """Where the arrows move between panes: a pane, or the scrolling body around them."""
 
 
@@ -136,6 +140,8 @@ class CockpitApp(App[None]):
 
     CSS_PATH = str(STYLESHEET)
     TITLE = "lane-cockpit"
+    AUTO_FOCUS = "#body"
+    """Not the vital strip above it: the arrows go there and to the panes."""
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -530,24 +536,24 @@ class CockpitApp(App[None]):
         focused = self.focused
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
+    def _detailed(self) -> list[Widget]:
+        return [widget for widget in self.screen.focus_chain if isinstance(widget, DETAILED)]
+
     def action_focus_pane(self, step: int) -> None:
-        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
-        if not panes:
-            return
-        focused = self.focused
-        start = panes.index(focused) if isinstance(focused, Pane) else (-1 if step > 0 else 0)
-        panes[(start + step) % len(panes)].focus()
+        panes, focused = self._detailed(), self.focused
+        if panes:
+            start = panes.index(focused) if focused in panes else (-1 if step > 0 else 0)
+            panes[(start + step) % len(panes)].focus()
 
     def action_details(self) -> None:
-        """The focused pane's figures (the first pane's when none is focused)."""
-        focused = self.focused
-        panes = [widget for widget in self.screen.focus_chain if isinstance(widget, Pane)]
-        pane = focused if isinstance(focused, Pane) else panes[0] if panes else None
+        """The focused pane's figures (the vital strip's when no pane is focused)."""
+        panes, focused = self._detailed(), self.focused
+        pane = focused if focused in panes else panes[0] if panes else None
         if pane is None:
             return
-        title = f"{Content(pane.border_title or 'pane').plain}: details"
-        body = details_content(pane.view, self.lane_snapshot, self.ledger_snapshot)
-        self.push_screen(DetailsScreen(title, body))
+        name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
+        body = details_content(pane, self.lane_snapshot, self.ledger_snapshot)
+        self.push_screen(DetailsScreen(f"{Content(name).plain}: details", body))
 
     def action_ledger_tables(self) -> None:
         self.push_screen(LedgerTablesScreen(self.ledger_snapshot, self.ledger_poller is not None))
