@@ -8,6 +8,7 @@ leaves the lane's figures as they are."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,12 @@ import httpx
 import pytest
 from faultproxy import FaultProxy, json_answer
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from screentext import screen_text
 
 from cockpit import dialects
+from cockpit.app import make_app
+from cockpit.config import Config, LaneConfig
+from cockpit.feeds import build_feeds
 from cockpit.sources.history import TREND
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.trends import trend_query
@@ -195,3 +200,33 @@ def test_every_engines_trend_query_is_one_the_server_evaluates(
     form = {"query": query, "start": str(END - HOUR), "end": str(END), "step": "60"}
     answer = httpx.post(f"{server.url}/api/v1/query_range", data=form).json()
     assert answer["status"] == "success", answer.get("error")
+
+
+async def test_a_cockpit_opened_on_an_hours_history_shows_that_hour_in_its_first_frame(
+    server: PromServer,
+) -> None:
+    """The cockpit at END (`--at`: the history ends there) draws the whole hour from its first
+    lane read: the trend's step stated, every minute a block but the gap's, left blank."""
+    config = Config(
+        source="<test>",
+        lanes=(LaneConfig("lane-t", prometheus=server.url, selector=SELECTOR),),
+        window="1h",
+        refresh_s=60.0,
+    )
+    lanes, ledger = build_feeds(config)
+    app = make_app(config, lanes, ledger, refresh_s=config.refresh_s, replay_at=END)
+    async with app.run_test(size=(160, 48)) as pilot:
+        while app.lane_snapshot is None:
+            await pilot.pause(0.02)
+        await pilot.pause()
+        screen = screen_text(app)
+    assert "Trends · step 1 min" in screen, screen
+    line = next(row for row in screen.splitlines() if "Gen tok/s" in row)
+    spark = re.search(r"Gen tok/s +([▁-█][▁-█ ]*[▁-█]) +\S+ tok/s", line)
+    assert spark is not None, line
+    cells = spark.group(1)
+    parts = re.fullmatch(r"([▁-█]+)( +)([▁-█]+)", cells)
+    assert parts is not None, f"the hour, the ten minutes without data blank: {cells!r}"
+    before, gap, _ = (len(part) for part in parts.groups())
+    assert before / len(cells) == pytest.approx(20 / 60, abs=0.06), cells
+    assert gap / len(cells) == pytest.approx(10 / 60, abs=0.06), cells
