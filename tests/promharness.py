@@ -332,6 +332,41 @@ def _leaves(spec: object) -> list[object]:
     return [spec]
 
 
+@dataclass(frozen=True)
+class Series:
+    """One series an engine instance exposes for the specs: a `counter` (only grows), a
+    `gauge` (0 to `top`) or a histogram's `bucket` set (cumulative over BOUNDS)."""
+
+    kind: str
+    family: str
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    top: float = 1.0
+
+
+def engine_series(dialect: str, keys: Iterable[str]) -> list[Series]:
+    """What one engine instance of `dialect` exposes for the raw keys (each spec's series)."""
+    from cockpit import dialects
+
+    specs = dialects.lane_specs(dialect)
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
+    for key in keys:
+        for leaf in _leaves(specs[key]):
+            if isinstance(leaf, dialects.Gauge):
+                top = 1.0 if leaf.across == "avg" else 20.0
+                series = Series("gauge", leaf.metric, leaf.metric, (), top)
+            elif isinstance(leaf, dialects.Histogram):
+                series = Series("bucket", leaf.base, f"{leaf.base}_bucket", leaf.extra)
+            elif isinstance(leaf, dialects.Counter):
+                family = leaf.metric.removesuffix("_total")
+                kind = "counter" if leaf.metric.endswith("_total") else "unknown"
+                series = Series(kind, family, leaf.metric, leaf.extra)
+            else:
+                continue
+            found.setdefault((series.name, series.labels), series)
+    return list(found.values())
+
+
 def add_engine(
     writer: OpenMetricsWriter,
     dialect: str,
@@ -340,44 +375,31 @@ def add_engine(
     keys: Iterable[str],
     seed: int,
 ) -> None:
-    """One engine instance's series for each raw key in `keys` of `dialect` (the series its
-    spec reads), sampled at `times`: counters that only grow, gauges that move."""
+    """One engine instance's series for each raw key in `keys` of `dialect`, sampled at
+    `times`: counters that only grow, gauges that move."""
     import random
 
-    from cockpit import dialects
-
     rng = random.Random(seed)
-    specs = dialects.lane_specs(dialect)
-    done: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-    for key in keys:
-        for leaf in _leaves(specs[key]):
-            if isinstance(leaf, dialects.Gauge):
-                if (leaf.metric, ()) not in done:
-                    done.add((leaf.metric, ()))
-                    top = 1.0 if leaf.across == "avg" else 20.0
-                    values = [(t, round(rng.uniform(0, top), 3)) for t in times]
-                    writer.add(leaf.metric, "gauge", leaf.metric, labels, values)
-            elif isinstance(leaf, dialects.Histogram) and (leaf.base, leaf.extra) not in done:
-                done.add((leaf.base, leaf.extra))
-                cumulative = [0.0] * len(times)
-                for le in BOUNDS:
-                    steps = [rng.randint(0, 4) for _ in times]
-                    running = 0.0
-                    for i, step in enumerate(steps):
-                        running += step
-                        cumulative[i] += running
-                    bucket = {**labels, **dict(leaf.extra), "le": le}
-                    series = list(zip(times, cumulative, strict=True))
-                    writer.add(leaf.base, "histogram", f"{leaf.base}_bucket", bucket, series)
-            elif isinstance(leaf, dialects.Counter) and (leaf.metric, leaf.extra) not in done:
-                done.add((leaf.metric, leaf.extra))
-                value, series = 0.0, []
-                for t in times:
-                    value += rng.randint(1, 60)
-                    series.append((t, value))
-                family = leaf.metric.removesuffix("_total")
-                kind = "counter" if leaf.metric.endswith("_total") else "unknown"
-                writer.add(family, kind, leaf.metric, {**labels, **dict(leaf.extra)}, series)
+    for series in engine_series(dialect, keys):
+        own = {**labels, **dict(series.labels)}
+        if series.kind == "gauge":
+            values = [(t, round(rng.uniform(0, series.top), 3)) for t in times]
+            writer.add(series.family, "gauge", series.name, own, values)
+        elif series.kind == "bucket":
+            cumulative = [0.0] * len(times)
+            for le in BOUNDS:
+                running = 0.0
+                for i in range(len(times)):
+                    running += rng.randint(0, 4)
+                    cumulative[i] += running
+                samples = list(zip(times, cumulative, strict=True))
+                writer.add(series.family, "histogram", series.name, {**own, "le": le}, samples)
+        else:
+            value, samples = 0.0, []
+            for t in times:
+                value += rng.randint(1, 60)
+                samples.append((t, value))
+            writer.add(series.family, series.kind, series.name, own, samples)
 
 
 @dataclass(frozen=True)
