@@ -173,6 +173,22 @@ async def test_later_reads_ask_only_when_a_step_is_due_and_at_most_two_requests(
         assert moved.series[key][-1] is None, f"{key}: no history after END"
 
 
+async def test_another_window_reads_its_own_trend_at_once(server: PromServer) -> None:
+    source = PrometheusSource(server.url)
+    try:
+        await source.read_lane("lane", None, SELECTOR, HOUR, END)
+        trend = (await source.read_lane("lane", None, SELECTOR, 6 * HOUR, END)).trend
+    finally:
+        await source.aclose()
+    assert trend is not None and (trend.step_s, trend.end) == (600, END)
+    tok_s = trend.series["generation_tok_s"]
+    assert len(tok_s) == 36
+    assert tok_s[:24] == (None,) * 24, "no history before its two hours"
+    gap = (GAP[1] - (END - 2 * HOUR)) // 600 + 23
+    assert tok_s[gap] is None, "ten minutes without data"
+    assert all(v == pytest.approx(1.0, rel=0.1) for i, v in enumerate(tok_s[24:], 24) if i != gap)
+
+
 async def test_a_failed_history_read_keeps_the_figures_and_says_why(server: PromServer) -> None:
     with FaultProxy(server.url) as proxy:
         proxy.canned["/api/v1/query_range"] = json_answer(

@@ -88,6 +88,8 @@ class History:
         else:
             self._kept.pop(lane, None)
             start, steps = times[0], {}
+        if not query:
+            raise SourceFailure("the lane exposes none of the metrics the trend follows")
         answered = await self._query_range(query, start, times[-1], step)
         steps.update({t: answered.get(t, {}) for t in times if t >= start})
         trend = make_trend(totals.dialect, window_s, end, steps)
