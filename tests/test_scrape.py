@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import VLLM_FIXTURES, require_fixture
+from conftest import FIXTURES, VLLM_FIXTURES, require_fixture
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -461,3 +461,17 @@ def test_an_engine_up_for_hours_says_hours(seconds: float, said: str) -> None:
     source.ingest(text, born + seconds)
     totals = source.totals("lane", "", 30 * 86400, born + seconds)
     assert totals.coverage_note == f"since engine start ({said})"
+
+
+def test_sglang_kv_capacity_is_the_lanes_own_model() -> None:
+    """Two models on one /metrics: the capacity is the selected model's (one TP rank of it),
+    as the Prometheus source's `max_total_num_tokens{selector}` reads it."""
+    text = require_fixture(FIXTURES / "sglang" / "metrics_tp2.txt").read_text()
+    other = 'model_name="other",engine_type="unified",pp_rank="0",moe_ep_rank="0"'
+    text += "".join(
+        f'sglang:max_total_num_tokens{{{other},tp_rank="{rank}"}} 30000.0\n' for rank in "01"
+    )
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(text, 2e9)
+    assert source.totals("q", '{model_name="qwen"}', 3600, 2e9).kv_capacity_tokens == 80000
+    assert source.totals("o", '{model_name="other"}', 3600, 2e9).kv_capacity_tokens == 30000

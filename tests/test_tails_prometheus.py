@@ -15,11 +15,13 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from conftest import FIXTURES, require_fixture
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
 from cockpit.figures import format_figure, lane_figures
@@ -56,6 +58,18 @@ DRAWS = {TTFT: (-1.0, 1.0), ITL: (-3.5, 0.5), E2E: (1.5, 1.0), QUEUE: (-3.0, 1.5
 """Log-normal (mu, sigma) of each latency on the full lane; the few-bucket lane draws (0, 1):
 about a quarter of it lies past its largest bucket, 2 s."""
 HISTOGRAMS = {"ttft": TTFT, "itl": ITL, "e2e": E2E, "queue": QUEUE}
+SGLANG_TTFT = "sglang:time_to_first_token_seconds"
+SGLANG_ITL = "sglang:inter_token_latency_seconds"
+SGLANG_E2E = "sglang:e2e_request_latency_seconds"
+SGLANG_QUEUE = "sglang:queue_time_seconds"
+SGLANG_HISTOGRAMS = {
+    "ttft": (SGLANG_TTFT, ',is_streaming="true"'),
+    "itl": (SGLANG_ITL, ""),
+    "e2e": (SGLANG_E2E, ""),
+    "queue": (SGLANG_QUEUE, ',tp_rank="0"'),
+}
+"""The SGLang lane's histograms and the series the cockpit must read them from: streaming
+requests' TTFT, and one TP rank of the queue time (both ranks export the same)."""
 
 Labels = tuple[tuple[str, str], ...]
 Series = dict[tuple[str, Labels], dict[float, float]]
@@ -66,58 +80,114 @@ def _le(bound: float) -> str:
     return "+Inf" if math.isinf(bound) else repr(bound)
 
 
-def engine(
-    series: Series,
+class Recorder:
+    """A lane's samples as its engines count them, at the time `t` of the current step."""
+
+    def __init__(self) -> None:
+        self.series: Series = {}
+        self.counts: dict[tuple[str, Labels], float] = {}
+        self.t = 0.0
+
+    def put(self, name: str, labels: dict[str, str], value: float) -> None:
+        self.series.setdefault((name, tuple(sorted(labels.items()))), {})[self.t] = value
+
+    def count(self, name: str, labels: dict[str, str], amount: float) -> None:
+        key = (name, tuple(sorted(labels.items())))
+        self.counts[key] = self.counts.get(key, 0.0) + amount
+        self.put(name, labels, self.counts[key])
+
+    def observe(
+        self, base: str, labels: dict[str, str], bounds: tuple[float, ...], seen: list[float]
+    ) -> None:
+        for bound in (*bounds, math.inf):
+            within = sum(1 for x in seen if x <= bound)
+            self.count(f"{base}_bucket", {**labels, "le": _le(bound)}, within)
+        self.count(f"{base}_count", labels, len(seen))
+        self.count(f"{base}_sum", labels, sum(seen))
+
+    def restart(self, labels: dict[str, str]) -> None:
+        """The engine with these labels restarts: its counters start again from zero."""
+        mine = set(labels.items())
+        self.counts = {k: v for k, v in self.counts.items() if not mine <= set(k[1])}
+
+
+def vllm_lane(
     rng: random.Random,
-    labels: dict[str, str],
     buckets: dict[str, tuple[float, ...]],
     draws: dict[str, tuple[float, float]],
-    reset_at: int | None = None,
-) -> None:
-    """One engine's counters, histograms and gauges at every step from START to END."""
-    base = tuple(sorted(labels.items()))
-    counts: dict[tuple[str, Labels], float] = {}
-
-    def put(name: str, value: float, **extra: str) -> None:
-        key = (name, tuple(sorted({**labels, **extra}.items())))
-        series.setdefault(key, {})[float(t)] = value
-
-    def add(name: str, amount: float, **extra: str) -> float:
-        key = (name, tuple(sorted(extra.items())))
-        counts[key] = counts.get(key, 0.0) + amount
-        return counts[key]
-
+    engines: int,
+) -> Series:
+    """vLLM engines `0`.. at every step from START to END; engine 1 restarts at RESET_AT."""
+    lane = Recorder()
     for t in range(START, END + 1, STEP):
-        if t == reset_at:
-            counts.clear()
-        requests = rng.randint(0, 5)
-        for histogram, bounds in buckets.items():
-            observed = [rng.lognormvariate(*draws[histogram]) for _ in range(requests)]
-            for bound in (*bounds, math.inf):
-                within = sum(1 for x in observed if x <= bound)
-                put(f"{histogram}_bucket", add(histogram, within, le=_le(bound)), le=_le(bound))
-            put(f"{histogram}_count", add(f"{histogram}_count", requests))
-            put(f"{histogram}_sum", add(f"{histogram}_sum", sum(observed)))
-        put("vllm:request_success_total", add("requests", requests), finished_reason="stop")
-        put("vllm:prompt_tokens_total", add("prompt", requests * rng.randint(100, 2000)))
-        put("vllm:generation_tokens_total", add("generation", requests * rng.randint(10, 500)))
-        step = (t - START) // STEP
-        put("vllm:num_requests_running", float(step % 7 + len(base)))
-        put("vllm:num_requests_waiting", float(step % 3))
-        put("vllm:num_requests_waiting_by_reason", float(step % 2), reason="capacity")
-        put("vllm:num_requests_waiting_by_reason", float(step % 3 == 0), reason="deferred")
-        put("vllm:kv_cache_usage_perc", (step % 10) / 10)
+        lane.t, step = float(t), (t - START) // STEP
+        for number in range(engines):
+            labels = {"model_name": "m", "engine": str(number)}
+            if number == 1 and t == RESET_AT:
+                lane.restart(labels)
+            requests = rng.randint(0, 5)
+            for base, bounds in buckets.items():
+                seen = [rng.lognormvariate(*draws[base]) for _ in range(requests)]
+                lane.observe(base, labels, bounds, seen)
+            stop = {**labels, "finished_reason": "stop"}
+            lane.count("vllm:request_success_total", stop, requests)
+            lane.count("vllm:prompt_tokens_total", labels, requests * rng.randint(100, 2000))
+            lane.count("vllm:generation_tokens_total", labels, requests * rng.randint(10, 500))
+            lane.put("vllm:num_requests_running", labels, float(step % 7 + number))
+            lane.put("vllm:num_requests_waiting", labels, float(step % 3))
+            by_reason = "vllm:num_requests_waiting_by_reason"
+            lane.put(by_reason, {**labels, "reason": "capacity"}, float(step % 2))
+            lane.put(by_reason, {**labels, "reason": "deferred"}, float(step % 3 == 0))
+            lane.put("vllm:kv_cache_usage_perc", labels, (step % 10) / 10)
+    return lane.series
+
+
+def fixture_bounds(base: str) -> tuple[float, ...]:
+    """A histogram's finite bucket bounds as the recorded SGLang exposition has them."""
+    text = require_fixture(FIXTURES / "sglang" / "metrics_tp2.txt").read_text()
+    bounds = {float(le) for le in re.findall(rf'^{base}_bucket{{[^}}]*le="([^"]+)"', text, re.M)}
+    return tuple(sorted(b for b in bounds if math.isfinite(b)))
+
+
+def sglang_lane(rng: random.Random) -> Series:
+    """SGLang, TP 2: the tokenizer's histograms split by `is_streaming` (a non-streaming
+    request's TTFT is observed late), the scheduler's queue time and gauges exported alike
+    by both ranks."""
+    lane = Recorder()
+    tokenizer = {"model_name": "m", "engine_type": "unified"}
+    ranks = [{**tokenizer, "tp_rank": rank, "pp_rank": "0"} for rank in ("0", "1")]
+    draws = {SGLANG_TTFT: (-1.0, 1.0), SGLANG_ITL: (-4.0, 0.5), SGLANG_E2E: (1.5, 1.0)}
+    for t in range(START, END + 1, STEP):
+        lane.t, step = float(t), (t - START) // STEP
+        queued: list[float] = []
+        for streaming, late in (("true", 0.0), ("false", 2.0)):
+            labels = {**tokenizer, "is_streaming": streaming}
+            requests = rng.randint(0, 4)
+            for base, (mu, sigma) in draws.items():
+                mu += late if base == SGLANG_TTFT else 0.0
+                seen = [rng.lognormvariate(mu, sigma) for _ in range(requests)]
+                lane.observe(base, labels, fixture_bounds(base), seen)
+            lane.count("sglang:num_requests_total", labels, requests)
+            lane.count("sglang:prompt_tokens_total", labels, requests * rng.randint(100, 2000))
+            lane.count("sglang:generation_tokens_total", labels, requests * rng.randint(10, 500))
+            queued += [rng.lognormvariate(-1.0, 1.5) for _ in range(requests)]
+        for labels in ranks:
+            lane.observe(SGLANG_QUEUE, labels, fixture_bounds(SGLANG_QUEUE), queued)
+            lane.put("sglang:num_running_reqs", labels, float(step % 7))
+            lane.put("sglang:num_queue_reqs", labels, float(step % 3))
+            lane.put("sglang:token_usage", labels, 0.9)
+            lane.put("sglang:full_token_usage", labels, (step % 10) / 10)
+    return lane.series
 
 
 def build() -> dict[str, Series]:
     """job -> its series (the engines' own labels, without `job`)."""
     rng = random.Random(16)
-    full: Series = {}
-    engine(full, rng, {"model_name": "m", "engine": "0"}, FULL_BUCKETS, DRAWS)
-    engine(full, rng, {"model_name": "m", "engine": "1"}, FULL_BUCKETS, DRAWS, RESET_AT)
-    few: Series = {}
-    engine(few, rng, {"model_name": "m", "engine": "0"}, FEW_BUCKETS, dict.fromkeys(DRAWS, (0, 1)))
-    return {"tails-full": full, "tails-few": few}
+    return {
+        "tails-full": vllm_lane(rng, FULL_BUCKETS, DRAWS, engines=2),
+        "tails-few": vllm_lane(rng, FEW_BUCKETS, dict.fromkeys(DRAWS, (0.0, 1.0)), engines=1),
+        "tails-sglang": sglang_lane(rng),
+    }
 
 
 LANES = build()
@@ -156,8 +226,8 @@ def promql_value(server: PromServer, query: str, at: float) -> float:
     return float(result[0]["value"][1])
 
 
-def server_quantile(server: PromServer, q: float, base: str, job: str) -> float:
-    buckets = f'sum by (le) (increase({base}_bucket{{job="{job}"}}[1h]))'
+def server_quantile(server: PromServer, q: float, base: str, job: str, extra: str = "") -> float:
+    buckets = f'sum by (le) (increase({base}_bucket{{job="{job}"{extra}}}[1h]))'
     return promql_value(server, f"histogram_quantile({q}, {buckets})", END)
 
 
@@ -180,15 +250,22 @@ def read_scrape(job: str, until: float = END) -> LaneTotals:
     return source.totals(job, '{model_name="m"}', WINDOW, until)
 
 
-@pytest.mark.parametrize("job", ["tails-full", "tails-few"])
+@pytest.mark.parametrize("job", ["tails-full", "tails-few", "tails-sglang"])
 async def test_percentiles_are_prometheus_histogram_quantile(
     prometheus: PromServer, job: str
 ) -> None:
     figures = lane_figures(await read_prometheus(prometheus, job)).figures
     scraped = lane_figures(read_scrape(job)).figures
-    for short, base in HISTOGRAMS.items():
+    histograms = (
+        SGLANG_HISTOGRAMS if job == "tails-sglang"
+        else {short: (base, "") for short, base in HISTOGRAMS.items()}
+    )  # fmt: skip
+    if job == "tails-sglang":  # the streaming rule matters: the others' TTFT is later
+        streaming = server_quantile(prometheus, 0.5, SGLANG_TTFT, job, ',is_streaming="true"')
+        assert server_quantile(prometheus, 0.5, SGLANG_TTFT, job) > streaming * 1.5
+    for short, (base, extra) in histograms.items():
         for percentile in (50, 90, 95, 99):
-            expected = server_quantile(prometheus, percentile / 100, base, job)
+            expected = server_quantile(prometheus, percentile / 100, base, job, extra)
             key = f"{short}_p{percentile}"
             assert figures[key].value == pytest.approx(expected, rel=1e-9), key
             assert scraped[key].value == pytest.approx(expected, rel=1e-9), key
@@ -277,3 +354,24 @@ async def test_a_reused_long_window_still_reads_the_lane_now(prometheus: PromSer
         figures = lane_figures(totals).figures
         for key, value in expected.items():
             assert figures[key].value == pytest.approx(value, rel=1e-9), key
+
+
+async def test_sglang_now_counts_each_tp_rank_once(prometheus: PromServer) -> None:
+    series = LANES["tails-sglang"]
+    step = (END - START) // STEP
+    minute = sum(
+        samples[END] - samples[END - 60]
+        for (name, _), samples in series.items()
+        if name == "sglang:num_requests_total"
+    )
+    expected = {
+        "running_now": float(step % 7),  # both ranks say it: once, not twice
+        "waiting_now": float(step % 3),
+        "kv_usage_now": (step % 10) / 10,  # the full-attention pool where exposed
+        "requests_per_s_1m": minute / 60,
+    }
+    assert minute > 0 and step % 7 > 0
+    for totals in (await read_prometheus(prometheus, "tails-sglang"), read_scrape("tails-sglang")):
+        figures = lane_figures(totals).figures
+        for key, value in expected.items():
+            assert figures[key].value == pytest.approx(value, rel=1e-9), (totals.server, key)

@@ -208,7 +208,8 @@ class ScrapeSource:
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
         if dialect == "sglang":
             name = dialects.capacity_metric(dialect, self.escaped)
-            latest = [(k, t.values[-1]) for k, t in self.buffer.matching(name, ()) if t.values]
+            series = self.buffer.matching(name, matchers)
+            latest = [(k, t.values[-1]) for k, t in series if t.values]
             return sum(v for _, v in one_rank(latest, dialects.RANK)) if latest else None
         usable = [m for m in matchers if m.name != "model_name"]
         total = 0.0
