@@ -19,7 +19,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, ScrollableContainer, VerticalScroll
+from textual.containers import ScrollableContainer, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.markup import escape
@@ -35,7 +35,7 @@ from cockpit.config import Config
 from cockpit.feeds import build_lane_feeds
 from cockpit.fleet import lane_config
 from cockpit.fleet_poller import FleetFeed, FleetPoller
-from cockpit.health import rule_lines
+from cockpit.health import check, rule_lines
 from cockpit.lifecycle import resume_only_after_suspend
 from cockpit.poller import (
     MAX_DELAY_S,
@@ -52,7 +52,7 @@ from cockpit.screens import (
     HelpScreen,
     LedgerTablesScreen,
     ModelFilterScreen,
-    details_content,
+    details_blocks,
 )
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
@@ -73,10 +73,15 @@ from cockpit.widgets import (
     StatusView,
 )
 from cockpit.widgets.fleet import FleetScreen
+from cockpit.widgets.folds import NO_LANE, NO_LEDGER, NO_PROFILE, FoldNotes
+from cockpit.widgets.grid import PaneGrid
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.status import source_status
-from cockpit.widgets.vitals import VitalStrip
+from cockpit.widgets.tables import LedgerTables
+from cockpit.widgets.tails import TailsPane
+from cockpit.widgets.trends import TrendsPane
+from cockpit.widgets.vitals import HealthLine, VitalStrip
 
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
@@ -149,8 +154,9 @@ class CockpitApp(App[None]):
         (MIN_WIDTH, "-one-column"),
         (80, "-two-columns"),
         (120, "-three-columns"),
+        (200, "-wide"),
     ]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-tall"), (44, "-very-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-low"), (24, "-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "lane(1)", "lane", key_display="1-9"),
@@ -251,14 +257,21 @@ class CockpitApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
+        yield VitalStrip(id="vitals")
+        yield HealthLine(id="health")
         yield Static(TOO_SMALL, id="too-small")
-        with VerticalScroll(id="body"), Grid(id="panes"):
-            yield CacheGauge(id="cache")
-            yield PrefillPane(id="prefill")
-            yield PhaseBar(id="phases")
-            yield RooflinePane(id="roofline")
-            yield RatiosPane(id="ratios")
-            yield SpendPane(id="spend")
+        with VerticalScroll(id="body"):
+            with PaneGrid(id="panes"):
+                yield CacheGauge(id="cache")
+                yield PrefillPane(id="prefill")
+                yield PhaseBar(id="phases")
+                yield TailsPane(id="tails")
+                yield TrendsPane(id="trends")
+                yield RooflinePane(id="roofline", own_height=True)
+                yield RatiosPane(id="ratios")
+                yield SpendPane(id="spend")
+                yield LedgerTables(id="tables")
+            yield FoldNotes(id="folds")
         yield Footer(id="keys", compact=True)
 
     def on_load(self) -> None:
@@ -334,14 +347,29 @@ class CockpitApp(App[None]):
         if home is None:
             return
         # NoMatches: a read that ends while the app quits finds its panes gone.
+        feed = self.lane_feeds[self.lane_index] if has_lane else None
+        has_profile = feed is not None and feed.hardware is not None and feed.model is not None
         with self.batch_update(), suppress(NoMatches):
             home.query_one(StatusLine).show(self.status_view())
+            home.query_one(VitalStrip).show(lane, has_lane)
+            findings = check(lane, self.config.health) if lane is not None else None
+            home.query_one(HealthLine).show(findings)
             home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
             home.query_one(PrefillPane).show(lane, has_lane)
             home.query_one(PhaseBar).show(lane, has_lane)
+            home.query_one(TailsPane).show(lane, has_lane)
+            home.query_one(TrendsPane).show(lane, has_lane)
             home.query_one(RooflinePane).show(lane.roofline() if lane else None)
             home.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
             home.query_one(SpendPane).show(ledger, has_ledger)
+            home.query_one(LedgerTables).show(ledger, has_ledger)
+            # What has no source folds into one line saying how to add it.
+            folds = {"-no-lane": not has_lane, "-no-ledger": not has_ledger}
+            folds["-no-profile"] = has_lane and not has_profile
+            for name, folded in folds.items():
+                home.set_class(folded, name)
+            notes = zip(folds.values(), (NO_LANE, NO_LEDGER, NO_PROFILE), strict=True)
+            home.query_one(FoldNotes).show(tuple(note for folded, note in notes if folded))
 
     # --- polling ------------------------------------------------------------------------------
 
@@ -552,7 +580,7 @@ class CockpitApp(App[None]):
         if pane is None:
             return
         name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
-        body = details_content(pane, self.lane_snapshot, self.ledger_snapshot)
+        body = details_blocks(pane, self.lane_snapshot, self.ledger_snapshot)
         self.push_screen(DetailsScreen(f"{Content(name).plain}: details", body))
 
     def action_ledger_tables(self) -> None:

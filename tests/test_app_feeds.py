@@ -7,14 +7,24 @@ cockpit): `read()` returns or raises what the test scripted, optionally after a 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from cockpit.config import Config, LaneConfig
-from cockpit.model import LaneTotals, LedgerTotals, SourceFailure, TokenCounts, frozen_map
+from cockpit.model import (
+    Bucket,
+    LaneTotals,
+    LedgerTotals,
+    SourceFailure,
+    TokenCounts,
+    Trend,
+    frozen_map,
+)
 from cockpit.poller import Clocks
 from cockpit.roofline import Hardware, ModelProfile
 
+INF = float("inf")
 EVAL_AT = 1_790_000_000.0
 """A fixed evaluation time (2026-09-21 14:13:20 UTC) so screens don't depend on the clock."""
 
@@ -48,12 +58,64 @@ def lane_values(scale: float = 1.0) -> dict[str, float]:
         "running": 8.0,
         "waiting": 0.5,
         "kv_usage": 0.6,
+        "e2e_sum": 9700.0 * scale,
+        "e2e_count": 1000 * scale,
+        "preemptions": 3 * scale,
+        # now, and over the last minute
+        "running_now": 7.0,
+        "waiting_now": 2.0,
+        "kv_usage_now": 0.64,
+        "requests_1m": 18.0,
+        "prompt_tokens_1m": 360_000.0,
+        "generation_tokens_1m": 7_200.0,
     }
 
 
-PROMPT_BUCKETS = ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0), (float("inf"), 1000.0))
-"""Cumulative counts per `le`: 10 % of prompts ≤ 500, 60 % > 10k, 1 % > 100k."""
-GEN_BUCKETS = ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0))
+LATENCY_BUCKETS: dict[str, tuple[Bucket, ...]] = {
+    "ttft": ((0.1, 300.0), (0.25, 550.0), (0.5, 780.0), (1.0, 900.0), (2.5, 970.0),
+             (5.0, 990.0), (10.0, 998.0), (INF, 1000.0)),
+    "itl": ((0.01, 40_000.0), (0.025, 300_000.0), (0.05, 370_000.0), (0.1, 392_000.0),
+            (0.25, 399_000.0), (INF, 400_000.0)),
+    # 1.5 % of requests took longer than the largest finite bucket: p99 reads `> 60 s`.
+    "e2e": ((1.0, 50.0), (2.5, 150.0), (5.0, 350.0), (10.0, 700.0), (20.0, 900.0),
+            (40.0, 960.0), (60.0, 985.0), (INF, 1000.0)),
+    "queue": ((0.01, 600.0), (0.05, 800.0), (0.1, 900.0), (0.5, 980.0), (1.0, 995.0),
+              (INF, 1000.0)),
+}  # fmt: skip
+"""The latency histograms' cumulative counts per `le` over the window (1,000 requests)."""
+
+LANE_GROUPS: dict[str, dict[str, float]] = {
+    "finished": {"stop": 940.0, "length": 52.0, "abort": 6.0, "error": 2.0},
+    "waiting_by_reason_now": {"capacity": 2.0, "deferred": 0.0},
+}
+SPEC_VALUES = {"spec_drafts": 100_000.0, "spec_draft_tokens": 300_000.0, "spec_accepted": 171_000.0}
+SPEC_BY_POSITION = {"0": 78_000.0, "1": 56_000.0, "2": 37_000.0}
+"""A lane drafting 3 tokens at a time (speculative decoding): 57 % of drafted tokens accepted."""
+
+STEP_S = 60.0
+
+
+def lane_trend(end: float = EVAL_AT, points: int = 60) -> Trend:
+    """An hour at a 1-minute step: load rising then easing, a gap of four minutes (no data)."""
+    last = end - end % STEP_S
+
+    def series(at: Callable[[int], float]) -> tuple[float | None, ...]:
+        return tuple(None if 30 <= i < 34 else round(at(i), 6) for i in range(points))
+
+    wave = [0.5 + 0.5 * math.sin(i / 9) for i in range(points)]
+    return Trend(
+        STEP_S,
+        last,
+        frozen_map({
+            "hit_rate": series(lambda i: 0.93 - 0.05 * wave[i]),
+            "ttft_p95": series(lambda i: 0.8 + 2.2 * wave[i]),
+            "itl_step": series(lambda i: 0.018 + 0.01 * wave[i]),
+            "generation_tok_s": series(lambda i: 60 + 90 * wave[i]),
+            "running": series(lambda i: 2 + 8 * wave[i]),
+            "waiting": series(lambda i: max(0.0, 6 * wave[i] - 3)),
+            "kv_usage": series(lambda i: 0.3 + 0.4 * wave[i]),
+        }),
+    )  # fmt: skip
 
 
 PROMPT_BUCKETS = ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0), (float("inf"), 1000.0))
@@ -62,18 +124,28 @@ GEN_BUCKETS = ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0))
 
 
 def lane_totals(
-    name: str = "lane-a", window_s: float = 3600.0, end: float = EVAL_AT, scale: float = 1.0
+    name: str = "lane-a",
+    window_s: float = 3600.0,
+    end: float = EVAL_AT,
+    scale: float = 1.0,
+    spec: bool = False,
 ) -> LaneTotals:
+    """The lane's totals, with its trend; `spec`: a lane that decodes speculatively."""
+    values = {**lane_values(scale), **(SPEC_VALUES if spec else {})}
+    groups = {**LANE_GROUPS, **({"spec_accepted_by_pos": SPEC_BY_POSITION} if spec else {})}
+    histograms = {"prompt_len": PROMPT_BUCKETS, "gen_len": GEN_BUCKETS, **LATENCY_BUCKETS}
     return LaneTotals(
         lane=name,
         dialect="vllm",
         window_s=window_s,
         end=end,
-        values=frozen_map(lane_values(scale)),
-        missing=frozen_map({"spec_drafts": "no speculative decoding metrics"}),
-        histograms=frozen_map({"prompt_len": PROMPT_BUCKETS, "gen_len": GEN_BUCKETS}),
+        values=frozen_map(values),
+        missing=frozen_map({} if spec else {"spec_drafts": "no speculative decoding metrics"}),
+        histograms=frozen_map(histograms),
+        groups=frozen_map({key: frozen_map(group) for key, group in groups.items()}),
         kv_capacity_tokens=500_000.0,
         server="http://127.0.0.1:9090",
+        trend=lane_trend(end),
     )
 
 
@@ -103,6 +175,8 @@ class ScriptedLaneFeed:
     delay_s: float = 0.0
     failure: Exception | None = None
     scale: float = 1.0
+    spec: bool = False
+    """The lane decodes speculatively (draft acceptance figures)."""
     changes: dict[str, float] = field(default_factory=dict)
     """Raw values that differ from `lane_values()`."""
     reads: list[tuple[float, float | None]] = field(default_factory=list)
@@ -119,7 +193,8 @@ class ScriptedLaneFeed:
             await asyncio.sleep(self.delay_s)
         if self.failure is not None:
             raise self.failure
-        totals = lane_totals(self.name, window_s, EVAL_AT if end is None else end, self.scale)
+        at = EVAL_AT if end is None else end
+        totals = lane_totals(self.name, window_s, at, self.scale, self.spec)
         if not self.changes:
             return totals
         return replace(totals, values=frozen_map({**totals.values, **self.changes}))

@@ -1,4 +1,5 @@
-"""The whole cockpit with fixed figures, at 80×24 and 160×48 (pytest-textual-snapshot)."""
+"""The whole cockpit with fixed figures (pytest-textual-snapshot): with every source, a lane
+only, a ledger only and a lane down, each at 80×24, 160×48 and 250×70."""
 
 from __future__ import annotations
 
@@ -19,11 +20,33 @@ from tests.test_app_feeds import (
 from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 
 SnapCompare = Callable[..., bool]
+DOWN = SourceDown("connection refused (127.0.0.1:9090)")
 
 
 def cockpit(lane_failure: Exception | None = None) -> CockpitApp:
-    lanes = [ScriptedLaneFeed("lane-a", failure=lane_failure), ScriptedLaneFeed("lane-b")]
+    """Two lanes (the first decodes speculatively) and a ledger: every pane has its data."""
+    lanes = [
+        ScriptedLaneFeed("lane-a", failure=lane_failure, spec=True),
+        ScriptedLaneFeed("lane-b"),
+    ]
     return make_app(config("lane-a", "lane-b"), lanes, ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+def lane_only() -> CockpitApp:
+    return make_app(config("lane-a"), [ScriptedLaneFeed("lane-a")], None, clocks=fixed_clocks())
+
+
+def ledger_only() -> CockpitApp:
+    return make_app(config(), [], ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+SCREENS: dict[str, Callable[[], CockpitApp]] = {
+    "demo": cockpit,
+    "lane_only": lane_only,
+    "ledger_only": ledger_only,
+    "lane_down": lambda: cockpit(DOWN),
+}
+SIZES = {"80x24": (80, 24), "160x48": (160, 48), "250x70": (250, 70)}
 
 
 async def settled(pilot: Pilot[None]) -> None:
@@ -34,14 +57,10 @@ async def settled(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
-def test_cockpit(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
-    assert snap_compare(cockpit(), terminal_size=size, run_before=settled)
-
-
-def test_cockpit_lane_missing(snap_compare: SnapCompare) -> None:
-    app = cockpit(SourceDown("connection refused (127.0.0.1:9090)"))
-    assert snap_compare(app, terminal_size=(160, 48), run_before=settled)
+@pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
+@pytest.mark.parametrize("screen", SCREENS.keys())
+def test_cockpit(snap_compare: SnapCompare, screen: str, size: tuple[int, int]) -> None:
+    assert snap_compare(SCREENS[screen](), terminal_size=size, run_before=settled)
 
 
 def test_cockpit_help_screen(snap_compare: SnapCompare) -> None:

@@ -92,6 +92,8 @@ async def test_each_size_draws_whole_panes_and_whole_figures(size: tuple[int, in
         for key in ("w", "2", "t"):
             await pilot.press(key)
             await settled(app, pilot)
+            app.clear_notifications()  # `t` says the theme in a toast over the panes
+            await pilot.pause()
             check_screen(app)
         assert app.is_running
         assert not error_toasts(app)

@@ -174,7 +174,6 @@ def test_without_a_lane_its_panes_say_none_is_configured() -> None:
         "prefill": prefill_view(None, lane_configured=False),
         "phases": phase_view(None, lane_configured=False),
         "cache": cache_view(None, ledger_snapshot(), lane_configured=False),
-        "ratios": ratios_view(None, ledger_snapshot(), lane_configured=False),
     }
     for name, view in views.items():
         assert ("lane", unconfigured) in view.sources, name
@@ -183,6 +182,15 @@ def test_without_a_lane_its_panes_say_none_is_configured() -> None:
         assert not any("waiting" in row.reason for row in lane_rows), name
     band = views["cache"].lines[1]
     assert isinstance(band, Note) and band.text == "no lane configured"
+
+
+def test_a_source_not_configured_has_its_rows_folded_away_not_dashed() -> None:
+    ratios = ratios_view(None, ledger_snapshot(), lane_configured=False)
+    assert "Prompt : generated" not in rows(ratios) and "lane" not in dict(ratios.sources)
+    assert rows(ratios)["Prompt : output"].value == "183 : 1"
+    cache = cache_view(lane_snapshot(), None, ledger_configured=False)
+    assert "Ledger cache-read share" not in rows(cache)
+    assert "ledger" not in dict(cache.sources)
 
 
 def test_a_failure_is_said_short_on_screen_and_whole_on_hover() -> None:
@@ -270,7 +278,7 @@ async def test_a_stale_pane_says_since_when_in_its_border() -> None:
         await pilot.pause()
         since = datetime.fromtimestamp(EVAL_AT, UTC).strftime("%H:%M:%S")
         assert pane.border_subtitle.startswith(f"lane stale since {since} · connection refused")
-        assert "ledger missing: no ledger configured" in pane.border_subtitle
+        assert "ledger" not in pane.border_subtitle  # not configured: nothing to say
         assert "91.6%" in pane.render().plain
         assert "lane: stale since" in str(pane.tooltip)
 

@@ -82,6 +82,8 @@ def cache_view(
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
         _hits_row(engine),
         engine.row("prefill_computed", "Prefill computed"),
-        agent.row("cache_read_share", "Ledger cache-read share"),
     )
+    if not ledger_configured:  # no ledger: its row is folded away, not a dash
+        return PaneView(lines, (("lane", engine.freshness),))
+    lines += (agent.row("cache_read_share", "Ledger cache-read share"),)
     return PaneView(lines, (("lane", engine.freshness), ("ledger", agent.freshness)))

@@ -5,12 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-NO_LANE = "no lane: add `lanes:` to the config, or run with --prometheus URL or --metrics-url URL"
+NO_LANE = "no lane: add `lanes:` to the config (or --prometheus URL / --metrics-url URL)"
 NO_LEDGER = "no ledger: add `ledgers:` to the config, or run with --ledger PATH"
-NO_PROFILE = (
-    "no roofline: set `hardware:` and `model:` on the lane in the config"
-    " (ids: cockpit roofline --list)"
-)
+NO_PROFILE = "no roofline: set `hardware:` and `model:` on the lane (cockpit roofline --list)"
 
 
 class FoldNotes(Static):
@@ -21,6 +18,8 @@ class FoldNotes(Static):
         height: auto;
         padding: 0 1;
         color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 

@@ -94,6 +94,8 @@ class Cells:
     short: str = ""
     """The label when the full one leaves no room (`ITL` for `Inter-token`)."""
     min_label: int = 5
+    drop_first: bool = False
+    """Leave the first value out when even narrower columns don't fit (the same in each row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +230,12 @@ def _note_content(note: Note, width: int) -> Content:
 
 
 def _cells_content(cells: Cells, width: int) -> Content:
-    column = cells.column
-    if cells.min_label + column * len(cells.values) > width:  # the same for every row
+    column, shown = cells.column, cells.values
+    if cells.min_label + column * len(shown) > width:  # decided alike for every row
         column -= 1
-    values = "".join(visible(value).rjust(column) for value in cells.values)
+        if cells.drop_first and cells.min_label + column * len(shown) > width:
+            shown = shown[1:]
+    values = "".join(visible(value).rjust(column) for value in shown)
     room = width - cell_len(values)
     label = visible(cells.label)
     if cells.short and cell_len(label) >= room:

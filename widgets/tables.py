@@ -8,7 +8,9 @@ from cockpit.snapshot import LedgerSnapshot
 
 from .pane import Cells, Line, Note, Pane, PaneView, ledger_source
 
-HEADER = ("sessions", "calls", "prompt", "output", "p : out", "fresh:out", "cache rd")
+HEADER = ("sessions", "calls", "prompt", "output", "P:O", "fresh:O", "cache rd")
+"""Sessions, API calls, prompt and output tokens, prompt : output, fresh prefill : output,
+cache-read share of the prompt."""
 COLUMN = 10
 NAME_CELLS = 24
 

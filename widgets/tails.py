@@ -16,8 +16,8 @@ LATENCIES: tuple[tuple[str, str, str, str], ...] = (
 )
 """(quantile prefix, mean figure, label, short label), in the order a user asks."""
 QUANTILES = ("p50", "p90", "p99")
-COLUMN = 9
-"""Cells per column: `27.0 ms`, `> 60 s` and `1,234 s` fit with room between."""
+COLUMN = 10
+"""Cells per column: `> 60.00 s` fits with a cell to spare."""
 
 
 class TailsPane(Pane):
@@ -36,11 +36,12 @@ def _cell(engine: Source, key: str) -> str:
 
 def tails_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
     engine = lane_source(lane, lane_configured)
-    header = Cells("", ("mean", *QUANTILES), "muted", column=COLUMN)
+    header = Cells("", ("mean", *QUANTILES), "muted", column=COLUMN, drop_first=True)
     lines: list[Line] = [header]
     for prefix, mean, label, short in LATENCIES:
         values = (_cell(engine, mean), *(_cell(engine, f"{prefix}_{q}") for q in QUANTILES))
-        lines.append(Cells(label, values, stale=engine.stale, column=COLUMN, short=short))
+        row = Cells(label, values, stale=engine.stale, column=COLUMN, short=short, drop_first=True)
+        lines.append(row)
     figures = [engine.get(f"{p}_{q}") for p, *_ in LATENCIES for q in QUANTILES]
     reasons = merge_reasons(f.reason for f in figures if f is not None and f.missing and f.reason)
     if reasons:
