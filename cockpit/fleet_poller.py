@@ -1,4 +1,4 @@
-"""The overview's refresh cycle (one fleet read per refresh) and its receipt. No Textual.
+"""The overview's refresh cycle (one fleet read per refresh) and its receipt file. No Textual.
 
 The fleet is polled like a lane, by the generic `Poller`: back-off while the server fails, a
 cheap probe while it can't be reached, the last good view kept (marked stale) meanwhile.
@@ -7,18 +7,16 @@ cheap probe while it can't be reached, the last good view kept (marked stale) me
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from cockpit.figures import format_value
-from cockpit.fleet import FLEET_COLUMNS, TREND, FleetColumn, FleetRow, FleetView, format_cell
+from cockpit.fleet import FleetRow, FleetView
+from cockpit.fleet_report import fleet_markdown
 from cockpit.model import FRESH, Freshness
 from cockpit.poller import MAX_DELAY_S, Clocks, Good, Poller, warning_note
 from cockpit.receipts import receipts_folder, write_new_file
-from cockpit.report import _table
 from cockpit.text import visible
-from cockpit.timeutil import stamp
 
 
 class FleetFeed(Protocol):
@@ -90,40 +88,14 @@ class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
 # --- the receipt ------------------------------------------------------------------------
 
 
-def _cell(row: FleetRow, column: FleetColumn) -> str:
-    text = format_cell(row, column)
-    reason = row.reasons.get(column.key)
-    return f"{text} ({reason})" if text == "—" and reason else text
-
-
-def fleet_markdown(snapshot: FleetSnapshot, rows: Sequence[FleetRow] | None = None) -> str:
-    """The overview as markdown: every lane's row (in `rows`' order: the screen's), the
-    server, the one query and what the server warned of; outside text made visible."""
-    view = snapshot.view
-    lines = ["# lane-cockpit fleet receipt", ""]
-    if view is None:
-        return "\n".join([*lines, f"The fleet: {snapshot.freshness.describe()}", ""])
-    if snapshot.freshness.state != "ok" or snapshot.freshness.reason:
-        lines += [f"> **Fleet {snapshot.freshness.describe()}**", ""]
-    lines += [f"## Every lane by `{view.label}`, {snapshot.window} to {stamp(view.end)}", ""]
-    columns = [column for column in FLEET_COLUMNS if column.key != TREND]
-    shown = view.rows if rows is None else rows
-    table = (tuple(_cell(row, column) for column in columns) for row in shown)
-    lines += _table(tuple(column.title for column in columns), table)
-    lines += ["", "## Provenance", "", f"- Server: {view.server or 'unknown'}"]
-    if view.query_seconds is not None:
-        lines.append(f"- One request, {format_value(view.query_seconds, 'seconds')}")
-    lines += [f"- Server warning: {warning}" for warning in view.warnings]
-    if view.partial:
-        lines.append("- The server said its answer is partial")
-    lines += ["", "```promql", view.query, "```"] if view.query else []
-    return "\n".join(map(visible, lines)) + "\n"  # a line each, whatever a name holds
-
-
-def write_fleet_receipt(
-    snapshot: FleetSnapshot, rows: Sequence[FleetRow] | None, target: Path
-) -> Path:
-    """The overview's markdown receipt, written to `target` (or beside it); OSError."""
+def write_fleet_receipt(snapshot: FleetSnapshot, rows: Sequence[FleetRow], target: Path) -> Path:
+    """The overview's markdown receipt (`fleet_report`, its rows in the screen's order, a
+    stale view said so), written to `target` (or beside it); OSError."""
+    assert snapshot.view is not None
+    heading, _, rest = fleet_markdown(replace(snapshot.view, rows=tuple(rows))).partition("\n")
+    if snapshot.freshness.state != "ok":
+        said = visible(snapshot.freshness.describe())
+        rest = f"\n> **Fleet {said}**: the rows are its last good read.\n{rest}"
     if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
         target.parent.mkdir(parents=True, exist_ok=True)
-    return write_new_file(target, fleet_markdown(snapshot, rows))
+    return write_new_file(target, f"{heading}\n{rest}")

@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 
 from cockpit.app import CockpitApp, make_app
-from cockpit.config import Discover, LaneConfig
-from cockpit.fleet import NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.config import Config, Discover, LaneConfig
+from cockpit.fleet import FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
 from cockpit.model import frozen_map
+from cockpit.sources.fleet import FleetSource
 from cockpit.widgets.fleet import FleetScreen
+from tests import test_fleet_live as live
 from tests.test_app import on_screen, settle
 from tests.test_app_feeds import EVAL_AT, ScriptedLaneFeed, config, fixed_clocks
+from tests.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
 from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 
 SnapCompare = Callable[..., bool]
@@ -250,3 +253,43 @@ async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> 
         assert f"| {lane} |" in text
     assert "| lane-d | DOWN |" not in text and "| lane-d | down |" in text
     assert "sum by (job)" in text
+
+
+# --- on a real server -----------------------------------------------------------------------
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_its_row(
+    server: PromServer,  # noqa: F811
+) -> None:
+    """The fleet test's six lanes found by `job` (none listed), at its pinned second read: the
+    overview shows each (down and gone said), and a lane opened from it shows the overview's
+    figures in its panes, read by its own query."""
+    discover = Discover("job", LaneConfig("fleet", prometheus=server.url))
+    fleet = FleetSource.of(discover)
+    cfg = Config(discover=discover, window="1h", refresh_s=3600.0)
+    app = make_app(
+        cfg, [], None, replay_at=live.END, clocks=fixed_clocks(live.END + 5), fleet=fleet
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "6 lanes by job", "1 down", "1 gone")
+        assert [feed.name for feed in app.lane_feeds] == sorted(lane.name for lane in live.LANES)
+        line = next(line for line in screen.split("\n") if " lane-down " in line)
+        assert "DOWN" in line
+        assert isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None
+        view = app.screen.snapshot.view
+        assert view is not None
+        for lane in ("lane-a", "lane-c", "lane-new"):
+            await pilot.press("slash", *lane, "enter", "enter")
+            await settle(pilot)
+            snapshot, row = app.lane_snapshot, view.row(lane)
+            assert app.lane_name == lane and snapshot is not None and row is not None
+            assert snapshot.figures is not None, snapshot.freshness
+            for key in FIGURE_COLUMNS:
+                figure = snapshot.figures.figures[key]
+                assert row.value(key) == pytest.approx(figure.value, rel=1e-9), key
+            await pilot.press("escape", "escape")  # the overview, its filter cleared
+            await settle(pilot)
+    assert fleet.source.requests == 4  # one per visit of the overview, none while a lane is open

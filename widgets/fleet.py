@@ -384,8 +384,8 @@ class FleetScreen(Screen[None]):
 
     def action_export(self) -> None:
         snapshot = self.snapshot
-        if snapshot is None:
-            self.notify("nothing read yet", title="export", severity="warning")
+        if snapshot is None or snapshot.view is None:
+            self.notify("the fleet has not been read yet", title="export", severity="warning")
             return
         rows = self.rows()
         moment = snapshot.replay_at if snapshot.replay_at is not None else self.wall()
