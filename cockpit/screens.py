@@ -82,6 +82,10 @@ def help_content(rules: Sequence[str] = ()) -> Content:
     return Content("\n").join(lines)
 
 
+Block = tuple[Content, bool]
+"""A paragraph of a text screen, and whether it is indented (its wrapped lines too)."""
+
+
 class TextScreen(ModalScreen[None]):
     """A box of text over the cockpit, scrolled with the arrows; escape or q closes it."""
 
@@ -90,8 +94,7 @@ class TextScreen(ModalScreen[None]):
         align: center middle;
     }
     TextScreen > VerticalScroll {
-        width: auto;
-        max-width: 90%;
+        width: 90%;
         height: auto;
         max-height: 90%;
         border: round $primary;
@@ -99,8 +102,8 @@ class TextScreen(ModalScreen[None]):
         background: $surface;
         padding: 0 1;
     }
-    TextScreen Static {
-        width: auto;
+    TextScreen .indented {
+        padding-left: 2;
     }
     """
 
@@ -111,14 +114,20 @@ class TextScreen(ModalScreen[None]):
         Binding("q", "dismiss", "close", show=False),
     ]
 
-    def __init__(self, title: str, body: Content) -> None:
+    def __init__(self, title: str, blocks: Sequence[Block]) -> None:
         super().__init__()
-        self.title_text, self.body = title, body
+        self.title_text, self.blocks = title, blocks
+
+    @property
+    def text(self) -> str:
+        """What the screen says, as plain text."""
+        return "\n".join(block.plain for block, _ in self.blocks)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = Content(visible(self.title_text))
-            yield Static(self.body, id="screen-text")
+            for block, indented in self.blocks:
+                yield Static(block, classes="indented" if indented else "")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
@@ -132,7 +141,7 @@ class HelpScreen(TextScreen):
     ]
 
     def __init__(self, rules: Sequence[str] = ()) -> None:
-        super().__init__("lane-cockpit keys", help_content(rules))
+        super().__init__("lane-cockpit keys", [(help_content(rules), False)])
 
 
 class DetailsScreen(TextScreen):
@@ -180,7 +189,7 @@ class LedgerTablesScreen(ModalScreen[None]):
 
 
 def _field(name: str, text: str) -> Content:
-    return Content.assemble((f"  {name:<8}", "$text-muted"), visible(text))
+    return Content.assemble((f"{name:<8}", "$text-muted"), visible(text))
 
 
 def _figure_fields(
@@ -200,7 +209,7 @@ def _figure_fields(
         definition = ledger_definition(figure.key)
         queries = [figure.query] if figure.query else list(totals.queries if totals else ())
         end = totals.end if totals is not None else None
-    lines = [Content.styled(f"  {definition}", "italic")] if definition else []
+    lines = [Content.styled(definition, "italic")] if definition else []
     lines += [_field("query", query) for query in queries]
     if end is not None:
         lines.append(_field("at", stamp(end)))
@@ -236,44 +245,50 @@ def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
     return [line for line in lines if isinstance(line, Row)]
 
 
-def _trend_lines(lane: LaneSnapshot | None) -> list[Content]:
+def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
     """Each trend series: what it follows, its step and span, its gaps."""
     trend = lane.totals.trend if lane is not None and lane.totals is not None else None
     if trend is None:
-        return [Content("no trend read yet")]
-    lines: list[Content] = []
+        return [(Content("no trend read yet"), False)]
+    blocks: list[Block] = []
     for key, label, _, _ in TREND_SERIES:
         points = trend.series.get(key, ())
         gaps = sum(point is None for point in points)
-        lines.append(Content.styled(label, "bold"))
-        lines.append(Content.styled(f"  {trend_definition(key)}", "italic"))
         every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
-        lines.append(_field("points", f"{every}; {gaps} without data (blank)"))
-    return lines
+        fields = [
+            Content.styled(trend_definition(key), "italic"),
+            _field("points", f"{every}; {gaps} without data (blank)"),
+        ]
+        blocks += [(Content.styled(label, "bold"), False), (Content("\n").join(fields), True)]
+    return blocks
 
 
-def details_content(
+def details_blocks(
     widget: Widget, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
-) -> Content:
+) -> list[Block]:
     """Every figure a widget shows, with what the screen has no room for."""
     sources = (
         widget.view.sources
         if isinstance(widget, Pane)
         else (("lane", lane_source(lane).freshness),)
     )
-    lines: list[Content] = []
-    for name, freshness in sources:
-        if freshness.state != "ok" or freshness.reason:
-            lines.append(_field(name, freshness.describe()))
+    blocks: list[Block] = [
+        (_field(name, freshness.describe()), False)
+        for name, freshness in sources
+        if freshness.state != "ok" or freshness.reason
+    ]
     for line in _rows(widget, lane):
-        lines.append(Content.assemble((visible(line.label), "bold"), "  ", visible(line.value)))
+        head = Content.assemble((visible(line.label), "bold"), "  ", visible(line.value))
         if line.figure is not None:
-            lines += _figure_fields(line.figure, lane, ledger)
-        elif line.reason:
-            lines.append(_field("missing", line.reason))
+            fields = _figure_fields(line.figure, lane, ledger)
+        else:
+            fields = [_field("missing", line.reason)] if line.reason else []
+        blocks.append((head, False))
+        if fields:
+            blocks.append((Content("\n").join(fields), True))
     if isinstance(widget, TrendsPane):
-        lines += _trend_lines(lane)
-    return Content("\n").join(lines or [Content("no figures here yet")])
+        blocks += _trend_blocks(lane)
+    return blocks or [(Content("no figures here yet"), False)]
 
 
 # --- the model filter -----------------------------------------------------------------------
@@ -300,6 +315,10 @@ class ModelFilterScreen(ModalScreen[str | None]):
     ModelFilterScreen OptionList {
         height: auto;
         max-height: 12;
+        display: none;
+    }
+    ModelFilterScreen OptionList.-offered {
+        display: block;
     }
     ModelFilterScreen #model-names-note {
         color: $text-muted;
@@ -324,9 +343,8 @@ class ModelFilterScreen(ModalScreen[str | None]):
         with Vertical() as box:
             box.border_title = "filter the lane by model"
             yield Input(self.current, placeholder="model_name (empty: the whole lane)")
-            yield Static(
-                "reading the lane's model names…" if self.load_names else "", id="model-names-note"
-            )
+            if self.load_names is not None:
+                yield Static("reading the lane's model names…", id="model-names-note")
             yield OptionList()
 
     def on_mount(self) -> None:
@@ -342,6 +360,7 @@ class ModelFilterScreen(ModalScreen[str | None]):
             return
         options = self.query_one(OptionList)
         options.add_options(Content(visible(name)) for name in self.names)
+        options.set_class(bool(self.names), "-offered")
         self.query_one(Input).suggester = SuggestFromList(self.names)
         note.update("the lane's model names (↓ to choose):" if self.names else
                     "no model_name on the lane's series")  # fmt: skip

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 
 from screentext import screen_text
 from textual.pilot import Pilot
-from textual.widgets import Static
 
 from cockpit.app import CockpitApp, make_app
 from cockpit.model import LaneTotals, frozen_map
@@ -57,7 +56,7 @@ async def focus_pane(pilot: Pilot[None], pane_id: str) -> None:
 
 def details_text(cockpit: CockpitApp) -> str:
     assert isinstance(cockpit.screen, DetailsScreen)
-    return cockpit.screen.query_one("#screen-text", Static).render().plain
+    return cockpit.screen.text
 
 
 async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_came_from() -> None:
