@@ -13,7 +13,7 @@ from cockpit.widgets.pane import Pane
 from tests.test_app import settle
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 
-PANES = ("cache", "prefill", "phases", "roofline", "ratios", "spend")
+PANES = ("cache", "prefill", "phases", "tails", "trends", "roofline", "ratios", "spend")
 
 
 def test_hits_and_queries_each_carry_their_own_prefix() -> None:
