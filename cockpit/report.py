@@ -216,12 +216,14 @@ def _tails(figures: LaneFigures, window: str) -> list[str]:
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for histogram, label in TAILS.items():
-        tails = [figures.figures.get(key) for key in tail_keys(histogram)]
+        tails = [f for key in tail_keys(histogram) if (f := figures.figures.get(key))]
         mean = figures.figures.get(TAIL_MEANS[histogram])
-        cells = [format_figure(f) if f else "—" for f in (mean, *tails)]
-        rows.append((label, *cells))
-        if tails[0] is not None and tails[0].missing:
-            notes.append(f"{label} percentiles: {tails[0].reason}")
+        rows.append((label, *(format_figure(f) if f else "—" for f in (mean, *tails))))
+        said: dict[str, list[str]] = {}  # reason -> the percentiles it is said of
+        for tail in tails:
+            if tail.reason and not tail.above:
+                said.setdefault(tail.reason, []).append(tail.label.rsplit(" ", 1)[-1])
+        notes += [f"{label} {', '.join(which)}: {why}" for why, which in said.items()]
     lines = ["", f"### Tails ({window}, from the engine's histograms)", ""]
     lines += _table(header, rows)
     if any(f.above for f in figures.figures.values()):

@@ -46,7 +46,10 @@ def _tail(totals: LaneTotals, histogram: str, label: str, percentile: int) -> Fi
         why = totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
         return make_figure(key, f"{label} p{percentile}", None, "seconds", why, query)
     value, above = found
+    first = min(le for le, _ in buckets or ())
     note = "past the engine's largest bucket" if above else ""
+    if value <= first:  # interpolated from 0 across the whole first bucket: a rough guess
+        note = f"within the engine's first bucket (≤ {first:g} s)"
     return make_figure(key, f"{label} p{percentile}", value, "seconds", "", query, note, above)
 
 

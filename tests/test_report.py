@@ -387,3 +387,23 @@ def test_a_stale_source_is_dated_in_utc_whatever_the_machines_zone(
         monkeypatch.undo()
         time.tzset()
     assert said == "stale since 12:31:06 UTC: connection refused"
+
+
+def test_lane_report_shows_tails_beside_means_and_the_lane_now(
+    fixture_server: str, tmp_path: Path
+) -> None:
+    result = cockpit(
+        "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "| Latency | mean | p50 | p90 | p95 | p99 |" in lines
+    rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| ")}
+    assert "—" not in rows["| Time to first token"] and " s |" in rows["| Time to first token"]
+    # Every queue time of this engine lies in its first bucket (≤ 0.3 s): the receipt says
+    # its percentiles are interpolated inside it, beside a mean of microseconds.
+    assert "µs" in rows["| Queue time"]
+    assert any(line.startswith("- Queue time p50") and "first bucket" in line for line in lines)
+    assert rows["| Running requests (now)"] == "| Running requests (now) | 0 |"
+    assert "| Requests/s (last minute)" in rows and "| Requests/s (window mean)" in rows

@@ -22,6 +22,7 @@ from prometheus_client import (
 from prometheus_client.exposition import MetricsHandler
 
 from cockpit.feeds import missing_causes
+from cockpit.figures import lane_figures
 from cockpit.model import SourceFailure as SourceError
 from cockpit.sources.scrape import ScrapeSource
 
@@ -475,3 +476,28 @@ def test_sglang_kv_capacity_is_the_lanes_own_model() -> None:
     source.ingest(text, 2e9)
     assert source.totals("q", '{model_name="qwen"}', 3600, 2e9).kv_capacity_tokens == 80000
     assert source.totals("o", '{model_name="other"}', 3600, 2e9).kv_capacity_tokens == 30000
+
+
+def test_last_minute_rates_and_now_come_from_the_last_scrapes() -> None:
+    """7 requests/s with an engine restart inside the last minute: the minute's rate is 7; the
+    gauges now are the last scrape's, whatever the window's mean."""
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    requests, end = 0.0, 2e9
+    for at in range(int(end) - 600, int(end) + 1, 10):
+        requests = 70.0 if at == end - 30 else requests + 70  # restarted: 10 s of traffic
+        running = 9.0 if at == end else 1.0
+        source.ingest(
+            f'vllm:request_success_total{{finished_reason="stop"}} {requests}\n'
+            f"vllm:num_requests_running {running}\nvllm:kv_cache_usage_perc 0.25\n",
+            at,
+        )
+    figures = lane_figures(source.totals("lane", "", 3600, end)).figures
+    assert figures["requests_per_s_1m"].value == pytest.approx(7.0)
+    assert figures["running_now"].value == 9.0
+    assert figures["running"].value == pytest.approx((60 * 1 + 9) / 61)
+    assert figures["kv_usage_now"].value == 0.25
+    # Watched for 20 s only: the rate over what was watched, not a third of it.
+    young = ScrapeSource("http://127.0.0.1:1/metrics")
+    for at, count in ((end - 20, 0.0), (end - 10, 70.0), (end, 140.0)):
+        young.ingest(f"vllm:request_success_total {count}\nvllm:num_requests_running 1\n", at)
+    assert lane_figures(young.totals("lane", "", 3600, end))["requests_per_s_1m"].value == 7.0
