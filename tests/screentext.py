@@ -16,7 +16,11 @@ _TEXT = re.compile(
 
 def screen_text(app: App[object]) -> str:
     """Every row of the screen as the terminal shows it (trailing blanks dropped)."""
-    svg = app.export_screenshot()
+    return svg_text(app.export_screenshot())
+
+
+def svg_text(svg: str) -> str:
+    """The rows of a Textual SVG screenshot as text."""
     pieces = [
         (int(line), float(x), float(length), html.unescape(text).replace("\xa0", " "))
         for x, length, line, text in _TEXT.findall(svg)
