@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pytest
 
+from cockpit.figures import format_figure, lane_figures
+from cockpit.model import Bucket, Figure, LaneTotals, frozen_map
 from cockpit.quantiles import histogram_quantile
 
 INF = math.inf
@@ -67,3 +70,34 @@ def test_quantile_outside_zero_one_is_refused() -> None:
 def test_extremes() -> None:
     assert histogram_quantile(0.0, BUCKETS) == (0.0, False)
     assert histogram_quantile(1.0, BUCKETS) == (pytest.approx(1.0), False)
+
+
+# --- the tail figures -----------------------------------------------------------------------
+
+
+def _figures(**histograms: tuple[Bucket, ...]) -> Mapping[str, Figure]:
+    totals = LaneTotals(
+        "lane", "vllm", 3600, 2e9,
+        histograms=frozen_map(histograms),
+        missing=frozen_map({"queue": "not exposed by this engine (vllm:x_bucket)"}),
+    )  # fmt: skip
+    return lane_figures(totals).figures
+
+
+def test_tail_figures_read_the_window_histograms() -> None:
+    figures = _figures(ttft=((1.0, 10.0), (60.0, 90.0), (INF, 100.0)), e2e=((1.0, 0.0), (INF, 0.0)))
+    p99 = figures["ttft_p99"]
+    assert format_figure(p99) == "> 60.00 s"
+    assert p99.above and p99.reason == "past the engine's largest bucket"
+    p50 = figures["ttft_p50"]
+    assert not p50.above and p50.value == pytest.approx(1 + 59 * 40 / 80)
+    assert format_figure(p50) == "30.50 s"
+    assert figures["e2e_p50"].reason == "no requests in window"
+    assert figures["queue_p90"].reason == "not exposed by this engine (vllm:x_bucket)"
+    assert figures["itl_p95"].reason == "no requests in window"
+
+
+def test_a_tail_inside_the_first_bucket_says_it_is_interpolated_across_it() -> None:
+    figures = _figures(queue=((0.3, 50.0), (1.0, 50.0), (INF, 50.0)))
+    assert figures["queue_p50"].value == pytest.approx(0.15)
+    assert figures["queue_p50"].reason == "within the engine's first bucket (≤ 0.3 s)"

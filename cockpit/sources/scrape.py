@@ -156,7 +156,8 @@ class ScrapeSource:
         specs = dialects.lane_specs(dialect, self.escaped)
         counters = _counter_names(specs.values())
         window = Window(self.buffer, matchers, end - window_s, end, counters)
-        last = self.buffer.scrapes[max(bisect_right(self.buffer.scrapes, end) - 1, 0)]
+        before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
+        last = self.buffer.scrapes[before - 1] if before else end
         now = Window(self.buffer, matchers, last, last, ())
         minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
         values: dict[str, float] = {}
