@@ -103,8 +103,13 @@ LEDGER: dict[str, str] = {
     "prompt_side_share": "Share of spend units on the prompt side, with caching as measured.",
     "prompt_side_share_uncached": "Share of spend units on the prompt side if every prompt "
     "token were paid at the input price.",
-    "cost_usd": "USD over the window: each session's actual cost, else its estimate.",
-    "cost_usd_paid": "USD over the window of paid models (local ones, price unknown or 0, apart).",
+    "cost_usd": "USD over the window: each session's actual cost where recorded, else "
+    "Hermes's estimate (`actual_cost_usd`, `estimated_cost_usd`, `cost_status`).",
+    "cost_usd_actual": "The part of the cost recorded as actually billed.",
+    "cost_usd_estimated": "The part of the cost Hermes estimated (no actual cost recorded).",
+    "paid_tokens": "Prompt + output tokens of models with a price.",
+    "unpriced_tokens": "Prompt + output tokens of models without a price (local, or price 0): "
+    "kept apart from the paid ones.",
 }
 """Ledger figure key -> its meaning, over sessions started in the window."""
 

@@ -9,12 +9,22 @@ from screentext import screen_text
 from textual.pilot import Pilot
 
 from cockpit.app import CockpitApp, make_app
-from cockpit.model import LaneTotals, frozen_map
+from cockpit.figures import lane_figures
+from cockpit.glossary import lane_definition, ledger_definition, trend_definition
+from cockpit.ledger_figures import ledger_figures
+from cockpit.model import TREND_KEYS, LaneTotals, frozen_map
 from cockpit.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
 from tests.test_app import on_screen, settle
-from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
+from tests.test_app_feeds import (
+    ScriptedLaneFeed,
+    ScriptedLedgerFeed,
+    config,
+    fixed_clocks,
+    lane_totals,
+    ledger_totals,
+)
 
 COMPUTED_QUERY = 'sum(increase(vllm:prompt_computed_tokens_total{job="[lane]"}[1h]))'
 QUERIES_QUERY = 'sum(increase(vllm:prefix_cache_queries_total{job="[lane]"}[1h]))'
@@ -146,3 +156,12 @@ async def test_without_a_ledger_the_tables_say_how_to_add_one() -> None:
         await pilot.press("l")
         await on_screen(pilot, "ledger")
         assert isinstance(cockpit.screen, LedgerTablesScreen)
+
+
+def test_every_figure_has_a_plain_language_definition() -> None:
+    """A figure added without a line in the glossary would open details that say nothing."""
+    lane = lane_figures(lane_totals()).figures
+    ledger = ledger_figures(ledger_totals()).figures
+    assert [key for key in lane if not lane_definition(key)] == []
+    assert [key for key in ledger if not ledger_definition(key)] == []
+    assert all(trend_definition(key) for key in TREND_KEYS)
