@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -23,7 +22,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from cockpit.figures import LaneFigures
@@ -51,12 +50,13 @@ from cockpit.snapshot import LaneSnapshot
 from cockpit.text import visible
 from cockpit.timeutil import clock
 
+from .fleet_table import Cell, RowTable, TableView
 from .pane import freshness_note, sparkline
 
 TREND_CELLS = 12
 """Refreshes the trend column draws, a character each (newest at the right)."""
-TONE_COLOR = {"good": "text-success", "warn": "text-warning", "bad": "text-error"}
-"""Cell tones as the theme's colour variables."""
+TONE_STYLE = {"good": "bold $text-success", "warn": "bold $text-warning", "bad": "bold $text-error"}
+"""Cell tones as the theme's colours."""
 
 
 class FleetHost(Protocol):
@@ -150,6 +150,32 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
     return visible(format_cell(row, column))
 
 
+def table_view(
+    rows: Sequence[FleetRow], order: FleetOrder, thresholds: Thresholds, stale: bool
+) -> TableView:
+    """The rows as the table draws them: titles (the sort's arrow, the trend's column), each
+    cell's text and tone, gone lanes (and a stale fleet) dimmed."""
+    arrow = " ▼" if order.reverse else " ▲"
+    titles = tuple(
+        (f"Trend {COLUMN_BY_KEY[order.trend].title}" if c.key == TREND else c.title)
+        + (arrow if c.key == order.sort else "")
+        for c in FLEET_COLUMNS
+    )
+    cells: list[tuple[Cell, ...]] = []
+    for row in rows:
+        tones = {LANE: "bold", **{k: TONE_STYLE[t] for k, t in row_tones(row, thresholds).items()}}
+        cells.append(
+            tuple((cell_text(row, c, order.trend), tones.get(c.key, "")) for c in FLEET_COLUMNS)
+        )
+    return TableView(
+        titles,
+        tuple(column.unit is not None for column in FLEET_COLUMNS),
+        tuple(row.lane for row in rows),
+        tuple(cells),
+        tuple("dim" if row.gone or stale else "" for row in rows),
+    )
+
+
 class FleetScreen(Screen[None]):
     """The overview: a status line, the filter field (after `/`), the table, the keys."""
 
@@ -165,12 +191,12 @@ class FleetScreen(Screen[None]):
     FleetScreen.-filtering #fleet-filter {
         display: block;
     }
-    FleetScreen DataTable {
-        height: 1fr;
+    FleetScreen RowTable {
+        padding: 0 1;
     }
     """
 
-    AUTO_FOCUS = "DataTable"
+    AUTO_FOCUS = "RowTable"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sort(1)", "sort"),
         Binding("S", "reverse", "reverse", show=False),
@@ -203,7 +229,7 @@ class FleetScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-status", markup=False)
         yield Input(placeholder="lanes whose name contains…", id="fleet-filter")
-        yield DataTable(id="fleet-table", cursor_type="row", fixed_columns=1, zebra_stripes=True)
+        yield RowTable(id="fleet-table")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -272,7 +298,9 @@ class FleetScreen(Screen[None]):
         seen = (self.snapshot, order.sort, order.reverse, order.filter, order.trend)
         if rebuild or seen != order.seen:
             order.seen = seen
-            self._fill(rows)
+            stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
+            view = table_view(rows, order, self.thresholds, stale)
+            self.query_one(RowTable).show(view)
 
     def status(self) -> Content:
         snapshot = self.snapshot
@@ -304,51 +332,11 @@ class FleetScreen(Screen[None]):
         tone = "$warning" if snapshot is None or snapshot.freshness.state == "ok" else "$error"
         return Content("\n").join([line, Content.styled(visible(note), tone)])
 
-    def _fill(self, rows: Sequence[FleetRow]) -> None:
-        table = self.query_one(DataTable)
-        cursor = self.cursor_lane()
-        order = self.order
-        colors = self.app.get_css_variables()
-        stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
-        table.clear(columns=True)
-        for column in FLEET_COLUMNS:
-            title = column.title
-            if column.key == TREND:
-                title = f"Trend {COLUMN_BY_KEY[order.trend].title}"
-            if column.key == order.sort:
-                title = f"{title} {'▼' if order.reverse else '▲'}"
-            table.add_column(Text(title, style="bold"), key=column.key)
-        for row in rows:
-            tones = row_tones(row, self.thresholds)
-            dim = " dim" if row.gone or stale else ""
-            cells = []
-            for column in FLEET_COLUMNS:
-                tone = tones.get(column.key)
-                color = f" {colors[TONE_COLOR[tone]]}" if tone in TONE_COLOR else ""
-                bold = "bold" if column.key in (LANE, UP) or tone else ""
-                text = cell_text(row, column, order.trend)
-                style = f"{bold}{color}{dim}".strip()
-                right = column.unit is not None
-                cells.append(Text(text, style=style, justify="right" if right else "left"))
-            table.add_row(*cells, key=row.lane)
-        lanes = [row.lane for row in rows]
-        if cursor in lanes:
-            table.move_cursor(row=lanes.index(cursor), animate=False)
-
-    def cursor_lane(self) -> str | None:
-        """The lane under the table's cursor (None: no row)."""
-        table = self.query_one(DataTable)
-        if not table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return str(key) if key is not None else None
-
     # --- keys ---------------------------------------------------------------------------------
 
-    @on(DataTable.RowSelected)
-    def _open(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.host.open_lane(str(event.row_key.value))
+    @on(RowTable.Selected)
+    def _open(self, event: RowTable.Selected) -> None:
+        self.host.open_lane(event.key)
 
     def action_sort(self, step: int) -> None:
         self.order.sort = next_key([column.key for column in FLEET_COLUMNS], self.order.sort, step)
@@ -373,13 +361,13 @@ class FleetScreen(Screen[None]):
 
     @on(Input.Submitted)
     def _filter_done(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(RowTable).focus()
 
     def action_clear_filter(self) -> None:
         self.query_one(Input).value = ""
         self.order.filter = ""
         self.remove_class("-filtering")
-        self.query_one(DataTable).focus()
+        self.query_one(RowTable).focus()
         self.show()
 
     def action_export(self) -> None:

@@ -1,0 +1,178 @@
+"""A table drawn as one `Content`: a header, the rows that fit, a row cursor, a fixed first
+column. Cheap to redraw (no per-cell renderables): a fleet of 100 lanes redraws in a few
+milliseconds at every refresh. Cells are plain text (outside text is data, never markup)
+with a Textual style each, so theme variables (`$text-error`) follow the theme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.cells import cell_len
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
+
+Cell = tuple[str, str]
+"""A cell's text and its style ("" for none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableView:
+    """What the table shows: column titles, which are right-aligned, a key per row, cells."""
+
+    titles: tuple[str, ...] = ()
+    right: tuple[bool, ...] = ()
+    keys: tuple[str, ...] = ()
+    rows: tuple[tuple[Cell, ...], ...] = ()
+    row_styles: tuple[str, ...] = ()
+    """A style for each whole row (`dim` for a gone lane), "" for none."""
+
+
+def column_widths(view: TableView) -> list[int]:
+    widths = [cell_len(title) for title in view.titles]
+    for row in view.rows:
+        widths = [max(width, cell_len(text)) for width, (text, _) in zip(widths, row, strict=True)]
+    return widths
+
+
+def fit(text: str, width: int, right: bool) -> str:
+    """`text` padded to `width` cells, at the left when `right`."""
+    pad = " " * max(width - cell_len(text), 0)
+    return pad + text if right else text + pad
+
+
+class RowTable(Widget, can_focus=True):
+    """The rows of a `TableView`, a cursor row (enter posts `Selected`), arrows to move it,
+    left and right to shift the columns after the first when they don't all fit."""
+
+    DEFAULT_CSS = """
+    RowTable {
+        height: 1fr;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "up", show=False),
+        Binding("down", "move(1)", "down", show=False),
+        Binding("pageup", "page(-1)", "page up", show=False),
+        Binding("pagedown", "page(1)", "page down", show=False),
+        Binding("home", "move(-1000000)", "first", show=False),
+        Binding("end", "move(1000000)", "last", show=False),
+        Binding("left", "shift(-1)", "columns left", show=False),
+        Binding("right", "shift(1)", "columns right", show=False),
+        Binding("enter", "select", "open", show=False),
+    ]
+
+    @dataclass
+    class Selected(Message):
+        """Enter (or a click on the cursor's row) on the row with this key."""
+
+        key: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view = TableView()
+        self.widths: list[int] = []
+        self.cursor = 0
+        self.top = 0
+        self.shift = 0
+        """Columns after the first left out at the left (they didn't all fit)."""
+
+    @property
+    def cursor_key(self) -> str | None:
+        keys = self.view.keys
+        return keys[self.cursor] if 0 <= self.cursor < len(keys) else None
+
+    def show(self, view: TableView) -> None:
+        """Draw `view`, the cursor staying on its row's key (or its place) when it moved."""
+        key = self.cursor_key
+        self.view, self.widths = view, column_widths(view)
+        if key in view.keys:
+            self.cursor = view.keys.index(key)
+        self.cursor = max(min(self.cursor, len(view.keys) - 1), 0)
+        self.refresh()
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def columns(self, width: int) -> list[int]:
+        """The first column, then as many of the others (from the shift on) as fit."""
+        shown, used = [0], self.widths[0] if self.widths else 0
+        for index in range(1 + self.shift, len(self.widths)):
+            used += 2 + self.widths[index]
+            if used > width and len(shown) > 1:
+                break
+            shown.append(index)
+        return shown
+
+    def _line(self, cells: Sequence[Cell], shown: list[int], style: str = "") -> Content:
+        parts: list[Content | str] = []
+        for place, index in enumerate(shown):
+            text, cell_style = cells[index]
+            padded = fit(text, self.widths[index], self.view.right[index])
+            parts += ["  "] if place else []
+            parts.append(Content.styled(padded, cell_style) if cell_style else padded)
+        line = Content.assemble(*parts)
+        return line.stylize_before(style) if style else line
+
+    def render(self) -> Content:
+        view = self.view
+        if not view.titles:
+            return Content("")
+        height, width = max(self.size.height - 1, 1), self.size.width
+        self.top = min(max(self.top, self.cursor - height + 1), self.cursor)
+        shown = self.columns(width)
+        header = tuple((title, "bold") for title in view.titles)
+        hidden = ("←" if self.shift else "") + ("→" if shown[-1] < len(self.widths) - 1 else "")
+        lines = [
+            self._line(header, shown) + Content.styled(f" {hidden}" if hidden else "", "$accent")
+        ]
+        for number in range(self.top, min(self.top + height, len(view.rows))):
+            style = view.row_styles[number] if number < len(view.row_styles) else ""
+            if number == self.cursor:
+                cursor = "reverse" if self.has_focus else "underline"
+                style = f"{style} {cursor}".strip()
+            lines.append(self._line(view.rows[number], shown, style))
+        return Content("\n").join(lines)
+
+    # --- keys and mouse -----------------------------------------------------------------------
+
+    def action_move(self, step: int) -> None:
+        self.cursor = max(min(self.cursor + step, len(self.view.keys) - 1), 0)
+        self.refresh()
+
+    def action_page(self, step: int) -> None:
+        self.action_move(step * max(self.size.height - 2, 1))
+
+    def action_shift(self, step: int) -> None:
+        self.shift = max(min(self.shift + step, len(self.widths) - 2), 0)
+        self.refresh()
+
+    def action_select(self) -> None:
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.Selected(key))
+
+    def on_click(self, event: events.Click) -> None:
+        number = self.top + event.y - 1
+        if event.y >= 1 and 0 <= number < len(self.view.keys):
+            if number == self.cursor:
+                self.action_select()
+            self.cursor = number
+            self.refresh()
+
+    def on_mouse_scroll_down(self) -> None:
+        self.action_move(3)
+
+    def on_mouse_scroll_up(self) -> None:
+        self.action_move(-3)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
