@@ -13,13 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cockpit.model import (
-    LANE_COUNTERS,
-    LANE_GAUGES,
-    LANE_HISTOGRAMS,
-    LANE_LAST_MINUTE,
-    LANE_NOW,
-)
+from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, LANE_LAST_MINUTE, LANE_NOW
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
 NO_ENGINE_METRICS = "no vllm: or sglang: metrics found for this lane"
