@@ -17,7 +17,7 @@ from cockpit.sources.fleet import FleetSource
 from cockpit.widgets.fleet import FleetScreen
 from tests import test_fleet_live as live
 from tests.test_app import on_screen, settle
-from tests.test_app_feeds import EVAL_AT, ScriptedLaneFeed, config, fixed_clocks
+from tests.test_app_feeds import EVAL_AT, ScriptedLaneFeed, SourceDown, config, fixed_clocks
 from tests.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
 from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 
@@ -95,15 +95,17 @@ FLEET = fleet_view(
 
 @dataclass(eq=False)
 class ScriptedFleetFeed:
-    """A fleet feed whose reads return the scripted views in turn (the last one again)."""
+    """A fleet feed whose reads return the scripted views (or raise) in turn, the last again."""
 
-    views: Sequence[FleetView] = (FLEET,)
+    views: Sequence[FleetView | Exception] = (FLEET,)
     reads: list[tuple[float, float | None]] = field(default_factory=list)
     closed: bool = False
 
     async def read(self, window_s: float, end: float | None) -> FleetView:
         self.reads.append((window_s, end))
         view = self.views[min(len(self.reads), len(self.views)) - 1]
+        if isinstance(view, Exception):
+            raise view
         return replace(view, window_s=window_s)
 
     async def aclose(self) -> None:
@@ -180,6 +182,36 @@ async def test_s_cycles_the_sort_column_and_S_reverses_it() -> None:
         screen = await on_screen(pilot, "Waiting ▼")
         assert row_order(screen, LANES)[0] == "lane-b"
         assert row_order(screen, LANES)[-1] == "lane-e"
+
+
+async def test_c_picks_the_column_the_trend_follows_and_the_arrows_the_columns_shown() -> None:
+    app, _, _ = cockpit()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "Hit rate →")
+        assert "Decode" not in screen
+        await pilot.press("c")
+        await pilot.press(*["right"] * 12)  # the last columns, the lane's kept at the left
+        screen = await on_screen(pilot, "Decode", "Trend Hit rate ←")
+        assert all(lane in screen for lane in LANES) and "Running" not in screen
+
+
+async def test_a_fleet_that_fails_after_a_read_keeps_its_rows_dimmed_and_says_so() -> None:
+    fleet = ScriptedFleetFeed([FLEET, SourceDown("connection refused (127.0.0.1:9090)")])
+    app, _, _ = cockpit(fleet)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        screen = await on_screen(pilot, "fleet stale since", "connection refused")
+        assert all(lane in screen for lane in LANES)
+
+
+async def test_a_fleet_never_read_says_why() -> None:
+    app, _, _ = cockpit(ScriptedFleetFeed([SourceDown("connection refused (127.0.0.1:9090)")]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "fleet missing: connection refused")
 
 
 async def test_slash_filters_the_rows_by_name_and_escape_clears_it() -> None:

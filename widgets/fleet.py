@@ -266,6 +266,8 @@ class FleetScreen(Screen[None]):
         self.timer = None
         if self.polling:
             self.read_now()
+        else:
+            self.show()  # says paused
 
     def on_fleet_read(self, message: FleetRead) -> None:
         if message.epoch != self.epoch:

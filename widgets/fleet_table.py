@@ -149,7 +149,10 @@ class RowTable(Widget, can_focus=True):
         self.action_move(step * max(self.size.height - 2, 1))
 
     def action_shift(self, step: int) -> None:
-        self.shift = max(min(self.shift + step, len(self.widths) - 2), 0)
+        """Show the columns further right (`step` 1), or back left; not past the last."""
+        if step > 0 and self.columns(self.size.width)[-1] >= len(self.widths) - 1:
+            return
+        self.shift = max(self.shift + step, 0)
         self.refresh()
 
     def action_select(self) -> None:
