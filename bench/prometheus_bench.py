@@ -178,7 +178,8 @@ async def _week_of_refreshes(url: str) -> dict[str, Any]:
             "refreshes": refreshes,
             "evaluations": len(evaluated),
             "refreshes_by_requests": dict(sorted(requests.items())),
-            "note": "2 requests when the list of metric names is looked up again (every 5 min)",
+            "note": "2 requests when the trend's 3 h step became due or the list of metric names "
+            "is looked up again (every 5 min; then the trend waits a refresh)",
             "samples_per_evaluation_median": statistics.median(evaluated),
             "samples_per_refresh_mean": round(samples / refreshes, 1),
             "over_naive": round(samples / naive, 4),
@@ -213,7 +214,7 @@ def run() -> dict[str, Any]:
         finally:
             server.stop()
     result["targets"] = {
-        "requests_per_refresh": 1,
+        "requests_per_refresh": 2,
         "client_ms_median_max": CLIENT_TARGET_S * 1000,
         "over_naive_max": SAMPLES_TARGET,
     }
