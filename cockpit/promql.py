@@ -154,7 +154,7 @@ def spec_expression(
             e for o in spec.options if (e := spec_expression(o, selector, window, at, step, by))
         ]
         if isinstance(spec.options[0], Histogram):  # `le` vectors: one option's buckets only
-            options = [f"({o} unless on({by}) {options[0]})" if k else o
+            options = [f"({o} unless on({by}) ({' or '.join(options[:k])}))" if k else o
                        for k, o in enumerate(options)]  # fmt: skip
         return f"({' or '.join(options)})"
     if isinstance(spec, Now):
