@@ -21,8 +21,8 @@ from cockpit.decode_pace import decode_pace
 from cockpit.dialects import DIALECTS, Gauge, Unavailable, lane_specs, presence_metric
 from cockpit.figures import format_value, merge_reasons
 from cockpit.model import Missing, Unit, divide, frozen_map
-from cockpit.promql import selector_with
-from cockpit.quantiles import histogram_quantile
+from cockpit.promql import NO_SAMPLES, selector_with
+from cockpit.tail_figures import NO_REQUESTS
 from cockpit.timeutil import promql_duration
 
 # --- what the overview shows ------------------------------------------------------------
@@ -197,7 +197,6 @@ RAW_KEYS: tuple[str, ...] = (
     "prompt_computed",
     "kv_computed_sum",
     "kv_computed_count",
-    "ttft",
     "itl_sum",
     "itl_count",
     "spec_drafts",
@@ -205,15 +204,20 @@ RAW_KEYS: tuple[str, ...] = (
     "prefill_sum",
     "decode_sum",
 )
-"""The raw lane keys (`dialects.lane_specs`) the columns are made of."""
-LIVE = "live"
-"""Plan key: how many of the lane's presence series have a sample at the evaluation time."""
+"""The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
+histogram (`ttft`), whose p95 the server works out."""
+TTFT_P95 = "ttft_p95"
+"""Plan key: `histogram_quantile(0.95, ...)` of the lane's TTFT histogram over the window."""
+TTFT_ABOVE = "ttft_above"
+"""Plan key: present when that p95 lies past the largest finite bucket (a lower bound)."""
 NEWEST = "newest"
-"""Plan key: the timestamp of the lane's newest presence sample."""
+"""Plan key: the timestamp of the lane's newest presence sample (none: no live sample)."""
 START = "start"
 """Plan key: when the lane's data starts in the window (its rates are over the part covered)."""
 LEGACY = "legacy"
 """Plan key: the lane has vLLM's pre-0.12 KV gauge and not the new one (`vllm-legacy`)."""
+QUANTILE = 0.95
+_INF = 'label_replace(vector(1), "le", "+Inf", "", "")'
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,19 +228,21 @@ class FleetPlan:
     window_s: float
     query: str
     figs: Mapping[str, Mapping[str, str]]
-    """Dialect -> plan key (RAW_KEYS, LIVE, NEWEST, START) -> the `fig` label of its samples; one
-    expression is asked once when dialects read it alike (vLLM and its legacy names)."""
+    """Dialect -> plan key (RAW_KEYS, TTFT_P95, TTFT_ABOVE, NEWEST, START) -> the `fig`
+    label of its sample; one expression is asked once when dialects read it alike."""
     unavailable: Mapping[str, Mapping[str, str]]
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
-    """LEGACY, TARGETS, TARGETS_UP -> fig (TARGETS only when `up` can be narrowed)."""
+    """LEGACY, TARGETS, TARGETS_UP -> fig."""
 
 
 @lru_cache(maxsize=16)
 def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     """Every lane's raw keys in one expression: each spec of each dialect as `sum by
     (<label>) (...)` (`promql.spec_expression`, the lane panes' own PromQL), `fig`-labelled
-    as `combined_query` does; `match` narrows the series (`namespace="llm"`)."""
+    as `combined_query` does; `match` narrows the series (`namespace="llm"`). One sample per
+    lane and fig: the TTFT p95 is the server's `histogram_quantile` (the algorithm
+    `cockpit.quantiles` copies), not a bucket vector per lane."""
     window = promql_duration(window_s)
     exprs: dict[str, str] = {}
     named: dict[str, str] = {}
@@ -252,18 +258,21 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
         specs = lane_specs(dialect)
         keys: dict[str, str] = {}
         for key in RAW_KEYS:
-            spec = specs[key]
-            expression = promql.spec_expression(spec, match, window, by=label)
+            expression = promql.spec_expression(specs[key], match, window, by=label)
             if expression is not None:
                 keys[key] = ask(f"{dialect}/{key}", expression)
+        buckets = promql.spec_expression(specs["ttft"], match, window, by=label)
+        if buckets is not None:
+            p95 = f"histogram_quantile({QUANTILE}, {buckets})"
+            keys[TTFT_P95] = ask(f"{dialect}/{TTFT_P95}", p95)
+            keys[TTFT_ABOVE] = ask(f"{dialect}/{TTFT_ABOVE}", _past_buckets(buckets, label))
         presence = presence_metric(dialect) + selector_with(match)
-        keys[LIVE] = ask(f"{dialect}/{LIVE}", f"count by ({label}) ({presence})")
         keys[NEWEST] = ask(f"{dialect}/{NEWEST}", f"max by ({label}) (timestamp({presence}))")
         start = promql.data_start_expression(dialect, match, window_s, by=label)
         keys[START] = ask(f"{dialect}/{START}", start)
         figs[dialect] = frozen_map(keys)
         unavailable[dialect] = frozen_map(
-            {k: s.reason for k in RAW_KEYS if isinstance(s := specs[k], Unavailable)}
+            {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
         )
     up = "up" + promql.selector_without(match, "model_name")
     state = {
@@ -273,6 +282,14 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     }
     query = promql.combined_query(exprs)
     return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
+
+
+def _past_buckets(buckets: str, label: str) -> str:
+    """Lanes whose quantile rank lies past every finite bucket: Prometheus then answers the
+    largest finite bound, a lower bound (`quantiles.histogram_quantile`'s flag)."""
+    total = f"sum by ({label}) ({buckets} and on (le) {_INF})"
+    finite = f"max by ({label}) ({buckets} unless on (le) {_INF})"
+    return f"{total} * {QUANTILE} > {finite}"
 
 
 def _legacy(label: str, match: str) -> str:
@@ -287,38 +304,39 @@ def _legacy(label: str, match: str) -> str:
 
 # --- reading the answer -----------------------------------------------------------------
 
-Found = Mapping[str, Mapping[str, list[dict[str, Any]]]]
-"""fig -> lane -> its samples."""
+Found = Mapping[str, Mapping[str, dict[str, Any]]]
+"""lane -> fig -> its one sample."""
 
 
 def index_answer(result: list[dict[str, Any]], label: str) -> Found:
-    """The answer's samples by `fig` and lane (series without the label are left out)."""
-    found: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    """The answer's samples by lane and `fig` (series without the label are left out)."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
     for sample in result:
-        metric = sample.get("metric", {})
+        metric = sample.get("metric") or {}
         lane = metric.get(label)
-        if isinstance(lane, str):
-            found.setdefault(str(metric.get("fig", "")), {}).setdefault(lane, []).append(sample)
+        if lane is not None:
+            found.setdefault(lane, {})[metric.get("fig", "")] = sample
     return found
 
 
-def _number(found: Found, fig: str, lane: str) -> float | None:
-    read = promql.read_key(found.get(fig, {}).get(lane), fig)
-    return read if isinstance(read, float) else None
+def _number(samples: Mapping[str, dict[str, Any]], fig: str | None) -> float | None:
+    sample = samples.get(fig or "")
+    value = None if sample is None else promql.sample_value(sample)
+    return value if isinstance(value, float) else None
 
 
 def engine_lanes(plan: FleetPlan, found: Found) -> set[str]:
     """The lanes that have engine series in the answer (in the window, or live now)."""
-    figs = {fig for keys in plan.figs.values() for fig in keys.values()}
-    return {lane for fig in figs for lane in found.get(fig, {})}
+    state = set(plan.state.values())
+    return {lane for lane, samples in found.items() if not samples.keys() <= state}
 
 
-def lane_dialect(plan: FleetPlan, found: Found, lane: str) -> str:
-    """The lane's engine by the series it has now (empty when none is live)."""
-    if _number(found, plan.figs["sglang"][LIVE], lane):
+def lane_dialect(plan: FleetPlan, samples: Mapping[str, dict[str, Any]]) -> str:
+    """A lane's engine by the series it has now (empty when none is live)."""
+    if plan.figs["sglang"][NEWEST] in samples:
         return "sglang"
-    if _number(found, plan.figs["vllm"][LIVE], lane):
-        return "vllm-legacy" if _number(found, plan.state[LEGACY], lane) else "vllm"
+    if plan.figs["vllm"][NEWEST] in samples:
+        return "vllm-legacy" if plan.state[LEGACY] in samples else "vllm"
     return ""
 
 
@@ -338,18 +356,20 @@ _INPUTS: Mapping[str, tuple[str, ...]] = {
 """Column -> the raw keys whose reasons say why it is missing."""
 
 
-def lane_row(plan: FleetPlan, found: Found, lane: str, dialect: str, end: float) -> FleetRow:
-    """One lane's row at `end`: each column as the lane panes define it (`figures.lane_figures`,
-    `decode_pace`, `quantiles`; a test holds them equal), its state from its live series and
-    its scrape targets (`up`, where that carries the label)."""
+def lane_row(
+    plan: FleetPlan, samples: Mapping[str, dict[str, Any]], lane: str, dialect: str, end: float
+) -> FleetRow:
+    """One lane's row at `end` from its samples (`index_answer(...)[lane]`): each column as
+    the lane panes define it (`figures.lane_figures`, `decode_pace`, `quantiles`; a test holds
+    them equal), its state from its live series and its scrape targets (`up`, where that
+    carries the label)."""
     figs = plan.figs[dialect]
-    raw = {key: promql.read_key(found.get(fig, {}).get(lane), key) for key, fig in figs.items()}
+    raw = {key: promql.sample_value(samples[fig]) for key, fig in figs.items() if fig in samples}
     v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
-    ttft = raw.get("ttft")
-    quantile = histogram_quantile(0.95, ttft) if isinstance(ttft, tuple) else None
-    newest = v(NEWEST)
-    covered, _ = promql.window_coverage(found.get(figs[START], {}).get(lane), end, plan.window_s)
-    window = covered or plan.window_s
+    newest, start = v(NEWEST), v(START)
+    window = plan.window_s
+    if start is not None and start > end - window:  # a lane younger than the window
+        window = promql.window_coverage([samples[figs[START]]], end, window)[0] or window
     values = {
         "running_now": v("running_now"),
         "waiting_now": v("waiting_now"),
@@ -358,29 +378,47 @@ def lane_row(plan: FleetPlan, found: Found, lane: str, dialect: str, end: float)
         "generation_tok_s": divide(v("generation_tokens"), window),
         "prefix_cache_hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
         "mean_fresh_prefill": _fresh_prefill(v),
-        "ttft_p95": quantile[0] if quantile else None,
+        "ttft_p95": v(TTFT_P95),
         "itl_mean": decode_pace(dialect, v).step_s.value,
         "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
         AGE: None if newest is None else max(end - newest, 0.0),
     }
-    absent = dict(plan.unavailable[dialect])
-    absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
-    reasons = {
-        key: merge_reasons(absent[k] for k in _INPUTS[key] if k in absent) or "no data in window"
-        for key, value in values.items()
-        if value is None
-    }
-    up, why = _state(found, plan, lane, figs[LIVE])
+    reasons = _reasons(plan.unavailable[dialect], raw, values)
+    up, why = _state(plan, samples, newest is not None)
+    above = values["ttft_p95"] is not None and TTFT_ABOVE in raw
     return FleetRow(
         lane,
         up=bool(up),
         values=frozen_map(values),
         gone=up is None,
         reasons=frozen_map(reasons),
-        above=frozenset({"ttft_p95"} if quantile and quantile[1] else ()),
+        above=frozenset({"ttft_p95"} if above else ()),
         dialect=dialect,
         down_reason=why,
     )
+
+
+def _reasons(
+    unavailable: Mapping[str, str],
+    raw: Mapping[str, float | Missing],
+    values: Mapping[str, float | None],
+) -> dict[str, str]:
+    """Why each missing column is: its inputs' reasons (the engine has no such metric, the
+    window has no samples), as the lane panes say them."""
+    if None not in values.values():
+        return {}
+    absent = {key: NO_SAMPLES for key in RAW_KEYS if key not in raw}
+    absent.update(unavailable)
+    absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
+    if TTFT_P95 in raw and isinstance(raw[TTFT_P95], Missing):
+        absent["ttft"] = NO_REQUESTS  # NaN: no observation in the window
+    elif TTFT_P95 not in raw:
+        absent.setdefault("ttft", NO_SAMPLES)
+    return {
+        key: merge_reasons(absent[k] for k in _INPUTS[key] if k in absent) or "no data in window"
+        for key, value in values.items()
+        if value is None
+    }
 
 
 def _fresh_prefill(v: Callable[[str], float | None]) -> float | None:
@@ -399,13 +437,15 @@ def _decode_share(prefill: float | None, decode: float | None) -> float | None:
     return None if prefill is None or decode is None else divide(decode, prefill + decode)
 
 
-def _state(found: Found, plan: FleetPlan, lane: str, live: str) -> tuple[bool | None, str]:
+def _state(
+    plan: FleetPlan, samples: Mapping[str, dict[str, Any]], live: bool
+) -> tuple[bool | None, str]:
     """Up (True), down (False, and why) or gone (None): no live sample and no scrape target."""
-    targets = _number(found, plan.state[promql.TARGETS], lane)
-    targets_up = _number(found, plan.state[promql.TARGETS_UP], lane)
+    targets = _number(samples, plan.state[promql.TARGETS])
+    targets_up = _number(samples, plan.state[promql.TARGETS_UP])
     if targets and targets_up == 0:
         return False, f"its {targets:.0f} scrape target(s) are down (up == 0)"
-    if _number(found, live, lane):
+    if live:
         return True, ""
     if targets:
         return False, "no live sample of its engine (its series went stale)"
@@ -449,9 +489,10 @@ class Discovery:
         found = index_answer(result, plan.label)
         rows: list[FleetRow] = []
         for lane in sorted(engine_lanes(plan, found) | set(self.dialects)):
-            dialect = lane_dialect(plan, found, lane) or self.dialects.get(lane, "vllm")
+            samples = found.get(lane, {})
+            dialect = lane_dialect(plan, samples) or self.dialects.get(lane, "vllm")
             self.dialects[lane] = dialect
-            row = lane_row(plan, found, lane, dialect, end)
+            row = lane_row(plan, samples, lane, dialect, end)
             past = self.history.setdefault(lane, {})
             for key in NUMERIC_COLUMNS:
                 past[key] = (*past.get(key, ()), row.values.get(key))[-HISTORY_POINTS:]

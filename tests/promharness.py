@@ -55,6 +55,7 @@ class ScrapeJob:
     job: str
     targets: Sequence[str]
     interval: str = "1s"
+    metrics_path: str = "/metrics"
 
 
 @dataclass
@@ -83,6 +84,7 @@ def _config(jobs: Iterable[ScrapeJob]) -> str:
             f"  - job_name: {job.job}",
             f"    scrape_interval: {job.interval}",
             f"    scrape_timeout: {job.interval}",
+            f"    metrics_path: {job.metrics_path}",
             "    static_configs:",
             "      - targets: [" + ", ".join(f"'{t}'" for t in job.targets) + "]",
         ]
@@ -387,10 +389,11 @@ def add_engine(
             writer.add(series.family, "gauge", series.name, own, values)
         elif series.kind == "bucket":
             cumulative = [0.0] * len(times)
+            tail = rng.choice((0.02, 2.0))  # p95 within the buckets, or past them (a bound)
             for le in BOUNDS:
                 running = 0.0
                 for i in range(len(times)):
-                    running += rng.randint(0, 4)
+                    running += rng.randint(0, 4) if le != "+Inf" else rng.random() * tail
                     cumulative[i] += running
                 samples = list(zip(times, cumulative, strict=True))
                 writer.add(series.family, "histogram", series.name, {**own, "le": le}, samples)

@@ -16,8 +16,9 @@ from cockpit.fleet import (
     FIGURE_COLUMNS,
     FLEET_COLUMNS,
     HISTORY_POINTS,
-    LIVE,
     NEWEST,
+    TTFT_ABOVE,
+    TTFT_P95,
     Discovery,
     FleetRow,
     FleetView,
@@ -33,6 +34,7 @@ from cockpit.fleet import (
 from cockpit.fleet_report import fleet_json, fleet_markdown
 from cockpit.model import LaneTotals, frozen_map
 from cockpit.promql import TARGETS, TARGETS_UP
+from cockpit.quantiles import histogram_quantile
 
 END = 1_790_000_000.0
 WINDOW_S = 3600.0
@@ -43,16 +45,20 @@ def sample(fig: str, lane: str, value: float, label: str = "job", **extra: str) 
 
 
 def answer(dialect: str, lanes: dict[str, dict[str, Any]], label: str = "job") -> list[Any]:
-    """What a server answers to the plan: raw key -> value (or buckets) per lane."""
+    """What a server answers to the plan: raw key -> value per lane; for the TTFT buckets, the
+    server's p95 (Prometheus's algorithm, as `quantiles` has it) and whether it is past them."""
     plan = fleet_plan(label, "", WINDOW_S)
     result: list[Any] = []
     for lane, raw in lanes.items():
         for key, value in raw.items():
+            if key == "ttft":
+                p95, above = histogram_quantile(0.95, value) or (math.nan, False)
+                result.append(sample(plan.figs[dialect][TTFT_P95], lane, p95, label))
+                if above:
+                    result.append(sample(plan.figs[dialect][TTFT_ABOVE], lane, 1.0, label))
+                continue
             fig = plan.figs[dialect].get(key) or plan.state[key]
-            if isinstance(value, tuple):
-                result += [sample(fig, lane, n, label, le=str(le)) for le, n in value]
-            else:
-                result.append(sample(fig, lane, value, label))
+            result.append(sample(fig, lane, value, label))
     return result
 
 
@@ -61,7 +67,7 @@ VLLM = {
     "running_now": 12.0, "waiting_now": 3.0, "kv_usage_now": 0.42, "requests": 7200.0,
     "generation_tokens": 720_000.0, "prefix_cache_queries": 9e6, "prefix_cache_hits": 6e6,
     "kv_computed_sum": 3e6, "kv_computed_count": 7100.0, "ttft": TTFT, "itl_sum": 70.0,
-    "itl_count": 7000.0, "prefill_sum": 30.0, "decode_sum": 90.0, LIVE: 3.0,
+    "itl_count": 7000.0, "prefill_sum": 30.0, "decode_sum": 90.0,
     NEWEST: END - 4, "start": END - 7200,
 }  # fmt: skip
 SGLANG = {
@@ -69,7 +75,7 @@ SGLANG = {
     "generation_tokens": 36_000.0, "prefix_cache_queries": 1e6, "prefix_cache_hits": 2.5e5,
     "prompt_computed": 7.5e5, "ttft": ((0.1, 0.0), (0.5, 1.0), (math.inf, 40.0)),
     "itl_sum": 30.0, "itl_count": 36_000.0, "spec_drafts": 12_000.0, "spec_accepted": 18_000.0,
-    "prefill_sum": 10.0, LIVE: 2.0, NEWEST: END - 9, "start": END - 900,
+    "prefill_sum": 10.0, NEWEST: END - 9, "start": END - 900,
 }  # fmt: skip
 """SGLang: no fresh-prefill histogram (computed / requests), speculation (the step is per
 token × tokens per step), TTFT past its largest bucket, data for the last 15 minutes only."""
@@ -93,7 +99,7 @@ def test_a_row_holds_the_lane_panes_figures(
     dialect: str, raw: dict[str, Any], covered: float | None
 ) -> None:
     plan = fleet_plan("job", "", WINDOW_S)
-    row = lane_row(plan, index_answer(answer(dialect, {"a": raw}), "job"), "a", dialect, END)
+    row = lane_row(plan, index_answer(answer(dialect, {"a": raw}), "job")["a"], "a", dialect, END)
     figures = lane_figures(totals(dialect, raw, covered))
     for key in FIGURE_COLUMNS:
         assert row.value(key) == figures.value(key), key
@@ -132,7 +138,7 @@ def test_series_without_the_label_are_left_out() -> None:
     found = index_answer(
         [sample("f", "a", 1.0), {"metric": {"fig": "f"}, "value": [0, "2"]}], "job"
     )
-    assert list(found["f"]) == ["a"]
+    assert list(found) == ["a"] and list(found["a"]) == ["f"]
 
 
 def _read(
@@ -145,7 +151,7 @@ def test_lanes_appear_vanish_as_gone_and_keep_a_history() -> None:
     discovery = Discovery()
     first = _read(discovery, {"a": VLLM, "b": VLLM})
     assert [(r.lane, r.up, r.gone) for r in first] == [("a", True, False), ("b", True, False)]
-    down = {**VLLM, LIVE: 0.0, TARGETS: 3.0, TARGETS_UP: 0.0}
+    down = {**{k: v for k, v in VLLM.items() if k != NEWEST}, TARGETS: 3.0, TARGETS_UP: 0.0}
     second = _read(discovery, {"b": down, "c": VLLM}, END + 5)
     states = [(r.lane, r.up, r.gone, r.down_reason) for r in second]
     assert states == [

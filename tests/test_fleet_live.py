@@ -52,17 +52,19 @@ LANES = (
 )
 """lane-old's series end after the first read (gone at the second); lane-new's begin after
 it; lane-down's engines stop while their scrape targets stay, `up == 0` (down, not gone)."""
+KEYS = (*RAW_KEYS, "ttft")
+"""The raw keys the engines' simulated series answer."""
 LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
 
 
 def _prometheus(workdir: Path) -> PromServer:
-    create_blocks(fleet_history(LANES, RAW_KEYS).render(), workdir / "tsdb")
+    create_blocks(fleet_history(LANES, KEYS).render(), workdir / "tsdb")
     return start_prometheus(workdir, tsdb=workdir / "tsdb")
 
 
 def _victoria_metrics(workdir: Path) -> PromServer:
     server = start_victoria_metrics(workdir)
-    import_history(server, fleet_history(LANES, RAW_KEYS))
+    import_history(server, fleet_history(LANES, KEYS))
     return server
 
 
@@ -112,6 +114,8 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     assert {row.lane: row.dialect for row in second.rows if row.up} == {
         "lane-a": "vllm", "lane-b": "vllm", "lane-c": "sglang", "lane-new": "sglang",
     }  # fmt: skip
+    past = {"ttft_p95" in row.above for row in second.rows if row.up}
+    assert past == {True, False}  # p95 within the buckets on some lanes, past them on others
     assert all(
         len(row.history["requests_per_s"]) == 2 for row in second.rows if row.lane != "lane-new"
     )
