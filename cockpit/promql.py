@@ -33,7 +33,7 @@ from cockpit.dialects import (
     presence_metric,
     sorted_buckets,
 )
-from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, LAST_MINUTE_S, Bucket, Missing
+from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, LANE_NOW, LAST_MINUTE_S, Bucket, Missing
 from cockpit.timeutil import parse_duration, promql_duration, stamp
 
 KV_CAPACITY = "kv_capacity"
@@ -369,6 +369,7 @@ def lane_plan(
 # --- reading the answer -----------------------------------------------------------------
 
 NO_SAMPLES = "no samples in window"
+NO_SAMPLE_NOW = "no sample at the evaluation time"
 
 
 def split_by_fig(result: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -411,7 +412,7 @@ def read_key(
 ) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
     """A raw key's value (buckets for a histogram) from its samples, or why there is none."""
     if not samples:
-        return Missing(NO_SAMPLES)
+        return Missing(NO_SAMPLE_NOW if key in LANE_NOW else NO_SAMPLES)
     if key in LANE_HISTOGRAMS:
         return _buckets(samples)
     if key in LANE_GROUPED:

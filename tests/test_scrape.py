@@ -501,3 +501,8 @@ def test_last_minute_rates_and_now_come_from_the_last_scrapes() -> None:
     for at, count in ((end - 20, 0.0), (end - 10, 70.0), (end, 140.0)):
         young.ingest(f"vllm:request_success_total {count}\nvllm:num_requests_running 1\n", at)
     assert lane_figures(young.totals("lane", "", 3600, end))["requests_per_s_1m"].value == 7.0
+    # A gauge the last scrape lacks has no value now, whatever the window held.
+    young.ingest("vllm:request_success_total 210\n", end + 10)
+    later = lane_figures(young.totals("lane", "", 3600, end + 10))
+    assert later["running_now"].value is None and later["running"].value == 1.0
+    assert later["running_now"].reason == "not in the last scrape"

@@ -380,3 +380,13 @@ async def test_sglang_now_counts_each_tp_rank_once(prometheus: PromServer) -> No
         figures = lane_figures(totals).figures
         for key, value in expected.items():
             assert figures[key].value == pytest.approx(value, rel=1e-9), (totals.server, key)
+
+
+async def test_a_lane_gone_quiet_has_no_value_now(prometheus: PromServer) -> None:
+    """Read 10 minutes after its last sample: the window's means remain, the lane now has
+    no value (never the last one seen, never 0)."""
+    totals = await read_prometheus(prometheus, "tails-full", WINDOW, END + 600)
+    figures = lane_figures(totals).figures
+    assert figures["running"].value is not None and figures["running_now"].value is None
+    assert figures["running_now"].reason == "no sample at the evaluation time"
+    assert figures["kv_usage_now"].value is None and figures["ttft_p50"].value is not None

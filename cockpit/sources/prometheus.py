@@ -404,7 +404,7 @@ class _Read:
             read = promql.read_key(found.get(key), key)
             if isinstance(read, Missing):
                 self.missing[key] = read.reason
-                if read.reason != promql.NO_SAMPLES:
+                if read.reason not in (promql.NO_SAMPLES, promql.NO_SAMPLE_NOW):
                     self.unusable.append(read.reason)
             elif isinstance(read, tuple):
                 self.histograms[key] = read

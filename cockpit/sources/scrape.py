@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from cockpit import dialects, promql
 from cockpit.model import LAST_MINUTE_S, Bucket, LaneTotals, Missing, frozen_map
-from cockpit.sources.buffer import SECOND_SCRAPE, Buffer, Window, one_rank
+from cockpit.sources.buffer import NO_SAMPLES, SECOND_SCRAPE, Buffer, Window, one_rank
 from cockpit.sources.exposition import (
     MAX_RESPONSE_BYTES,
     Endpoint,
@@ -34,6 +34,7 @@ from cockpit.trends import BufferTrend
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
 MAX_BUFFER_BYTES = 16_000_000
+NOT_IN_LAST_SCRAPE = Missing("not in the last scrape")
 
 
 class ScrapeSource:
@@ -230,7 +231,8 @@ def _read(
 ) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
     """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
     if isinstance(spec, dialects.Now):
-        return now.value(spec.of)
+        found = now.value(spec.of)
+        return NOT_IN_LAST_SCRAPE if found == NO_SAMPLES else found
     if isinstance(spec, dialects.LastMinute):
         return _whole_minute(minute, minute.value(spec.of))
     options = spec.options if isinstance(spec, dialects.Either) else (spec,)
