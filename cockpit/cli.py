@@ -32,6 +32,7 @@ from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 
 if TYPE_CHECKING:
     from cockpit.fleet import FleetView
+    from cockpit.sources.fleet import FleetSource
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -391,6 +392,19 @@ def _require_sources(config: Config) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
+def fleet_feed(config: Config) -> FleetSource | None:
+    """The lanes found by a label, read at once for the overview (None: no `discover`)."""
+    if config.discover is None:
+        return None
+    from cockpit.sources.fleet import FleetSource
+    from cockpit.sources.http import SourceError
+
+    try:
+        return FleetSource.of(config.discover)
+    except SourceError as error:  # its secret can't be read
+        raise ConfigError(config.source, None, "discover", str(error)) from None
+
+
 def _check_refresh(args: argparse.Namespace) -> None:
     low, high = REFRESH_BOUNDS_S
     if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
@@ -408,7 +422,7 @@ def command_run(args: argparse.Namespace) -> int:
         from cockpit.feeds import build_feeds
 
         lanes, ledger = build_feeds(config, first_lane=args.lane)
-        return Setup(config, lanes, ledger, at, args.refresh)
+        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet_feed(config))
 
     return run_app(build_app(setup))
 

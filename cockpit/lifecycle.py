@@ -20,6 +20,7 @@ from cockpit.config import Config
 
 if TYPE_CHECKING:
     from cockpit.app import CockpitApp
+    from cockpit.fleet_poller import FleetFeed
     from cockpit.poller import LaneFeed, LedgerFeed
 
 STALL_S = 10.0
@@ -39,16 +40,24 @@ class Setup(NamedTuple):
     refresh_s: float | None = None
     notice: str = ""
     """Said once when the cockpit starts (why `cockpit demo --prometheus` has no Prometheus)."""
+    fleet: FleetFeed | None = None
+    """Every lane of a server at once (lanes found by a label): the cockpit opens on them."""
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
     """The app on what `setup` returns, built with the garbage collector paused."""
     with collector_paused():
-        config, lanes, ledger, replay_at, refresh_s, notice = setup()
+        config, lanes, ledger, replay_at, refresh_s, notice, fleet = setup()
         from cockpit.app import make_app
 
         return make_app(
-            config, lanes, ledger, replay_at=replay_at, refresh_s=refresh_s, notice=notice
+            config,
+            lanes,
+            ledger,
+            replay_at=replay_at,
+            refresh_s=refresh_s,
+            notice=notice,
+            fleet=fleet,
         )
 
 

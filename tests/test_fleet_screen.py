@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from cockpit.app import CockpitApp, make_app
-from cockpit.config import Config, Discover, LaneConfig
+from cockpit.cli import effective_config, fleet_feed, parse_args
+from cockpit.config import Discover, LaneConfig
 from cockpit.fleet import FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.lifecycle import Setup, build_app
 from cockpit.model import frozen_map
-from cockpit.sources.fleet import FleetSource
 from cockpit.widgets.fleet import FleetScreen
 from tests import test_fleet_live as live
 from tests.test_app import on_screen, settle
@@ -295,15 +296,15 @@ async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> 
 async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_its_row(
     server: PromServer,  # noqa: F811
 ) -> None:
-    """The fleet test's six lanes found by `job` (none listed), at its pinned second read: the
-    overview shows each (down and gone said), and a lane opened from it shows the overview's
-    figures in its panes, read by its own query."""
-    discover = Discover("job", LaneConfig("fleet", prometheus=server.url))
-    fleet = FleetSource.of(discover)
-    cfg = Config(discover=discover, window="1h", refresh_s=3600.0)
-    app = make_app(
-        cfg, [], None, replay_at=live.END, clocks=fixed_clocks(live.END + 5), fleet=fleet
-    )
+    """`--prometheus URL --lanes-by job` (no lane listed), at the fleet test's pinned second
+    read: the overview shows its six lanes (down and gone said), and a lane opened from it
+    shows the overview's figures in its panes, read by its own query."""
+    config = effective_config(parse_args(["run", "--prometheus", server.url, "--lanes-by", "job"]))
+    fleet = fleet_feed(config)
+    assert fleet is not None and not config.lanes
+    setup = Setup(config, [], None, replay_at=live.END, refresh_s=3600.0, fleet=fleet)
+    app = build_app(lambda: setup)
+    app.clocks = fixed_clocks(live.END + 5)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         screen = await on_screen(pilot, "6 lanes by job", "1 down", "1 gone")
