@@ -225,6 +225,11 @@ def _streaming(metric: str) -> Either:
     )
 
 
+def _streaming_histogram(base: str) -> Either:
+    """As `_streaming`, for a histogram's buckets."""
+    return first(*(Histogram(base, (("is_streaming", value),)) for value in ("true", "")))
+
+
 def _sglang_specs() -> dict[str, Spec]:
     prompt = Counter("sglang:prompt_tokens_total")
     generated = Counter("sglang:generation_tokens_total")
@@ -237,7 +242,6 @@ def _sglang_specs() -> dict[str, Spec]:
     computed = _scheduler("sglang:prefill_effective_tokens_total", mode="input")
     realtime = _scheduler("sglang:realtime_tokens_total")
     no_decode = Unavailable("SGLang exposes no per-request decode time")
-    ttft = "sglang:time_to_first_token_seconds"
     specs: dict[str, Spec] = {
         "requests": requests,
         "prompt_tokens": prompt,
@@ -282,10 +286,8 @@ def _sglang_specs() -> dict[str, Spec]:
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
-        "e2e": Histogram("sglang:e2e_request_latency_seconds"),
-        "ttft": first(
-            Histogram(ttft, (("is_streaming", "true"),)), Histogram(ttft, (("is_streaming", ""),))
-        ),
+        "e2e": _streaming_histogram("sglang:e2e_request_latency_seconds"),
+        "ttft": _streaming_histogram("sglang:time_to_first_token_seconds"),
         "itl": Histogram("sglang:inter_token_latency_seconds"),
         "queue": Histogram("sglang:queue_time_seconds", ranks=RANK),
         "decode_sum": no_decode,
@@ -316,8 +318,8 @@ STREAMING_NOTE = 'streaming requests (is_streaming="true") where the engine labe
 _NOTES: dict[str, dict[str, str]] = {
     "sglang": {
         "ttft_mean": STREAMING_NOTE,
-        **{f"ttft_p{p}": STREAMING_NOTE for p in (50, 90, 95, 99)},
         "e2e_mean": STREAMING_NOTE,
+        **{f"{key}_p{p}": STREAMING_NOTE for key in ("ttft", "e2e") for p in (50, 90, 95, 99)},
         "kv_usage": "the full-attention pool where exposed, else the fullest pool",
         "kv_usage_now": "the full-attention pool where exposed, else the fullest pool",
         "preemptions": "retracted requests",

@@ -70,11 +70,12 @@ SGLANG_QUEUE = "sglang:queue_time_seconds"
 SGLANG_HISTOGRAMS = {
     "ttft": (SGLANG_TTFT, ',is_streaming="true"'),
     "itl": (SGLANG_ITL, ""),
-    "e2e": (SGLANG_E2E, ""),
+    "e2e": (SGLANG_E2E, ',is_streaming="true"'),
     "queue": (SGLANG_QUEUE, ',tp_rank="0"'),
 }
 """The SGLang lane's histograms and the series the cockpit must read them from: streaming
-requests' TTFT, and one TP rank of the queue time (both ranks export the same)."""
+requests' TTFT and end-to-end latency (as their means), and one TP rank of the queue time
+(both ranks export the same)."""
 
 Labels = tuple[tuple[str, str], ...]
 Series = dict[tuple[str, Labels], dict[float, float]]
