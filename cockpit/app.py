@@ -156,7 +156,12 @@ class CockpitApp(App[None]):
         (120, "-three-columns"),
         (200, "-wide"),
     ]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (MIN_HEIGHT, "-low"), (24, "-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (MIN_HEIGHT, "-low"),
+        (24, "-tall"),
+        (48, "-very-tall"),
+    ]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "lane(1)", "lane", key_display="1-9"),

@@ -44,7 +44,7 @@ def tables_view(ledger: LedgerSnapshot | None, configured: bool = True) -> PaneV
         lines.append(Cells(title, HEADER, "primary", column=COLUMN, min_label=NAME_CELLS))
         lines += [group_cells(group, agent.stale) for group in groups]
         if note or not groups:
-            lines.append(Note(note or f"no sessions in window {title}"))
+            lines.append(Note(note or f"{title}: no sessions in the window"))
     return PaneView(tuple(lines), (("ledger", agent.freshness),))
 
 

@@ -63,6 +63,8 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
     trend = lane.totals.trend if lane is not None and lane.totals is not None else None
     if trend is None:
         lines: tuple[Line, ...] = (Note("no trend read yet" if lane else engine.absent),)
+    elif not any(point is not None for points in trend.series.values() for point in points):
+        lines = (Note("no points in the window yet"),)
     else:
         lines = trend_lines(trend, engine.stale)
     return PaneView(lines, (("lane", engine.freshness),))
