@@ -48,7 +48,7 @@ def _tail(totals: LaneTotals, histogram: str, label: str, percentile: int) -> Fi
     value, above = found
     first = min(le for le, _ in buckets or ())
     note = "past the engine's largest bucket" if above else ""
-    if value <= first:  # interpolated from 0 across the whole first bucket: a rough guess
+    if value <= first and not above:  # interpolated from 0 across the whole first bucket
         note = f"within the engine's first bucket (≤ {first:g} s)"
     return make_figure(key, f"{label} p{percentile}", value, "seconds", "", query, note, above)
 

@@ -10,6 +10,8 @@ import pytest
 from cockpit.figures import format_figure, lane_figures
 from cockpit.model import Bucket, Figure, LaneTotals, frozen_map
 from cockpit.quantiles import histogram_quantile
+from cockpit.report import json_receipt, markdown_receipt
+from cockpit.snapshot import LaneSnapshot
 
 INF = math.inf
 BUCKETS = ((0.1, 10.0), (0.5, 30.0), (1.0, 40.0), (INF, 40.0))
@@ -101,3 +103,19 @@ def test_a_tail_inside_the_first_bucket_says_it_is_interpolated_across_it() -> N
     figures = _figures(queue=((0.3, 50.0), (1.0, 50.0), (INF, 50.0)))
     assert figures["queue_p50"].value == pytest.approx(0.15)
     assert figures["queue_p50"].reason == "within the engine's first bucket (≤ 0.3 s)"
+
+
+def test_a_receipt_marks_a_lower_bound() -> None:
+    totals = LaneTotals(
+        "lane", "vllm", 3600, 2e9, histograms=frozen_map({"ttft": ((60.0, 90.0), (INF, 100.0))})
+    )
+    lane = LaneSnapshot("lane", "1h", totals, lane_figures(totals), None, None)
+    figures = json_receipt(lane, None)["lane"]["figures"]
+    assert figures["ttft_p99"] == {
+        "label": "Time to first token p99", "value": 60.0, "unit": "seconds",
+        "text": "> 60.00 s", "above": True, "note": "past the engine's largest bucket",
+    }  # fmt: skip
+    assert "above" not in figures["ttft_p50"]
+    assert "| Time to first token | — | 33.33 s | 60.00 s | > 60.00 s | > 60.00 s |" in (
+        markdown_receipt(lane, None).splitlines()
+    )
