@@ -191,6 +191,8 @@ async def test_each_column_is_its_panes_stacked_with_no_gap(size: tuple[int, int
             assert boxes[0].y == app.query_one("#panes").region.y, x
             for upper, lower in itertools.pairwise(boxes):
                 assert lower.y == upper.bottom, (x, upper, lower)
+        grid = app.query_one("#panes").region  # as tall as its longest column, no taller
+        assert grid.bottom == max(box.bottom for box in panes)
 
 
 def test_the_scripted_trend_has_a_gap_and_a_step() -> None:
