@@ -36,6 +36,7 @@ from cockpit.feeds import build_lane_feeds
 from cockpit.fleet import lane_config
 from cockpit.fleet_poller import FleetFeed, FleetPoller
 from cockpit.health import check, rule_lines
+from cockpit.ledger_figures import for_lane, lane_models
 from cockpit.lifecycle import resume_only_after_suspend
 from cockpit.poller import (
     MAX_DELAY_S,
@@ -320,6 +321,16 @@ class CockpitApp(App[None]):
             return "no lane"
         return self.lane_feeds[self.lane_index].name
 
+    def lane_ledger(self) -> LedgerSnapshot | None:
+        """The ledger as the lane's panes show it: the lane's own models only (its config's
+        `ledger_models`, else the `m` filter's model), or the whole ledger."""
+        if not self.lane_feeds:
+            return self.ledger_snapshot
+        feed = self.lane_feeds[self.lane_index]
+        named = {lane.name: lane.ledger_models for lane in self.config.lanes}
+        models = lane_models(named.get(feed.name, ()), feed.model_filter)
+        return for_lane(self.ledger_snapshot, models, self.config.prices)
+
     def status_view(self) -> StatusView:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         sources = [source_status("lane", lane)] if self.lane_feeds else []
@@ -346,7 +357,7 @@ class CockpitApp(App[None]):
     def _show(self) -> None:
         """The status line and every pane, from the current snapshots. A pane whose view is
         unchanged is not redrawn."""
-        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        lane, ledger = self.lane_snapshot, self.lane_ledger()
         has_lane, has_ledger = bool(self.lane_feeds), self.ledger_poller is not None
         home = self._home
         if home is None:

@@ -76,6 +76,8 @@ def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
         return si(value, unit="B/s")
     if unit == "bytes":
         return si(value, unit="B")
+    if unit == "usd":  # a cost under a cent keeps its digits (not "$0.00")
+        return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
     return f"{value:,.3g}"
 
 

@@ -85,6 +85,7 @@ Unit = Literal[
     "bytes/s",
     "units",
     "bytes",
+    "usd",
 ]
 
 
@@ -227,6 +228,9 @@ class LedgerTotals:
     first_started_at: float | None = None
     skipped: Mapping[str, int] = field(default_factory=frozen_map)
     """Rows that could not be read and are not in the sums: `"sessions: <why>"` -> rows."""
+    narrowed_to: tuple[str, ...] | None = None
+    """The model names these totals were narrowed to (a lane's own, `ledger_figures.narrow`);
+    None: the whole ledger."""
 
 
 # --- the lane ---------------------------------------------------------------------------

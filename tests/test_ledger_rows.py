@@ -26,6 +26,7 @@ WINDOW = 120 * DAY
 NOT_WHOLE = "sessions: a token count that is not a whole number"
 NEGATIVE = "sessions: a negative token count"
 NO_START = "sessions: no start time"
+NOT_A_COST = "sessions: a cost that is not a dollar amount"
 
 
 def session_ids(path: Path, *, open_: bool) -> list[str]:
@@ -109,6 +110,28 @@ CASES: dict[str, Spoil] = {
             open_=False,
         ),
         "session_model_usage: a negative token count",
+    )[1],
+    "text in a cost of closed sessions": lambda path: (
+        spoil(
+            path,
+            "UPDATE sessions SET estimated_cost_usd = 'free' WHERE id = ?",
+            open_=False,
+            rows=2,
+        ),
+        NOT_A_COST,
+    )[1],
+    "a negative actual cost on an open session": lambda path: (
+        spoil(path, "UPDATE sessions SET actual_cost_usd = -0.5 WHERE id = ?", open_=True),
+        NOT_A_COST,
+    )[1],
+    "an infinite cost in a usage row": lambda path: (
+        spoil(
+            path,
+            "UPDATE session_model_usage SET estimated_cost_usd = 1e999 WHERE rowid = "
+            "(SELECT MIN(rowid) FROM session_model_usage WHERE session_id = ?)",
+            open_=False,
+        ),
+        "session_model_usage: a cost that is not a dollar amount",
     )[1],
 }
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from textual.app import App, ComposeResult
 
-from cockpit.figures import lane_figures
-from cockpit.ledger_figures import ledger_figures
-from cockpit.model import FRESH, Freshness
+from cockpit.figures import format_value, lane_figures
+from cockpit.ledger_figures import for_lane, ledger_figures
+from cockpit.model import FRESH, Freshness, frozen_map
 from cockpit.profiles import find_hardware, find_model
 from cockpit.roofline import RooflineView, operating_points
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
@@ -43,6 +43,22 @@ def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapsho
 def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
     totals = ledger_totals()
     return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004, EVAL_AT)
+
+
+def priced_ledger(*models: str) -> LedgerSnapshot | None:
+    """The test ledger with money: claude priced ($1.25 billed, $3.50 estimated), qwen3 local;
+    narrowed to `models` as a lane's panes show it."""
+    totals = ledger_totals()
+    paid = replace(totals.by_model["claude-sonnet-4"], cost_actual=1_250_000_000,
+                   cost_estimated=3_500_000_000)  # fmt: skip
+    local = totals.by_model["qwen3-32b"]
+    totals = replace(
+        totals,
+        total=paid + local,
+        by_model=frozen_map({"anthropic/claude-sonnet-4": paid, "custom/qwen3-32b": local}),
+    )
+    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004, EVAL_AT)
+    return for_lane(snapshot, models)
 
 
 def rows(view: PaneView) -> dict[str, Row]:
@@ -107,6 +123,30 @@ def test_spend_split_shares_match_the_price_ratios() -> None:
     assert shown["▚ Output"].value == f"{units['output'] / total * 100:.1f}%"
     uncached = 33e6 / (33e6 + units["output"])
     assert shown["Prompt side, uncached"].value == f"{uncached * 100:.1f}%"
+
+
+def test_spend_shows_usd_and_keeps_local_tokens_apart() -> None:
+    shown = rows(spend_view(priced_ledger()))
+    assert shown["USD, window"].value == "$4.75"
+    assert shown["Tokens, priced models"].value == format_value(26.1e6 + 120e3, "tokens")
+    local = shown["Tokens, unpriced/local"]
+    assert local.value == format_value(6.9e6 + 60e3, "tokens")
+    assert local.figure is not None and "custom/qwen3-32b" in local.figure.reason
+
+
+def test_a_lane_narrowed_to_its_local_model_shows_no_usd_and_says_so() -> None:
+    view = spend_view(priced_ledger("Qwen3-32B"))
+    shown = rows(view)
+    assert shown["USD, window"].value == MISSING
+    assert shown["USD, window"].reason == "no model with a price in the window"
+    assert shown["Tokens, priced models"].value == "0"
+    assert shown["Tokens, unpriced/local"].value == format_value(6.9e6 + 60e3, "tokens")
+    notes = [line.text for line in view.lines if isinstance(line, Note)]
+    assert notes == ["lane only: custom/qwen3-32b"]
+    ratios = ratios_view(lane_snapshot(), priced_ledger("Qwen3-32B"))
+    assert "Source lowest" not in rows(ratios) and "Most calls" not in rows(ratios)
+    assert rows(ratios)["Prompt : output"].value == f"{6.9e6 / 60e3:,.0f} : 1"
+    assert Note("agent ledger, lane only") in ratios.lines
 
 
 def test_ratios_show_ranges_with_names_and_the_busiest_source() -> None:

@@ -15,7 +15,7 @@ from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
 from cockpit.widgets.status import SourceStatus, StatusView
 from tests.test_app_feeds import EVAL_AT
-from tests.test_widgets import lane_snapshot, ledger_snapshot
+from tests.test_widgets import lane_snapshot, ledger_snapshot, priced_ledger
 
 SnapCompare = Callable[..., bool]
 
@@ -94,7 +94,8 @@ def test_ratios_pane(snap_compare: SnapCompare) -> None:
 
 def test_spend_pane(snap_compare: SnapCompare) -> None:
     pane = SpendPane()
-    assert snap_compare(PaneApp(pane, lambda: pane.show(ledger_snapshot())), terminal_size=(50, 10))
+    assert snap_compare(PaneApp(pane, lambda: pane.show(priced_ledger("claude-sonnet-4"))),
+                        terminal_size=(50, 14))  # fmt: skip
 
 
 def test_spend_pane_without_a_ledger(snap_compare: SnapCompare) -> None:

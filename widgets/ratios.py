@@ -72,15 +72,17 @@ def ratios_view(
     figures = ledger.figures if ledger else None
     by_source = figures.by_source if figures else ()
     by_model = figures.by_model if figures else ()
+    narrowed = figures.narrowed if figures else ""
+    # narrowed to models: the ledger's sums per source are not by model, so none are shown
+    per_source = (*_range_rows("source", by_source, agent), _busiest_row(by_source, agent))
     lines: tuple[Line, ...] = (
-        Note("agent ledger"),
+        Note("agent ledger, lane only" if narrowed else "agent ledger"),
         agent.row("prompt_output", "Prompt : output", tone="primary"),
         agent.row("fresh_output", "Fresh prefill : output"),
         agent.row("cache_read_share", "Cache-read share"),
         agent.row("mean_prompt_per_call", "Prompt per API call"),
         agent.row("mean_output_per_call", "Output per API call"),
-        *_range_rows("source", by_source, agent),
-        _busiest_row(by_source, agent),
+        *(() if narrowed else per_source),
         *_range_rows("model", by_model, agent),
         *((Note(figures.skipped, "warn"),) if figures and figures.skipped else ()),
         Note("lane"),

@@ -1,11 +1,24 @@
-"""Where the money goes: spend-unit shares per token bucket, and the prompt side's share."""
+"""Where the money goes: spend-unit shares per token bucket, the prompt side's share, and the
+window's USD where the ledger records costs, with the tokens of unpriced (local) models apart."""
 
 from __future__ import annotations
 
 from cockpit.figures import format_value
 from cockpit.snapshot import LedgerSnapshot
 
-from .pane import MISSING, Bar, Line, Pane, PaneView, Row, Segment, Source, Tone, ledger_source
+from .pane import (
+    MISSING,
+    Bar,
+    Line,
+    Note,
+    Pane,
+    PaneView,
+    Row,
+    Segment,
+    Source,
+    Tone,
+    ledger_source,
+)
 
 BUCKETS: tuple[tuple[str, Tone, str], ...] = (
     ("Input (fresh)", "primary", "█"),
@@ -17,7 +30,8 @@ BUCKETS: tuple[tuple[str, Tone, str], ...] = (
 
 
 class SpendPane(Pane):
-    """Spend split as a stacked bar, each bucket's share, prompt-side share ± caching."""
+    """Spend split as a stacked bar, each bucket's share, prompt-side share ± caching; USD,
+    and the tokens of priced and unpriced models; the lane's own models when narrowed."""
 
     TITLE = "Spend split"
 
@@ -57,5 +71,11 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
         *rows,
         agent.row("prompt_side_share", "Prompt side, as cached", tone="primary"),
         agent.row("prompt_side_share_uncached", "Prompt side, uncached"),
+        agent.row("cost_usd", "USD, window", tone="primary"),
+        agent.row("paid_tokens", "Tokens, priced models"),
+        agent.row("unpriced_tokens", "Tokens, unpriced/local"),
     )
+    narrowed = ledger.figures.narrowed if ledger and ledger.figures else ""
+    if narrowed:
+        lines += (Note(f"lane only: {narrowed}"),)
     return PaneView(lines, (("ledger", agent.freshness),))

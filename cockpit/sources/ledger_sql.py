@@ -150,14 +150,11 @@ def _costs(present: frozenset[str], alias: str) -> list[str | None]:
         return [None, None]
     actual, estimated = (f"{alias}.{column}" for column in COST_COLUMNS)
     status = f"{alias}.cost_status = 'actual'" if "cost_status" in present else "0"
-    is_actual = f"({actual} IS NOT NULL AND ({actual} <> 0 OR {status}))"
-
-    def nano(value: str) -> str:
-        return f"CAST(ROUND({value} * {NANO_USD}) AS INTEGER)"
-
+    is_actual = f"{actual} IS NOT NULL AND ({actual} <> 0 OR {status})"
+    # rounded half up, as ROUND does, without a function call per row: costs are >= 0
     return [
-        f"(CASE WHEN {is_actual} THEN {nano(actual)} ELSE 0 END)",
-        f"(CASE WHEN {is_actual} THEN 0 ELSE {nano(f'COALESCE({estimated}, 0)')} END)",
+        f"CAST(IIF({is_actual}, {actual}, 0) * {NANO_USD} + 0.5 AS INTEGER)",
+        f"CAST(IIF({is_actual}, 0, COALESCE({estimated}, 0)) * {NANO_USD} + 0.5 AS INTEGER)",
     ]
 
 
@@ -172,31 +169,26 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
     if start:
         cases.append(f"WHEN typeof(s.started_at) NOT IN ('integer', 'real') THEN '{NO_START}'")
     if columns:
-        not_whole = " OR ".join(f"typeof({c}) NOT IN ('integer', 'null')" for c in columns)
+        # a fraction, text or a blob is not its own integer cast (and costs no call per row)
+        not_whole = " OR ".join(f"{c} <> CAST({c} AS INTEGER)" for c in columns)
         negative = " OR ".join(f"{c} < 0" for c in columns)
         cases += [f"WHEN {not_whole} THEN '{NOT_WHOLE}'", f"WHEN {negative} THEN '{NEGATIVE}'"]
-    if has_costs(present):
-        costs = [f"{alias}.{column}" for column in COST_COLUMNS]
+    if has_costs(present):  # text and blobs sort above every number: > MAX_COST_USD
         bad = " OR ".join(
-            f"typeof({c}) NOT IN ('integer', 'real', 'null') OR {c} < 0 OR {c} > {MAX_COST_USD:.0f}"
-            for c in costs
+            f"{alias}.{c} < 0 OR {alias}.{c} > {MAX_COST_USD:.0f}" for c in COST_COLUMNS
         )
         cases.append(f"WHEN {bad} THEN '{NOT_A_COST}'")
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
 
-def _halves(value: str) -> str:
-    return f"{value} >> 32, {value} & 4294967295"
-
-
 def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
-    """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout."""
-    values = [_halves(f"COALESCE({c}, 0)") if c else "0, 0" for c in _all_values(present, alias)]
-    if named:
-        values = [
-            value.replace(" >> 32,", f" >> 32 AS h{index},") + f" AS l{index}"
-            for index, value in enumerate(values)
-        ]
+    """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout;
+    `named` h0, l0, h1, ... (a column this schema lacks is 0, 0)."""
+    values = []
+    for index, column in enumerate(_all_values(present, alias)):
+        value = f"COALESCE({column}, 0)" if column else "0"
+        high, low = f"{value} >> 32", f"{value} & 4294967295"
+        values.append(f"{high} AS h{index}, {low} AS l{index}" if named else f"{high}, {low}")
     return ", ".join(values)
 
 
