@@ -460,6 +460,8 @@ class CockpitApp(App[None]):
         lane_ready = not self.lane_feeds or (
             self.lane_snapshot is not None and self.lane_snapshot.figures is not None
         )
+        if self.overview_open and self._overview is not None:  # the overview's rows instead
+            lane_ready = self._overview.snapshot is not None
         ledger_ready = self.ledger_poller is None or (
             self.ledger_snapshot is not None and self.ledger_snapshot.figures is not None
         )
@@ -656,6 +658,10 @@ class CockpitApp(App[None]):
         self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
         self._show()
         self._read_lane()
+
+    def fleet_shown(self) -> None:
+        """The overview drew a fleet read (for the bench probe, as a lane's read does)."""
+        self._probe_refresh()
 
     def add_lanes(self, names: Sequence[str]) -> None:
         """Lanes the fleet found that the cockpit has no feed for yet (discovered while it

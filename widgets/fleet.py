@@ -73,6 +73,10 @@ class FleetHost(Protocol):
         """Lanes the fleet found: those the app has no feed for yet get one."""
         ...
 
+    def fleet_shown(self) -> None:
+        """A fleet read is on screen."""
+        ...
+
 
 @dataclass
 class FleetRead(Message):
@@ -276,6 +280,7 @@ class FleetScreen(Screen[None]):
         if snapshot.view is not None:
             self.host.add_lanes([row.lane for row in snapshot.view.rows])
         self.show()
+        self.host.fleet_shown()
         replayed = snapshot.replay_at is not None and snapshot.freshness.state == "ok"
         if self.polling and not replayed:  # a replayed moment read well doesn't move
             self.timer = self.set_timer(self.poller.delay, self._due)
