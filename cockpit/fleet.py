@@ -10,7 +10,7 @@ the lanes seen: a lane whose series vanish stays, marked gone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -88,9 +88,10 @@ class FleetRow:
     `values[key]` for every key of NUMERIC_COLUMNS: a number, or None when missing, then
     `reasons[key]` says why (never shown as 0). `up`: True when the lane has a live engine
     sample and its scrape targets (when `up` carries the lane's label) are not all down; False
-    when down; None only for a row never read. `gone`: the server no longer has the lane's
-    series (no live sample, no scrape target): the row stays, its values None, so a lane that
-    vanished is seen, not silently dropped."""
+    when down (`down_reason` says why). `gone`: the server no longer has the lane's series (no
+    live sample, no scrape target): the row stays, so a lane that vanished is seen, not
+    silently dropped; its window figures stay while the window still holds its data, its
+    now-figures (running, waiting, KV, age) are None."""
 
     lane: str
     up: bool | None
@@ -332,12 +333,13 @@ def engine_lanes(plan: FleetPlan, found: Found) -> set[str]:
 
 
 def lane_dialect(plan: FleetPlan, samples: Mapping[str, dict[str, Any]]) -> str:
-    """A lane's engine by the series it has now (empty when none is live)."""
+    """A lane's engine by the series it has now, else SGLang when its window has SGLang's
+    (empty: not known from this answer)."""
     if plan.figs["sglang"][NEWEST] in samples:
         return "sglang"
     if plan.figs["vllm"][NEWEST] in samples:
         return "vllm-legacy" if plan.state[LEGACY] in samples else "vllm"
-    return ""
+    return "sglang" if any(fig in samples for fig in plan.figs["sglang"].values()) else ""
 
 
 _INPUTS: Mapping[str, tuple[str, ...]] = {
@@ -462,15 +464,6 @@ def lane_config(discover: Discover, lane: str) -> LaneConfig:
     return replace(discover.server, name=lane, selector=selector[1:-1])
 
 
-def with_discovered(
-    explicit: Sequence[LaneConfig], discover: Discover, lanes: Iterable[str]
-) -> tuple[LaneConfig, ...]:
-    """The listed lanes, then each discovered lane not already listed under its name."""
-    listed = {lane.name for lane in explicit}
-    found = [lane_config(discover, name) for name in sorted(lanes) if name not in listed]
-    return (*explicit, *found)
-
-
 class Discovery:
     """The lanes a fleet has shown, across refreshes (bookkeeping only, no I/O).
 
@@ -490,7 +483,7 @@ class Discovery:
         rows: list[FleetRow] = []
         for lane in sorted(engine_lanes(plan, found) | set(self.dialects)):
             samples = found.get(lane, {})
-            dialect = lane_dialect(plan, samples) or self.dialects.get(lane, "vllm")
+            dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
             self.dialects[lane] = dialect
             row = lane_row(plan, samples, lane, dialect, end)
             past = self.history.setdefault(lane, {})

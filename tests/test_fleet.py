@@ -29,7 +29,6 @@ from cockpit.fleet import (
     lane_config,
     lane_row,
     sort_rows,
-    with_discovered,
 )
 from cockpit.fleet_report import fleet_json, fleet_markdown
 from cockpit.model import LaneTotals, frozen_map
@@ -236,11 +235,6 @@ def test_a_discovered_lane_opens_as_a_normal_lane() -> None:
     lane = lane_config(discover, 'odd"name')
     assert lane.name == 'odd"name' and lane.tenant == "team-a"
     assert lane.selector == 'namespace="llm",job="odd\\"name"'
-    listed = LaneConfig("a", prometheus="http://other:9090", selector='job="a"')
-    lanes = with_discovered([listed], discover, ["b", "a"])
-    assert [(lane.name, lane.prometheus) for lane in lanes] == [
-        ("a", "http://other:9090"), ("b", "http://thanos:9090"),
-    ]  # fmt: skip
 
 
 def test_config_discover() -> None:
