@@ -46,7 +46,7 @@ UP = "up"
 AGE = "age"
 """Column key of the freshness: seconds from the newest sample of the lane to the view's end."""
 TREND = "trend"
-"""Column key of the small trend (`FleetRow.history[view.trend_key]`)."""
+"""Column key of the small trend (`FleetRow.history[<the column it follows>]`)."""
 
 FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(LANE, "Lane", None),
@@ -135,7 +135,6 @@ class FleetView:
     """Client wall time of the refresh's one HTTP request."""
     eval_seconds: float | None = None
     """Server-side evaluation time, when the server reports query stats."""
-    trend_key: str = DEFAULT_TREND
 
     def row(self, lane: str) -> FleetRow | None:
         return next((row for row in self.rows if row.lane == lane), None)

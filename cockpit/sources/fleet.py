@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from cockpit.config import Discover
-from cockpit.fleet import DEFAULT_TREND, Discovery, FleetView, fleet_plan
+from cockpit.fleet import Discovery, FleetView, fleet_plan
 from cockpit.sources.prometheus import PrometheusSource
 
 
@@ -41,9 +41,7 @@ class FleetSource:
         """HTTP requests sent so far."""
         return self.source.requests
 
-    async def read(
-        self, window_s: float, end: float | None = None, trend_key: str = DEFAULT_TREND
-    ) -> FleetView:
+    async def read(self, window_s: float, end: float | None = None) -> FleetView:
         """Every lane's row over (end - window, end] (now by default), from one request.
 
         Raises SourceError (a `SourceFailure`) when the server can't answer."""
@@ -61,7 +59,6 @@ class FleetSource:
             query=plan.query,
             query_seconds=answer.client_seconds,
             eval_seconds=answer.eval_seconds,
-            trend_key=trend_key,
         )
 
     async def probe(self) -> bool:
