@@ -575,6 +575,8 @@ class CockpitApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The pane keys act on the panes' screen only, and the arrows move between panes
         only when no other widget (a list, a field) takes them."""
+        if action in ("lane", "step_lane", "filter_model") and self.overview_open:
+            return False  # the overview opens a lane itself (enter)
         if action not in ("focus_pane", "details", "ledger_tables"):
             return True
         if self.screen is not self._home:

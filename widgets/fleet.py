@@ -204,7 +204,7 @@ class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sort(1)", "sort"),
         Binding("S", "reverse", "reverse", show=False),
-        Binding("c", "trend(1)", "trend"),
+        Binding("c", "trend(1)", "trend", show=False),  # off the bar: 80 columns are full
         Binding("slash", "filter", "filter", key_display="/"),
         Binding("escape", "clear_filter", "clear filter", show=False),
         Binding("e", "export", "export"),

@@ -65,7 +65,7 @@ class RowTable(Widget, can_focus=True):
         Binding("end", "move(1000000)", "last", show=False),
         Binding("left", "shift(-1)", "columns left", show=False),
         Binding("right", "shift(1)", "columns right", show=False),
-        Binding("enter", "select", "open", key_display="enter"),
+        Binding("enter", "select", "open"),
     ]
 
     @dataclass
