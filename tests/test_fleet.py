@@ -4,10 +4,12 @@ the receipt and the config's `discover:`."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cockpit.cli import effective_config, main, parse_args
 from cockpit.config import ConfigError, Discover, LaneConfig, parse_config
 from cockpit.dialects import lane_specs, missing_reason
 from cockpit.figures import format_value, lane_figures
@@ -254,3 +256,19 @@ def test_config_discover() -> None:
         parse_config("discover:\n  prometheus: http://p\n  label: 'a-b'\n", "c.yaml")
     with pytest.raises(ConfigError, match="metrics_url"):
         parse_config("discover:\n  prometheus: http://p\n  metrics_url: http://e\n", "c.yaml")
+
+
+def test_command_line_discovery(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "none.yaml"
+    empty.write_text("")
+    args = parse_args(["--prometheus", "http://thanos:9090", "--lanes-by", "job",
+                       "--selector", 'namespace="llm"', "--config", str(empty)])  # fmt: skip
+    config = effective_config(args)
+    assert config.lanes == ()
+    assert config.discover == Discover(
+        "job", LaneConfig("", prometheus="http://thanos:9090", selector='namespace="llm"')
+    )
+    assert main(["report", "--fleet", "--lanes-by", "job", "--config", str(empty)]) == 2
+    assert "--lanes-by: finds lanes on a server: give --prometheus URL" in capsys.readouterr().err
+    assert main(["report", "--fleet", "--prometheus", "http://p", "--lanes-by", "a-b"]) == 2
+    assert "expected a label name such as job, got 'a-b'" in capsys.readouterr().err
