@@ -270,5 +270,19 @@ def test_command_line_discovery(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
     assert main(["report", "--fleet", "--lanes-by", "job", "--config", str(empty)]) == 2
     assert "--lanes-by: finds lanes on a server: give --prometheus URL" in capsys.readouterr().err
-    assert main(["report", "--fleet", "--prometheus", "http://p", "--lanes-by", "a-b"]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "--fleet",
+                "--prometheus",
+                "http://p",
+                "--lanes-by",
+                "a-b",
+                "--config",
+                str(empty),
+            ]
+        )
+        == 2
+    )
     assert "expected a label name such as job, got 'a-b'" in capsys.readouterr().err
