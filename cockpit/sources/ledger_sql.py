@@ -158,10 +158,6 @@ def _costs(present: frozenset[str], alias: str) -> list[str | None]:
     ]
 
 
-def _all_values(present: frozenset[str], alias: str) -> list[str | None]:
-    return _counters(present, alias) + _costs(present, alias)
-
-
 def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
     """Why a row can't be read (SQL text), NULL when it can."""
     columns = [c for c in _counters(present, alias) if c is not None]
@@ -182,25 +178,29 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
 
 
 def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
-    """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout;
-    `named` h0, l0, h1, ... (a column this schema lacks is 0, 0)."""
-    values = []
-    for index, column in enumerate(_all_values(present, alias)):
-        value = f"COALESCE({column}, 0)" if column else "0"
-        high, low = f"{value} >> 32", f"{value} & 4294967295"
-        values.append(f"{high} AS h{index}, {low} AS l{index}" if named else f"{high}, {low}")
-    return ", ".join(values)
+    """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout (a
+    cost is all in its low half); `named` h0, l0, h1, ... (a column this schema lacks is 0, 0)."""
+    counters = (f"COALESCE({c}, 0)" if c else "0" for c in _counters(present, alias))
+    pairs = [(f"{value} >> 32", f"{value} & 4294967295") for value in counters]
+    pairs += [("0", cost or "0") for cost in _costs(present, alias)]
+    return ", ".join(
+        f"{high} AS h{index}, {low} AS l{index}" if named else f"{high}, {low}"
+        for index, (high, low) in enumerate(pairs)
+    )
 
 
 _VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(VALUE_COUNT))
 
 
 def _sums(present: frozenset[str], alias: str) -> str:
-    """Each counter summed as its high and low 32 bits: integer sums that can't overflow."""
-    return ", ".join(
-        f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0"
-        for c in _all_values(present, alias)
-    )
+    """Each counter summed as its high and low 32 bits: integer sums that can't overflow. The
+    costs (in billionths) by TOTAL, which sums integers exactly and never raises: exact below
+    2**53 billionths ($9 million) per group, a float's rounding past it."""
+    counters = [
+        f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0" for c in _counters(present, alias)
+    ]
+    costs = [f"0, TOTAL({c})" if c else "0, 0" for c in _costs(present, alias)]
+    return ", ".join(counters + costs)
 
 
 def join_halves(values: Sequence[Any]) -> list[int]:
