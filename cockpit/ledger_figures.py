@@ -137,7 +137,7 @@ def _cost_note(counts: TokenCounts, side_calls: TokenCounts | None) -> str:
     if actual and estimated:
         note = f"actual ${actual:,.2f} + estimated ${estimated:,.2f}"
     else:
-        note = "actual, as billed" if actual else "estimated by Hermes (no actual cost recorded)"
+        note = "actual, as billed" if actual else "estimated by Hermes, no actual cost recorded"
     if side_calls is not None and side_calls.cost_usd:
         note += f"; side calls cost ${side_calls.cost_usd:,.4f} more (not included)"
     return note

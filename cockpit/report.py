@@ -164,6 +164,10 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
         "",
         f"Prompt-side share of spend: {_value(cached)} with caching as measured, "
         f"{_value(uncached)} with every prompt token at the input price.",
+        "",
+        f"USD: {_value(figures['cost_usd'])}; tokens of priced models "
+        f"{_value(figures['paid_tokens'])}, of models without a price "
+        f"{_value(figures['unpriced_tokens'])}.",
     ]
     return lines
 

@@ -18,12 +18,14 @@ from cockpit.app import make_app
 from cockpit.config import Config, LaneConfig
 from cockpit.ledger_figures import (
     LedgerFigures,
+    Prices,
     lane_models,
     ledger_figures,
     model_matches,
     narrow,
 )
 from cockpit.model import LedgerTotals
+from cockpit.report import spend_markdown
 from cockpit.sources.ledger import LedgerSet, LedgerTailer
 from cockpit.widgets import SpendPane
 from tests.test_app import settle
@@ -89,6 +91,13 @@ async def test_window_usd_equals_a_direct_sql_sum(hermes_v22: Path, days: int) -
             f"(u.model = '{model}' OR u.model LIKE '%/{model}')"
         )
         assert counts.cost_usd == pytest.approx(usd(sql_cost(hermes_v22, where, "usage")))
+
+
+async def test_the_receipt_states_the_windows_usd(hermes_v22: Path) -> None:
+    figures = ledger_figures(await read(hermes_v22, 30 * DAY))
+    text = "\n".join(spend_markdown(figures, Prices()))
+    assert f"USD: ${usd(sql_cost(hermes_v22, window(30))):,.2f} (estimated by Hermes" in text
+    assert "of models without a price" in text and "custom/Qwen3-32B" in text
 
 
 async def test_an_older_schema_with_cost_columns_has_usd_too(hermes_v11: Path) -> None:

@@ -14,7 +14,8 @@ makes the row unreadable; the reason travels with the row (NULL when it is fine)
 skips and counts it. A plain SUM raises past 2**63 and TOTAL() rounds past 2**53, so each
 counter is summed as its high and low 32 bits (`join_halves` puts them together): exact, and no
 overflow below 2**31 rows per group. Costs are REAL in the ledger: each row's is turned into
-whole billionths of a dollar first (`NANO_USD`), so they too add and subtract exactly.
+whole billionths of a dollar first (`NANO_USD`), then summed by TOTAL(), so they too add and
+subtract exactly (below $9 million per group and statement) and never raise.
 """
 
 from __future__ import annotations
