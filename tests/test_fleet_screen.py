@@ -246,6 +246,18 @@ async def test_enter_opens_the_lane_alone_and_escape_returns_to_the_overview() -
         assert len(fleet.reads) == 3 and len(lanes[1].reads) == 1
 
 
+async def test_w_reads_the_fleet_over_the_next_window_and_the_lane_keys_rest() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("w", "2", "tab")
+        await settle(pilot)
+        assert fleet.reads[-1] == (6 * 3600.0, None) and len(fleet.reads) == 2
+        assert isinstance(app.screen, FleetScreen) and app.lane_name == "lane-a"
+        assert all(lane.reads == [] for lane in lanes)
+        await on_screen(pilot, "· 6h ·")
+
+
 async def test_a_lane_found_while_running_is_added_and_one_that_vanished_shows_gone() -> None:
     first = fleet_view(fleet_row("lane-a"), fleet_row("lane-b"))
     second = fleet_view(fleet_row("lane-a"), gone_row("lane-b"), fleet_row("lane-new"))
@@ -278,12 +290,12 @@ async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> 
     app.export_dir = tmp_path
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await settle(pilot)
-        await pilot.press("e")
+        await pilot.press("S", "e")  # by name, reversed
         await on_screen(pilot, "receipt exported")
     (receipt,) = tmp_path.glob("cockpit-receipt-fleet-1h-*.md")
     text = receipt.read_text(encoding="utf-8")
-    for lane in LANES:
-        assert f"| {lane} |" in text
+    places = [text.index(f"| {lane} |") for lane in LANES]
+    assert places == sorted(places, reverse=True)  # in the screen's order
     assert "| lane-d | DOWN |" not in text and "| lane-d | down |" in text
     assert "sum by (job)" in text
 
