@@ -85,6 +85,10 @@ def ratios_view(
         *(() if narrowed else per_source),
         *_range_rows("model", by_model, agent),
         *((Note(figures.skipped, "warn"),) if figures and figures.skipped else ()),
+    )
+    if not lane_configured:  # no lane: its rows are folded away, not dashes
+        return PaneView(lines, (("ledger", agent.freshness),))
+    lines += (
         Note("lane"),
         engine.row("prompt_generated", "Prompt : generated", tone="primary"),
         engine.row("computed_generated", "Computed : generated"),
