@@ -46,6 +46,7 @@ LANES = (
     SimLane("lane-a", "vllm", SINCE, END),
     SimLane("lane-b", "vllm", SINCE, END, up_until=END),
     SimLane("lane-c", "sglang", SINCE, END),
+    SimLane("lane-legacy", "vllm-legacy", SINCE, END),
     SimLane("lane-old", "vllm", SINCE, FIRST + 300),
     SimLane("lane-new", "sglang", FIRST + 600, END),
     SimLane("lane-down", "vllm", SINCE, FIRST + 300, up_until=END),
@@ -98,7 +99,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     first, second, requests = await _views(server.url)
     assert requests == 1  # the whole fleet, one request
     assert [row.lane for row in first.rows] == ["lane-a", "lane-b", "lane-c", "lane-down",
-                                                "lane-old"]  # fmt: skip
+                                                "lane-legacy", "lane-old"]  # fmt: skip
     assert all(row.up and not row.gone for row in first.rows)
     states = {row.lane: (row.up, row.gone) for row in second.rows}
     assert states == {
@@ -106,6 +107,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
         "lane-b": (True, False),
         "lane-c": (True, False),
         "lane-down": (False, False),
+        "lane-legacy": (True, False),
         "lane-new": (True, False),
         "lane-old": (False, True),  # kept, said gone
     }
@@ -113,6 +115,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     assert down is not None and "up == 0" in down.down_reason
     assert {row.lane: row.dialect for row in second.rows if row.up} == {
         "lane-a": "vllm", "lane-b": "vllm", "lane-c": "sglang", "lane-new": "sglang",
+        "lane-legacy": "vllm-legacy",
     }  # fmt: skip
     past = {"ttft_p95" in row.above for row in second.rows if row.up}
     assert past == {True, False}  # p95 within the buckets on some lanes, past them on others
@@ -121,7 +124,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     )
 
 
-@pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-new"])
+@pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-legacy", "lane-new"])
 async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: str) -> None:
     _, view, _ = await _views(server.url)
     row = view.row(lane)
@@ -158,7 +161,7 @@ async def test_tenant_header_and_a_partial_answer_are_carried(server: PromServer
             view = await fleet.read(WINDOW_S, END)
             assert proxy.seen[-1].headers.get("x-scope-orgid") == "team-a"
             assert not view.partial and view.warnings == ()
-            assert len(view.rows) == 6
+            assert len(view.rows) == len(LANES)
             proxy.canned["/api/v1/query"] = json_answer(partial)
             view = await fleet.read(WINDOW_S, END)
         finally:
@@ -214,14 +217,15 @@ def test_report_fleet_lists_every_lane(
         lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
         assert {name: lane["state"] for name, lane in lanes.items()} == {
             "lane-a": "up", "lane-b": "up", "lane-c": "up", "lane-down": "down",
-            "lane-new": "up", "lane-old": "gone",
+            "lane-legacy": "up", "lane-new": "up", "lane-old": "gone",
         }  # fmt: skip
         assert lanes["lane-c"]["values"]["decode_share"] is None
         assert "SGLang" in lanes["lane-c"]["reasons"]["decode_share"]
         return
-    assert out.startswith("# Fleet — 6 lanes (4 up, 1 down, 1 gone)\n")
+    assert out.startswith("# Fleet — 7 lanes (5 up, 1 down, 1 gone)\n")
     rows = [line for line in out.splitlines() if line.startswith("| lane-")]
     assert [row.split(" | ")[0] for row in rows] == [
-        "| lane-a", "| lane-b", "| lane-c", "| lane-down", "| lane-new", "| lane-old",
+        "| lane-a", "| lane-b", "| lane-c", "| lane-down", "| lane-legacy", "| lane-new",
+        "| lane-old",
     ]  # fmt: skip
     assert "- lane-down: its 3 scrape target(s) are down (up == 0)" in out

@@ -319,7 +319,7 @@ async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_i
     app.clocks = fixed_clocks(live.END + 5)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        screen = await on_screen(pilot, "6 lanes by job", "1 down", "1 gone")
+        screen = await on_screen(pilot, f"{len(live.LANES)} lanes by job", "1 down", "1 gone")
         assert [feed.name for feed in app.lane_feeds] == sorted(lane.name for lane in live.LANES)
         line = next(line for line in screen.split("\n") if " lane-down " in line)
         assert "DOWN" in line
