@@ -367,8 +367,8 @@ class CockpitApp(App[None]):
         has_profile = feed is not None and feed.hardware is not None and feed.model is not None
         with self.batch_update(), suppress(NoMatches):
             home.query_one(StatusLine).show(self.status_view())
-            home.query_one(VitalStrip).show(lane, has_lane)
             findings = check(lane, self.config.health) if lane is not None else None
+            home.query_one(VitalStrip).show(lane, has_lane, findings or ())
             home.query_one(HealthLine).show(findings)
             home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
             home.query_one(PrefillPane).show(lane, has_lane)

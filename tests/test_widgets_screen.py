@@ -9,9 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from cockpit.app import CockpitApp, make_app
+from cockpit.health import Thresholds, check
 from cockpit.model import Trend
 from cockpit.widgets.pane import SPARK_BLOCKS, sparkline
 from cockpit.widgets.trends import step_text
+from cockpit.widgets.vitals import vital_items
 from tests.screentext import screen_text
 from tests.test_app import settle
 from tests.test_app_feeds import (
@@ -22,6 +24,7 @@ from tests.test_app_feeds import (
     fixed_clocks,
     lane_trend,
 )
+from tests.test_widgets import lane_snapshot
 from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 
 
@@ -85,6 +88,19 @@ async def test_the_health_line_names_each_rule_that_fires_or_says_healthy() -> N
     calm = ScriptedLaneFeed(changes={"preemptions": 0.0})
     text = await shown(cockpit(calm))
     assert "✓ healthy" in text and "▲" not in text
+
+
+def test_a_figure_a_health_rule_flags_takes_the_rule_colour_in_the_strip() -> None:
+    lane = lane_snapshot(kv_usage_now=0.95)
+    assert lane.figures is not None
+    findings = check(lane, Thresholds())
+    assert {f.figure_key for f in findings} >= {"kv_usage_now", "preemptions"}
+    tones = {label: tone for label, _, tone in vital_items(lane.figures.figures, {})}
+    assert set(tones.values()) == {"plain"}
+    flagged = {f.figure_key: f.severity for f in findings}
+    tones = {label: tone for label, _, tone in vital_items(lane.figures.figures, flagged)}
+    assert tones["KV"] == flagged["kv_usage_now"] and tones["preempted"] == flagged["preemptions"]
+    assert tones["running"] == tones["req/s"] == "plain"
 
 
 async def test_the_tails_sit_beside_the_mean_and_a_quantile_past_the_buckets_is_a_bound() -> None:

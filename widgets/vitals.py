@@ -8,7 +8,7 @@ naming its figure and threshold, or `healthy`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from textual.content import Content
@@ -91,67 +91,51 @@ def _value(figure: Figure | None) -> str:
     return MISSING if figure is None or figure.missing else format_figure(figure)
 
 
-def _number(figure: Figure | None, unit: str = "") -> str:
-    if figure is None or figure.missing or figure.value is None:
-        return MISSING
-    return f"{format_value(figure.value, 'number')}{unit}"
-
-
-def _rate(window: Figure | None, minute: Figure | None, number: bool = False) -> str:
+def _rate(window: Figure | None, minute: Figure | None) -> str:
     """`5,556 tok/s · 1m 5,100`: the window's mean, then the last minute's."""
-    text = _number(window) if number else _value(window)
-    last = _number(minute) if number else _value(minute).removesuffix(" tok/s")
-    return f"{text} · 1m {last}"
+    return f"{_value(window)} · 1m {_value(minute).removesuffix(' tok/s')}"
 
 
-def _waiting(figures: dict[str, Figure]) -> Item:
-    waiting = figures.get("waiting_now")
-    count = _number(waiting)
+def _waiting(figures: Mapping[str, Figure]) -> str:
     reasons = [
-        f"{reason} {_number(figures[key])}"
+        f"{reason} {_value(figures[key])}"
         for reason in WAIT_REASONS
         if (key := f"waiting_now_{reason}") in figures and not figures[key].missing
     ]
-    if reasons:
-        count += f" ({', '.join(reasons)})"
-    busy = waiting is not None and (waiting.value or 0) > 0
-    return ("waiting", count, "warn" if busy else "plain")
+    count = _value(figures.get("waiting_now"))
+    return f"{count} ({', '.join(reasons)})" if reasons else count
 
 
-def _finished(figures: dict[str, Figure]) -> Item:
-    counts = {r: figures[f"finished_{r}"] for r in FINISH_REASONS if f"finished_{r}" in figures}
-    known = {r: f.value for r, f in counts.items() if f.value is not None}
+def _finished(figures: Mapping[str, Figure]) -> str:
+    """`1,000: stop 940 length 52 abort 6 error 2`."""
+    shown = (figures.get(f"finished_{reason}") for reason in FINISH_REASONS)
+    known = {f.key.removeprefix("finished_"): f.value for f in shown if f and f.value is not None}
     if not known:
-        return ("finished", MISSING, "muted")
+        return MISSING
     parts = " ".join(f"{reason} {format_value(value, 'count')}" for reason, value in known.items())
-    failed = sum(known.get(reason, 0.0) for reason in ("abort", "error"))
-    total = format_value(sum(known.values()), "count")
-    return ("finished", f"{total}: {parts}", "warn" if failed else "plain")
+    return f"{format_value(sum(known.values()), 'count')}: {parts}"
 
 
-def _counted(figure: Figure | None, label: str) -> Item:
-    value = figure.value if figure is not None else None
-    return (label, _value(figure), "warn" if value else "plain")
-
-
-def vital_items(figures: dict[str, Figure]) -> tuple[Item, ...]:
-    kv = figures.get("kv_usage_now")
-    kv_tone: Tone = "bad" if kv is not None and (kv.value or 0.0) >= 0.9 else "plain"
+def vital_items(figures: Mapping[str, Figure], flagged: Mapping[str, Tone]) -> tuple[Item, ...]:
+    """The strip's items; one whose figure a health rule flags takes the rule's colour."""
     get = figures.get
-    items: list[Item] = [
-        ("running", _number(get("running_now")), "primary"),
-        _waiting(figures),
-        ("KV", _value(kv), kv_tone),
-        ("req/s", _rate(get("requests_per_s"), get("requests_per_s_1m"), number=True), "plain"),
-        ("prompt", _rate(get("prompt_tok_s"), get("prompt_tok_s_1m")), "plain"),
-        ("gen", _rate(get("generation_tok_s"), get("generation_tok_s_1m")), "plain"),
-        _finished(figures),
-        _counted(get("preemptions"), "preempted"),
+    items = [
+        ("running", _value(get("running_now")), ("running_now",)),
+        ("waiting", _waiting(figures), ("waiting_now",)),
+        ("KV", _value(get("kv_usage_now")), ("kv_usage_now", "kv_usage")),
+        ("req/s", _rate(get("requests_per_s"), get("requests_per_s_1m")), ()),
+        ("prompt", _rate(get("prompt_tok_s"), get("prompt_tok_s_1m")), ()),
+        ("gen", _rate(get("generation_tok_s"), get("generation_tok_s_1m")), ()),
+        ("finished", _finished(figures), ("finished_failed_share",)),
+        ("preempted", _value(get("preemptions")), ("preemptions",)),
     ]
     rejections = get("admission_rejections")
     if rejections is not None and not rejections.missing:  # only where the engine exposes it
-        items.append(_counted(rejections, "rejected"))
-    return tuple(items)
+        items.append(("rejected", _value(rejections), ("admission_rejections",)))
+    return tuple(
+        (label, value, next((flagged[key] for key in keys if key in flagged), "plain"))
+        for label, value, keys in items
+    )
 
 
 def down_message(lane: LaneSnapshot) -> str:
@@ -161,14 +145,19 @@ def down_message(lane: LaneSnapshot) -> str:
     return f"{head} · {reason}" if reason else head
 
 
-def vitals_view(lane: LaneSnapshot | None, configured: bool = True) -> LineView:
+def vitals_view(
+    lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
+) -> LineView:
     if not configured:
         return LineView(message="no lane configured", message_style="$text-muted")
     if lane is None:
         return LineView(message="lane: reading…", message_style="$text-muted")
     if lane.freshness.state != "ok":
         return LineView(message=down_message(lane), message_style="bold reverse $error")
-    return LineView(vital_items(dict(lane_source(lane).figures)))
+    flagged: dict[str, Tone] = {}
+    for finding in findings:
+        flagged.setdefault(finding.figure_key, finding.severity)
+    return LineView(vital_items(lane_source(lane).figures, flagged))
 
 
 class VitalStrip(PackedLine):
@@ -178,13 +167,13 @@ class VitalStrip(PackedLine):
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
-    def show(self, lane: LaneSnapshot | None, configured: bool = True) -> None:
-        self.view = vitals_view(lane, configured)
+    def show(
+        self, lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
+    ) -> None:
+        self.view = vitals_view(lane, configured, findings)
 
 
 # --- the health line ------------------------------------------------------------------------
-
-SEVERE = ("bad", "error", "critical", "down")
 
 
 def health_view(findings: Sequence[Finding] | None) -> LineView:
@@ -197,8 +186,7 @@ def health_view(findings: Sequence[Finding] | None) -> LineView:
 
 
 def _finding_item(finding: Finding) -> Item:
-    tone: Tone = "bad" if str(finding.severity).lower() in SEVERE else "warn"
-    return ("", f"▲ {finding.text}", tone)
+    return ("", f"▲ {finding.text}", finding.severity)
 
 
 class HealthLine(PackedLine):
