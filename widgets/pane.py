@@ -1,4 +1,5 @@
-"""The shared pane: a titled box of `label … value` rows and bars, drawn from a frozen view.
+"""The shared pane: a titled box of `label … value` rows, bars, table rows and sparklines,
+drawn from a frozen view.
 
 A pane's `show()` turns a snapshot into a `PaneView`; the view is a reactive attribute, so an
 unchanged view (same text, same tones, same freshness) causes no re-render at all. Text from
@@ -94,6 +95,7 @@ class Cells:
     short: str = ""
     """The label when the full one leaves no room (`ITL` for `Inter-token`)."""
     min_label: int = 5
+    """Cells the label keeps when the columns are sized (the same in every row of a table)."""
     drop_first: bool = False
     """Leave the first value out when even narrower columns don't fit (the same in each row)."""
 
