@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from cockpit import __version__
 from cockpit.config import (
+    LABEL_NAME,
     REFRESH_BOUNDS_S,
     Config,
     ConfigError,
@@ -31,7 +32,6 @@ from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 
 if TYPE_CHECKING:
-    from cockpit.fleet import FleetView
     from cockpit.sources.fleet import FleetSource
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
@@ -260,7 +260,7 @@ def _discover(args: argparse.Namespace, config: Config) -> Discover | None:
     label replaced by `--lanes-by` when given alone)."""
     if not args.lanes_by:
         return config.discover
-    if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", args.lanes_by):
+    if not LABEL_NAME.fullmatch(args.lanes_by):
         raise ConfigError("<command line>", None, "--lanes-by", "expected a label name such as "
                           f"job, got {args.lanes_by!r}")  # fmt: skip
     if args.prometheus:
@@ -482,17 +482,10 @@ def _report_fleet(args: argparse.Namespace, config: Config) -> int:
     at = replay_time(args, [])
     from cockpit.fleet_report import fleet_json, fleet_markdown
     from cockpit.model import SourceFailure
-    from cockpit.sources.fleet import FleetSource
-
-    async def read() -> FleetView:
-        fleet = FleetSource.of(discover)
-        try:
-            return await fleet.read(parse_duration(config.window), at)
-        finally:
-            await fleet.aclose()
+    from cockpit.sources.fleet import read_once
 
     try:
-        view = asyncio.run(read())
+        view = asyncio.run(read_once(discover, parse_duration(config.window), at))
     except SourceFailure as error:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 1

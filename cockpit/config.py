@@ -213,7 +213,8 @@ _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
     "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
 )  # fmt: skip
-_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+"""A Prometheus label name (`discover: label:`, `--lanes-by`)."""
 
 
 def _lane(
@@ -259,7 +260,7 @@ def _discover(
         path = f"{key}.{option}"
         if option == "label":
             label = text(reader, value_node, path)
-            if not _LABEL.fullmatch(label):
+            if not LABEL_NAME.fullmatch(label):
                 reader.fail(value_node, path, f"expected a label name such as job, got {label!r}")
         elif option == "match":
             values["selector"] = _selector(reader, value_node, path)
