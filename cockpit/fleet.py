@@ -1,10 +1,12 @@
 """The fleet: every lane of one Prometheus-API server in one table, from one query.
 
 Pure: no I/O. `fleet_plan` builds the ONE instant query that asks every lane's figures at once
-(`sum by (<label>) (...)` of each engine's specs, vLLM and SGLang together); `read_fleet` turns
-its answer into one `FleetRow` per lane, each column computed by `figures.lane_figures` from the
-lane's own raw totals, so a column is the very figure the lane's panes show. `Discovery` keeps
-the lanes seen: a lane whose series vanish stays, marked gone.
+(`sum by (<label>) (...)` of the lane panes' own PromQL for each engine's specs, vLLM and
+SGLang together); `Discovery.rows` turns its answer into one `FleetRow` per lane, each column
+worked out as `figures.lane_figures` works out that figure (tests hold the two equal on a real
+Prometheus and VictoriaMetrics), for 100 lanes in a few milliseconds where building every lane
+figure would take about 20. `Discovery` keeps the lanes seen: one whose series vanish stays,
+marked gone.
 """
 
 from __future__ import annotations
