@@ -348,6 +348,9 @@ class Trend:
     """The time of the last point (a multiple of `step_s`)."""
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
     """TREND_KEYS -> points, all of one length."""
+    rates_over_s: float | None = None
+    """When the step holds too few scrapes: the longer range counters are read over, their
+    rate over it times the step giving each point (None: over the step itself)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,16 @@ are worked out from them as `figures.py` and `decode_pace.py` work out the windo
 is that figure over its step. Prometheus answers them as one range query (`trend_query`, read
 back with `matrix_values`); a direct scrape works them out of its buffer (`BufferTrend`).
 A step without data is None, never 0; counters are increases, so a reset does not spike.
+On Prometheus a step shorter than a few scrape intervals holds too few samples for an increase:
+its counters are then read over `rate_range` (at least `RATE_SCRAPES` scrape intervals, as
+Grafana's `$__rate_interval`), their rate over that range times the step, and the trend says so.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -47,6 +52,8 @@ TTFT = "ttft"
 """The raw key of the TTFT histogram."""
 TTFT_P95 = "ttft_p95"
 QUANTILE = 0.95
+RATE_SCRAPES = 4
+"""A step's counters are read over at least this many scrape intervals."""
 
 StepValues = Mapping[str, float]
 """Raw key -> its value within one step (absent: no data then), plus `ttft_p95`."""
@@ -83,30 +90,58 @@ def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, fl
 
 
 def make_trend(
-    dialect: str, window_s: float, end: float, steps: Mapping[float, StepValues]
+    dialect: str,
+    window_s: float,
+    end: float,
+    steps: Mapping[float, StepValues],
+    rates_over_s: float | None = None,
 ) -> Trend:
     """The trend of the window ending at `end` from each step's values (a step not given, or
-    given with no values, is a gap)."""
+    given with no values, is a gap); `rates_over_s`: the range its counters were read over."""
     times = point_times(window_s, end)
     step = trend_step(window_s)
     points = [trend_point(dialect, step, steps.get(t, {})) for t in times]
     series = {key: tuple(point.get(key) for point in points) for key in TREND_KEYS}
-    return Trend(step, times[-1], frozen_map(series))
+    longer = rates_over_s if rates_over_s is not None and rates_over_s > step else None
+    return Trend(step, times[-1], frozen_map(series), longer)
+
+
+def rate_range(step_s: float, scrape_s: float) -> float:
+    """The range a step's counters are read over: the step, or `RATE_SCRAPES` scrape
+    intervals (whole seconds) when that is longer."""
+    return float(max(step_s, math.ceil(RATE_SCRAPES * scrape_s)))
+
+
+def scrape_interval(result: Sequence[Mapping[str, Any]]) -> float | None:
+    """The scrape interval, whole seconds, from a range vector's answer (the median gap
+    between a series' samples); None without two samples in a series."""
+    try:
+        gaps = [
+            float(later[0]) - float(earlier[0])
+            for series in result
+            for earlier, later in itertools.pairwise(series.get("values") or ())
+        ]
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+    return float(max(1, round(statistics.median(gaps)))) if gaps else None
 
 
 # --- Prometheus: one range query ---------------------------------------------------------
 
 
 @lru_cache(maxsize=64)
-def trend_query(dialect: str, selector: str, step_s: float, exposed: frozenset[str]) -> str:
+def trend_query(
+    dialect: str, selector: str, step_s: float, exposed: frozenset[str], scrape_s: float = 0.0
+) -> str:
     """Every step input (and the TTFT p95) as one expression, each labelled `fig="<key>"`,
-    to be asked with `/api/v1/query_range` at the step (built once per lane and step)."""
+    to be asked with `/api/v1/query_range` at the step (built once per lane and step);
+    `scrape_s`: the lane's scrape interval (0: ranges of the step itself)."""
     specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
     exprs: dict[str, str] = {}
     for key in (*STEP_INPUTS, TTFT):
         spec = specs.get(key)
         if spec is not None and dialects.missing_reason(spec, exposed) is None:
-            expression = step_expression(spec, selector, step_s)
+            expression = step_expression(spec, selector, step_s, scrape_s)
             if expression is not None:
                 exprs[key] = expression
     if TTFT in exprs:
@@ -114,19 +149,24 @@ def trend_query(dialect: str, selector: str, step_s: float, exposed: frozenset[s
     return promql.combined_query(exprs)
 
 
-def step_expression(spec: dialects.Spec, selector: str, step_s: float) -> str | None:
-    """A spec within each step: counters' increase over it; a gauge's samples in it averaged,
-    so a step without samples has no value (no 5 m lookback filling a gap)."""
+def step_expression(
+    spec: dialects.Spec, selector: str, step_s: float, scrape_s: float = 0.0
+) -> str | None:
+    """A spec within each step: counters' increase over it (over `rate_range` scaled to the
+    step when that is longer); a gauge's samples in it (or in the last scrape interval, when
+    longer) averaged, so a step without samples has no value (no 5 m lookback filling a gap)."""
     if isinstance(spec, dialects.Either) and isinstance(spec.options[0], dialects.Gauge):
-        options = (step_expression(option, selector, step_s) for option in spec.options)
+        options = (step_expression(option, selector, step_s, scrape_s) for option in spec.options)
         return f"({' or '.join(o for o in options if o)})"
-    step = promql_duration(step_s)
     if isinstance(spec, dialects.Gauge):
-        series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{step}])"
+        within = promql_duration(max(step_s, math.ceil(scrape_s)))
+        series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{within}])"
         if spec.ranks:
             series = f"max without ({spec.ranks}) ({series})"
         return f"{spec.across}({series})"
-    return promql.spec_expression(spec, selector, step)
+    over = rate_range(step_s, scrape_s)
+    increase = promql.spec_expression(spec, selector, promql_duration(over))
+    return f"({increase} * {step_s:g} / {over:g})" if increase and over > step_s else increase
 
 
 def matrix_values(result: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, float]]:

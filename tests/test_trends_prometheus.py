@@ -70,6 +70,12 @@ def history() -> OpenMetricsWriter:
         ("vllm:kv_cache_usage_perc", lambda t: t // 60 % 10 / 10),
     ):
         writer.add(name, "gauge", name, labels, [(float(t), value(t)) for t, _ in scrapes])
+    slow = {"job": "slow", "instance": "e2", "model_name": "m"}
+    minutes = range(END - 2 * HOUR + 7, END, 60)  # scraped at Prometheus's default interval
+    tokens = [(float(t), 60.0 * n) for n, t in enumerate(minutes)]
+    writer.add("vllm:generation_tokens", "counter", "vllm:generation_tokens_total", slow, tokens)
+    running = [(float(t), 2.0) for t in minutes]
+    writer.add("vllm:num_requests_running", "gauge", "vllm:num_requests_running", slow, running)
     return writer
 
 
@@ -92,6 +98,14 @@ def prometheus_minutes(url: str, expr: str, end: float = END) -> list[float | No
     minutes = [end - HOUR + 60 * (i + 1) for i in range(60)]
     values = [answered.get(t) for t in minutes]
     return [v if v is not None and math.isfinite(v) else None for v in values]
+
+
+def prometheus_points(url: str, expr: str, window_s: int, step_s: int) -> list[float | None]:
+    """Prometheus's own answer for `expr` at each step of the window up to END."""
+    form = {"query": expr, "start": str(END - window_s + step_s), "end": str(END)}
+    result = httpx.post(f"{url}/api/v1/query_range", data={**form, "step": str(step_s)}).json()
+    answered = {float(t): float(v) for t, v in result["data"]["result"][0]["values"]}
+    return [answered.get(END - window_s + step_s * (i + 1)) for i in range(window_s // step_s)]
 
 
 def increase(name: str) -> str:
@@ -246,3 +260,68 @@ async def test_a_cockpit_opened_on_an_hours_history_shows_that_hour_in_its_first
     before, gap, _ = (len(part) for part in parts.groups())
     assert before / len(cells) == pytest.approx(20 / 60, abs=0.06), cells
     assert gap / len(cells) == pytest.approx(10 / 60, abs=0.06), cells
+
+
+def rate(name: str, selector: str = SELECTOR, over: str = "1m") -> str:
+    return f"sum(rate({name}{selector}[{over}]))"
+
+
+async def test_a_five_minute_window_of_15_s_scrapes_has_rates_over_a_minute_at_every_step(
+    server: PromServer,
+) -> None:
+    """15 s steps on 15 s scrapes: a step holds one sample, so its counters are read over four
+    scrape intervals (a minute), their rate times the step; the title says so."""
+    source = PrometheusSource(server.url)
+    try:
+        trend = (await source.read_lane("lane", None, SELECTOR, 300, END)).trend
+    finally:
+        await source.aclose()
+    assert trend is not None and (trend.step_s, trend.rates_over_s) == (15, 60)
+    ttft = "vllm:time_to_first_token_seconds_bucket"
+    expected = {
+        "hit_rate": f"{rate('vllm:prefix_cache_hits_total')}"
+        f" / {rate('vllm:prefix_cache_queries_total')}",
+        "ttft_p95": f"histogram_quantile(0.95, sum by (le) (rate({ttft}{SELECTOR}[1m])))",
+        "itl_step": f"{rate('vllm:inter_token_latency_seconds_sum')}"
+        f" / {rate('vllm:inter_token_latency_seconds_count')}",
+        "generation_tok_s": rate("vllm:generation_tokens_total"),
+        "running": f"sum(avg_over_time(vllm:num_requests_running{SELECTOR}[15s]))",
+    }
+    for key, expr in expected.items():
+        points = trend.series[key]
+        assert len(points) == 20 and None not in points, f"{key}: a gap where data is: {points}"
+        wanted = prometheus_points(server.url, expr, 300, 15)
+        assert points == pytest.approx(wanted, rel=1e-9), key
+
+
+async def test_one_minute_steps_on_one_minute_scrapes_read_rates_over_four_minutes(
+    server: PromServer,
+) -> None:
+    source = PrometheusSource(server.url)
+    try:
+        trend = (await source.read_lane("slow", None, '{job="slow"}', HOUR, END)).trend
+    finally:
+        await source.aclose()
+    assert trend is not None and (trend.step_s, trend.rates_over_s) == (60, 240)
+    tok_s = trend.series["generation_tok_s"]
+    assert None not in tok_s and tok_s == pytest.approx([1.0] * 60, rel=1e-9)
+    assert trend.series["running"] == (2.0,) * 60, "one sample in each minute"
+
+
+async def test_the_trends_title_says_the_range_its_rates_are_read_over(
+    server: PromServer,
+) -> None:
+    config = Config(
+        source="<test>",
+        lanes=(LaneConfig("lane-t", prometheus=server.url, selector=SELECTOR),),
+        window="5m",
+        refresh_s=60.0,
+    )
+    lanes, ledger = build_feeds(config)
+    app = make_app(config, lanes, ledger, refresh_s=config.refresh_s, replay_at=END)
+    async with app.run_test(size=(160, 48)) as pilot:
+        while app.lane_snapshot is None:
+            await pilot.pause(0.02)
+        await pilot.pause()
+        screen = screen_text(app)
+    assert "Trends · step 15 s · rates over 1 min" in screen, screen

@@ -44,6 +44,8 @@ class TrendsPane(Pane):
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         trend = lane.totals.trend if lane is not None and lane.totals is not None else None
         title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.TITLE
+        if trend is not None and trend.rates_over_s is not None:
+            title += f" · rates over {step_text(trend.rates_over_s).removeprefix('step ')}"
         if str(self.border_title) != title:
             self.border_title = Content(title)
         self.view = trends_view(lane, lane_configured)

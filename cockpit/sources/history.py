@@ -8,6 +8,9 @@ ingested after it was read). No request when no step is due, none beyond the ref
 go when the lane's query changes (window, selector, model filter, metric names) and on
 `forget()`. A failed history read never fails the lane's figures: the trend is then the last
 one read, or none, and `missing["trend"]` says why.
+
+The lane's scrape interval (for steps shorter than a few of them, `trends.rate_range`) is read
+once per lane from its own samples: one more request at its first read.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cockpit import dialects, promql
 from cockpit.model import LaneTotals, SourceFailure, Trend, frozen_map
 from cockpit.trends import (
     StepValues,
     make_trend,
     matrix_values,
     point_times,
+    rate_range,
+    scrape_interval,
     trend_query,
     trend_step,
 )
@@ -32,6 +38,10 @@ TREND = "trend"
 """The `LaneTotals.missing` key saying why the trend is stale or absent."""
 REQUESTS_PER_REFRESH = 2
 """A lane's refresh asks at most this many requests when only new steps are due."""
+SCRAPES_SEEN = "10m"
+"""How far back the lane's samples are looked at to find its scrape interval..."""
+DEFAULT_SCRAPE_S = 60.0
+"""...and the interval taken when they are too few: Prometheus's default."""
 
 
 @dataclass(slots=True)
@@ -50,10 +60,12 @@ class History:
     def __init__(self, api: Api) -> None:
         self._api = api
         self._kept: dict[str, _Kept] = {}
+        self._scrape_s: dict[tuple[str, str], float] = {}
 
     def forget(self) -> None:
         """Let go of every lane's trend: the next read asks its whole window again."""
         self._kept.clear()
+        self._scrape_s.clear()
 
     async def attach(
         self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
@@ -74,7 +86,8 @@ class History:
         lane, window_s = totals.lane, totals.window_s
         times = point_times(window_s, end)
         step = trend_step(window_s)
-        query = trend_query(totals.dialect, totals.selector, step, names)
+        scrape_s = await self._scrape_interval(totals, names, end)
+        query = trend_query(totals.dialect, totals.selector, step, names, scrape_s)
         kept = self._kept.get(lane)
         if (
             kept
@@ -92,9 +105,25 @@ class History:
             raise SourceFailure("the lane exposes none of the metrics the trend follows")
         answered = await self._query_range(query, start, times[-1], step)
         steps.update({t: answered.get(t, {}) for t in times if t >= start})
-        trend = make_trend(totals.dialect, window_s, end, steps)
+        trend = make_trend(totals.dialect, window_s, end, steps, rate_range(step, scrape_s))
         self._kept[lane] = _Kept(query, window_s, steps, trend)
         return trend
+
+    async def _scrape_interval(
+        self, totals: LaneTotals, names: frozenset[str], end: float
+    ) -> float:
+        """The lane's scrape interval, from the gaps between its presence metric's samples."""
+        lane = (totals.lane, totals.selector)
+        if lane not in self._scrape_s:
+            escaped = dialects.names_escaped(names)
+            metric = dialects.presence_metric(totals.dialect, escaped)
+            query = f"{metric}{promql.selector_with(totals.selector)}[{SCRAPES_SEEN}]"
+            body = await self._api("POST", "/api/v1/query", {"query": query, "time": f"{end:.3f}"})
+            data = body.get("data")
+            result = data.get("result") if isinstance(data, dict) else None
+            found = scrape_interval(result) if isinstance(result, list) else None
+            self._scrape_s[lane] = found or DEFAULT_SCRAPE_S
+        return self._scrape_s[lane]
 
     async def _query_range(
         self, query: str, start: float, end: float, step: float
