@@ -12,15 +12,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from cockpit import __version__
+from cockpit.cli_fleet import discover_of, fleet_feed, report_fleet
 from cockpit.config import (
-    LABEL_NAME,
     REFRESH_BOUNDS_S,
     Config,
     ConfigError,
-    Discover,
     LaneConfig,
     LedgerConfig,
     closest,
@@ -30,9 +29,6 @@ from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
-
-if TYPE_CHECKING:
-    from cockpit.sources.fleet import FleetSource
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -255,24 +251,6 @@ ADHOC_LANE_FLAGS = {
 """The ad-hoc lane's config keys, by the flag that sets each (its name comes from the job)."""
 
 
-def _discover(args: argparse.Namespace, config: Config) -> Discover | None:
-    """`--prometheus URL --lanes-by LABEL [--selector ...]`, or the config's `discover:` (its
-    label replaced by `--lanes-by` when given alone)."""
-    if not args.lanes_by:
-        return config.discover
-    if not LABEL_NAME.fullmatch(args.lanes_by):
-        raise ConfigError("<command line>", None, "--lanes-by", "expected a label name such as "
-                          f"job, got {args.lanes_by!r}")  # fmt: skip
-    if args.prometheus:
-        lane = _adhoc_lane(args)
-        assert lane is not None
-        return Discover(args.lanes_by, replace(lane, name=""))
-    if config.discover is None:
-        raise ConfigError("<command line>", None, "--lanes-by", "finds lanes on a server: give "
-                          "--prometheus URL with it (or discover: in the config)")  # fmt: skip
-    return replace(config.discover, label=args.lanes_by)
-
-
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
         _refuse_lane_flags_without_a_lane(args)
@@ -328,7 +306,7 @@ def _adhoc_name(selector: str) -> str:
 def effective_config(args: argparse.Namespace) -> Config:
     """Config file + command-line sources. Ad-hoc sources replace the file's of their kind."""
     config = read_config(Path(args.config).expanduser() if args.config else None)
-    discover = _discover(args, config)
+    discover = discover_of(args, config, functools.partial(_adhoc_lane, args))
     adhoc = None if args.lanes_by else _adhoc_lane(args)
     if discover is not None:
         config = replace(config, discover=discover)
@@ -392,19 +370,6 @@ def _require_sources(config: Config) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
-def fleet_feed(config: Config) -> FleetSource | None:
-    """The lanes found by a label, read at once for the overview (None: no `discover`)."""
-    if config.discover is None:
-        return None
-    from cockpit.sources.fleet import FleetSource
-    from cockpit.sources.http import SourceError
-
-    try:
-        return FleetSource.of(config.discover)
-    except SourceError as error:  # its secret can't be read
-        raise ConfigError(config.source, None, "discover", str(error)) from None
-
-
 def _check_refresh(args: argparse.Namespace) -> None:
     low, high = REFRESH_BOUNDS_S
     if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
@@ -422,7 +387,8 @@ def command_run(args: argparse.Namespace) -> int:
         from cockpit.feeds import build_feeds
 
         lanes, ledger = build_feeds(config, first_lane=args.lane)
-        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet_feed(config))
+        fleet = fleet_feed(config, lanes)
+        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet)
 
     return run_app(build_app(setup))
 
@@ -441,7 +407,8 @@ def command_demo(args: argparse.Namespace) -> int:
         hardware, models = _profiles()
         config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
         lanes, ledger = build_feeds(config)
-        return Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note)
+        fleet = fleet_feed(config, lanes)
+        return Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note, fleet=fleet)
 
     try:
         app = build_app(setup)
@@ -456,7 +423,7 @@ def command_demo(args: argparse.Namespace) -> int:
 def command_report(args: argparse.Namespace) -> int:
     config = effective_config(args)
     if args.fleet:
-        return _report_fleet(args, config)
+        return report_fleet(args, config, replay_time(args, []))
     _require_sources(config)
     at = replay_time(args, _reported_lane(config, args.lane))
     from cockpit.feeds import read_once
@@ -471,29 +438,6 @@ def command_report(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"cockpit: {visible(error)}", file=sys.stderr)
     return 1 if errors else 0
-
-
-def _report_fleet(args: argparse.Namespace, config: Config) -> int:
-    """`cockpit report --fleet`: every lane found, one row each, from one query."""
-    discover = config.discover
-    if discover is None:
-        raise ConfigError("<command line>", None, "--fleet", "needs lanes to find: --prometheus "
-                          "URL --lanes-by LABEL, or discover: in the config")  # fmt: skip
-    at = replay_time(args, [])
-    from cockpit.fleet_report import fleet_json, fleet_markdown
-    from cockpit.model import SourceFailure
-    from cockpit.sources.fleet import read_once
-
-    try:
-        view = asyncio.run(read_once(discover, parse_duration(config.window), at))
-    except SourceFailure as error:
-        print(f"cockpit: {visible(str(error))}", file=sys.stderr)
-        return 1
-    if args.format == "json":
-        print(json.dumps(fleet_json(view), indent=2))
-    else:
-        print(fleet_markdown(view), end="")
-    return 0
 
 
 def command_roofline(args: argparse.Namespace) -> int:

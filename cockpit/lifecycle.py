@@ -41,7 +41,8 @@ class Setup(NamedTuple):
     notice: str = ""
     """Said once when the cockpit starts (why `cockpit demo --prometheus` has no Prometheus)."""
     fleet: FleetFeed | None = None
-    """Every lane of a server at once (lanes found by a label): the cockpit opens on them."""
+    """Every lane at once (lanes found by a label, or more than one listed): the cockpit
+    opens on their overview (`cli_fleet.fleet_feed`)."""
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:

@@ -3,6 +3,7 @@ back, and shows lanes that appear and vanish. A scripted fleet feed returns fixe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -10,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from cockpit.app import CockpitApp, make_app
-from cockpit.cli import effective_config, fleet_feed, parse_args
+from cockpit.cli import effective_config, parse_args
+from cockpit.cli_fleet import fleet_feed
 from cockpit.config import Discover, LaneConfig
 from cockpit.fleet import FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
 from cockpit.lifecycle import Setup, build_app
-from cockpit.model import frozen_map
+from cockpit.listed_fleet import ListedFleet
+from cockpit.model import LaneTotals, frozen_map
 from cockpit.widgets.fleet import FleetScreen
 from tests import test_fleet_live as live
 from tests.test_app import on_screen, settle
@@ -298,6 +301,92 @@ async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> 
     assert places == sorted(places, reverse=True)  # in the screen's order
     assert "| lane-d | DOWN |" not in text and "| lane-d | down |" in text
     assert "sum by (job)" in text
+
+
+# --- lanes listed in the config ----------------------------------------------------------
+
+
+@dataclass(eq=False)
+class TogetherFeed(ScriptedLaneFeed):
+    """A lane whose first read waits for every listed lane's first read to start: read one
+    after another, it gives up (and its row says DOWN)."""
+
+    together: asyncio.Barrier | None = None
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        if not self.reads and self.together is not None:
+            try:
+                await asyncio.wait_for(self.together.wait(), 5.0)
+            except TimeoutError:
+                self.reads.append((window_s, end))
+                raise SourceDown("read alone, not beside the other lanes") from None
+        return await super().read(window_s, end)
+
+
+def listed(*feeds: ScriptedLaneFeed) -> CockpitApp:
+    """The cockpit as `cockpit run` builds it for these lanes listed in the config."""
+    settings = config(*(feed.name for feed in feeds))
+    setup = Setup(settings, feeds, None, fleet=fleet_feed(settings, feeds))
+    return build_app(lambda: setup)
+
+
+def test_one_listed_lane_opens_on_its_panes_and_several_on_the_overview() -> None:
+    one = [ScriptedLaneFeed("lane-a")]
+    assert fleet_feed(config("lane-a"), one) is None
+    assert isinstance(fleet_feed(config("lane-a", "lane-b"), [*one, *one]), ListedFleet)
+
+
+async def test_listed_lanes_open_on_the_overview_read_together_their_rows_the_panes_figures() -> (
+    None
+):
+    feeds = [TogetherFeed("lane-a"), TogetherFeed("lane-b", scale=2.0), TogetherFeed("lane-c")]
+    feeds[2].failure = SourceDown("connection refused (127.0.0.1:8000)")
+    app = listed(*feeds)
+    async with app.run_test(size=(160, 48)) as pilot:
+        together = asyncio.Barrier(len(feeds))
+        for feed in feeds:
+            feed.together = together
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        screen = await on_screen(pilot, "3 lanes listed", "1 down")
+        assert [len(feed.reads) for feed in feeds] == [1, 1, 1]
+        line = next(line for line in screen.split("\n") if " lane-c " in line)
+        assert "DOWN" in line
+        assert app.screen.snapshot is not None and app.screen.snapshot.view is not None
+        view = app.screen.snapshot.view
+        await pilot.press("down", "enter")  # lane-b: its panes, it alone read
+        await settle(pilot)
+        assert not isinstance(app.screen, FleetScreen) and app.lane_name == "lane-b"
+        assert [len(feed.reads) for feed in feeds] == [1, 2, 1]
+        snapshot, row = app.lane_snapshot, view.row("lane-b")
+        assert snapshot is not None and snapshot.figures is not None and row is not None
+        for key in FIGURE_COLUMNS:
+            assert row.value(key) == snapshot.figures.figures[key].value, key
+        await pilot.press("1")  # the lane keys switch lanes in the panes
+        await settle(pilot)
+        assert app.lane_name == "lane-a" and [len(feed.reads) for feed in feeds] == [2, 2, 1]
+        await pilot.press("tab")
+        await settle(pilot)
+        assert app.lane_name == "lane-b"
+        await pilot.press("escape")  # back: every lane read again, together
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        assert [len(feed.reads) for feed in feeds] == [3, 4, 2]
+
+
+async def test_lanes_listed_beside_discovery_are_rows_of_the_overview() -> None:
+    listed_lane = ScriptedLaneFeed("lane-x")
+    fleet = ListedFleet([listed_lane], ScriptedFleetFeed())
+    settings = config("lane-x", discover=DISCOVER)
+    app = make_app(settings, [listed_lane], None, clocks=fixed_clocks(), fleet=fleet)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "6 lanes by job", "lane-x", "lane-e")
+        assert row_order(screen, [*LANES, "lane-x"]) == [*LANES, "lane-x"]
+        assert [feed.name for feed in app.lane_feeds] == ["lane-x", *LANES]
+        await pilot.press("slash", *"lane-x", "enter", "enter")
+        await settle(pilot)
+        assert app.lane_name == "lane-x" and len(listed_lane.reads) == 2
 
 
 # --- on a real server -----------------------------------------------------------------------

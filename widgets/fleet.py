@@ -43,6 +43,7 @@ from cockpit.fleet import (
 )
 from cockpit.fleet_poller import FleetPoller, FleetSnapshot, write_fleet_receipt
 from cockpit.health import Thresholds, check
+from cockpit.listed_fleet import LISTED
 from cockpit.model import Figure, frozen_map
 from cockpit.poller import MAX_DELAY_S
 from cockpit.receipts import receipt_name
@@ -317,7 +318,8 @@ class FleetScreen(Screen[None]):
         if view is not None:
             down = sum(1 for row in view.rows if row.up is False and not row.gone)
             gone = sum(1 for row in view.rows if row.gone)
-            counts = f"{len(view.rows)} lanes by {visible(view.label)}"
+            found = "listed" if view.label == LISTED else f"by {visible(view.label)}"
+            counts = f"{len(view.rows)} lanes {found}"
             counts += f" · {down} down" if down else ""
             counts += f" · {gone} gone" if gone else ""
             parts += [Content(counts), Content(clock(view.end))]
@@ -344,6 +346,8 @@ class FleetScreen(Screen[None]):
     @on(RowTable.Selected)
     def _open(self, event: RowTable.Selected) -> None:
         self.host.open_lane(event.key)
+        if not self.polling:  # the lane is open: it alone is read (its feed may be a row's)
+            self.workers.cancel_group(self, "fleet")
 
     def action_sort(self, step: int) -> None:
         self.order.sort = next_key([column.key for column in FLEET_COLUMNS], self.order.sort, step)

@@ -1,0 +1,81 @@
+"""The command line's fleet: which fleet the overview reads, and `cockpit report --fleet`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cockpit.config import LABEL_NAME, Config, ConfigError, Discover, LaneConfig
+from cockpit.text import visible
+from cockpit.timeutil import parse_duration
+
+if TYPE_CHECKING:
+    from cockpit.fleet_poller import FleetFeed
+    from cockpit.poller import LaneFeed
+
+
+def discover_of(
+    args: argparse.Namespace, config: Config, adhoc_lane: Callable[[], LaneConfig | None]
+) -> Discover | None:
+    """`--prometheus URL --lanes-by LABEL [--selector ...]` (the server: `adhoc_lane()`), or
+    the config's `discover:` (its label replaced by `--lanes-by` when given alone)."""
+    if not args.lanes_by:
+        return config.discover
+    if not LABEL_NAME.fullmatch(args.lanes_by):
+        raise ConfigError("<command line>", None, "--lanes-by", "expected a label name such as "
+                          f"job, got {args.lanes_by!r}")  # fmt: skip
+    if args.prometheus:
+        lane = adhoc_lane()
+        assert lane is not None
+        return Discover(args.lanes_by, replace(lane, name=""))
+    if config.discover is None:
+        raise ConfigError("<command line>", None, "--lanes-by", "finds lanes on a server: give "
+                          "--prometheus URL with it (or discover: in the config)")  # fmt: skip
+    return replace(config.discover, label=args.lanes_by)
+
+
+def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | None:
+    """What the overview reads, if the cockpit opens on it: the lanes found by a label (one
+    query), the listed `lanes` (the app's feeds, read at once) when more than one, or both;
+    None for one listed lane (its panes) or none."""
+    found = None
+    if config.discover is not None:
+        from cockpit.sources.fleet import FleetSource
+        from cockpit.sources.http import SourceError
+
+        try:
+            found = FleetSource.of(config.discover)
+        except SourceError as error:  # its secret can't be read
+            raise ConfigError(config.source, None, "discover", str(error)) from None
+    if not lanes or (found is None and len(lanes) == 1):
+        return found
+    from cockpit.listed_fleet import ListedFleet
+
+    return ListedFleet(lanes, found)
+
+
+def report_fleet(args: argparse.Namespace, config: Config, at: float | None) -> int:
+    """`cockpit report --fleet`: every lane found, one row each, from one query at `at`."""
+    discover = config.discover
+    if discover is None:
+        raise ConfigError("<command line>", None, "--fleet", "needs lanes to find: --prometheus "
+                          "URL --lanes-by LABEL, or discover: in the config")  # fmt: skip
+    from cockpit.fleet_report import fleet_json, fleet_markdown
+    from cockpit.model import SourceFailure
+    from cockpit.sources.fleet import read_once
+
+    try:
+        view = asyncio.run(read_once(discover, parse_duration(config.window), at))
+    except SourceFailure as error:
+        print(f"cockpit: {visible(str(error))}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(fleet_json(view), indent=2))
+    else:
+        print(fleet_markdown(view), end="")
+    return 0

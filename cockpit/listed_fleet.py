@@ -1,0 +1,90 @@
+"""Lanes listed one by one (no label to find them by) as the overview's fleet: each lane read
+as its panes read it, all at once, its row made of the same figures (`figures.lane_figures`).
+
+This costs a lane's own request(s) per lane and refresh: one query for the whole fleet needs
+the label the lanes are found by (`discover:`, `--lanes-by`), which `sources.fleet` asks.
+Listed lanes beside discovery are read beside its one query, their rows with its rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from cockpit.figures import lane_figures
+from cockpit.fleet import AGE, FIGURE_COLUMNS, HISTORY_POINTS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.fleet_poller import FleetFeed
+from cockpit.model import LaneTotals, frozen_map
+from cockpit.poller import LaneFeed, failure_reason
+
+LISTED = "config"
+"""`FleetView.label` of a fleet of listed lanes only: the config names them."""
+NO_AGE = "read for lanes found by a label (discover:)"
+"""Why a listed lane's row has no age: the newest sample's time is asked by the fleet query."""
+
+
+class ListedFleet:
+    """The listed lanes' rows, read together (and `found`'s, the discovered lanes, beside
+    them); each keeps its last refreshes for the trend.
+
+    The feeds are the app's own lane feeds (their clients shared, not opened again): the app
+    closes them, `aclose` only closes `found`."""
+
+    def __init__(self, feeds: Sequence[LaneFeed], found: FleetFeed | None = None) -> None:
+        self.feeds = list(feeds)
+        self.found = found
+        self.history: dict[str, dict[str, tuple[float | None, ...]]] = {}
+
+    async def read(self, window_s: float, end: float | None) -> FleetView:
+        """Every lane over the window ending at `end` (None: now); a listed lane whose read
+        fails is a down row saying why, a failed discovery read fails the whole read."""
+        at = time.time() if end is None else end
+        found = self.found.read(window_s, end) if self.found else _none_found(window_s, at)
+        reads = (feed.read(window_s, end) for feed in self.feeds)
+        *results, view = await asyncio.gather(*reads, found, return_exceptions=True)
+        if isinstance(view, BaseException):
+            raise view
+        assert isinstance(view, FleetView)
+        rows = [
+            self._remembered(self._row(feed, result))
+            for feed, result in zip(self.feeds, results, strict=True)
+        ]
+        listed = {row.lane for row in rows}
+        return replace(view, rows=(*(r for r in view.rows if r.lane not in listed), *rows))
+
+    @staticmethod
+    def _row(feed: LaneFeed, result: object) -> FleetRow:
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):  # cancelled: not a lane's failure
+                raise result
+            empty = frozen_map(dict.fromkeys(NUMERIC_COLUMNS))
+            return FleetRow(feed.name, up=False, values=empty, down_reason=failure_reason(result))
+        assert isinstance(result, LaneTotals)
+        figures = lane_figures(result, feed.host_kv_tokens).figures
+        values: dict[str, float | None] = {key: figures[key].value for key in FIGURE_COLUMNS}
+        reasons = {key: figures[key].reason for key in FIGURE_COLUMNS if values[key] is None}
+        return FleetRow(
+            feed.name,
+            up=True,
+            values=frozen_map({**values, AGE: None}),
+            reasons=frozen_map({**reasons, AGE: NO_AGE}),
+            above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
+            dialect=result.dialect,
+        )
+
+    def _remembered(self, row: FleetRow) -> FleetRow:
+        past = self.history.setdefault(row.lane, {})
+        for key in NUMERIC_COLUMNS:
+            past[key] = (*past.get(key, ()), row.values.get(key))[-HISTORY_POINTS:]
+        return replace(row, history=frozen_map(past))
+
+    async def aclose(self) -> None:
+        if self.found is not None:
+            await self.found.aclose()
+
+
+async def _none_found(window_s: float, end: float) -> FleetView:
+    """The view listed lanes' rows go into when no lane is found by a label."""
+    return FleetView((), window_s, end, label=LISTED)
