@@ -3,7 +3,9 @@
 `fetch()` gets the text (capped in size); `read_scrape()` keeps only the lines of the sample
 names the lane's figures need and, when the lane's selector has exact matchers, of its series
 (a cheap split of the text: most of an exposition is other histograms' buckets), parses those
-with `prometheus_client.parser`, and returns one `Scrape`.
+with `prometheus_client.parser`, and returns one `Scrape`. A series the last scrape had (the
+same text before the value) has only its value read: the parser reads each line's labels
+character by character, the costly part of a refresh.
 
 The classic text format is asked for, so names keep their colon (`vllm:x`). Without the
 `# TYPE` lines the library's parser keeps every sample under its own name (`x_total`,
@@ -34,6 +36,10 @@ MAX_RESPONSE_BYTES = 16_000_000
 """A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
 CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _SAMPLE_NAME = re.compile(r"[^{ \t]+")
+_SERIES_VALUE = re.compile(r'([^{\s]+(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?)[ \t]+([^\s_#]+)')
+"""`name{labels} value` (no timestamp, no exemplar): the series' text, then the value's."""
+Series = tuple[str, dict[str, str]]
+"""A sample's name and labels."""
 
 
 class ScrapeError(SourceError):
@@ -77,6 +83,8 @@ class Scrape:
     """Wanted sample name -> labels -> (value, the series' `_created` or NaN)."""
     info: list[dict[str, str]] = field(default_factory=list)
     """The label sets of vLLM's cache-config info metric (its KV capacity)."""
+    series: dict[str, Series] = field(default_factory=dict)
+    """The series read, by their text: the next scrape's `known`."""
 
 
 def engine_lines(text: str) -> dict[str, list[str]]:
@@ -91,17 +99,41 @@ def engine_lines(text: str) -> dict[str, list[str]]:
     return lines
 
 
-def parse_samples(url: str, lines: Iterable[str]) -> list[tuple[str, dict[str, str], float]]:
-    """(name, labels, value) of each sample line, by prometheus_client's parser."""
-    text = "\n".join(lines)
+def parse_samples(
+    url: str, lines: Iterable[str], known: Mapping[str, Series] | None = None
+) -> tuple[list[tuple[str, dict[str, str], float]], dict[str, Series]]:
+    """(name, labels, value) of each sample line, by prometheus_client's parser, and the series
+    read (text before the value -> name and labels): a line of a series in `known` (the last
+    scrape's) only has its value read."""
+    known = known or {}
+    samples = []
+    series: dict[str, Series] = {}
+    for line in lines:
+        split = _SERIES_VALUE.fullmatch(line)
+        read = known.get(split[1]) if split else None
+        value = _number(split[2]) if split and read else None
+        if read is None or value is None:
+            name, labels, value = _parse_line(url, line)
+            read = (name, labels)
+        if split:
+            series[split[1]] = read
+        samples.append((read[0], read[1], value))
+    return samples, series
+
+
+def _parse_line(url: str, line: str) -> tuple[str, dict[str, str], float]:
     try:
-        return [
-            (sample.name, sample.labels, float(sample.value))
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-        ]
+        (sample,) = (s for family in text_string_to_metric_families(line) for s in family.samples)
+        return sample.name, sample.labels, float(sample.value)
     except (ValueError, IndexError, TypeError) as exc:
         raise ScrapeError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def read_scrape(
@@ -111,12 +143,13 @@ def read_scrape(
     dialect: str | None,
     seen: frozenset[str],
     keep: list[promql.Matcher],
+    known: Mapping[str, Series] | None = None,
 ) -> Scrape:
     """The figures' samples of one exposition (pure: safe to run off the event loop).
 
     `dialect`: the lane's engine when forced (else detected from this scrape); `seen`: engine
     names exposed by earlier scrapes (an OpenMetrics answer escapes them all or none);
-    `keep`: the lane's matchers: other series are not kept.
+    `keep`: the lane's matchers: other series are not kept; `known`: the last scrape's series.
     """
     lines = engine_lines(text)
     names = frozenset(lines)
@@ -135,8 +168,8 @@ def read_scrape(
         for line in lines.get(name, ())
         if all(label in line for label in written)  # cheap: the parser is the costly part
     ]
-    samples = parse_samples(
-        url, [*chosen, *(line for name in info for line in lines.get(name, ()))]
+    samples, scrape.series = parse_samples(
+        url, [*chosen, *(line for name in info for line in lines.get(name, ()))], known
     )
     created = {
         (name, label_key(labels)): value

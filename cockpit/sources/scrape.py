@@ -26,6 +26,7 @@ from cockpit.sources.exposition import (
     Endpoint,
     Scrape,
     ScrapeError,
+    Series,
     lane_matchers,
     read_scrape,
 )
@@ -67,6 +68,7 @@ class ScrapeSource:
         self._keep = lane_matchers(selector)
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
+        self._series: dict[str, Series] = {}
 
     def __repr__(self) -> str:
         return f"ScrapeSource({self.url!r})"
@@ -99,7 +101,12 @@ class ScrapeSource:
 
     def _read(self, text: str) -> Scrape:
         return read_scrape(
-            self.url, text, dialect=self.dialect, seen=self._exposed, keep=self._keep
+            self.url,
+            text,
+            dialect=self.dialect,
+            seen=self._exposed,
+            keep=self._keep,
+            known=self._series,
         )
 
     def _add(self, scrape: Scrape, at: float) -> None:
@@ -112,6 +119,7 @@ class ScrapeSource:
         self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
+        self._series = scrape.series
         self.buffer.add(at, scrape.samples)
 
     def label_values(self, label: str) -> list[str]:
