@@ -44,10 +44,15 @@ COLOUR_BASES = (30, 40, 90, 100)
 SGR = re.compile(r"\x1b\[([0-9;:]*)m")
 PROMETHEUS_FIRST_RATE_S = 30
 """How long a demo on a fresh Prometheus may take to show its first rates (see its test)."""
+OVERVIEW = "2 lanes listed"
+"""The overview's status line: the demo lists two lanes, so it opens on their overview."""
+ROW = re.compile(r"^ (\S+)\s+(?:up|DOWN)\s", re.MULTILINE)
+"""An overview row: the lane's name, its engine's state."""
 
 
 class Demo:
-    """The demo in tmux, with its own cwd (receipts land there) and its own $TMPDIR."""
+    """The demo in tmux, with its own cwd (receipts land under it: its data folder) and its
+    own $TMPDIR."""
 
     def __init__(self, tmp_path: Path, width: int, height: int, *args: str, **env: str) -> None:
         self.cwd = tmp_path / "cwd"
@@ -62,6 +67,7 @@ class Demo:
             cwd=self.cwd,
             env={
                 "TMPDIR": str(self.tmpdir),
+                "XDG_DATA_HOME": str(self.cwd),  # receipts: <data folder>/lane-cockpit/receipts
                 "TERM": "tmux-256color",
                 "PYTHONFAULTHANDLER": "1",  # a hang shows its stacks (TmuxSession.stacks)
                 **env,
@@ -100,6 +106,19 @@ def all_match(*patterns: re.Pattern[str]) -> object:
 def wait_figures(session: TmuxSession, *patterns: re.Pattern[str], timeout: float = 10.0) -> str:
     names = ", ".join(pattern.pattern for pattern in patterns)
     return session.wait_for(all_match(*patterns), timeout, f"figures {names}")  # type: ignore[arg-type]
+
+
+def wait_overview(session: TmuxSession, timeout: float = 10.0) -> str:
+    """The overview the demo opens on, its lanes read."""
+    return session.wait_for(lambda s: OVERVIEW in s and ROW.search(s), timeout, "the overview")  # type: ignore[arg-type]
+
+
+def open_first_lane(session: TmuxSession, timeout: float = 10.0) -> str:
+    """From the overview, enter opens the first row's lane (its name returned)."""
+    found = ROW.search(wait_overview(session, timeout))
+    assert found is not None
+    session.send_keys("Enter")
+    return found.group(1)
 
 
 def status_line(screen: str) -> str:
@@ -155,6 +174,7 @@ def colour_codes(screen: str) -> set[str]:
 def test_figures_in_every_pane_at_160x48(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (160, 48))
     session = demo.session
+    open_first_lane(session)
     wait_figures(session, HIT_RATE, PREFILL_RATE, STREAM_RATE, ROOF_P, ROOF_D)
     # The simulated agents' past sessions started over an hour ago: a longer window shows them.
     session.send_keys("w")
@@ -169,21 +189,24 @@ def test_figures_in_every_pane_at_160x48(demo_factory: list[Demo], tmp_path: Pat
 def test_keys_at_80x24_then_quit_cleans_up(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (80, 24))
     session = demo.session
-    # Prefill first: the cache and prefill panes are whole on the first screen, with figures;
-    # the others follow below them (a scroll away).
+    # The overview of the two lanes first; enter opens the first row's panes. Prefill first:
+    # the cache and prefill panes are whole on the first screen, with figures; the others
+    # follow below them (a scroll away).
+    opened = open_first_lane(session)
     screen = wait_figures(session, HIT_RATE, PREFILL_RATE)
     whole = whole_panes(screen)
     assert len(whole) >= 2 and whole == list(TITLES[: len(whole)]), screen
     assert len(demo.demo_folders()) == 1, "the demo's temp folder is under $TMPDIR"
 
     first, index, count = lane_of(screen)
-    assert (index, count) == (1, 2)
-    session.send_keys("2")
-    screen = session.wait_for(lambda s: lane_of(s)[1] == 2, what="lane 2 in the status line")
+    assert (first, count) == (opened, 2)
+    other = 3 - index  # the lane keys switch lanes in the panes
+    session.send_keys(str(other))
+    screen = session.wait_for(lambda s: lane_of(s)[1] == other, what=f"lane {other}")
     second = lane_of(screen)[0]
     assert second != first
     session.send_keys("Tab")
-    screen = session.wait_for(lambda s: lane_of(s)[1] == 1, what="lane 1 after tab")
+    screen = session.wait_for(lambda s: lane_of(s)[1] == index, what=f"lane {index} after tab")
     assert lane_of(screen)[0] == first
 
     window = window_of(screen)
@@ -211,8 +234,8 @@ def test_keys_at_80x24_then_quit_cleans_up(demo_factory: list[Demo], tmp_path: P
     wait_figures(session, HIT_RATE, PREFILL_RATE)
 
     session.send_keys("e")
-    session.wait_for(lambda _: any(demo.cwd.glob("cockpit-receipt-*.md")), what="receipt file")
-    receipt = next(demo.cwd.glob("cockpit-receipt-*.md"))
+    session.wait_for(lambda _: any(demo.cwd.rglob("cockpit-receipt-*.md")), what="receipt file")
+    receipt = next(demo.cwd.rglob("cockpit-receipt-*.md"))
     session.wait_for(lambda _: receipt.stat().st_size > 0, what="receipt written")
     text = receipt.read_text(encoding="utf-8")
     assert f"## The lane {first}" in text
@@ -225,6 +248,8 @@ def test_keys_at_80x24_then_quit_cleans_up(demo_factory: list[Demo], tmp_path: P
     session.send_keys("Enter")
     session.wait_for(lambda s: "model 'some-model'" in status_line(s), what="model filter")
 
+    session.send_keys("Escape")  # back to the overview
+    wait_overview(session)
     session.send_keys("q")
     assert session.wait_exited() == 0
     assert demo.demo_folders() == [], "the demo removed its temp folder"
@@ -237,6 +262,7 @@ def test_prometheus_demo_reaches_figures(demo_factory: list[Demo], tmp_path: Pat
     # comes 5-10 s after it starts, a rate needs the 1 s scrape after it, and the cockpit sees
     # it on its next 5 s refresh (not backed off: the lane was missing, not failing). That is
     # 18 s at worst on an idle machine.
+    open_first_lane(demo.session, timeout=PROMETHEUS_FIRST_RATE_S)
     wait_figures(demo.session, HIT_RATE, PREFILL_RATE, ROOF_P, timeout=PROMETHEUS_FIRST_RATE_S)
     demo.session.send_keys("q")
     assert demo.session.wait_exited(timeout=15) == 0
@@ -248,7 +274,7 @@ def test_terminal_hang_up_ends_the_cockpit_and_cleans_up(
 ) -> None:
     """The ssh session drops: the cockpit must end, not live on unseen with its simulators."""
     demo = start(demo_factory, tmp_path, (100, 30))
-    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    wait_overview(demo.session)
     pid = demo.session.pid
     demo.session.kill()  # the terminal goes away: SIGHUP (and SIGCONT) to the cockpit
     deadline = time.monotonic() + STALL_S - 2
@@ -260,7 +286,7 @@ def test_terminal_hang_up_ends_the_cockpit_and_cleans_up(
 
 def test_sigterm_quits_at_once(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (100, 30))
-    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    wait_overview(demo.session)
     os.kill(demo.session.pid, signal.SIGTERM)
     # Well inside the 5 s refresh period: the signal wakes the app, not its next timer.
     assert demo.session.wait_exited(timeout=4) == 128 + signal.SIGTERM
@@ -272,7 +298,7 @@ def test_a_killed_cockpit_leaves_no_simulator_and_no_files(
 ) -> None:
     """SIGKILL runs no handler; the simulators, a process of their own, see their stdin close."""
     demo = start(demo_factory, tmp_path, (100, 30))
-    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    wait_overview(demo.session)
     children = Path(f"/proc/{demo.session.pid}/task/{demo.session.pid}/children").read_text()
     (simulators,) = map(int, children.split())
     assert "cockpit.demo" in Path(f"/proc/{simulators}/cmdline").read_text()
@@ -289,14 +315,14 @@ def test_prometheus_asked_for_but_missing_is_said_on_screen(
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     demo = start(demo_factory, tmp_path, (120, 36), "--prometheus", PATH=str(empty))
-    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    wait_overview(demo.session)
     screen = demo.session.wait_for_text("prometheus is not on PATH", timeout=5.0)
     assert "the lanes are scraped" in screen, screen
 
 
 def test_no_color_draws_without_colour(demo_factory: list[Demo], tmp_path: Path) -> None:
     demo = start(demo_factory, tmp_path, (100, 30), NO_COLOR="1")
-    wait_figures(demo.session, HIT_RATE, PREFILL_RATE)
+    wait_overview(demo.session)
     screen = demo.session.capture(escapes=True)
     assert "\x1b[" in screen, "capture-pane -e shows styles (bold) at least"
     assert colour_codes(screen) == set()
