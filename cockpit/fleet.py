@@ -218,6 +218,9 @@ START = "start"
 """Plan key: when the lane's data starts in the window (its rates are over the part covered)."""
 LEGACY = "legacy"
 """Plan key: the lane has vLLM's pre-0.12 KV gauge and not the new one (`vllm-legacy`)."""
+SPECULATION = ("spec_drafts", "spec_accepted")
+"""Asked of SGLang only: its step is time per token × tokens per step, where vLLM's is the
+ITL mean whatever it drafts (`decode_pace`)."""
 QUANTILE = 0.95
 _INF = 'label_replace(vector(1), "le", "+Inf", "", "")'
 
@@ -231,7 +234,8 @@ class FleetPlan:
     query: str
     figs: Mapping[str, Mapping[str, str]]
     """Dialect -> plan key (RAW_KEYS, TTFT_P95, TTFT_ABOVE, NEWEST, START) -> the `fig`
-    label of its sample; one expression is asked once when dialects read it alike."""
+    label of its sample (a number); one expression is asked once when dialects read it
+    alike."""
     unavailable: Mapping[str, Mapping[str, str]]
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
@@ -244,15 +248,17 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     (<label>) (...)` (`promql.spec_expression`, the lane panes' own PromQL), `fig`-labelled
     as `combined_query` does; `match` narrows the series (`namespace="llm"`). One sample per
     lane and fig: the TTFT p95 is the server's `histogram_quantile` (the algorithm
-    `cockpit.quantiles` copies), not a bucket vector per lane."""
-    window = promql_duration(window_s)
-    exprs: dict[str, str] = {}
-    named: dict[str, str] = {}
+    `cockpit.quantiles` copies), not a bucket vector per lane.
 
-    def ask(fig: str, expression: str) -> str:
-        name = named.setdefault(expression, fig)
-        exprs[name] = expression
-        return name
+    The answer is most of a refresh's cost (the server encodes it, the client decodes it):
+    a fig is a short number, not a name, since every sample repeats it, and an expression the
+    reading doesn't use (vLLM's draft counters) is not asked."""
+    window = promql_duration(window_s)
+    figs_of: dict[str, str] = {}
+    """Expression -> its fig (an expression two dialects share is asked once)."""
+
+    def ask(expression: str) -> str:
+        return figs_of.setdefault(expression, str(len(figs_of)))
 
     figs: dict[str, Mapping[str, str]] = {}
     unavailable: dict[str, Mapping[str, str]] = {}
@@ -260,29 +266,29 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
         specs = lane_specs(dialect)
         keys: dict[str, str] = {}
         for key in RAW_KEYS:
+            if key in SPECULATION and dialect != "sglang":
+                continue
             expression = promql.spec_expression(specs[key], match, window, by=label)
             if expression is not None:
-                keys[key] = ask(f"{dialect}/{key}", expression)
+                keys[key] = ask(expression)
         buckets = promql.spec_expression(specs["ttft"], match, window, by=label)
         if buckets is not None:
-            p95 = f"histogram_quantile({QUANTILE}, {buckets})"
-            keys[TTFT_P95] = ask(f"{dialect}/{TTFT_P95}", p95)
-            keys[TTFT_ABOVE] = ask(f"{dialect}/{TTFT_ABOVE}", _past_buckets(buckets, label))
+            keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {buckets})")
+            keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
         presence = presence_metric(dialect) + selector_with(match)
-        keys[NEWEST] = ask(f"{dialect}/{NEWEST}", f"max by ({label}) (timestamp({presence}))")
-        start = promql.data_start_expression(dialect, match, window_s, by=label)
-        keys[START] = ask(f"{dialect}/{START}", start)
+        keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
+        keys[START] = ask(promql.data_start_expression(dialect, match, window_s, by=label))
         figs[dialect] = frozen_map(keys)
         unavailable[dialect] = frozen_map(
             {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
         )
     up = "up" + promql.selector_without(match, "model_name")
     state = {
-        LEGACY: ask(LEGACY, _legacy(label, match)),
-        promql.TARGETS: ask(promql.TARGETS, f"count by ({label}) ({up})"),
-        promql.TARGETS_UP: ask(promql.TARGETS_UP, f"sum by ({label}) ({up})"),
+        LEGACY: ask(_legacy(label, match)),
+        promql.TARGETS: ask(f"count by ({label}) ({up})"),
+        promql.TARGETS_UP: ask(f"sum by ({label}) ({up})"),
     }
-    query = promql.combined_query(exprs)
+    query = promql.combined_query({fig: expression for expression, fig in figs_of.items()})
     return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
 
 
@@ -306,24 +312,26 @@ def _legacy(label: str, match: str) -> str:
 
 # --- reading the answer -----------------------------------------------------------------
 
-Found = Mapping[str, Mapping[str, dict[str, Any]]]
-"""lane -> fig -> its one sample."""
+Samples = Mapping[str, float | Missing]
+"""fig -> the value of its one sample (or why it is not a number)."""
+Found = Mapping[str, Samples]
+"""lane -> its samples."""
 
 
 def index_answer(result: list[dict[str, Any]], label: str) -> Found:
-    """The answer's samples by lane and `fig` (series without the label are left out)."""
-    found: dict[str, dict[str, dict[str, Any]]] = {}
+    """The answer's values by lane and `fig` (series without the label are left out), each
+    sample read once."""
+    found: dict[str, dict[str, float | Missing]] = {}
     for sample in result:
         metric = sample.get("metric") or {}
         lane = metric.get(label)
         if lane is not None:
-            found.setdefault(lane, {})[metric.get("fig", "")] = sample
+            found.setdefault(lane, {})[metric.get("fig", "")] = promql.sample_value(sample)
     return found
 
 
-def _number(samples: Mapping[str, dict[str, Any]], fig: str | None) -> float | None:
-    sample = samples.get(fig or "")
-    value = None if sample is None else promql.sample_value(sample)
+def _number(samples: Samples, fig: str) -> float | None:
+    value = samples.get(fig)
     return value if isinstance(value, float) else None
 
 
@@ -333,7 +341,7 @@ def engine_lanes(plan: FleetPlan, found: Found) -> set[str]:
     return {lane for lane, samples in found.items() if not samples.keys() <= state}
 
 
-def lane_dialect(plan: FleetPlan, samples: Mapping[str, dict[str, Any]]) -> str:
+def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
     """A lane's engine by the series it has now, else SGLang when its window has SGLang's
     (empty: not known from this answer)."""
     if plan.figs["sglang"][NEWEST] in samples:
@@ -359,20 +367,18 @@ _INPUTS: Mapping[str, tuple[str, ...]] = {
 """Column -> the raw keys whose reasons say why it is missing."""
 
 
-def lane_row(
-    plan: FleetPlan, samples: Mapping[str, dict[str, Any]], lane: str, dialect: str, end: float
-) -> FleetRow:
+def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
     """One lane's row at `end` from its samples (`index_answer(...)[lane]`): each column as
     the lane panes define it (`figures.lane_figures`, `decode_pace`, `quantiles`; a test holds
     them equal), its state from its live series and its scrape targets (`up`, where that
     carries the label)."""
     figs = plan.figs[dialect]
-    raw = {key: promql.sample_value(samples[fig]) for key, fig in figs.items() if fig in samples}
+    raw = {key: samples[fig] for key, fig in figs.items() if fig in samples}
     v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
     newest, start = v(NEWEST), v(START)
     window = plan.window_s
-    if start is not None and start > end - window:  # a lane younger than the window
-        window = promql.window_coverage([samples[figs[START]]], end, window)[0] or window
+    if start is not None and start > end - window + promql.subquery_step(window):
+        window = max(end - start, 0.0) or window  # a lane younger than the window
     values = {
         "running_now": v("running_now"),
         "waiting_now": v("waiting_now"),
@@ -440,9 +446,7 @@ def _decode_share(prefill: float | None, decode: float | None) -> float | None:
     return None if prefill is None or decode is None else divide(decode, prefill + decode)
 
 
-def _state(
-    plan: FleetPlan, samples: Mapping[str, dict[str, Any]], live: bool
-) -> tuple[bool | None, str]:
+def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, str]:
     """Up (True), down (False, and why) or gone (None): no live sample and no scrape target."""
     targets = _number(samples, plan.state[promql.TARGETS])
     targets_up = _number(samples, plan.state[promql.TARGETS_UP])
