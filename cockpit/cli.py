@@ -407,6 +407,7 @@ def command_demo(args: argparse.Namespace) -> int:
         hardware, models = _profiles()
         config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
         lanes, ledger = build_feeds(config)
+        ready.warm(lanes)  # the simulated warm start, as if scraped: the trend from the first frame
         fleet = fleet_feed(config, lanes)
         return Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note, fleet=fleet)
 

@@ -17,9 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from cockpit.poller import LaneFeed
 
 READY_TIMEOUT_S = 30.0
 """Long enough for a real Prometheus to come up (`cockpit demo --prometheus`)."""
@@ -36,6 +39,18 @@ class DemoReady(NamedTuple):
     """The cockpit's config for the simulators, as YAML (parse_config reads it)."""
     note: str
     """Something the user should know, such as why no Prometheus runs; empty if nothing."""
+    history: Mapping[str, Sequence[tuple[float, str]]]
+    """Lane name -> (time, exposition) of its simulated warm start, oldest first."""
+
+    def warm(self, lanes: Sequence[LaneFeed]) -> None:
+        """Give each directly scraped lane its warm start, as if it had been scraped all along
+        (its first frame then has the warm start's trend)."""
+        from cockpit.feeds import ScrapeLaneFeed
+
+        for feed in lanes:
+            if isinstance(feed, ScrapeLaneFeed):
+                for at, text in self.history.get(feed.name, ()):
+                    feed.source.ingest(text, at)
 
 
 class DemoProcess:
@@ -76,8 +91,12 @@ class DemoProcess:
             self._folder = Path(answer["folder"])
             # YAML from the data, not the JSON text: YAML 1.1 reads `1e-05` as a string
             config = yaml.safe_dump(answer["config"], sort_keys=False)
-            return DemoReady(config, str(answer.get("note") or ""))
-        except (ValueError, TypeError, KeyError):
+            history = {
+                str(lane): [(float(at), str(text)) for at, text in scrapes]
+                for lane, scrapes in (answer.get("history") or {}).items()
+            }
+            return DemoReady(config, str(answer.get("note") or ""), history)
+        except (ValueError, TypeError, KeyError, AttributeError):
             raise DemoProcessError(
                 f"the demo's simulators answered {line[:120]!r} instead of their config"
             ) from None

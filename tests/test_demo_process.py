@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -16,6 +17,8 @@ import pytest
 
 from cockpit.config import parse_config
 from cockpit.demo_process import DemoProcess, DemoProcessError
+from cockpit.feeds import build_feeds
+from cockpit.model import LaneTotals
 from cockpit.profiles import hardware_profiles, model_profiles
 from tests.conftest import REPO
 from tests.test_demo import Scrape, get
@@ -172,3 +175,37 @@ def test_simulators_that_do_not_stop_are_killed_with_what_they_started(tmp_path:
     assert simulators.returncode == -signal.SIGKILL
     assert wait_until(lambda: ended(child)), "the simulators' child was killed too"
     assert not folder.exists()
+
+
+def test_the_demos_first_lane_read_has_the_trend_of_its_warm_start(tmpdir_env: Path) -> None:
+    """The simulators hand over each lane's warm start (an exposition every 15 s of it); the
+    cockpit's lanes take them in as scrapes, so the first read's trend covers those 5 minutes:
+    a point at every 15 s step from the second scrape of the warm start on."""
+    simulators = DemoProcess.start()
+    try:
+        ready = simulators.ready()
+        profiles = hardware_profiles(), model_profiles()
+        config = parse_config(ready.config_text, "<cockpit demo>", *profiles)
+        lanes, _ = build_feeds(config)
+        ready.warm(lanes)
+
+        async def first_read() -> LaneTotals:
+            try:
+                return await lanes[0].read(300.0, None)
+            finally:
+                for lane in lanes:
+                    await lane.close()
+
+        totals = asyncio.run(first_read())
+    finally:
+        simulators.stop()
+    scraped = [at for at, _ in ready.history[totals.lane]]
+    assert len(scraped) == 20 and scraped[-1] - scraped[0] == 285, "5 min, one every 15 s"
+    trend = totals.trend
+    assert trend is not None and trend.step_s == 15
+    times = [trend.end - 15 * (len(trend.series["running"]) - 1 - i) for i in range(20)]
+    covered = [i for i, t in enumerate(times) if scraped[0] + 15 <= t <= scraped[-1]]
+    assert len(covered) >= 18, f"the warm start lies in the window: {times}, {scraped}"
+    for key in ("generation_tok_s", "hit_rate", "ttft_p95", "running", "kv_usage"):
+        points = trend.series[key]
+        assert all(points[i] is not None for i in covered), f"{key}: {points}"

@@ -65,6 +65,8 @@ class Demo:
     presets: tuple[str, ...] = ("gb300-dsv4", "h100-llama8b")
     seed: int | None = 0
     warm_start: float = 300.0
+    record_every: int = 0
+    """Keep each lane's exposition every this many seconds of its warm start (0: none)."""
     with_prometheus: bool = False
     history_sessions: int = 200
     folder: Path | None = None
@@ -90,7 +92,9 @@ class Demo:
         try:
             for i, name in enumerate(self.presets):
                 seed = None if self.seed is None else self.seed + i
-                lane = SimulatedLane(name, seed=seed, warm_start=self.warm_start)
+                lane = SimulatedLane(
+                    name, seed=seed, warm_start=self.warm_start, record_every=self.record_every
+                )
                 self.lanes[name] = lane
                 self.lane_urls[name] = lane.start()
             self.hermes = SimulatedHermes(

@@ -3,9 +3,10 @@
 `cockpit demo` starts this, as a real engine and agent run apart from the cockpit that watches
 them. It starts the simulated lanes and Hermes (and Prometheus with `--prometheus`) and writes
 one JSON line to stdout: `{"folder": <its temp folder>, "config": <the cockpit's config data>,
-"note": <what to tell the user>}`. Then it runs until its stdin closes: when the cockpit quits,
-and also when the cockpit is killed. Then it stops everything and removes its temp folder. If
-it can't start, it exits 1 with the reason as the last line on stderr.
+"note": <what to tell the user>, "history": <each lane's name: [time, exposition] pairs of its
+warm start, when the cockpit scrapes the lanes itself>}`. Then it runs until its stdin closes:
+when the cockpit quits, and also when the cockpit is killed. Then it stops everything and
+removes its temp folder. If it can't start, it exits 1 with the reason as the last line on stderr.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from types import FrameType
 
 from cockpit.demo import Demo, demo_config_data
 
+RECORD_EVERY_S = 15
+"""The warm start's expositions handed to the cockpit: one every trend step of a 5 min window."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -30,12 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prometheus", action="store_true", help="a real Prometheus too")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    demo = Demo(with_prometheus=args.prometheus).start()  # if it raises, the last line says why
+    record_every = 0 if args.prometheus else RECORD_EVERY_S  # Prometheus scrapes from its start
+    demo = Demo(record_every=record_every, with_prometheus=args.prometheus)
+    demo.start()  # if it raises, the last line says why
     try:
         ready = {
             "folder": str(demo.folder),
             "config": demo_config_data(demo),
             "note": demo.prometheus_note,
+            "history": {name: lane.warm_history for name, lane in demo.lanes.items()},
         }
         with contextlib.suppress(BrokenPipeError):  # the cockpit is already gone
             sys.stdout.write(json.dumps(ready) + "\n")

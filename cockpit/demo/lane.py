@@ -293,8 +293,10 @@ class SimulatedLane:
     """A vLLM V1 lane on a free loopback port whose metrics advance with time.
 
     `warm_start` seconds of traffic are simulated at construction, so counters are non-zero
-    from the first scrape. `start()` serves `/metrics` and steps the simulation in a daemon
-    thread every `interval` seconds; `step(dt)` advances it by hand (tests, benchmarks).
+    from the first scrape; with `record_every`, its exposition every that many seconds of it is
+    kept in `warm_history` (a scraper given them has the warm start's trend at once).
+    `start()` serves `/metrics` and steps the simulation in a daemon thread every `interval`
+    seconds; `step(dt)` advances it by hand (tests, benchmarks).
     """
 
     def __init__(
@@ -303,6 +305,7 @@ class SimulatedLane:
         *,
         seed: int | None = 0,
         warm_start: float = 300.0,
+        record_every: int = 0,
         interval: float = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -318,9 +321,13 @@ class SimulatedLane:
         self._server_thread: threading.Thread | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_LaneCollector(self))
+        self.warm_history: list[tuple[float, str]] = []
+        """(time, exposition) every `record_every` seconds of the warm start, oldest first."""
         whole = int(warm_start)
-        for _ in range(whole):
+        for second in range(1, whole + 1):
             self._state.advance(1.0)
+            if record_every and second % record_every == 0:
+                self.warm_history.append((self._state.now, self.render()))
         self._state.advance(warm_start - whole)
 
     @property
