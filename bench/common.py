@@ -29,8 +29,15 @@ COCKPIT = str(VENV_BIN / "cockpit")
 PYTHON = sys.executable
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-PLACEHOLDERS = ("waiting for the first read", "reading…", "starting…")
-"""Text on screen while a pane or the status line has no data yet."""
+PLACEHOLDERS = ("waiting for the first read", "reading…", "starting…", "reading the fleet…")
+"""Text on screen while a pane, the status line or the overview has no data yet."""
+OVERVIEW_SUBJECTS = ("cockpit on Prometheus, overview", "cockpit on /metrics, overview")
+"""The cockpit on the demo's two lanes listed in a config: it opens on their overview."""
+PANES_SUBJECTS = ("cockpit on Prometheus, lane panes", "cockpit on /metrics, lane panes")
+"""The cockpit on a config listing one of them: it opens on the lane's panes."""
+TARGETED = (*PANES_SUBJECTS, *OVERVIEW_SUBJECTS)
+"""The subjects the start-up and idle targets hold for (`cockpit demo`, which also starts its
+simulators, is shown for reference)."""
 
 
 def spread(values: Sequence[float], digits: int = 4) -> dict[str, float]:
@@ -238,7 +245,8 @@ def demo_sources(with_prometheus: bool = False) -> Iterator[tuple[Any, Path]]:
 def compared_subjects() -> Iterator[tuple[Path, dict[str, list[str]]]]:
     """A temp folder and the commands the start-up and idle benchmarks compare, in this order:
     a bare Textual app, `cockpit demo`, and the cockpit on external sources (the demo's
-    simulators in this process), through a real Prometheus and by direct scrape."""
+    simulators in this process), through a real Prometheus and by direct scrape, on the
+    overview of both lanes and on the panes of one."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         demo_sources(with_prometheus=True) as (demo, prom_config),
@@ -250,10 +258,22 @@ def compared_subjects() -> Iterator[tuple[Path, dict[str, list[str]]]]:
             {
                 "bare Textual app": [PYTHON, "-m", "bench._bare"],
                 "cockpit demo": [COCKPIT, "demo"],
-                "cockpit on Prometheus": [COCKPIT, "--config", str(prom_config)],
-                "cockpit on /metrics": [COCKPIT, "--config", str(scrape_config)],
+                OVERVIEW_SUBJECTS[0]: [COCKPIT, "--config", str(prom_config)],
+                OVERVIEW_SUBJECTS[1]: [COCKPIT, "--config", str(scrape_config)],
+                PANES_SUBJECTS[0]: [COCKPIT, "--config", str(first_lane_only(prom_config))],
+                PANES_SUBJECTS[1]: [COCKPIT, "--config", str(first_lane_only(scrape_config))],
             },
         )
+
+
+def first_lane_only(config: Path) -> Path:
+    """Beside `config`, the same config with its first lane only."""
+    import yaml
+
+    data = yaml.safe_load(config.read_text())
+    one = config.with_name("one-lane.yaml")
+    one.write_text(yaml.safe_dump({**data, "lanes": data["lanes"][:1]}, sort_keys=False))
+    return one
 
 
 def wait_prometheus_rates(url: str, job: str, timeout: float = 20.0) -> None:

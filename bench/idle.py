@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
+    TARGETED,
     compared_subjects,
     cpu_seconds,
     load_average,
@@ -36,7 +37,6 @@ RSS_TARGET_MB = 64.0
 SETTLE_S = 10.0
 MEASURE_S = 60.0
 RUNS = 3
-TARGETED = ("cockpit on /metrics", "cockpit on Prometheus")
 
 
 def one_run(subjects: dict[str, list[str]], folder: Path, seconds: float) -> dict[str, Any]:
