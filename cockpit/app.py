@@ -1,60 +1,35 @@
-"""The Textual app: lane and window state, one polling worker per source, keys, layout.
+"""The Textual app: lane and window state, the keys, the layout, the command palette.
 
-Each source is polled by an exclusive worker that runs one `Poller.cycle()` and posts the
-snapshot as a message; its handler shows it and arms the next cycle with `set_timer`, so reads
-of one source never overlap. Handlers never await I/O: a key is answered at once however slow
-a source is. A cycle started for an older lane, window or filter is cancelled, and its answer,
-if already posted, is known by its epoch and dropped.
+Its parts live beside it, each a base of the app: the panes drawn from the snapshots and the
+keys among them (`app_panes`), the sources' polling (`app_polling`), the fleet's overview
+(`app_fleet`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from contextlib import suppress
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
-from textual import on
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import ScrollableContainer, VerticalScroll
-from textual.content import Content
-from textual.css.query import NoMatches
+from textual.containers import VerticalScroll
 from textual.markup import escape
-from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
+from cockpit.app_fleet import FleetOverview
+from cockpit.app_panes import PANE_FOCUS
+from cockpit.app_polling import LaneRead, LedgerRead, Polling
 from cockpit.benchprobe import Probe
 from cockpit.config import Config
-from cockpit.feeds import build_lane_feeds
-from cockpit.fleet import lane_config
 from cockpit.fleet_poller import FleetFeed, FleetPoller
-from cockpit.health import check, rule_lines
-from cockpit.ledger_figures import for_lane, lane_models
+from cockpit.health import rule_lines
 from cockpit.lifecycle import resume_only_after_suspend
-from cockpit.poller import (
-    MAX_DELAY_S,
-    Clocks,
-    LaneFeed,
-    LanePoller,
-    LedgerFeed,
-    LedgerPoller,
-    close_all,
-)
+from cockpit.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller, close_all
 from cockpit.receipts import receipt_name, receipts_folder, write_receipt
-from cockpit.screens import (
-    DetailsScreen,
-    HelpScreen,
-    LedgerTablesScreen,
-    ModelFilterScreen,
-    details_blocks,
-)
+from cockpit.screens import HelpScreen, ModelFilterScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import (
     DEFAULT_THEME,
@@ -64,21 +39,10 @@ from cockpit.themes import (
     ansi_color_setting,
     next_theme,
 )
-from cockpit.widgets import (
-    CacheGauge,
-    PhaseBar,
-    PrefillPane,
-    RatiosPane,
-    SpendPane,
-    StatusLine,
-    StatusView,
-)
-from cockpit.widgets.fleet import FleetScreen
-from cockpit.widgets.folds import NO_LANE, NO_LEDGER, NO_PROFILE, FoldNotes
+from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
+from cockpit.widgets.folds import FoldNotes
 from cockpit.widgets.grid import PaneGrid
-from cockpit.widgets.pane import Pane
 from cockpit.widgets.roofline import RooflinePane
-from cockpit.widgets.status import source_status
 from cockpit.widgets.tables import LedgerTables
 from cockpit.widgets.tails import TailsPane
 from cockpit.widgets.trends import TrendsPane
@@ -87,10 +51,6 @@ from cockpit.widgets.vitals import HealthLine, VitalStrip
 MIN_WIDTH = 40
 MIN_HEIGHT = 12
 TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
-DETAILED = (VitalStrip, Pane)
-"""What the arrows focus, in turn, and enter or i opens the figures of."""
-PANE_FOCUS = (*DETAILED, ScrollableContainer)
-"""Where the arrows move between panes: a pane, or the scrolling body around them."""
 
 
 @runtime_checkable
@@ -100,48 +60,7 @@ class ListsModels(Protocol):
     async def model_names(self) -> Sequence[str]: ...
 
 
-@dataclass
-class LaneRead(Message):
-    """A lane cycle ended. A newer one replaces it if not handled yet."""
-
-    snapshot: LaneSnapshot
-    epoch: int
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LaneRead)
-
-
-@dataclass
-class LedgerRead(Message):
-    """A ledger cycle ended. A newer one replaces it if not handled yet."""
-
-    snapshot: LedgerSnapshot
-    epoch: int
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LedgerRead)
-
-
-@dataclass
-class _Polling:
-    """One source's polling: the current cycle's epoch and the timer armed for the next."""
-
-    epoch: int = 0
-    timer: Timer | None = None
-
-    def disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.stop()
-            self.timer = None
-
-    def restart(self) -> int:
-        """No timer armed, answers of cycles out dropped from now on: the new cycle's epoch."""
-        self.disarm()
-        self.epoch += 1
-        return self.epoch
-
-
-class CockpitApp(App[None]):
+class CockpitApp(FleetOverview):
     """The cockpit: status line, six panes (prefill first), the keys."""
 
     CSS_PATH = str(STYLESHEET)
@@ -230,22 +149,20 @@ class CockpitApp(App[None]):
         self.lane_index = 0
         self.window = config.window
         self.paused = False
-        self.lane_snapshot: LaneSnapshot | None = None
-        self.ledger_snapshot: LedgerSnapshot | None = None
-        self._lane_seen: dict[tuple[int, str], LaneSnapshot] = {}
-        self._ledger_seen: dict[str, LedgerSnapshot] = {}
-        self._lane = _Polling()
-        self._ledger = _Polling()
+        self.lane_snapshot = None
+        self.ledger_snapshot = None
+        self._lane_seen = {}
+        self._ledger_seen = {}
+        self._lane = Polling()
+        self._ledger = Polling()
         self._probe = Probe.from_env()
-        self._home: Screen[object] | None = None
-        """The panes' screen (under the help or the model filter when they are open)."""
+        self._home = None
         self.fleet_poller = (
             FleetPoller(fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
             if fleet is not None
             else None
         )
-        self._overview: FleetScreen | None = None
-        """The fleet's overview (with a fleet feed): the cockpit opens on it."""
+        self._overview = None
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -293,12 +210,7 @@ class CockpitApp(App[None]):
         # changes: all of it, at once.
         self.app_resume_signal.subscribe(self, lambda _: self.refresh(layout=True))
         self._show()
-        if self.fleet_poller is not None:
-            folder = self.export_dir or receipts_folder(self.config.export_dir)
-            health, wall = self.config.health, self.clocks.wall
-            self._overview = FleetScreen(self.fleet_poller, self, health, folder, wall)
-            self.install_screen(self._overview, "fleet")
-            self.action_overview()
+        self.open_on_overview()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -308,184 +220,6 @@ class CockpitApp(App[None]):
         await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
         if self.fleet_poller is not None:
             await self.fleet_poller.feed.aclose()
-
-    # --- state as the user sees it -----------------------------------------------------------
-
-    @property
-    def ledger_window(self) -> str:
-        return self.config.ledger_window or self.window
-
-    @property
-    def lane_name(self) -> str:
-        if not self.lane_feeds:
-            return "no lane"
-        return self.lane_feeds[self.lane_index].name
-
-    def lane_ledger(self) -> LedgerSnapshot | None:
-        """The ledger as the lane's panes show it: the lane's own models only (its config's
-        `ledger_models`, else the `m` filter's model), or the whole ledger."""
-        if not self.lane_feeds:
-            return self.ledger_snapshot
-        feed = self.lane_feeds[self.lane_index]
-        named = {lane.name: lane.ledger_models for lane in self.config.lanes}
-        models = lane_models(named.get(feed.name, ()), feed.model_filter)
-        return for_lane(self.ledger_snapshot, models, self.config.prices)
-
-    def status_view(self) -> StatusView:
-        lane, ledger = self.lane_snapshot, self.ledger_snapshot
-        sources = [source_status("lane", lane)] if self.lane_feeds else []
-        sources += [source_status("ledger", ledger)] if self.ledger_poller else []
-        read = [snapshot.totals for snapshot in (lane, ledger) if snapshot and snapshot.totals]
-        return StatusView(
-            lane=self.lane_name,
-            index=self.lane_index + 1 if self.lane_feeds else 0,
-            count=len(self.lane_feeds),
-            window=self.window,
-            ledger_window=self.ledger_window if self.ledger_poller else None,
-            evaluated_at=read[0].end if read else None,
-            replay_at=self.replay_at,
-            sources=tuple(sources),
-            paused=self.paused,
-            model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
-            coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
-        )
-
-    def _show_status(self) -> None:
-        if self._home is not None:
-            self._home.query_one(StatusLine).show(self.status_view())
-
-    def _show(self) -> None:
-        """The status line and every pane, from the current snapshots. A pane whose view is
-        unchanged is not redrawn."""
-        lane, ledger = self.lane_snapshot, self.lane_ledger()
-        has_lane, has_ledger = bool(self.lane_feeds), self.ledger_poller is not None
-        home = self._home
-        if home is None:
-            return
-        # NoMatches: a read that ends while the app quits finds its panes gone.
-        feed = self.lane_feeds[self.lane_index] if has_lane else None
-        has_profile = feed is not None and feed.hardware is not None and feed.model is not None
-        with self.batch_update(), suppress(NoMatches):
-            home.query_one(StatusLine).show(self.status_view())
-            findings = check(lane, self.config.health) if lane is not None else None
-            home.query_one(VitalStrip).show(lane, has_lane, findings or ())
-            home.query_one(HealthLine).show(findings)
-            home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
-            home.query_one(PrefillPane).show(lane, has_lane)
-            home.query_one(PhaseBar).show(lane, has_lane)
-            home.query_one(TailsPane).show(lane, has_lane)
-            home.query_one(TrendsPane).show(lane, has_lane)
-            home.query_one(RooflinePane).show(lane.roofline() if lane else None)
-            home.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
-            home.query_one(SpendPane).show(ledger, has_ledger)
-            home.query_one(LedgerTables).show(ledger, has_ledger)
-            # What has no source folds into one line saying how to add it.
-            folds = {"-no-lane": not has_lane, "-no-ledger": not has_ledger}
-            folds["-no-profile"] = has_lane and not has_profile
-            for name, folded in folds.items():
-                home.set_class(folded, name)
-            notes = zip(folds.values(), (NO_LANE, NO_LEDGER, NO_PROFILE), strict=True)
-            home.query_one(FoldNotes).show(tuple(note for folded, note in notes if folded))
-
-    # --- polling ------------------------------------------------------------------------------
-
-    def _read_lane(self) -> None:
-        """Start a lane cycle now; one still out for an older state is cancelled."""
-        epoch = self._lane.restart()
-        if self.overview_open:  # the overview reads the whole fleet instead
-            if self._overview is not None:
-                self._overview.read_now()
-            return
-        if not self.lane_pollers:
-            return
-        poller, window = self.lane_pollers[self.lane_index], self.window
-
-        async def cycle() -> None:
-            self.post_message(LaneRead(await poller.cycle(window), epoch))
-
-        self._run_cycle(cycle, "lane", f"read lane {poller.feed.name} over {window}")
-
-    def _read_ledger(self) -> None:
-        epoch = self._ledger.restart()
-        poller = self.ledger_poller
-        if poller is None:
-            return
-        window = self.ledger_window
-
-        async def cycle() -> None:
-            self.post_message(LedgerRead(await poller.cycle(window), epoch))
-
-        self._run_cycle(cycle, "ledger", f"read the agent ledger over {window}")
-
-    def _run_cycle(
-        self, cycle: Callable[[], Coroutine[None, None, None]], group: str, description: str
-    ) -> Worker[None]:
-        """The source's one worker: starting it cancels the one out, if any."""
-        return self.run_worker(
-            cycle, group=group, description=description, exclusive=True, exit_on_error=False
-        )
-
-    def _arm(self, polling: _Polling, delay: float, read: Callable[[], None], fresh: bool) -> None:
-        """Arm the next cycle, unless paused or a replayed moment was read well: it doesn't
-        move, so it is read again only to recover from a failure."""
-        if not self.paused and (self.replay_at is None or not fresh):
-            polling.timer = self.set_timer(delay, read)
-
-    def on_lane_read(self, message: LaneRead) -> None:
-        if message.epoch != self._lane.epoch:
-            return
-        snapshot = self.lane_snapshot = message.snapshot
-        self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
-        self._show()
-        self._probe_refresh()
-        delay = self.lane_pollers[self.lane_index].delay
-        self._arm(self._lane, delay, self._read_lane, snapshot.freshness.state == "ok")
-
-    def on_ledger_read(self, message: LedgerRead) -> None:
-        if message.epoch != self._ledger.epoch or self.ledger_poller is None:
-            return
-        snapshot = self.ledger_snapshot = message.snapshot
-        self._ledger_seen[snapshot.window] = snapshot
-        self._show()
-        self._probe_refresh()
-        delay = self.ledger_poller.delay
-        self._arm(self._ledger, delay, self._read_ledger, snapshot.freshness.state == "ok")
-
-    def _probe_refresh(self) -> None:
-        """With `COCKPIT_BENCH_PROBE` set: note the first frame with every pane's data, tasks."""
-        probe = self._probe
-        if probe is None:
-            return
-        probe.tasks()
-        lane_ready = not self.lane_feeds or (
-            self.lane_snapshot is not None and self.lane_snapshot.figures is not None
-        )
-        if self.overview_open and self._overview is not None:  # the overview's rows instead
-            lane_ready = self._overview.snapshot is not None
-        ledger_ready = self.ledger_poller is None or (
-            self.ledger_snapshot is not None and self.ledger_snapshot.figures is not None
-        )
-        if lane_ready and ledger_ready and not probe.first_frame_seen:
-            self.call_after_refresh(probe.first_frame)
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        """A cycle that raised (a bug, not a source failure): say so and keep polling."""
-        if event.state != WorkerState.ERROR:
-            return
-        worker = event.worker
-        self.notify(
-            f"{worker.description}: {worker.error}",
-            title="refresh failed",
-            severity="error",
-            markup=False,
-        )
-        if self.paused:
-            return
-        if worker.group == "lane":
-            self._lane.timer = self.set_timer(MAX_DELAY_S, self._read_lane)
-        elif worker.group == "ledger":
-            self._ledger.timer = self.set_timer(MAX_DELAY_S, self._read_ledger)
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -584,28 +318,6 @@ class CockpitApp(App[None]):
         focused = self.focused
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
-    def _detailed(self) -> list[Widget]:
-        return [widget for widget in self.screen.focus_chain if isinstance(widget, DETAILED)]
-
-    def action_focus_pane(self, step: int) -> None:
-        panes, focused = self._detailed(), self.focused
-        if panes:
-            start = panes.index(focused) if focused in panes else (-1 if step > 0 else 0)
-            panes[(start + step) % len(panes)].focus()
-
-    def action_details(self) -> None:
-        """The focused pane's figures (the vital strip's when no pane is focused)."""
-        panes, focused = self._detailed(), self.focused
-        pane = focused if focused in panes else panes[0] if panes else None
-        if pane is None:
-            return
-        name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
-        body = details_blocks(pane, self.lane_snapshot, self.ledger_snapshot)
-        self.push_screen(DetailsScreen(f"{Content(name).plain}: details", body))
-
-    def action_ledger_tables(self) -> None:
-        self.push_screen(LedgerTablesScreen(self.ledger_snapshot, self.ledger_poller is not None))
-
     def action_export(self) -> None:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
         # A replay's receipt is named for the moment it shows, not the moment it was written.
@@ -634,52 +346,6 @@ class CockpitApp(App[None]):
         else:
             self.call_from_thread(self.notify, str(written), title="receipt exported", markup=False)
 
-    # --- the fleet's overview -----------------------------------------------------------------
-
-    @property
-    def overview_open(self) -> bool:
-        """The overview is shown (or is about to be, at start): the lane is not polled then."""
-        overview = self._overview
-        return self.fleet_poller is not None and (overview is None or overview in self.screen_stack)
-
-    def action_overview(self) -> None:
-        """Back to the overview from the lane's panes; the fleet is read at once."""
-        if self._overview is None or self._overview in self.screen_stack:
-            return
-        self.push_screen(self._overview)
-        self._read_lane()
-
-    def open_lane(self, name: str) -> None:
-        """Lane `name`'s panes, from the overview: it alone is polled until escape."""
-        names = [feed.name for feed in self.lane_feeds]
-        if name not in names:
-            return
-        if self._overview is not None and self.screen is self._overview:
-            self.pop_screen()
-        self.lane_index = names.index(name)
-        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
-        self._show()
-        self._read_lane()
-
-    def fleet_shown(self) -> None:
-        """The overview drew a fleet read (for the bench probe, as a lane's read does)."""
-        self._probe_refresh()
-
-    def add_lanes(self, names: Sequence[str]) -> None:
-        """Lanes the fleet found that the cockpit has no feed for yet (discovered while it
-        runs): each gets one, on the discovery's server, after the lanes already there."""
-        discover, known = self.config.discover, {feed.name for feed in self.lane_feeds}
-        found = [name for name in names if name not in known]
-        if discover is None or not found:
-            return
-        lanes = tuple(lane_config(discover, name) for name in found)
-        feeds = build_lane_feeds(replace(self.config, lanes=lanes))
-        self.lane_feeds += tuple(feeds)
-        self.lane_pollers += [
-            LanePoller(feed, self.refresh_s, replay_at=self.replay_at, clocks=self.clocks)
-            for feed in feeds
-        ]
-
     # --- command palette ----------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -701,6 +367,8 @@ class CockpitApp(App[None]):
         yield SystemCommand("Refresh now", "Read every source again", self.action_refresh)
         yield SystemCommand("Pause / resume", "Stop or restart polling", self.action_pause)
 
+
+__all__ = ["MIN_HEIGHT", "MIN_WIDTH", "CockpitApp", "LaneRead", "LedgerRead", "make_app"]
 
 make_app = CockpitApp
 """The cockpit app, as the CLI and the tests build it."""

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ItemGrid, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -31,31 +31,41 @@ from cockpit.widgets.vitals import VitalStrip
 KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Lanes and windows", (
         ("1 – 9", "show lane 1 to 9"),
-        ("tab / shift+tab", "next / previous lane"),
-        ("w / W", "next / previous window (5m 1h 6h 24h 7d 30d 90d)"),
-        ("escape", "back to the fleet overview, with several lanes"),
-    )),
-    ("Panes", (
-        ("↓ → / ↑ ←", "focus the next / previous pane (the vital strip first)"),
-        ("enter / i", "the focused pane's figures: definition, query, time, why missing"),
-        ("l", "the ledger tables: per source, per model, per profile"),
+        ("tab", "next lane"),
+        ("shift+tab", "previous lane"),
+        ("w / W", "next / prev window"),
+        ("escape", "back to the overview"),
     )),
     ("Reading", (
         ("r", "refresh now"),
         ("p", "pause / resume polling"),
-        ("m", "filter the lane by model_name (empty: all)"),
-        ("e", "export the current receipt as markdown"),
+        ("m", "filter the lane by model"),
+        ("e", "export the receipt"),
+    )),
+    ("Panes", (
+        ("↓ → / ↑ ←", "next / previous pane"),
+        ("enter / i", "the pane's details"),
+        ("l", "the ledger tables"),
     )),
     ("The cockpit", (
         ("t", "next theme"),
-        ("ctrl+p", "command palette: lanes, windows, export, themes"),
+        ("ctrl+p", "command palette"),
         ("?", "this help"),
         ("q / ctrl+c", "quit"),
+    )),
+    ("The overview", (
+        ("enter", "open the lane's panes"),
+        ("s / S", "sort column / reverse"),
+        ("/", "filter lanes by name"),
+        ("c", "column the trend follows"),
+        ("escape", "clear the filter"),
     )),
 )  # fmt: skip
 """Every key, by what it acts on; the footer shows the most used of them."""
 
 KEY_HELP: tuple[tuple[str, str], ...] = tuple(row for _, rows in KEY_GROUPS for row in rows)
+KEY_COLUMN = 32
+"""The narrowest column of keys: two side by side from 80 terminal columns."""
 
 PANE_HELP: tuple[str, ...] = (
     "A dim value is stale: its source failed, the last good value stays",
@@ -66,19 +76,20 @@ PANE_HELP: tuple[str, ...] = (
 )
 
 
-def help_content(rules: Sequence[str] = ()) -> Content:
-    """The keys by group, the health rules (as data: they name configured values), the marks."""
-    width = max(len(key) for key in (k for k, _ in KEY_HELP))
-    lines: list[Content] = []
-    for group, rows in KEY_GROUPS:
-        lines.append(Content.styled(group, "bold $primary"))
-        for key, text in rows:
-            lines.append(Content.assemble((key.ljust(width), "bold $accent"), "  ", text))
-    if rules:
-        lines.append(Content.styled("Health rules", "bold $primary"))
-        lines.extend(Content(visible(rule)) for rule in rules)
-    lines.append(Content(""))
-    lines.extend(Content.styled(line, "$text-muted") for line in PANE_HELP)
+def key_group(group: str, rows: Sequence[tuple[str, str]]) -> Content:
+    """A group's name, then its keys, one a line, with what each does."""
+    width = max(len(key) for key, _ in rows)
+    lines = [Content.styled(group, "bold $primary")]
+    for key, text in rows:
+        lines.append(Content.assemble((key.ljust(width), "bold $accent"), "  ", text))
+    return Content("\n").join(lines)
+
+
+def help_notes(rules: Sequence[str] = ()) -> Content:
+    """The health rules (as data: they name configured values), then what the marks mean."""
+    lines = [Content.styled("Health rules", "bold $primary")] if rules else []
+    lines += [Content(visible(rule)) for rule in rules]
+    lines += [Content(""), *(Content.styled(line, "$text-muted") for line in PANE_HELP)]
     return Content("\n").join(lines)
 
 
@@ -126,22 +137,39 @@ class TextScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = Content(visible(self.title_text))
-            for block, indented in self.blocks:
-                yield Static(block, classes="indented" if indented else "")
+            yield from self.body()
+
+    def body(self) -> ComposeResult:
+        for block, indented in self.blocks:
+            yield Static(block, classes="indented" if indented else "")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
 
 
 class HelpScreen(TextScreen):
-    """Every key, the health rules and what the panes' marks mean; escape, q or ? closes."""
+    """Every key first, its groups side by side when wide enough, then the health rules and
+    what the panes' marks mean; the arrows and page keys scroll it, escape, q or ? close it."""
+
+    DEFAULT_CSS = """
+    HelpScreen ItemGrid {
+        grid-gutter: 0 2;
+        margin-bottom: 1;
+    }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "dismiss", "close", show=False),
     ]
 
     def __init__(self, rules: Sequence[str] = ()) -> None:
-        super().__init__("lane-cockpit keys", [(help_content(rules), False)])
+        keys = [(key_group(group, rows), False) for group, rows in KEY_GROUPS]
+        super().__init__("lane-cockpit keys", [*keys, (help_notes(rules), False)])
+
+    def body(self) -> ComposeResult:
+        groups = [Static(block) for block, _ in self.blocks[: len(KEY_GROUPS)]]
+        yield ItemGrid(*groups, min_column_width=KEY_COLUMN)
+        yield from (Static(block) for block, _ in self.blocks[len(KEY_GROUPS) :])
 
 
 class DetailsScreen(TextScreen):

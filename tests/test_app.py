@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -350,6 +351,24 @@ async def test_question_mark_opens_help_listing_every_key() -> None:
                     assert arrows.get(key, key) in helped, f"{key} is not in the help"
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_at_80x24_the_help_shows_every_key_and_scrolls_to_the_health_rules() -> None:
+    app = make_app(config("lane-a"), [ScriptedLaneFeed()], None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        shown = screen_text(app)
+        for key, text in KEY_HELP:
+            assert re.search(rf"{re.escape(key)} +{re.escape(text)}", shown), (key, shown)
+        last_rule = rule_lines(app.config.health)[-1]
+        assert last_rule not in shown
+        await pilot.press(*["down"] * 30)  # the arrows scroll the help
+        assert last_rule in screen_text(app)
+        await pilot.press("home")
+        assert last_rule not in screen_text(app)
+        await pilot.press("pagedown")
+        assert last_rule in screen_text(app)
 
 
 async def test_q_quits_and_closes_every_feed() -> None:

@@ -1,5 +1,5 @@
-"""The core never imports Textual: only the app, its screens, the panes and the themes do; and
-nothing uses a private part of Textual, plotext or rich."""
+"""The core never imports Textual: only the app (and its parts), its screens, the panes and the
+themes do; and nothing uses a private part of Textual, plotext or rich."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from textual.widget import Widget
 
 REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "cockpit"
-ALLOWED = {CORE / "app.py", CORE / "screens.py"}
+APP_MODULES = ("app.py", "app_panes.py", "app_polling.py", "app_fleet.py", "screens.py")
+"""The app, its parts (each a base of the app's class) and its screens."""
+ALLOWED = {CORE / name for name in APP_MODULES}
 UI_PACKAGES = {"widgets", "themes"}
 """cockpit.widgets and cockpit.themes (widgets/, themes/ through package-dir) are UI."""
 
