@@ -339,13 +339,12 @@ def test_one_listed_lane_opens_on_its_panes_and_several_on_the_overview() -> Non
 async def test_listed_lanes_open_on_the_overview_read_together_their_rows_the_panes_figures() -> (
     None
 ):
-    feeds = [TogetherFeed("lane-a"), TogetherFeed("lane-b", scale=2.0), TogetherFeed("lane-c")]
+    together = asyncio.Barrier(3)
+    feeds = [TogetherFeed(name, together=together) for name in ("lane-a", "lane-b", "lane-c")]
+    feeds[1].scale = 2.0
     feeds[2].failure = SourceDown("connection refused (127.0.0.1:8000)")
     app = listed(*feeds)
     async with app.run_test(size=(160, 48)) as pilot:
-        together = asyncio.Barrier(len(feeds))
-        for feed in feeds:
-            feed.together = together
         await settle(pilot)
         assert isinstance(app.screen, FleetScreen)
         screen = await on_screen(pilot, "3 lanes listed", "1 down")
