@@ -14,6 +14,7 @@ from cockpit.app import CockpitApp, make_app
 from cockpit.cli import effective_config, parse_args
 from cockpit.cli_fleet import fleet_feed
 from cockpit.config import Discover, LaneConfig
+from cockpit.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.fleet import FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
 from cockpit.lifecycle import Setup, build_app
 from cockpit.listed_fleet import ListedFleet
@@ -426,3 +427,41 @@ async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_i
             await pilot.press("escape", "escape")  # the overview, its filter cleared
             await settle(pilot)
     assert fleet.source.requests == 4  # one per visit of the overview, none while a lane is open
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_their_panes_read_them(
+    server: PromServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Three lanes of one server listed in a config file: the overview reads them through the
+    lanes' own feeds (one client for the server), and each lane opened shows its row."""
+    names = ("lane-a", "lane-c", "lane-down")
+    lines = [f"- {{name: {n}, prometheus: '{server.url}', selector: 'job=\"{n}\"'}}" for n in names]
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join(["lanes:", *lines, ""]), encoding="utf-8")
+    config = effective_config(parse_args(["run", "--config", str(path)]))
+    lanes, _ = build_feeds(config)
+    fleet = fleet_feed(config, lanes)
+    assert isinstance(fleet, ListedFleet) and fleet.feeds == lanes
+    assert len({id(feed.source) for feed in lanes if isinstance(feed, PrometheusLaneFeed)}) == 1
+    setup = Setup(config, lanes, None, replay_at=live.END, refresh_s=3600.0, fleet=fleet)
+    app = build_app(lambda: setup)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "3 lanes listed", "1 down")
+        assert isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None
+        view = app.screen.snapshot.view
+        assert view is not None
+        for lane in ("lane-a", "lane-c"):
+            await pilot.press("slash", *lane, "enter", "enter")
+            await settle(pilot)
+            snapshot, row = app.lane_snapshot, view.row(lane)
+            assert app.lane_name == lane and snapshot is not None and row is not None
+            assert snapshot.figures is not None, snapshot.freshness
+            for key in FIGURE_COLUMNS:  # VictoriaMetrics sums in no fixed order
+                figure = snapshot.figures.figures[key]
+                assert row.value(key) == pytest.approx(figure.value, rel=1e-9), key
+            await pilot.press("escape", "escape")
+            await settle(pilot)
