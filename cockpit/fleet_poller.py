@@ -20,7 +20,8 @@ from cockpit.text import visible
 
 
 class FleetFeed(Protocol):
-    """Every lane of one server, as the app sees it (`sources.fleet.FleetSource`)."""
+    """Every lane at once, as the app sees it: found on one server (`sources.fleet`), listed
+    (`listed_fleet`), or both."""
 
     async def read(self, window_s: float, end: float | None) -> FleetView:
         """Every lane's row over the window ending at `end` (None: now); SourceFailure."""
