@@ -215,7 +215,8 @@ TTFT_ABOVE = "ttft_above"
 NEWEST = "newest"
 """Plan key: the timestamp of the lane's newest presence sample (none: no live sample)."""
 START = "start"
-"""Plan key: when the lane's data starts in the window (its rates are over the part covered)."""
+"""Plan key: when the lane's data starts in the window (its rates are over the part covered);
+asked only of a lane younger than the window."""
 LEGACY = "legacy"
 """Plan key: the lane has vLLM's pre-0.12 KV gauge and not the new one (`vllm-legacy`)."""
 SPECULATION = ("spec_drafts", "spec_accepted")
@@ -239,7 +240,7 @@ class FleetPlan:
     unavailable: Mapping[str, Mapping[str, str]]
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
-    """LEGACY, TARGETS, TARGETS_UP -> fig."""
+    """LEGACY, TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
 
 
 @lru_cache(maxsize=16)
@@ -251,8 +252,10 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     `cockpit.quantiles` copies), not a bucket vector per lane.
 
     The answer is most of a refresh's cost (the server encodes it, the client decodes it):
-    a fig is a short number, not a name, since every sample repeats it, and an expression the
-    reading doesn't use (vLLM's draft counters) is not asked."""
+    a fig is a short number, not a name, since every sample repeats it; an expression the
+    reading doesn't use (vLLM's draft counters) is not asked; the data start and the count of
+    targets up come only where they tell something (a lane younger than the window, every
+    target down)."""
     window = promql_duration(window_s)
     figs_of: dict[str, str] = {}
     """Expression -> its fig (an expression two dialects share is asked once)."""
@@ -277,7 +280,8 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
             keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
         presence = presence_metric(dialect) + selector_with(match)
         keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
-        keys[START] = ask(promql.data_start_expression(dialect, match, window_s, by=label))
+        start = promql.data_start_expression(dialect, match, window_s, by=label)
+        keys[START] = ask(f"{start} > time() - {window_s - promql.subquery_step(window_s):.3f}")
         figs[dialect] = frozen_map(keys)
         unavailable[dialect] = frozen_map(
             {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
@@ -286,7 +290,7 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     state = {
         LEGACY: ask(_legacy(label, match)),
         promql.TARGETS: ask(f"count by ({label}) ({up})"),
-        promql.TARGETS_UP: ask(f"sum by ({label}) ({up})"),
+        promql.TARGETS_UP: ask(f"sum by ({label}) ({up}) == 0"),
     }
     query = promql.combined_query({fig: expression for expression, fig in figs_of.items()})
     return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
