@@ -1,7 +1,7 @@
 """The health line: explicit rules over a lane's snapshot, each naming its figure and threshold.
 
 Pure: no I/O. A rule whose figure is missing says nothing (a gap is not an alarm), except
-the engine-down rule, which is about the figures being there at all.
+the down rule (engine or source), which is about the figures being there at all.
 """
 
 from __future__ import annotations
@@ -85,12 +85,12 @@ _LIMITS = (
     _Limit("ttft_slo", "TTFT p99", ("ttft_p99",), ">", lambda t: t.ttft_p99_slo, "seconds",
            "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
 )  # fmt: skip
-"""In the order the health line shows them, after engine down and queue building."""
+"""In the order the health line shows them, after the down rule and queue building."""
 
 
 def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Finding, ...]:
     """The rules that fire for this snapshot, in rule order. Nothing before the first read;
-    while the engine is down, only that (the figures kept are of before it went down)."""
+    while the lane is down, only that (the figures kept are of before it went down)."""
     if snapshot is None:
         return ()
     if snapshot.freshness.state != "ok":
@@ -106,7 +106,7 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
 def rule_lines(thresholds: Thresholds) -> list[str]:
     """One line per rule, naming its figure and threshold (the `?` help lists them)."""
     lines = [
-        "engine down: the lane's freshness not ok (its last read failed), since when it went down",
+        "engine DOWN / source unreachable / failing: the lane's last read failed, and since when",
         f"queue building: waiting_now > 0 for ≥ {thresholds.queue_refreshes} refreshes in a row",
     ]
     for limit in _LIMITS:
@@ -120,10 +120,18 @@ def _present(figure: Figure | None) -> bool:
     return figure is not None and figure.value is not None
 
 
+def down_words(freshness: Freshness) -> str:
+    """What is down: the engine only when the source answers without it; else the source."""
+    if freshness.cause == "engine":
+        return "engine DOWN"
+    return "source unreachable" if freshness.cause == "source" else "source failing"
+
+
 def _down(freshness: Freshness) -> Finding:
     since = f" since {clock(freshness.since)} UTC" if freshness.since is not None else ""
     reason = f": {freshness.reason}" if freshness.reason else ""
-    return Finding("engine_down", "freshness", f"engine down{since}{reason}", "bad")
+    rule = "engine_down" if freshness.cause == "engine" else "source_down"
+    return Finding(rule, "freshness", f"{down_words(freshness)}{since}{reason}", "bad")
 
 
 def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Finding | None:

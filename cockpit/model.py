@@ -15,6 +15,7 @@ from typing import Literal, TypeVar
 from cockpit.timeutil import clock
 
 FreshnessState = Literal["ok", "stale", "missing"]
+FailureCause = Literal["", "source", "engine"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,9 @@ class Freshness:
     since: float | None = None
     """For `stale`: when the source last failed after a good read (epoch seconds)."""
     reason: str = ""
+    cause: FailureCause = ""
+    """What failed: `engine` (the source answers, the engine's series are absent or down),
+    `source` (no answer from the source itself), or "" (it is slow or answers with an error)."""
 
     def describe(self) -> str:
         if self.state == "ok":

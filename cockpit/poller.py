@@ -17,7 +17,14 @@ from typing import Generic, Protocol, TypeVar
 
 from cockpit.figures import LaneFigures, lane_figures
 from cockpit.ledger_figures import LedgerFigures, Prices, ledger_figures
-from cockpit.model import FRESH, Freshness, LaneTotals, LedgerTotals, SourceFailure
+from cockpit.model import (
+    FRESH,
+    FailureCause,
+    Freshness,
+    LaneTotals,
+    LedgerTotals,
+    SourceFailure,
+)
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.text import first_line
@@ -172,8 +179,8 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         self._good: dict[tuple[str, str | None], Good[TotalsT, FiguresT]] = {}
         """Last good read per (window, scope): a model filter's figures are not the lane's."""
         self._failing_since: float | None = None
-        self._failure: tuple[str, float | None] | None = None
-        """The last failure's reason and latency, while failing."""
+        self._failure: tuple[SourceFailure, float | None] | None = None
+        """The last failure and its latency, while failing."""
         self._unreachable = False
         self._retry_at = 0.0
         """When (monotonic) the backed-off full read is due."""
@@ -216,8 +223,8 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         if self.probing and self._clocks.monotonic() < self._retry_at:
             assert self._probe is not None
             if not await self._probe():
-                reason, latency = self._failure or ("unreachable", None)
-                return self._failing(window, key, reason, latency)
+                error, latency = self._failure or (SourceFailure("unreachable"), None)
+                return self._failing(window, key, error, latency)
             self.backoff.succeeded()  # it answers again: whatever comes next starts afresh
         started = self._clocks.monotonic()
         try:
@@ -246,19 +253,20 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
             self.backoff.failed(retry_after if retry_after and retry_after > 0 else None)
         self._unreachable = error.unreachable
         self._retry_at = self._clocks.monotonic() + self.backoff.delay
-        reason = failure_reason(error)
-        self._failure = (reason, latency)
-        return self._failing(window, key, reason, latency)
+        self._failure = (error, latency)
+        return self._failing(window, key, error, latency)
 
     def _failing(
-        self, window: str, key: tuple[str, str | None], reason: str, latency: float | None
+        self, window: str, key: tuple[str, str | None], error: SourceFailure, latency: float | None
     ) -> SnapshotT:
         good = self._good.get(key)
-        if good is None:
-            missing = Freshness("missing", since=self._failing_since, reason=reason)
-            return self.snapshot(window, None, missing, latency)
-        stale = Freshness("stale", since=self._failing_since, reason=reason)
-        return self.snapshot(window, good, stale, latency)
+        cause: FailureCause = (
+            "engine" if error.engine_absent else "source" if error.unreachable else ""
+        )
+        freshness = Freshness(
+            "stale" if good else "missing", self._failing_since, failure_reason(error), cause
+        )
+        return self.snapshot(window, good, freshness, latency)
 
 
 class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):

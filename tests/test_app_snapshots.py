@@ -20,7 +20,7 @@ from tests.test_app_feeds import (
 from tests.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 
 SnapCompare = Callable[..., bool]
-DOWN = SourceDown("connection refused (127.0.0.1:9090)")
+DOWN = SourceDown("connection refused (127.0.0.1:9090)", unreachable=True)
 
 
 def cockpit(lane_failure: Exception | None = None) -> CockpitApp:

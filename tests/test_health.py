@@ -1,5 +1,5 @@
 """The health line: each rule fires at its threshold and not below, says its figure and
-threshold, and stays quiet when its figure is missing (except engine down)."""
+threshold, and stays quiet when its figure is missing (except the lane being down)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ import pytest
 from cockpit.config import parse_config
 from cockpit.figures import LaneFigures
 from cockpit.health import Thresholds, check, rule_lines
-from cockpit.model import FRESH, Figure, Freshness, Unit, frozen_map, make_figure
+from cockpit.model import (
+    FRESH,
+    FailureCause,
+    Figure,
+    Freshness,
+    Unit,
+    frozen_map,
+    make_figure,
+)
 from cockpit.snapshot import LaneSnapshot
 
 EVAL_AT = 1_790_000_000.0
@@ -93,16 +101,27 @@ def test_every_rule_at_once_in_rule_order() -> None:
 
 
 def test_engine_down_says_since_when_and_why_and_nothing_else() -> None:
-    stale = Freshness("stale", since=EVAL_AT, reason="connection refused")
+    stale = Freshness("stale", since=EVAL_AT, reason="up == 0 for job=lane-a", cause="engine")
     snapshot = lane(figure("kv_usage_now", 1.0), freshness=stale)
     (finding,) = check(snapshot, Thresholds())
     assert (finding.rule, finding.severity) == ("engine_down", "bad")
-    assert finding.text == "engine down since 14:13:20 UTC: connection refused"
-    never = lane(freshness=Freshness("missing", reason="no such host"))
-    assert [f.text for f in check(never, Thresholds())] == ["engine down: no such host"]
-    never_since = lane(freshness=Freshness("missing", since=EVAL_AT, reason="no such host"))
-    (finding,) = check(never_since, Thresholds())
-    assert finding.text == "engine down since 14:13:20 UTC: no such host"
+    assert finding.text == "engine DOWN since 14:13:20 UTC: up == 0 for job=lane-a"
+    never = lane(freshness=Freshness("missing", reason="no series match", cause="engine"))
+    assert [f.text for f in check(never, Thresholds())] == ["engine DOWN: no series match"]
+
+
+@pytest.mark.parametrize(
+    ("cause", "said"), [("source", "source unreachable"), ("", "source failing")]
+)
+def test_a_source_down_is_not_called_the_engine(cause: FailureCause, said: str) -> None:
+    """Prometheus (or the ledger) not answering, or answering with errors, is no news of the
+    engine: the on-call engineer must look at the source."""
+    reason = "http://127.0.0.1:9: connection refused"
+    down = Freshness("missing", since=EVAL_AT, reason=reason, cause=cause)
+    (finding,) = check(lane(figure("kv_usage_now", 1.0), freshness=down), Thresholds())
+    assert (finding.rule, finding.severity) == ("source_down", "bad")
+    assert finding.text == f"{said} since 14:13:20 UTC: {reason}"
+    assert "engine" not in finding.text
 
 
 def test_nothing_read_yet_is_no_finding() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from ledger_writer import HermesLikeWriter, Recount, Usage, recount
 
+from cockpit.ledger_figures import ledger_figures
 from cockpit.model import LedgerTotals, TokenCounts
 from cockpit.sources.ledger import (
     BIG_LEDGER_ROWS,
@@ -480,3 +481,32 @@ def _count_sessions(path: Path, start: float, end: float) -> int:
             "SELECT COUNT(*) FROM sessions WHERE started_at > ? AND started_at <= ?", (start, end)
         ).fetchone()
     return int(count)
+
+
+SHOWN_FIGURES = (
+    "sessions", "api_calls", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+    "output_tokens", "reasoning_tokens",
+)  # fmt: skip
+"""The ledger figures in the order the shown query's columns give them."""
+
+
+@pytest.mark.parametrize("fixture", ["hermes_v22", "hermes_v11"])
+async def test_the_query_the_details_show_gives_the_figures_in_the_sqlite3_shell(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """A figure without its own query (the token ratios) shows the totals' queries: run as
+    shown on the ledger, they give the figures of the window read, after it slid too."""
+    path: Path = request.getfixturevalue(fixture)
+    tailer = LedgerTailer(path)
+    try:
+        await tailer.refresh(7 * DAY, NOW - DAY)
+        totals = await tailer.refresh(7 * DAY, NOW)
+    finally:
+        await tailer.close()
+    figures = ledger_figures(totals)
+    assert totals.total.sessions > 0
+    (shown,) = totals.queries
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        row = db.execute(shown).fetchone()
+    assert list(row) == [figures[key].value for key in SHOWN_FIGURES]
+    assert figures["prompt_output"].value == pytest.approx(sum(row[2:5]) / row[5])

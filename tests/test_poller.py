@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cockpit.model import SourceFailure
-from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, failure_reason
+from cockpit.config import Config, LaneConfig
+from cockpit.feeds import build_lane_feeds
+from cockpit.health import Thresholds, check
+from cockpit.model import Freshness, SourceFailure
+from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, close_all, failure_reason
+from cockpit.widgets.vitals import down_message
+from tests.promharness import free_port, start_prometheus
 from tests.test_app_feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -200,3 +207,38 @@ async def test_an_error_that_is_not_a_source_failure_is_shown_and_polling_goes_o
     assert snapshot.freshness.reason == "'model_name'"
     feed.failure = None
     assert (await poller.cycle("1h")).freshness.state == "ok"
+
+
+async def lane_down_as_read(prometheus: str) -> tuple[Freshness, str, str]:
+    """A real lane feed on `prometheus`, read once: its freshness, the health line's finding
+    and the vital strip's message."""
+    lane = LaneConfig("lane-a", prometheus=prometheus, selector='job="lane-a"', timeout_s=5.0)
+    feeds = build_lane_feeds(Config(source="<test>", lanes=(lane,)))
+    try:
+        snapshot = await LanePoller(feeds[0], 5.0, clocks=Clocks(wall=lambda: EVAL_AT)).cycle("5m")
+    finally:
+        await close_all(feeds, None)
+    (finding,) = check(snapshot, Thresholds())
+    return snapshot.freshness, finding.text, down_message(snapshot)
+
+
+async def test_a_prometheus_that_refuses_is_the_source_down_not_the_engine() -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there: connection refused
+    freshness, finding, strip = await lane_down_as_read(url)
+    assert (freshness.state, freshness.cause) == ("missing", "source")
+    assert finding == f"source unreachable since 14:13:20 UTC: {url}: connection refused"
+    assert strip == "source unreachable since 14:13:20 UTC · connection refused"
+
+
+@pytest.mark.prometheus
+async def test_a_prometheus_without_the_lane_s_series_says_the_engine_is_down(
+    tmp_path: Path,
+) -> None:
+    server = start_prometheus(tmp_path)  # answers, scrapes nothing: no engine series at all
+    try:
+        freshness, finding, strip = await lane_down_as_read(server.url)
+    finally:
+        server.stop()
+    assert (freshness.state, freshness.cause) == ("missing", "engine")
+    assert finding.startswith("engine DOWN since 14:13:20 UTC: ")
+    assert strip.startswith("engine DOWN since 14:13:20 UTC · ")

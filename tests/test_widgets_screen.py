@@ -11,7 +11,7 @@ import pytest
 from cockpit.app import CockpitApp, make_app
 from cockpit.health import Thresholds, check
 from cockpit.model import Trend
-from cockpit.widgets.pane import SPARK_BLOCKS, sparkline
+from cockpit.widgets.pane import SPARK_BLOCKS, short_reason, sparkline
 from cockpit.widgets.trends import step_text
 from cockpit.widgets.vitals import vital_items
 from tests.screentext import screen_text
@@ -73,10 +73,22 @@ async def test_the_vital_strip_says_what_the_lane_does_now_under_the_status_line
     assert "rejected" not in text  # the engine does not expose admission rejections
 
 
-async def test_a_lane_down_turns_the_strip_to_down_since_when() -> None:
-    text = await shown(cockpit(ScriptedLaneFeed(failure=SourceDown("connection refused"))))
-    strip = text.split("\n")[1]
-    assert strip.strip() == "DOWN since 14:13:25 UTC · connection refused"
+DOWN_CASES = [
+    (SourceDown('no series match {job="lane-a"}', engine_absent=True), "engine DOWN"),
+    (SourceDown("http://127.0.0.1:9: connection refused", unreachable=True), "source unreachable"),
+    (SourceDown("http://127.0.0.1:9090: 503 service unavailable"), "source failing"),
+]
+
+
+@pytest.mark.parametrize(("failure", "said"), DOWN_CASES)
+async def test_a_lane_down_says_what_is_down_and_since_when(failure: SourceDown, said: str) -> None:
+    """The engine is called down only when the source answers without it: a source that can't
+    be reached, or errs, is said to be the source's failure (on the strip and the health line)."""
+    text = await shown(cockpit(ScriptedLaneFeed(failure=failure)))
+    lines = text.split("\n")
+    reason = short_reason(failure.reason)
+    assert lines[1].strip() == f"{said} since 14:13:25 UTC · {reason}"
+    assert lines[2].strip() == f"▲ {said} since 14:13:25 UTC: {failure.reason}"
     assert "running" not in text
 
 
@@ -113,10 +125,13 @@ async def test_the_tails_sit_beside_the_mean_and_a_quantile_past_the_buckets_is_
     assert set(table) == {"TTFT", "ITL", "E2E", "Queue"}
 
 
-async def test_at_80_columns_the_tails_keep_their_quantiles_and_drop_the_mean() -> None:
+async def test_at_80_columns_the_tails_keep_the_mean_in_compact_cells() -> None:
     rows = list(rows_of(await shown(cockpit(), (80, 60)), "Latency tails"))
-    assert rows[0].split() == ["p50", "p90", "p99"]
-    assert rows[1].split()[0] == "TTFT" and rows[1].endswith("5.00 s")
+    assert rows[0].split() == ["mean", "p50", "p90", "p99"]
+    table = {row.split()[0]: row.split() for row in rows[1:]}
+    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "1.00s", "5.00s"]
+    assert table["ITL"] == ["ITL", "20.0ms", "19.2ms", "46.4ms", "0.19s"]
+    assert table["E2E"][-2:] == ["20.00s", ">60s"]  # a lower bound, apart from its neighbour
 
 
 async def test_trends_state_their_step_and_leave_a_gap_blank() -> None:

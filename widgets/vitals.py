@@ -2,8 +2,8 @@
 
 The vital strip: running and waiting requests now, KV use now, request and token rates (over
 the window and the last minute), how requests finished, preemptions, admission rejections.
-DOWN, with the time, when the lane's source fails. The health line: each rule that fires,
-naming its figure and threshold, or `healthy`.
+`engine DOWN` (or `source unreachable` / `failing`), with the time, when a read fails. The
+health line: each rule that fires, naming its figure and threshold, or `healthy`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.widget import Widget
 
 from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
 from cockpit.figures import format_figure, format_value
-from cockpit.health import Finding
+from cockpit.health import Finding, down_words
 from cockpit.model import Figure
 from cockpit.snapshot import LaneSnapshot
 from cockpit.text import visible
@@ -33,7 +33,7 @@ Item = tuple[str, str, Tone]
 
 @dataclass(frozen=True, slots=True)
 class LineView:
-    """A line of items, or one message that takes the whole line (`DOWN since …`)."""
+    """A line of items, or one message that takes the whole line (`engine DOWN since …`)."""
 
     items: tuple[Item, ...] = ()
     message: str = ""
@@ -140,7 +140,8 @@ def vital_items(figures: Mapping[str, Figure], flagged: Mapping[str, Tone]) -> t
 
 def down_message(lane: LaneSnapshot) -> str:
     since = lane.freshness.since
-    head = f"DOWN since {clock(since)} UTC" if since is not None else "DOWN"
+    words = down_words(lane.freshness)
+    head = f"{words} since {clock(since)} UTC" if since is not None else words
     reason = short_reason(lane.freshness.reason)
     return f"{head} · {reason}" if reason else head
 
@@ -161,7 +162,7 @@ def vitals_view(
 
 
 class VitalStrip(PackedLine):
-    """Running / waiting now, KV now, rates, finish reasons, preemptions; DOWN when down."""
+    """Running / waiting now, KV now, rates, finish reasons, preemptions; or what is down."""
 
     DEFAULT_CSS = "VitalStrip:focus { background: $accent 25%; }"
     can_focus = True

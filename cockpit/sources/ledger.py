@@ -47,6 +47,7 @@ from typing import Any
 
 import aiosqlite
 
+from cockpit.ledger_figures import ledger_window_sql
 from cockpit.model import LedgerInfo, LedgerTotals, frozen_map
 from cockpit.sources.ledger_files import (
     BUSY_TIMEOUT_S,
@@ -136,7 +137,6 @@ class LedgerTailer:
         """By rowid: rowids are integers whatever the id column holds."""
         self._max_rowid = 0
         self._first_started: float | None = None
-        self._queries: dict[str, str] = {}
         self._cached: LedgerReading | None = None
         self._cache_key: tuple[float, float, float, int] | None = None
         self._failed_on: tuple[object, ...] | None = None
@@ -245,12 +245,9 @@ class LedgerTailer:
         self,
         sql: str,
         params: Sequence[Any] = (),
-        name: str = "",
         conn: aiosqlite.Connection | None = None,
     ) -> list[Any]:
-        """Rows of one statement; a named one is kept for provenance (`LedgerTotals.queries`)."""
-        if name:
-            self._queries[name] = sql
+        """Rows of one statement."""
         conn = conn or self._conn
         assert conn is not None
         return list(await conn.execute_fetchall(sql, tuple(params)))
@@ -273,7 +270,7 @@ class LedgerTailer:
         schema = self._require_schema()
         (size,) = await self._fetch("SELECT MAX(rowid) FROM sessions")
         big = int(size[0] or 0) > self.big_rows
-        rows = await self._fetch(first_read(schema, scan=big), [low, high], "first")
+        rows = await self._fetch(first_read(schema, scan=big), [low, high])
         self._take_mark(rows)
         self._take_rows(rows)
         self._add_groups(rows, 1)
@@ -283,17 +280,17 @@ class LedgerTailer:
         statement = usage_groups(schema, f"{IN_RANGE} AND {KNOWN_CLOSED}", scan=big)
         params = [low, high, *self._known_closed()]
         if not big:
-            self._add_groups(await self._fetch(statement, params, "usage"), 1)
+            self._add_groups(await self._fetch(statement, params), 1)
             return
         if self._usage_conn is None:
             self._usage_conn = await self._connect()
-        usage = self._fetch(statement, params, "usage", self._usage_conn)
+        usage = self._fetch(statement, params, self._usage_conn)
         self._usage_read = asyncio.ensure_future(usage)
 
     async def _read_changes(self) -> None:
         """Re-read the open sessions and the rows added since the last read."""
         statement = rows_statement(self._require_schema(), CHANGED)
-        rows = await self._fetch(statement, self._known_closed(), "changes")
+        rows = await self._fetch(statement, self._known_closed())
         seen = {int(row[Col.ROWID]) for row in rows if row[Col.KIND] == "R"}
         for gone in set(self._open) - seen:  # deleted while open
             del self._open[gone]
@@ -325,7 +322,7 @@ class LedgerTailer:
         if schema.has_usage:
             statement = f"{statement} UNION ALL {usage_groups(schema, where)}"
             params += params
-        self._add_groups(await self._fetch(statement, params, "slice"), sign)
+        self._add_groups(await self._fetch(statement, params), sign)
 
     def _merge_usage_read(self) -> bool:
         """Fold a finished background read into the closed sums (a failed one raises)."""
@@ -448,7 +445,7 @@ class LedgerTailer:
             side_calls=sums.total("side") if exact else None,
             missing=frozen_map(missing),
             ledgers=(info,),
-            queries=tuple(self._queries.values()),
+            queries=(ledger_window_sql(end - window_s, end),),  # what a user can run
             first_started_at=self._first_started,
             skipped=frozen_map({k: v for k, v in sorted(sums.skipped().items()) if v}),
         )
