@@ -51,3 +51,11 @@ def test_a_known_series_reads_its_new_value_with_the_parsers_labels(second: str)
 def test_a_known_series_with_a_garbled_value_is_an_error(garbled: str) -> None:
     with pytest.raises(SourceError, match="cannot parse the /metrics text"):
         samples(exposition(garbled), after=exposition("5"))
+
+
+@pytest.mark.parametrize("suffix", [' # {trace_id="x"} {}', " 170000000000{}"])
+def test_a_line_whose_last_word_is_not_its_value_is_read_whole(suffix: str) -> None:
+    """An exemplar or a timestamp after the value: the text before the last word is not the
+    series, and the value stays when the last word changes."""
+    second = exposition("5", suffix.replace("{}", "9"))
+    assert samples(second, after=exposition("5", suffix.replace("{}", "5"))) == samples(second)

@@ -23,6 +23,7 @@ from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from cockpit import dialects, promql
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
@@ -36,8 +37,6 @@ MAX_RESPONSE_BYTES = 16_000_000
 """A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
 CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _SAMPLE_NAME = re.compile(r"[^{ \t]+")
-_SERIES_VALUE = re.compile(r'([^{\s]+(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?)[ \t]+([^\s_#]+)')
-"""`name{labels} value` (no timestamp, no exemplar): the series' text, then the value's."""
 Series = tuple[str, dict[str, str]]
 """A sample's name and labels."""
 
@@ -103,33 +102,37 @@ def parse_samples(
     url: str, lines: Iterable[str], known: Mapping[str, Series] | None = None
 ) -> tuple[list[tuple[str, dict[str, str], float]], dict[str, Series]]:
     """(name, labels, value) of each sample line, by prometheus_client's parser, and the series
-    read (text before the value -> name and labels): a line of a series in `known` (the last
-    scrape's) only has its value read."""
+    read (the text before a line's value -> name and labels): a line of a series in `known`
+    (the last scrape's) only has its value read."""
     known = known or {}
     samples = []
     series: dict[str, Series] = {}
     for line in lines:
-        split = _SERIES_VALUE.fullmatch(line)
-        read = known.get(split[1]) if split else None
-        value = _number(split[2]) if split and read else None
+        head, _, last = line.rpartition(" ")
+        read = known.get(head)
+        value = _number(last) if read else None
         if read is None or value is None:
-            name, labels, value = _parse_line(url, line)
-            read = (name, labels)
-        if split:
-            series[split[1]] = read
+            sample = _parse_line(url, line)
+            read, value = (sample.name, sample.labels), float(sample.value)
+            if sample.timestamp is None and sample.exemplar is None:
+                series[head] = read  # the last word is the value: the head is the series
+        else:
+            series[head] = read
         samples.append((read[0], read[1], value))
     return samples, series
 
 
-def _parse_line(url: str, line: str) -> tuple[str, dict[str, str], float]:
+def _parse_line(url: str, line: str) -> Sample:
     try:
         (sample,) = (s for family in text_string_to_metric_families(line) for s in family.samples)
-        return sample.name, sample.labels, float(sample.value)
+        return sample
     except (ValueError, IndexError, TypeError) as exc:
         raise ScrapeError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
 
 
 def _number(text: str) -> float | None:
+    if "_" in text:  # `1_000`: the parser refuses it, `float()` would not
+        return None
     try:
         return float(text)
     except ValueError:
