@@ -391,6 +391,8 @@ class LaneTotals:
     """Server-side evaluation time, when the server reported query stats."""
     trend: Trend | None = None
     """The lane's figures across the window at a fixed step, when read."""
+    scrape_interval_s: float | None = None
+    """How often the lane's series are sampled (Prometheus: from its last 10 min), when known."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

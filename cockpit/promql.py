@@ -40,6 +40,10 @@ KV_CAPACITY = "kv_capacity"
 """Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
 DATA_START = "data_start"
 """Expression key for the timestamp of the lane's oldest sample in the window."""
+SCRAPES = "scrapes"
+"""Expression key for how many samples the lane's presence series has in the last
+`SCRAPE_SPAN_S` (or the window, when shorter)."""
+SCRAPE_SPAN_S = 600.0
 TARGETS = "targets"
 """Expression key for how many scrape targets the lane has (`count(up)`)..."""
 TARGETS_UP = "targets_up"
@@ -363,6 +367,9 @@ def lane_plan(
     if with_start:
         extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
+        presence = presence_metric(dialect, escaped) + selector_with(selector)
+        span = promql_duration(min(window_s, SCRAPE_SPAN_S))
+        extra[SCRAPES] = f"max(count_over_time({presence}[{span}]))"
     return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
 
 
@@ -464,3 +471,30 @@ def window_coverage(
     if not isinstance(start, float) or start <= end - window_s + subquery_step(window_s):
         return None, ""
     return max(end - start, 0.0), f"data since {stamp(start)}"
+
+
+def scrape_interval(
+    counted: list[dict[str, Any]] | None,
+    start: list[dict[str, Any]] | None,
+    end: float,
+    window_s: float,
+) -> float | None:
+    """The lane's scrape interval: its presence series' samples in the last `SCRAPE_SPAN_S`
+    or the window (`SCRAPES`) over the time they span (all of it, or since the lane's data
+    start, `DATA_START`, when that is later), as the nearest
+    of `SCRAPE_INTERVALS` (a sample more or less doesn't change it, nor the trend's query);
+    None with fewer than two."""
+    count = sample_value(counted[0]) if counted else None
+    if not isinstance(count, float) or count < 2:
+        return None
+    span = min(window_s, SCRAPE_SPAN_S)
+    began = sample_value(start[0]) if start else None
+    if isinstance(began, float) and began > end - span + subquery_step(window_s):
+        found = (end - began) / (count - 1)
+    else:
+        found = span / count
+    return min(SCRAPE_INTERVALS, key=lambda interval: abs(math.log(interval / found)))
+
+
+SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
+"""The scrape intervals people set."""

@@ -170,7 +170,7 @@ def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
     assert labelled == [*plan.exprs, "kv_capacity"]
     assert set(plan.exprs) | set(plan.missing) == ALL_KEYS
     with_start = promql.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
-    assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-1] == "data_start"
+    assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-2:] == ["data_start", "scrapes"]
     assert promql.lane_plan("vllm", '{job="a"}', 1800.0, names, False).exprs["requests"] == (
         'sum(increase(vllm:request_success_total{job="a"}[30m]))'
     )

@@ -9,8 +9,8 @@ go when the lane's query changes (window, selector, model filter, metric names) 
 `forget()`. A failed history read never fails the lane's figures: the trend is then the last
 one read, or none, and `missing["trend"]` says why.
 
-The lane's scrape interval (for steps shorter than a few of them, `trends.rate_range`) is read
-once per lane from its own samples: one more request at its first read.
+The lane's scrape interval (for steps shorter than a few of them, `trends.rate_range`) comes
+with the window's own answer (`LaneTotals.scrape_interval_s`) and is kept per lane: no request.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cockpit import dialects, promql
 from cockpit.model import LaneTotals, SourceFailure, Trend, frozen_map
 from cockpit.trends import (
     StepValues,
@@ -27,7 +26,6 @@ from cockpit.trends import (
     matrix_values,
     point_times,
     rate_range,
-    scrape_interval,
     trend_query,
     trend_step,
 )
@@ -38,10 +36,9 @@ TREND = "trend"
 """The `LaneTotals.missing` key saying why the trend is stale or absent."""
 REQUESTS_PER_REFRESH = 2
 """A lane's refresh asks at most this many requests when only new steps are due."""
-SCRAPES_SEEN = "10m"
-"""How far back the lane's samples are looked at to find its scrape interval..."""
 DEFAULT_SCRAPE_S = 60.0
-"""...and the interval taken when they are too few: Prometheus's default."""
+"""The scrape interval taken while the lane's samples are too few to tell: Prometheus's
+default."""
 
 
 @dataclass(slots=True)
@@ -65,7 +62,6 @@ class History:
     def forget(self) -> None:
         """Let go of every lane's trend: the next read asks its whole window again."""
         self._kept.clear()
-        self._scrape_s.clear()
 
     async def attach(
         self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
@@ -86,7 +82,7 @@ class History:
         lane, window_s = totals.lane, totals.window_s
         times = point_times(window_s, end)
         step = trend_step(window_s)
-        scrape_s = await self._scrape_interval(totals, names, end)
+        scrape_s = self._scrape_interval(totals)
         query = trend_query(totals.dialect, totals.selector, step, names, scrape_s)
         kept = self._kept.get(lane)
         if (
@@ -109,21 +105,12 @@ class History:
         self._kept[lane] = _Kept(query, window_s, steps, trend)
         return trend
 
-    async def _scrape_interval(
-        self, totals: LaneTotals, names: frozenset[str], end: float
-    ) -> float:
-        """The lane's scrape interval, from the gaps between its presence metric's samples."""
+    def _scrape_interval(self, totals: LaneTotals) -> float:
+        """The lane's scrape interval: as the window's answer found it, else as last found."""
         lane = (totals.lane, totals.selector)
-        if lane not in self._scrape_s:
-            escaped = dialects.names_escaped(names)
-            metric = dialects.presence_metric(totals.dialect, escaped)
-            query = f"{metric}{promql.selector_with(totals.selector)}[{SCRAPES_SEEN}]"
-            body = await self._api("POST", "/api/v1/query", {"query": query, "time": f"{end:.3f}"})
-            data = body.get("data")
-            result = data.get("result") if isinstance(data, dict) else None
-            found = scrape_interval(result) if isinstance(result, list) else None
-            self._scrape_s[lane] = found or DEFAULT_SCRAPE_S
-        return self._scrape_s[lane]
+        if totals.scrape_interval_s is not None:
+            self._scrape_s[lane] = totals.scrape_interval_s
+        return self._scrape_s.get(lane, DEFAULT_SCRAPE_S)
 
     async def _query_range(
         self, query: str, start: float, end: float, step: float

@@ -245,6 +245,8 @@ class PrometheusSource:
         if capacity is None:
             missing["kv_capacity_tokens"] = promql.capacity_reason(dialect, bool(seen))
         covered, coverage = promql.window_coverage(found.get(promql.DATA_START), end, window_s)
+        scrapes = found.get(promql.SCRAPES)
+        scrape_s = promql.scrape_interval(scrapes, found.get(promql.DATA_START), end, window_s)
         totals = LaneTotals(
             lane=lane,
             dialect=dialect,
@@ -258,6 +260,7 @@ class PrometheusSource:
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=coverage,
+            scrape_interval_s=scrape_s,
             server=self.url,
             selector=selector,
             warnings=(*answer.warnings, *note),
