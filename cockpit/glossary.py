@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from cockpit.tail_figures import LATENCIES
+
 LANE: dict[str, str] = {
     "requests": "Requests the engine finished in the window: `requests`.",
     "prompt_tokens": "Prompt tokens the engine received in the window: `prompt_tokens`.",
@@ -34,6 +36,9 @@ LANE: dict[str, str] = {
     "from `prefill_sum` and `decode_sum`.",
     "itl_mean": "Mean time between two steps that emit a request's tokens (inter-token "
     "latency): `itl_sum` / `itl_count`.",
+    "itl_hist_mean": "Mean of the engine's inter-token histogram, the one its percentiles come "
+    "from: `itl_sum` / `itl_count`. vLLM observes it once per engine step (it is the step); "
+    "SGLang once per token (under speculative decoding, a fraction of the step).",
     "tokens_per_step": "Tokens a request gets per decode step (above 1 with speculative "
     "decoding): tokens after the first / `itl_count`.",
     "draft_acceptance": "Share of drafted tokens the target model accepted: `spec_accepted` / "
@@ -125,13 +130,8 @@ TREND: dict[str, str] = {
 """Trend key -> what its sparkline follows (counters as increases within each step, so a
 counter reset does not spike)."""
 
-_QUANTILE = re.compile(r"^(ttft|itl|e2e|queue)_p(\d+)$")
-_WHAT = {
-    "ttft": "time to first token",
-    "itl": "inter-token step",
-    "e2e": "end-to-end latency",
-    "queue": "queue time",
-}
+_WHAT = {latency.histogram: latency.label.lower() for latency in LATENCIES}
+_QUANTILE = re.compile(rf"^({'|'.join(_WHAT)})_p(\d+)$")
 _FAMILIES: tuple[tuple[str, str], ...] = (
     ("waiting_now_", "Requests waiting at the evaluation time because of {}: "
      "`waiting_by_reason_now`."),

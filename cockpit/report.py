@@ -19,7 +19,7 @@ from cockpit.figures import (
 from cockpit.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
 from cockpit.model import Figure, LaneTotals, LedgerTotals
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.tail_figures import PERCENTILES, TAILS, tail_keys
+from cockpit.tail_figures import LATENCIES, PERCENTILES, tail_keys
 from cockpit.text import visible
 from cockpit.timeutil import stamp
 
@@ -211,17 +211,16 @@ LANE_NOW_TABLE: tuple[str, ...] = (
     "generation_tok_s_1m",
 )
 """The vital signs' figures, in the receipt's order."""
-TAIL_MEANS = {"ttft": "ttft_mean", "itl": "itl_mean", "e2e": "e2e_mean", "queue": "queue_mean"}
 
 
 def _tails(figures: LaneFigures, window: str) -> list[str]:
-    """The tails table: one row per latency, its mean beside its percentiles."""
+    """The tails table: one row per latency, its histogram's mean beside its percentiles."""
     header = ("Latency", "mean", *(f"p{p}" for p in PERCENTILES))
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
-    for histogram, label in TAILS.items():
+    for histogram, mean_key, label, *_ in LATENCIES:
         tails = [f for key in tail_keys(histogram) if (f := figures.figures.get(key))]
-        mean = figures.figures.get(TAIL_MEANS[histogram])
+        mean = figures.figures.get(mean_key)
         rows.append((label, *(format_figure(f) if f else "—" for f in (mean, *tails))))
         said: dict[str, list[str]] = {}  # reason -> the percentiles it is said of
         for tail in tails:

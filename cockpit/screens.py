@@ -19,11 +19,12 @@ from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
 from cockpit.glossary import lane_definition, ledger_definition, raw_keys, trend_definition
 from cockpit.model import Figure, SourceFailure
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.tail_figures import LATENCIES
 from cockpit.text import first_line, visible
 from cockpit.timeutil import stamp
 from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
-from cockpit.widgets.tails import LATENCIES, QUANTILES, TailsPane
+from cockpit.widgets.tails import QUANTILES, TailsPane
 from cockpit.widgets.trends import SERIES as TREND_SERIES
 from cockpit.widgets.trends import TrendsPane
 from cockpit.widgets.vitals import VitalStrip
@@ -257,7 +258,7 @@ VITAL_KEYS: tuple[str, ...] = (
 """The vital strip's figures (it packs them into items, not rows)."""
 TAIL_KEYS: tuple[str, ...] = tuple(
     key
-    for prefix, mean, _, _ in LATENCIES
+    for prefix, mean, *_ in LATENCIES
     for key in (mean, *(f"{prefix}_{quantile}" for quantile in QUANTILES))
 )
 """The latency tails' figures (a table of cells, not rows)."""

@@ -8,19 +8,39 @@ the engine's largest finite bucket is that bound, flagged as a lower bound (`> 6
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
-from cockpit.model import Bucket, Figure, LaneTotals, make_figure
+from cockpit.model import Bucket, Figure, LaneTotals, divide, make_figure
 from cockpit.quantiles import histogram_quantile
 
+
+class Latency(NamedTuple):
+    """A latency the tails show: its histogram's percentiles beside that histogram's mean."""
+
+    histogram: str
+    """Raw histogram key; its percentile figures are `<histogram>_p<percentile>`."""
+    mean: str
+    """The figure of the same histogram's mean (its sum / count)."""
+    label: str
+    """What it times, as the figures and the receipt name it."""
+    row: str
+    """The tails pane's row."""
+    short: str
+    """The row where the pane has no room for `row`."""
+
+
+LATENCIES: tuple[Latency, ...] = (
+    Latency("ttft", "ttft_mean", "Time to first token", "TTFT", "TTFT"),
+    Latency("itl", "itl_hist_mean", "Inter-token latency", "Inter-token", "ITL"),
+    Latency("e2e", "e2e_mean", "End-to-end latency", "End-to-end", "E2E"),
+    Latency("queue", "queue_mean", "Queue time", "Queue", "Queue"),
+)
+"""In the order a user asks. The ITL histogram counts per engine step in vLLM, per token in
+SGLang: its own mean (`itl_hist_mean`), not the step (`itl_mean`), sits beside its tails."""
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
-TAILS: dict[str, str] = {
-    "ttft": "Time to first token",
-    "itl": "Inter-token step",
-    "e2e": "End-to-end latency",
-    "queue": "Queue time",
-}
-"""Raw histogram key -> what it times; the figures are `<key>_p<percentile>`."""
 NO_REQUESTS = "no requests in window"
+SCRAPED = "scrape "
+"""How a direct scrape's description of a series begins (any other query is PromQL)."""
 
 
 def tail_keys(histogram: str) -> tuple[str, ...]:
@@ -28,19 +48,29 @@ def tail_keys(histogram: str) -> tuple[str, ...]:
 
 
 def tail_figures(totals: LaneTotals) -> list[Figure]:
-    """Every tail figure, in TAILS then PERCENTILES order."""
-    return [
-        _tail(totals, histogram, label, percentile)
-        for histogram, label in TAILS.items()
+    """Every tail figure, in LATENCIES then PERCENTILES order, and the ITL histogram's mean."""
+    tails = [
+        _tail(totals, latency.histogram, latency.label, percentile)
+        for latency in LATENCIES
         for percentile in PERCENTILES
     ]
+    return [*tails, _itl_hist_mean(totals)]
+
+
+def _itl_hist_mean(totals: LaneTotals) -> Figure:
+    mean = divide(totals.get("itl_sum"), totals.get("itl_count"))
+    why = totals.missing.get("itl_sum") or totals.missing.get("itl_count") or NO_REQUESTS
+    label = "Inter-token latency (histogram mean)"
+    return make_figure("itl_hist_mean", label, mean, "seconds", why, totals.queries.get("itl_sum"))
 
 
 def _tail(totals: LaneTotals, histogram: str, label: str, percentile: int) -> Figure:
     key, q = f"{histogram}_p{percentile}", percentile / 100
     buckets = totals.histograms.get(histogram)
-    source = totals.queries.get(histogram)
+    source = totals.queries.get(histogram, "")
     query = f"histogram_quantile({q}, {source})" if source else ""
+    if source.startswith(SCRAPED):
+        query = f"p{percentile} of {source}"
     found = None if buckets is None else histogram_quantile(q, buckets)
     if found is None:
         why = totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)

@@ -12,6 +12,8 @@ from cockpit.model import Bucket, Figure, LaneTotals, frozen_map
 from cockpit.quantiles import histogram_quantile
 from cockpit.report import json_receipt, markdown_receipt
 from cockpit.snapshot import LaneSnapshot
+from cockpit.widgets.pane import Cells
+from cockpit.widgets.tails import tails_view
 
 INF = math.inf
 BUCKETS = ((0.1, 10.0), (0.5, 30.0), (1.0, 40.0), (INF, 40.0))
@@ -119,3 +121,46 @@ def test_a_receipt_marks_a_lower_bound() -> None:
     assert "| Time to first token | — | 33.33 s | 60.00 s | > 60.00 s | > 60.00 s |" in (
         markdown_receipt(lane, None).splitlines()
     )
+
+
+# --- the mean beside the tails --------------------------------------------------------------
+
+ITL_BUCKETS = ((0.01, 100.0), (0.02, 600.0), (0.05, 1000.0), (INF, 1000.0))
+"""1,000 inter-token observations, 15 s in all: a mean of 15 ms."""
+
+
+def _itl_lane(dialect: str) -> LaneSnapshot:
+    values = {"itl_sum": 15.0, "itl_count": 1000.0, "spec_drafts": 100.0, "spec_accepted": 200.0}
+    totals = LaneTotals(
+        "lane", dialect, 3600, 2e9, values=frozen_map(values),
+        histograms=frozen_map({"itl": ITL_BUCKETS}),
+    )  # fmt: skip
+    return LaneSnapshot("lane", "1h", totals, lane_figures(totals), None, None)
+
+
+def test_the_inter_token_tails_sit_beside_their_own_histogram_s_mean() -> None:
+    """SGLang's ITL histogram counts tokens; with 3 tokens per speculative step its step
+    (`itl_mean`) is 3 times the histogram's mean, which is what its percentiles compare to."""
+    sglang = _itl_lane("sglang")
+    assert sglang.figures is not None
+    figures = sglang.figures.figures
+    assert figures["itl_mean"].value == pytest.approx(0.045)  # the step: 3 tokens of 15 ms
+    assert figures["itl_hist_mean"].value == pytest.approx(0.015)
+    assert figures["itl_p50"].value == pytest.approx(0.018)
+    pane = {line.label: line.values for line in tails_view(sglang).lines if isinstance(line, Cells)}
+    assert pane["Inter-token"][:2] == ("15.0 ms", "18.0 ms")
+    assert "| Inter-token latency | 15.0 ms | 18.0 ms |" in markdown_receipt(sglang, None)
+    vllm = _itl_lane("vllm").figures  # vLLM's histogram counts steps: its mean is the step
+    assert vllm is not None and vllm["itl_hist_mean"].value == vllm["itl_mean"].value == 0.015
+
+
+def test_a_tail_s_query_is_promql_only_where_its_histogram_s_is() -> None:
+    scrape = "scrape http://127.0.0.1:42555/metrics: increase per le of vllm:ttft_seconds_bucket"
+    promql = 'sum by (le) (increase(vllm:ttft_seconds_bucket{job="a"}[1h]))'
+    for source, expected in ((scrape, f"p90 of {scrape}"),
+                             (promql, f"histogram_quantile(0.9, {promql})")):  # fmt: skip
+        totals = LaneTotals(
+            "lane", "vllm", 3600, 2e9, histograms=frozen_map({"ttft": BUCKETS}),
+            queries=frozen_map({"ttft": source}),
+        )  # fmt: skip
+        assert lane_figures(totals)["ttft_p90"].query == expected

@@ -391,3 +391,17 @@ async def test_a_lane_gone_quiet_has_no_value_now(prometheus: PromServer) -> Non
     assert figures["running"].value is not None and figures["running_now"].value is None
     assert figures["running_now"].reason == "no sample at the evaluation time"
     assert figures["kv_usage_now"].value is None and figures["ttft_p50"].value is not None
+
+
+async def test_a_tail_s_query_reads_as_where_it_came_from(prometheus: PromServer) -> None:
+    """Read from Prometheus, a tail's query is PromQL that gives its value; from a direct
+    scrape, it names the percentile and the scrape (no PromQL wrapped around a URL)."""
+    figures = lane_figures(await read_prometheus(prometheus, "tails-full")).figures
+    for key in ("ttft_p50", "itl_p99"):
+        assert figures[key].query.startswith("histogram_quantile(")
+        expected = promql_value(prometheus, figures[key].query, END)
+        assert figures[key].value == pytest.approx(expected, rel=1e-9), key
+    scraped = read_scrape("tails-full")
+    tail = lane_figures(scraped).figures["ttft_p50"]
+    assert tail.query == f"p50 of {scraped.queries['ttft']}"
+    assert tail.query.startswith("p50 of scrape http://127.0.0.1:1/metrics: ")

@@ -1,48 +1,78 @@
-"""How bad the tail is: p50 / p90 / p99 of each latency beside its mean, from the engine's
-histograms over the window. A quantile past the largest finite bucket reads `> 60 s`."""
+"""How bad the tail is: p50 / p90 / p99 of each latency beside its histogram's mean, over the
+window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where room is short)."""
 
 from __future__ import annotations
 
+from textual.content import Content
+
 from cockpit.figures import format_figure, merge_reasons
+from cockpit.model import Figure
 from cockpit.snapshot import LaneSnapshot
+from cockpit.tail_figures import LATENCIES
 
-from .pane import MISSING, Cells, Line, Note, Pane, PaneView, Source, lane_source
-
-LATENCIES: tuple[tuple[str, str, str, str], ...] = (
-    ("ttft", "ttft_mean", "TTFT", "TTFT"),
-    ("itl", "itl_mean", "Inter-token", "ITL"),
-    ("e2e", "e2e_mean", "End-to-end", "E2E"),
-    ("queue", "queue_mean", "Queue", "Queue"),
+from .pane import (
+    DEFAULT_WIDTH,
+    MISSING,
+    Cells,
+    Line,
+    Note,
+    Pane,
+    PaneView,
+    lane_source,
+    render_line,
 )
-"""(quantile prefix, mean figure, label, short label), in the order a user asks."""
+
 QUANTILES = ("p50", "p90", "p99")
 COLUMN = 10
 """Cells per column: `> 60.00 s` fits with a cell to spare."""
+COMPACT_COLUMN = 8
+"""Cells per column of the compact cells (`0.41s`, `>60s`): a cell fewer still fits 80 columns."""
+FULL_WIDTH = Cells("", ()).min_label + (COLUMN - 1) * (1 + len(QUANTILES))
+"""The narrowest pane the full cells fit, a cell narrower each (the pane's own squeeze)."""
 
 
 class TailsPane(Pane):
     """Mean, p50, p90 and p99 of TTFT, inter-token, end-to-end and queue time."""
 
     TITLE = "Latency tails"
+    compact: PaneView | None = None
+    """The view in compact cells, drawn where the full ones would leave the mean out."""
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        self.compact = tails_view(lane, lane_configured, compact=True)
         self.view = tails_view(lane, lane_configured)
 
+    def render(self) -> Content:
+        width = self.size.width or DEFAULT_WIDTH
+        if width >= FULL_WIDTH or self.compact is None:
+            return super().render()
+        return Content("\n").join(render_line(line, width) for line in self.compact.lines)
 
-def _cell(engine: Source, key: str) -> str:
-    figure = engine.get(key)
-    return MISSING if figure is None or figure.missing else format_figure(figure)
+
+def compact_figure(figure: Figure) -> str:
+    """`0.41s`, `19.2ms`, `>60s`: a tail in six cells or fewer."""
+    if figure.above and figure.value is not None:
+        return f">{figure.value:g}s"  # a bucket's bound: 60, 2.5, 7680
+    return format_figure(figure).replace(" ", "")
 
 
-def tails_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+def tails_view(
+    lane: LaneSnapshot | None, lane_configured: bool = True, compact: bool = False
+) -> PaneView:
     engine = lane_source(lane, lane_configured)
-    header = Cells("", ("mean", *QUANTILES), "muted", column=COLUMN, drop_first=True)
+    column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, format_figure)
+
+    def cell(key: str) -> str:
+        figure = engine.get(key)
+        return MISSING if figure is None or figure.missing else shown(figure)
+
+    header = Cells("", ("mean", *QUANTILES), "muted", column=column, drop_first=True)
     lines: list[Line] = [header]
-    for prefix, mean, label, short in LATENCIES:
-        values = (_cell(engine, mean), *(_cell(engine, f"{prefix}_{q}") for q in QUANTILES))
-        row = Cells(label, values, stale=engine.stale, column=COLUMN, short=short, drop_first=True)
-        lines.append(row)
-    figures = [engine.get(f"{p}_{q}") for p, *_ in LATENCIES for q in QUANTILES]
+    for latency in LATENCIES:
+        values = (cell(latency.mean), *(cell(f"{latency.histogram}_{q}") for q in QUANTILES))
+        lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
+                           short=latency.short, drop_first=True))  # fmt: skip
+    figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]
     reasons = merge_reasons(f.reason for f in figures if f is not None and f.missing and f.reason)
     if reasons:
         lines.append(Note(f"— {reasons}"))
