@@ -7,7 +7,9 @@ growing with time) is scraped every 5 s by a real Prometheus, its lanes found by
 - HTTP requests per refresh of the whole overview (target 1) and the client's time per
   refresh, wall − the server's own evaluation (`stats`; target ≤ 20 ms median), 1 h window,
   with the client's CPU time per refresh beside it (what the client itself spends, however
-  busy the machine: the wall time also waits for Prometheus's JSON and a CPU);
+  busy the machine: the wall time also waits for Prometheus's JSON and a CPU), the same
+  query asked with a one-sample answer (`count(...)`: what is left is the answer's cost, the
+  server encoding and gzipping it, the client reading it) and the answer's size;
 - idle CPU (target ≤ 1.5 % of one core) and RSS (≤ 80 MB) at a 5 s refresh, over 60 s:
   the cockpit with the overview open (`cockpit --prometheus URL --lanes-by job` in a
   160×48 tmux pane), and the fleet's polling loop alone, headless, in a process of its own.
@@ -210,6 +212,7 @@ async def refresh_costs(url: str) -> dict[str, Any]:
         server: list[float] = []
         requests: list[int] = []
         floor: list[float] = []
+        lean: list[float] = []
         for _ in range(READS):
             before = fleet.requests
             started, used = time.perf_counter(), time.process_time()
@@ -222,6 +225,9 @@ async def refresh_costs(url: str) -> dict[str, Any]:
             started = time.perf_counter()
             await fleet.source.query("vector(1)", time.time())  # the round trip alone
             floor.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            counted = await fleet.source.query(f"count({view.query})", time.time())
+            lean.append(time.perf_counter() - started - (counted.eval_seconds or 0.0))
             await asyncio.sleep(1.0)
     finally:
         await fleet.aclose()
@@ -234,9 +240,22 @@ async def refresh_costs(url: str) -> dict[str, Any]:
         "client_ms": {**spread(ms, 3), "p90": round(sorted(ms)[int(len(ms) * 0.9)], 3)},
         "client_cpu_ms": spread([c * 1000 for c in cpu], 3),
         "trivial_query_ms": spread([f * 1000 for f in floor], 3),
+        "one_sample_answer_ms": spread([x * 1000 for x in lean], 3),
         "server_eval_ms": spread([s * 1000 for s in server], 3),
         "load_average": load_average(),
         "query_chars": len(view.query),
+        **answer_size(url, view.query),
+    }
+
+
+def answer_size(url: str, query: str) -> dict[str, int]:
+    """The fleet answer's size: samples, JSON bytes and bytes on the wire (gzip, as the
+    cockpit's client asks)."""
+    reply = httpx.post(f"{url}/api/v1/query", data={"query": query}, timeout=30)
+    return {
+        "answer_samples": len(reply.json()["data"]["result"]),
+        "answer_bytes": len(reply.content),
+        "answer_wire_bytes": reply.num_bytes_downloaded,
     }
 
 
@@ -357,6 +376,11 @@ def print_table(result: dict[str, Any]) -> None:
         ("client CPU ms per refresh, median", f"{result['client_cpu_ms']['median']:.2f}", ""),
         ("a trivial query's round trip ms, median",
          f"{result['trivial_query_ms']['median']:.2f}", ""),
+        ("the same query, one-sample answer: client ms, median",
+         f"{result['one_sample_answer_ms']['median']:.2f}", ""),
+        ("answer: samples, KB (KB on the wire)",
+         f"{result['answer_samples']}, {result['answer_bytes'] / 1000:.0f}"
+         f" ({result['answer_wire_bytes'] / 1000:.0f})", ""),
         ("server evaluation ms, median", f"{result['server_eval_ms']['median']:.1f}", ""),
         ("idle CPU, overview open", shown(overview["cpu_pct"], "%"), f"≤ {CPU_TARGET_PCT} %"),
         ("RSS, overview open", shown(overview["rss_mb"], "MB"), f"≤ {RSS_TARGET_MB:g} MB"),
