@@ -12,7 +12,7 @@ marked gone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -484,7 +484,8 @@ class Discovery:
     def __init__(self) -> None:
         self.dialects: dict[str, str] = {}
         """Lane -> its engine, as last seen live."""
-        self.history: dict[str, dict[str, tuple[float | None, ...]]] = {}
+        self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
+        """Lane -> its rows' values at the last refreshes, oldest first."""
 
     def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
@@ -495,8 +496,29 @@ class Discovery:
             dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
             self.dialects[lane] = dialect
             row = lane_row(plan, samples, lane, dialect, end)
-            past = self.history.setdefault(lane, {})
-            for key in NUMERIC_COLUMNS:
-                past[key] = (*past.get(key, ()), row.values.get(key))[-HISTORY_POINTS:]
-            rows.append(replace(row, history=frozen_map(past)))
+            past = (*self.history.get(lane, ()), row.values)[-HISTORY_POINTS:]
+            self.history[lane] = past
+            rows.append(replace(row, history=Trail(past)))
         return rows
+
+
+class Trail(Mapping[str, tuple[float | None, ...]]):
+    """`FleetRow.history` from a lane's values at its last refreshes: a column's tuple is made
+    when asked (the screen asks for one or two of the eleven), so a refresh adds one entry
+    per lane rather than rebuilding every column's."""
+
+    __slots__ = ("refreshes",)
+
+    def __init__(self, refreshes: tuple[Mapping[str, float | None], ...]) -> None:
+        self.refreshes = refreshes
+
+    def __getitem__(self, key: str) -> tuple[float | None, ...]:
+        if key not in NUMERIC_COLUMNS:
+            raise KeyError(key)
+        return tuple(values.get(key) for values in self.refreshes)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NUMERIC_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(NUMERIC_COLUMNS)
