@@ -120,6 +120,7 @@ class CockpitApp(FleetOverview):
         clocks: Clocks | None = None,
         notice: str = "",
         fleet: FleetFeed | None = None,
+        first_lane: str | None = None,
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
@@ -163,6 +164,7 @@ class CockpitApp(FleetOverview):
             else None
         )
         self._overview = None
+        self.first_lane = first_lane
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -319,7 +321,7 @@ class CockpitApp(FleetOverview):
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
     def action_export(self) -> None:
-        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        lane, ledger = self.lane_snapshot, self.lane_ledger()
         # A replay's receipt is named for the moment it shows, not the moment it was written.
         moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
         folder = self.export_dir or receipts_folder(self.config.export_dir)

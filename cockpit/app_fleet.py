@@ -22,16 +22,23 @@ class FleetOverview(SourcePolling):
     refresh_s: float
     clocks: Clocks
     export_dir: Path | None
+    first_lane: str | None
+    """The lane named on the command line (`--lane`): the cockpit opens on its panes."""
 
     def open_on_overview(self) -> None:
-        """With a fleet feed: the overview, over the panes, from the start."""
+        """With a fleet feed: the overview, over the panes, from the start (a lane named on
+        the command line: its panes, escape opens the overview)."""
         if self.fleet_poller is None:
             return
         folder = self.export_dir or receipts_folder(self.config.export_dir)
         health, wall = self.config.health, self.clocks.wall
         self._overview = FleetScreen(self.fleet_poller, self, health, folder, wall)
         self.install_screen(self._overview, "fleet")
-        self.action_overview()
+        lane = self.first_lane
+        if lane is not None and lane in {feed.name for feed in self.lane_feeds}:
+            self.open_lane(lane)
+        else:
+            self.action_overview()
 
     def action_overview(self) -> None:
         """Back to the overview from the lane's panes; the fleet is read at once."""

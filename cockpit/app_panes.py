@@ -117,7 +117,8 @@ class LanePanes(App[None]):
             findings = check(lane, self.config.health) if lane is not None else None
             home.query_one(VitalStrip).show(lane, has_lane, findings or ())
             home.query_one(HealthLine).show(findings)
-            home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane)
+            low = self.config.health.hit_rate
+            home.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane, low)
             home.query_one(PrefillPane).show(lane, has_lane)
             home.query_one(PhaseBar).show(lane, has_lane)
             home.query_one(TailsPane).show(lane, has_lane)
@@ -152,8 +153,9 @@ class LanePanes(App[None]):
         if pane is None:
             return
         name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
-        body = details_blocks(pane, self.lane_snapshot, self.ledger_snapshot)
-        self.push_screen(DetailsScreen(f"{Content(name).plain}: details", body))
+        body = details_blocks(pane, self.lane_snapshot, self.lane_ledger())
+        # border_title reads back as markup: a `[` in a model's name comes back escaped.
+        self.push_screen(DetailsScreen(f"{Content.from_markup(name).plain}: details", body))
 
     def action_ledger_tables(self) -> None:
-        self.push_screen(LedgerTablesScreen(self.ledger_snapshot, self.ledger_poller is not None))
+        self.push_screen(LedgerTablesScreen(self.lane_ledger(), self.ledger_poller is not None))

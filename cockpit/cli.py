@@ -388,7 +388,7 @@ def command_run(args: argparse.Namespace) -> int:
 
         lanes, ledger = build_feeds(config, first_lane=args.lane)
         fleet = fleet_feed(config, lanes)
-        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet)
+        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet, lane=args.lane)
 
     return run_app(build_app(setup))
 

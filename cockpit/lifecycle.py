@@ -43,12 +43,14 @@ class Setup(NamedTuple):
     fleet: FleetFeed | None = None
     """Every lane at once (lanes found by a label, or more than one listed): the cockpit
     opens on their overview (`cli_fleet.fleet_feed`)."""
+    lane: str | None = None
+    """The lane named on the command line: the cockpit opens on its panes."""
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
     """The app on what `setup` returns, built with the garbage collector paused."""
     with collector_paused():
-        config, lanes, ledger, replay_at, refresh_s, notice, fleet = setup()
+        config, lanes, ledger, replay_at, refresh_s, notice, fleet, lane = setup()
         from cockpit.app import make_app
 
         return make_app(
@@ -59,6 +61,7 @@ def build_app(setup: Callable[[], Setup]) -> CockpitApp:
             refresh_s=refresh_s,
             notice=notice,
             fleet=fleet,
+            first_lane=lane,
         )
 
 

@@ -111,13 +111,15 @@ def ledger_markdown(
     figures: LedgerFigures, totals: LedgerTotals, window: str, prices: Prices
 ) -> list[str]:
     lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
+    if totals.narrowed_to is not None:
+        lines += [f"The lane's own models only: {', '.join(totals.narrowed_to)}.", ""]
     lines += _table((f"Metric ({window})", "Value"), _ledger_rows(figures))
     if figures.skipped:
         lines += ["", f"{figures.skipped} (not in the figures)."]
     if figures.busiest_source:
         lines += ["", f"Most API calls come from **{figures.busiest_source}**."]
     for heading, groups, missing_key in (
-        ("### Per source", figures.by_source, ""),
+        ("### Per source", figures.by_source, "by_source"),
         (_model_heading(totals), figures.by_model, ""),
         ("### Per profile", figures.by_profile, "by_profile"),
     ):

@@ -21,19 +21,22 @@ from .pane import (
 )
 
 LOW = 0.70
-"""Below this the lane is doing its prompts twice."""
+"""Below this the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
 HIGH = 0.90
 
-BAND_WORDS = {
-    "good": "good: above 90%",
-    "warn": "fair: 70–90%",
-    "bad": "low: under 70%, prompts redone",
-}
-"""The band in words too, so the gauge reads without colour."""
+
+def band_words(low: float) -> dict[str, str]:
+    """The band in words too, so the gauge reads without colour."""
+    high = max(low, HIGH)
+    return {
+        "good": f"good: above {high * 100:g}%",
+        "warn": f"fair: {low * 100:g}–{high * 100:g}%",
+        "bad": f"low: under {low * 100:g}%, prompts redone",
+    }
 
 
 class CacheGauge(Pane):
-    """Hit rate gauge (red < 70 %, green > 90 %), hits / queries, and the ledger's share."""
+    """Hit rate gauge (red under `low`, green above 90 %), hits / queries, the ledger's share."""
 
     TITLE = "Prefix cache"
 
@@ -43,8 +46,9 @@ class CacheGauge(Pane):
         ledger: LedgerSnapshot | None,
         ledger_configured: bool = True,
         lane_configured: bool = True,
+        low: float = LOW,
     ) -> None:
-        self.view = cache_view(lane, ledger, ledger_configured, lane_configured)
+        self.view = cache_view(lane, ledger, ledger_configured, lane_configured, low)
 
 
 def _hits_row(engine: Source) -> Row:
@@ -69,13 +73,14 @@ def cache_view(
     ledger: LedgerSnapshot | None,
     ledger_configured: bool = True,
     lane_configured: bool = True,
+    low: float = LOW,
 ) -> PaneView:
     engine = lane_source(lane, lane_configured)
     agent = ledger_source(ledger, ledger_configured)
     rate = engine.value("prefix_cache_hit_rate")
-    tone = band_tone(rate, LOW, HIGH)
+    tone = band_tone(rate, low, max(low, HIGH))
     rate_figure = engine.get("prefix_cache_hit_rate")
-    band = BAND_WORDS.get(tone) or (rate_figure.reason if rate_figure else engine.absent)
+    band = band_words(low).get(tone) or (rate_figure.reason if rate_figure else engine.absent)
     lines: tuple[Line, ...] = (
         Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
         Note(band, tone),

@@ -37,7 +37,7 @@ def tables_view(ledger: LedgerSnapshot | None, configured: bool = True) -> PaneV
     missing = ledger.totals.missing if ledger is not None and ledger.totals else {}
     lines: list[Line] = []
     for title, groups, note in (
-        ("per source", figures.by_source, ""),
+        ("per source", figures.by_source, missing.get("by_source", "")),
         ("per model", figures.by_model, ""),
         ("per profile", figures.by_profile, missing.get("by_profile", "")),
     ):
