@@ -189,23 +189,11 @@ def format_cell(row: FleetRow, column: FleetColumn) -> str:
 # --- the one query ---------------------------------------------------------------------
 
 RAW_KEYS: tuple[str, ...] = (
-    "running_now",
-    "waiting_now",
-    "kv_usage_now",
-    "requests",
-    "generation_tokens",
-    "prefix_cache_queries",
-    "prefix_cache_hits",
-    "prompt_computed",
-    "kv_computed_sum",
-    "kv_computed_count",
-    "itl_sum",
-    "itl_count",
-    "spec_drafts",
-    "spec_accepted",
-    "prefill_sum",
+    "running_now", "waiting_now", "kv_usage_now", "requests", "generation_tokens",
+    "prefix_cache_queries", "prefix_cache_hits", "prompt_computed", "kv_computed_sum",
+    "kv_computed_count", "itl_sum", "itl_count", "spec_drafts", "spec_accepted", "prefill_sum",
     "decode_sum",
-)
+)  # fmt: skip
 """The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
 histogram (`ttft`), whose p95 the server works out."""
 TTFT_P95 = "ttft_p95"
@@ -251,14 +239,12 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     lane and fig: the TTFT p95 is the server's `histogram_quantile` (the algorithm
     `cockpit.quantiles` copies), not a bucket vector per lane.
 
-    The answer is most of a refresh's cost (the server encodes it, the client decodes it):
-    a fig is a short number, not a name, since every sample repeats it; an expression the
-    reading doesn't use (vLLM's draft counters) is not asked; the data start and the count of
-    targets up come only where they tell something (a lane younger than the window, every
-    target down)."""
+    The answer is most of a refresh's cost (the server encodes it, the client reads it), so
+    a fig is a short number (every sample repeats it), vLLM's unread draft counters are not
+    asked, the data start and targets up only where they tell something (a lane younger than
+    the window, every target down)."""
     window = promql_duration(window_s)
-    figs_of: dict[str, str] = {}
-    """Expression -> its fig (an expression two dialects share is asked once)."""
+    figs_of: dict[str, str] = {}  # expression -> its fig: asked once when dialects share it
 
     def ask(expression: str) -> str:
         return figs_of.setdefault(expression, str(len(figs_of)))
@@ -356,18 +342,14 @@ def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
 
 
 _INPUTS: Mapping[str, tuple[str, ...]] = {
-    "running_now": ("running_now",),
-    "waiting_now": ("waiting_now",),
-    "kv_usage_now": ("kv_usage_now",),
-    "requests_per_s": ("requests",),
+    "running_now": ("running_now",), "waiting_now": ("waiting_now",),
+    "kv_usage_now": ("kv_usage_now",), "requests_per_s": ("requests",),
     "generation_tok_s": ("generation_tokens",),
     "prefix_cache_hit_rate": ("prefix_cache_hits", "prefix_cache_queries"),
-    "mean_fresh_prefill": ("kv_computed_sum", "requests"),
-    "ttft_p95": ("ttft",),
-    "itl_mean": ("itl_sum", "itl_count"),
-    "decode_share": ("prefill_sum", "decode_sum"),
+    "mean_fresh_prefill": ("kv_computed_sum", "requests"), "ttft_p95": ("ttft",),
+    "itl_mean": ("itl_sum", "itl_count"), "decode_share": ("prefill_sum", "decode_sum"),
     AGE: (NEWEST,),
-}
+}  # fmt: skip
 """Column -> the raw keys whose reasons say why it is missing."""
 
 
@@ -503,9 +485,8 @@ class Discovery:
 
 
 class Trail(Mapping[str, tuple[float | None, ...]]):
-    """`FleetRow.history` from a lane's values at its last refreshes: a column's tuple is made
-    when asked (the screen asks for one or two of the eleven), so a refresh adds one entry
-    per lane rather than rebuilding every column's."""
+    """`FleetRow.history` from a lane's values at its last refreshes: a column's points are
+    made when asked (the screen asks for one or two), not at every refresh for each."""
 
     __slots__ = ("refreshes",)
 
