@@ -15,6 +15,7 @@ from cockpit.text import visible
 from cockpit.timeutil import parse_duration
 
 if TYPE_CHECKING:
+    from cockpit.fleet import FleetView
     from cockpit.fleet_poller import FleetFeed
     from cockpit.poller import LaneFeed
 
@@ -60,17 +61,29 @@ def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | No
 
 
 def report_fleet(args: argparse.Namespace, config: Config, at: float | None) -> int:
-    """`cockpit report --fleet`: every lane found, one row each, from one query at `at`."""
-    discover = config.discover
-    if discover is None:
-        raise ConfigError("<command line>", None, "--fleet", "needs lanes to find: --prometheus "
-                          "URL --lanes-by LABEL, or discover: in the config")  # fmt: skip
+    """`cockpit report --fleet`: the overview's rows at `at`, read through the app's fleet
+    feed (the lanes found by a label, the listed lanes, or both; one listed lane alone too)."""
+    from cockpit.feeds import build_feeds
     from cockpit.fleet_report import fleet_json, fleet_markdown
+    from cockpit.listed_fleet import ListedFleet
     from cockpit.model import SourceFailure
-    from cockpit.sources.fleet import read_once
+    from cockpit.poller import close_all
+
+    lanes, ledger = build_feeds(config)
+    fleet = fleet_feed(config, lanes) or (ListedFleet(lanes) if lanes else None)
+    if fleet is None:
+        raise ConfigError("<command line>", None, "--fleet", "needs lanes: listed in the config, "
+                          "or found by --prometheus URL --lanes-by LABEL (discover:)")  # fmt: skip
+
+    async def read() -> FleetView:
+        try:
+            return await fleet.read(parse_duration(config.window), at)
+        finally:
+            await fleet.aclose()
+            await close_all(lanes, ledger)
 
     try:
-        view = asyncio.run(read_once(discover, parse_duration(config.window), at))
+        view = asyncio.run(read())
     except SourceFailure as error:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 1

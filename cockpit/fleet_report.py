@@ -1,4 +1,5 @@
-"""The overview's receipt: every lane's row as markdown or JSON, with the one query asked.
+"""The overview's receipt: every lane's row as markdown or JSON, with the one query asked
+of the lanes found by a label and where each lane listed in the config was read.
 
 `cockpit report --fleet` and the overview's `e` both call these on a `FleetView`, so the
 screen and the receipt can't disagree. Pure: no I/O.
@@ -18,6 +19,7 @@ from cockpit.fleet import (
     FleetView,
     format_cell,
 )
+from cockpit.listed_fleet import LISTED, ListedView
 from cockpit.report import _table
 from cockpit.text import visible
 from cockpit.timeutil import promql_duration, stamp
@@ -36,14 +38,26 @@ def _counts(view: FleetView) -> str:
     return f"{len(view.rows)} lanes" + (f" ({found})" if found else "")
 
 
+def _listed(view: FleetView) -> dict[str, str]:
+    """Lane listed in the config -> where its own query read it."""
+    return dict(view.listed) if isinstance(view, ListedView) else {}
+
+
+def _sources(view: FleetView) -> str:
+    found = f"Server {visible(view.server)}, lanes by `{visible(view.label)}`"
+    count = len(_listed(view))
+    listed = f"{count} lane{'s' * (count != 1)} listed in the config, each read by its own query"
+    return "; ".join([found] * (view.label != LISTED) + [listed] * bool(_listed(view)))
+
+
 def fleet_markdown(view: FleetView) -> str:
     """The overview as a markdown receipt: a heading, the server's warnings, one row per
-    lane (missing values `—`, why listed under the table), the query."""
+    lane (missing values `—`, why listed under the table), the one query of the lanes found
+    by a label, where each listed lane was read."""
     lines = [
         f"# Fleet — {_counts(view)}",
         "",
-        f"Server {visible(view.server)}, lanes by `{visible(view.label)}`, window "
-        f"{promql_duration(view.window_s)} ending {stamp(view.end)}.",
+        f"{_sources(view)}; window {promql_duration(view.window_s)} ending {stamp(view.end)}.",
         "",
     ]
     lines += [f"> **{visible(warning)}**" for warning in view.warnings]
@@ -58,7 +72,12 @@ def fleet_markdown(view: FleetView) -> str:
     ]
     if notes:
         lines += ["", "Why:", "", *(visible(note) for note in notes)]
-    lines += ["", "Query (one `/api/v1/query` for every lane):", "", "```promql", view.query, "```"]
+    if view.label != LISTED:
+        found = f"one `/api/v1/query` for every lane found by `{visible(view.label)}`"
+        lines += ["", f"Query ({found}):", "", "```promql", view.query, "```"]
+    if listed := _listed(view):
+        lines += ["", "Lanes listed (`cockpit report --lane NAME` shows a lane's queries):", ""]
+        lines += [visible(f"- {lane}: {where}") for lane, where in listed.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -72,6 +91,7 @@ def fleet_json(view: FleetView) -> dict[str, Any]:
         "partial": view.partial,
         "warnings": list(view.warnings),
         "query": view.query,
+        "listed": _listed(view),
         "lanes": [
             {
                 "lane": row.lane,

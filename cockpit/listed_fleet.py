@@ -4,25 +4,36 @@ as its panes read it, all at once, its row made of the same figures (`figures.la
 This costs a lane's own request(s) per lane and refresh: one query for the whole fleet needs
 the label the lanes are found by (`discover:`, `--lanes-by`), which `sources.fleet` asks.
 Listed lanes beside discovery are read beside its one query, their rows with its rows.
+A listed lane's age is the time from its figures' read (a scraped lane's newest scrape, a
+Prometheus lane's evaluation: the newest time its query saw) to the overview's end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from cockpit.figures import lane_figures
 from cockpit.fleet import AGE, FIGURE_COLUMNS, HISTORY_POINTS, NUMERIC_COLUMNS, FleetRow, FleetView
-from cockpit.fleet_poller import FleetFeed
 from cockpit.model import LaneTotals, frozen_map
 from cockpit.poller import LaneFeed, failure_reason
 
+if TYPE_CHECKING:
+    from cockpit.fleet_poller import FleetFeed
+
 LISTED = "config"
 """`FleetView.label` of a fleet of listed lanes only: the config names them."""
-NO_AGE = "read for lanes found by a label (discover:)"
-"""Why a listed lane's row has no age: the newest sample's time is asked by the fleet query."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedView(FleetView):
+    """The overview with lanes listed in the config, each read by its own query."""
+
+    listed: Mapping[str, str] = field(default_factory=frozen_map)
+    """Listed lane -> where its query read it (its selector on its server), or why it wasn't."""
 
 
 class ListedFleet:
@@ -48,14 +59,19 @@ class ListedFleet:
             raise view
         assert isinstance(view, FleetView)
         rows = [
-            self._remembered(self._row(feed, result))
+            self._remembered(self._row(feed, result, view.end))
             for feed, result in zip(self.feeds, results, strict=True)
         ]
-        listed = {row.lane for row in rows}
-        return replace(view, rows=(*(r for r in view.rows if r.lane not in listed), *rows))
+        names = {row.lane for row in rows}
+        kept = {f.name: getattr(view, f.name) for f in fields(view)}
+        kept["rows"] = (*(r for r in view.rows if r.lane not in names), *rows)
+        kept["listed"] = frozen_map(
+            {feed.name: _where(result) for feed, result in zip(self.feeds, results, strict=True)}
+        )
+        return ListedView(**kept)
 
     @staticmethod
-    def _row(feed: LaneFeed, result: object) -> FleetRow:
+    def _row(feed: LaneFeed, result: object, end: float) -> FleetRow:
         if isinstance(result, BaseException):
             if not isinstance(result, Exception):  # cancelled: not a lane's failure
                 raise result
@@ -68,8 +84,8 @@ class ListedFleet:
         return FleetRow(
             feed.name,
             up=True,
-            values=frozen_map({**values, AGE: None}),
-            reasons=frozen_map({**reasons, AGE: NO_AGE}),
+            values=frozen_map({**values, AGE: max(end - result.end, 0.0)}),
+            reasons=frozen_map(reasons),
             above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
             dialect=result.dialect,
         )
@@ -83,6 +99,12 @@ class ListedFleet:
     async def aclose(self) -> None:
         if self.found is not None:
             await self.found.aclose()
+
+
+def _where(result: object) -> str:
+    if isinstance(result, LaneTotals):
+        return f"{result.selector or 'every series'} on {result.server}"
+    return f"not read: {failure_reason(result)}" if isinstance(result, Exception) else ""
 
 
 async def _none_found(window_s: float, end: float) -> FleetView:

@@ -4,6 +4,7 @@ back, and shows lanes that appear and vanish. A scripted fleet feed returns fixe
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -11,14 +12,17 @@ from pathlib import Path
 import pytest
 
 from cockpit.app import CockpitApp, make_app
-from cockpit.cli import effective_config, parse_args
+from cockpit.cli import effective_config, main, parse_args
 from cockpit.cli_fleet import fleet_feed
 from cockpit.config import Discover, LaneConfig
 from cockpit.feeds import PrometheusLaneFeed, build_feeds
-from cockpit.fleet import FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.figures import lane_figures
+from cockpit.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.fleet_report import fleet_markdown
 from cockpit.lifecycle import Setup, build_app
 from cockpit.listed_fleet import ListedFleet
 from cockpit.model import LaneTotals, frozen_map
+from cockpit.sources.prometheus import PrometheusSource
 from cockpit.widgets.fleet import FleetScreen
 from tests import test_fleet_live as live
 from tests.test_app import on_screen, settle
@@ -389,6 +393,42 @@ async def test_lanes_listed_beside_discovery_are_rows_of_the_overview() -> None:
         assert app.lane_name == "lane-x" and len(listed_lane.reads) == 2
 
 
+@dataclass(eq=False)
+class EarlierFeed(ScriptedLaneFeed):
+    """A lane whose figures were read `before_s` before the read asked for (a scrape lane's
+    last scrape, a Prometheus lane's window evaluated at an earlier refresh)."""
+
+    before_s: float = 0.0
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        totals = await super().read(window_s, end)
+        return replace(totals, end=totals.end - self.before_s)
+
+
+async def test_a_listed_lanes_age_is_the_time_since_its_figures_were_read() -> None:
+    fleet = ListedFleet([EarlierFeed("lane-a", before_s=7.0), EarlierFeed("lane-b")])
+    view = await fleet.read(3600.0, EVAL_AT)
+    assert {row.lane: row.value(AGE) for row in view.rows} == {"lane-a": 7.0, "lane-b": 0.0}
+    assert all(AGE not in row.reasons for row in view.rows)
+
+
+async def test_the_receipt_of_listed_lanes_says_where_each_was_read_and_no_fleet_query() -> None:
+    down = ScriptedLaneFeed("lane-b", failure=SourceDown("connection refused (127.0.0.1:8000)"))
+    text = fleet_markdown(await ListedFleet([ScriptedLaneFeed("lane-a"), down]).read(60, EVAL_AT))
+    assert "\n2 lanes listed in the config, each read by its own query; window 1m" in text
+    assert "Server" not in text and "/api/v1/query" not in text and "```promql" not in text
+    assert "- lane-a: every series on http://127.0.0.1:9090\n" in text
+    assert "- lane-b: not read: connection refused (127.0.0.1:8000)\n" in text
+
+
+async def test_the_receipt_of_listed_lanes_beside_discovery_says_both() -> None:
+    fleet = ListedFleet([ScriptedLaneFeed("lane-x")], ScriptedFleetFeed())
+    text = fleet_markdown(await fleet.read(3600.0, EVAL_AT))
+    assert "Server http://127.0.0.1:9090, lanes by `job`; 1 lane listed in the config" in text
+    assert "one `/api/v1/query` for every lane found by `job`" in text
+    assert "- lane-x: every series on http://127.0.0.1:9090\n" in text
+
+
 # --- on a real server -----------------------------------------------------------------------
 
 
@@ -465,3 +505,45 @@ async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_the
                 assert row.value(key) == pytest.approx(figure.value, rel=1e-9), key
             await pilot.press("escape", "escape")
             await settle(pilot)
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+@pytest.mark.parametrize("found", [False, True], ids=["listed", "listed-and-found"])
+def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
+    server: PromServer,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    found: bool,
+) -> None:
+    """`cockpit report --fleet` with lanes listed in the config (beside discovery or not):
+    the rows the overview shows, each listed lane's figures its panes' (its twin found by
+    `job` has the same)."""
+    lines = [f"- {{name: mine-{n}, prometheus: '{server.url}', selector: 'job=\"lane-{n}\"'}}"
+             for n in ("a", "c")]  # fmt: skip
+    discover = [f"discover: {{prometheus: '{server.url}', label: job}}"] if found else []
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join([*discover, "lanes:", *lines, ""]), encoding="utf-8")
+    argv = ["report", "--fleet", "--config", str(path), "--window", "1h", "--at", str(live.END)]
+    assert main([*argv, "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    lanes = {lane["lane"]: lane for lane in answer["lanes"]}
+    found_lanes = {lane.name for lane in live.LANES} if found else set()
+    assert set(lanes) == {"mine-a", "mine-c", *found_lanes}
+    assert set(answer["listed"]) == {"mine-a", "mine-c"}
+    panes = lane_figures(asyncio.run(_read_lane(server.url, "lane-a")))
+    for key in FIGURE_COLUMNS:
+        assert lanes["mine-a"]["values"][key] == pytest.approx(panes[key].value, rel=1e-9), key
+    assert main([*argv, "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert "| mine-a |" in out and "| mine-c |" in out
+    assert ("```promql" in out) == found
+
+
+async def _read_lane(url: str, job: str) -> LaneTotals:
+    """The lane as its panes read it at the fleet test's pinned second read."""
+    source = PrometheusSource(url)
+    try:
+        return await source.read_lane(job, None, f'{{job="{job}"}}', live.WINDOW_S, live.END)
+    finally:
+        await source.aclose()
