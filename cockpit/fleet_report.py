@@ -20,7 +20,7 @@ from cockpit.fleet import (
     format_cell,
 )
 from cockpit.listed_fleet import LISTED, ListedView
-from cockpit.report import _table
+from cockpit.report import markdown_table
 from cockpit.text import visible
 from cockpit.timeutil import promql_duration, stamp
 
@@ -63,7 +63,7 @@ def fleet_markdown(view: FleetView) -> str:
     lines += [f"> **{visible(warning)}**" for warning in view.warnings]
     lines += [""] if view.warnings else []
     rows = [tuple(format_cell(row, column) for column in COLUMNS) for row in view.rows]
-    lines += _table(tuple(column.title for column in COLUMNS), rows)
+    lines += markdown_table(tuple(column.title for column in COLUMNS), rows)
     notes = [f"- {row.lane}: {row.down_reason}" for row in view.rows if row.down_reason] + [
         f"- {row.lane}, {title}: {row.reasons[key]}"
         for row in view.rows

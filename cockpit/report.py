@@ -29,7 +29,7 @@ def _cell(text: str) -> str:
     return visible(text).replace("|", "\\|")
 
 
-def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
+def markdown_table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
     return lines
@@ -113,7 +113,7 @@ def ledger_markdown(
     lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
     if totals.narrowed_to is not None:
         lines += [f"The lane's own models only: {', '.join(totals.narrowed_to)}.", ""]
-    lines += _table((f"Metric ({window})", "Value"), _ledger_rows(figures))
+    lines += markdown_table((f"Metric ({window})", "Value"), _ledger_rows(figures))
     if figures.skipped:
         lines += ["", f"{figures.skipped} (not in the figures)."]
     if figures.busiest_source:
@@ -128,7 +128,9 @@ def ledger_markdown(
         if note and not groups:
             lines.append(f"Missing: {note}")
             continue
-        lines += _table((heading.split()[2].capitalize(), *_GROUP_HEADER), _group_rows(groups))
+        lines += markdown_table(
+            (heading.split()[2].capitalize(), *_GROUP_HEADER), _group_rows(groups)
+        )
         if note:
             # An old schema credits its sessions to its ledger's profile: the rows are real,
             # the note says how they were grouped.
@@ -153,7 +155,7 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
         f"cache write {prices.cache_write:g}, output {prices.output:g}"
     )
     lines = [f"## Where the money goes (spend units: {ratios})", ""]
-    lines += _table(
+    lines += markdown_table(
         ("Bucket", "Tokens", "Share of spend units"),
         [
             (row.bucket, format_value(row.tokens, "tokens"), format_value(row.share, "share"))
@@ -185,19 +187,19 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
         "",
     ]
     volume = [figures[key] for key in LANE_VOLUME_TABLE if key in figures.figures]
-    lines += _table((f"Metric ({window})", "Value"), [(f.label, _value(f)) for f in volume])
+    lines += markdown_table((f"Metric ({window})", "Value"), [(f.label, _value(f)) for f in volume])
     lines += ["", f"### Where the time goes (per-request means, {window})", ""]
     timing = [figures[key] for key in LANE_TIMING_TABLE if key in figures.figures]
-    lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
+    lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
     lines += _tails(figures, window)
     waiting_now = [key for key in figures.engine_keys if key.startswith("waiting_now_")]
     now = [figures[key] for key in (*LANE_NOW_TABLE, *waiting_now) if key in figures.figures]
     lines += ["", "### Now and the last minute, beside the window", ""]
-    lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in now])
+    lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in now])
     if figures.engine_keys:
         lines += ["", f"### What else the engine says ({window})", ""]
         engine = [figures[key] for key in figures.engine_keys if key not in waiting_now]
-        lines += _table(("Figure", "Value"), [(f.label, _value(f)) for f in engine])
+        lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in engine])
     return lines
 
 
@@ -230,7 +232,7 @@ def _tails(figures: LaneFigures, window: str) -> list[str]:
                 said.setdefault(tail.reason, []).append(tail.label.rsplit(" ", 1)[-1])
         notes += [f"{label} {', '.join(which)}: {why}" for why, which in said.items()]
     lines = ["", f"### Tails ({window}, from the engine's histograms)", ""]
-    lines += _table(header, rows)
+    lines += markdown_table(header, rows)
     if any(f.above for f in figures.figures.values()):
         notes.insert(0, "`> x`: past the engine's largest finite bucket (x is a lower bound)")
     return lines + ([""] if notes else []) + [f"- {_cell(note)}" for note in notes]

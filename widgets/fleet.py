@@ -52,12 +52,10 @@ from cockpit.text import visible
 from cockpit.timeutil import clock
 
 from .fleet_table import Cell, RowTable, TableView
-from .pane import freshness_note, sparkline
+from .pane import TONE_STYLE, freshness_note, sparkline
 
 TREND_CELLS = 12
 """Refreshes the trend column draws, a character each (newest at the right)."""
-TONE_STYLE = {"good": "bold $text-success", "warn": "bold $text-warning", "bad": "bold $text-error"}
-"""Cell tones as the theme's colours."""
 
 
 class FleetHost(Protocol):

@@ -67,12 +67,3 @@ class FleetSource:
 
     async def aclose(self) -> None:
         await self.source.aclose()
-
-
-async def read_once(discover: Discover, window_s: float, end: float | None) -> FleetView:
-    """One read of the fleet `discover` describes, its client closed after (a receipt)."""
-    fleet = FleetSource.of(discover)
-    try:
-        return await fleet.read(window_s, end)
-    finally:
-        await fleet.aclose()
