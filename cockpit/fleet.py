@@ -460,14 +460,17 @@ class Discovery:
 
     A lane appears when the answer has engine series with its label value; once seen it
     keeps its row: when its series vanish (no live sample, no scrape target) the row says
-    gone, not dropped. Each row carries the last HISTORY_POINTS refreshes of every numeric
-    column, the overview's trend."""
+    gone, not dropped, until it has been gone for HISTORY_POINTS refreshes (its trend all
+    blank): a label whose values churn (pods) doesn't grow the table without end. Each row
+    carries the last HISTORY_POINTS refreshes of every numeric column, the overview's trend."""
 
     def __init__(self) -> None:
         self.dialects: dict[str, str] = {}
         """Lane -> its engine, as last seen live."""
         self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
         """Lane -> its rows' values at the last refreshes, oldest first."""
+        self.gone_for: dict[str, int] = {}
+        """Lane -> refreshes in a row it has been gone."""
 
     def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
@@ -478,6 +481,11 @@ class Discovery:
             dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
             self.dialects[lane] = dialect
             row = lane_row(plan, samples, lane, dialect, end)
+            self.gone_for[lane] = self.gone_for.get(lane, 0) + 1 if row.gone else 0
+            if self.gone_for[lane] > HISTORY_POINTS:
+                for kept in (self.dialects, self.history, self.gone_for):
+                    del kept[lane]
+                continue
             past = (*self.history.get(lane, ()), row.values)[-HISTORY_POINTS:]
             self.history[lane] = past
             rows.append(replace(row, history=Trail(past)))

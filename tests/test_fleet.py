@@ -168,6 +168,19 @@ def test_lanes_appear_vanish_as_gone_and_keep_a_history() -> None:
     assert rows[-1].history["running_now"] == tuple(float(i) for i in range(HISTORY_POINTS))
 
 
+def test_a_lane_gone_for_its_whole_trend_is_let_go() -> None:
+    discovery = Discovery()
+    _read(discovery, {"a": VLLM, "b": VLLM})
+    for _ in range(HISTORY_POINTS):
+        rows = _read(discovery, {"b": VLLM})
+    assert [(r.lane, r.gone) for r in rows] == [("a", True), ("b", False)]
+    assert set(rows[0].history["running_now"]) == {None}
+    rows = _read(discovery, {"b": VLLM})
+    assert [r.lane for r in rows] == ["b"]
+    rows = _read(discovery, {"a": VLLM, "b": VLLM})
+    assert [(r.lane, r.gone) for r in rows] == [("a", False), ("b", False)]
+
+
 def test_a_lane_with_targets_but_no_engine_series_is_not_a_lane() -> None:
     rows = _read(Discovery(), {"node-exporter": {TARGETS: 1.0, TARGETS_UP: 1.0}, "a": VLLM})
     assert [row.lane for row in rows] == ["a"]
