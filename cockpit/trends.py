@@ -14,9 +14,7 @@ Grafana's `$__rate_interval`), their rate over that range times the step, and th
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -110,20 +108,6 @@ def rate_range(step_s: float, scrape_s: float) -> float:
     """The range a step's counters are read over: the step, or `RATE_SCRAPES` scrape
     intervals (whole seconds) when that is longer."""
     return float(max(step_s, math.ceil(RATE_SCRAPES * scrape_s)))
-
-
-def scrape_interval(result: Sequence[Mapping[str, Any]]) -> float | None:
-    """The scrape interval, whole seconds, from a range vector's answer (the median gap
-    between a series' samples); None without two samples in a series."""
-    try:
-        gaps = [
-            float(later[0]) - float(earlier[0])
-            for series in result
-            for earlier, later in itertools.pairwise(series.get("values") or ())
-        ]
-    except (AttributeError, TypeError, ValueError, IndexError):
-        return None
-    return float(max(1, round(statistics.median(gaps)))) if gaps else None
 
 
 # --- Prometheus: one range query ---------------------------------------------------------
@@ -226,6 +210,8 @@ class BufferTrend:
         steps: dict[float, StepValues] = {}
         for t in point_times(window_s, end):
             values = kept.get(t)
+            if values is None and t < held_from:
+                values = {}  # it ends before the buffer's first point: a gap, read for nothing
             if values is None:
                 values = _step_values(buffer, matchers, wanted, t, step)
                 if t < last_scrape and t - 2 * step >= held_from:
