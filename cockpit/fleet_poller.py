@@ -14,7 +14,7 @@ from typing import Protocol
 from cockpit.fleet import FleetRow, FleetView
 from cockpit.fleet_report import fleet_markdown
 from cockpit.model import FRESH, Freshness
-from cockpit.poller import MAX_DELAY_S, Clocks, Good, Poller, warning_note
+from cockpit.poller import Good, Poller, warning_note
 from cockpit.receipts import receipts_folder, write_new_file
 from cockpit.text import visible
 
@@ -45,24 +45,7 @@ class FleetSnapshot:
 class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
     """Refresh cycles of the fleet: the view is its own figures."""
 
-    def __init__(
-        self,
-        feed: FleetFeed,
-        refresh_s: float,
-        *,
-        replay_at: float | None = None,
-        clocks: Clocks | None = None,
-        max_delay_s: float = MAX_DELAY_S,
-    ) -> None:
-        super().__init__(
-            feed.read,
-            refresh_s,
-            replay_at=replay_at,
-            clocks=clocks,
-            max_delay_s=max_delay_s,
-            probe=getattr(feed, "probe", None),
-        )
-        self.feed = feed
+    feed: FleetFeed
 
     def figures(self, totals: FleetView) -> FleetView:
         return totals

@@ -143,6 +143,7 @@ class Clocks:
 
 
 TotalsT = TypeVar("TotalsT")
+TotalsT_co = TypeVar("TotalsT_co", covariant=True)
 FiguresT = TypeVar("FiguresT")
 SnapshotT = TypeVar("SnapshotT")
 
@@ -156,6 +157,12 @@ class Good(Generic[TotalsT, FiguresT]):
     read_at: float
 
 
+class Feed(Protocol[TotalsT_co]):
+    """What a poller reads: a window's totals up to `end` (None: now)."""
+
+    async def read(self, window_s: float, end: float | None) -> TotalsT_co: ...
+
+
 class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
     """Read timing, last good result per window, failure streak and back-off of one feed.
 
@@ -163,19 +170,20 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
 
     def __init__(
         self,
-        read: Callable[[float, float | None], Awaitable[TotalsT]],
+        feed: Feed[TotalsT],
         refresh_s: float,
         *,
-        replay_at: float | None,
-        clocks: Clocks | None,
-        max_delay_s: float,
-        probe: Callable[[], Awaitable[bool]] | None,
+        replay_at: float | None = None,
+        clocks: Clocks | None = None,
+        max_delay_s: float = MAX_DELAY_S,
     ) -> None:
         self.replay_at = replay_at
         self.backoff = Backoff(refresh_s, max_delay_s)
-        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = read
+        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = feed.read
         self._clocks = clocks or Clocks()
-        self._probe = probe
+        self._probe: Callable[[], Awaitable[bool]] | None = getattr(feed, "probe", None)
+        """The feed's cheap check that its source answers again, when it has one."""
+        self.feed = feed
         self._good: dict[tuple[str, str | None], Good[TotalsT, FiguresT]] = {}
         """Last good read per (window, scope): a model filter's figures are not the lane's."""
         self._failing_since: float | None = None
@@ -272,26 +280,9 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
 class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
     """Refresh cycles of one lane feed."""
 
-    def __init__(
-        self,
-        feed: LaneFeed,
-        refresh_s: float,
-        *,
-        replay_at: float | None = None,
-        clocks: Clocks | None = None,
-        max_delay_s: float = MAX_DELAY_S,
-    ) -> None:
-        super().__init__(
-            feed.read,
-            refresh_s,
-            replay_at=replay_at,
-            clocks=clocks,
-            max_delay_s=max_delay_s,
-            probe=getattr(feed, "probe", None),
-        )
-        self.feed = feed
-        self.waiting_streak = 0
-        """Good refreshes in a row that found requests waiting (a failed one ends the run)."""
+    feed: LaneFeed
+    waiting_streak: int = 0
+    """Good refreshes in a row that found requests waiting (a failed one ends the run)."""
 
     def figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens)
@@ -346,6 +337,8 @@ def waiting_now(figures: LaneFigures | None) -> float | None:
 class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
     """Refresh cycles of the agent ledger feed."""
 
+    feed: LedgerFeed
+
     def __init__(
         self,
         feed: LedgerFeed,
@@ -357,14 +350,8 @@ class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
         max_delay_s: float = MAX_DELAY_S,
     ) -> None:
         super().__init__(
-            feed.read,
-            refresh_s,
-            replay_at=replay_at,
-            clocks=clocks,
-            max_delay_s=max_delay_s,
-            probe=getattr(feed, "probe", None),
+            feed, refresh_s, replay_at=replay_at, clocks=clocks, max_delay_s=max_delay_s
         )
-        self.feed = feed
         self.prices = prices or Prices()
 
     def figures(self, totals: LedgerTotals) -> LedgerFigures:
