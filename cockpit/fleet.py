@@ -486,10 +486,15 @@ class Discovery:
                 for kept in (self.dialects, self.history, self.gone_for):
                     del kept[lane]
                 continue
-            past = (*self.history.get(lane, ()), row.values)[-HISTORY_POINTS:]
-            self.history[lane] = past
-            rows.append(replace(row, history=Trail(past)))
+            rows.append(remember(self.history, row))
         return rows
+
+
+def remember(history: dict[str, tuple[Mapping[str, float | None], ...]], row: FleetRow) -> FleetRow:
+    """`row` with its trend: its values added to its lane's last HISTORY_POINTS refreshes."""
+    past = (*history.get(row.lane, ()), row.values)[-HISTORY_POINTS:]
+    history[row.lane] = past
+    return replace(row, history=Trail(past))
 
 
 class Trail(Mapping[str, tuple[float | None, ...]]):

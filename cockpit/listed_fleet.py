@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from cockpit.figures import lane_figures
-from cockpit.fleet import AGE, FIGURE_COLUMNS, HISTORY_POINTS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView, remember
 from cockpit.model import LaneTotals, frozen_map
 from cockpit.poller import LaneFeed, failure_reason
 
@@ -46,7 +46,7 @@ class ListedFleet:
     def __init__(self, feeds: Sequence[LaneFeed], found: FleetFeed | None = None) -> None:
         self.feeds = list(feeds)
         self.found = found
-        self.history: dict[str, dict[str, tuple[float | None, ...]]] = {}
+        self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
 
     async def read(self, window_s: float, end: float | None) -> FleetView:
         """Every lane over the window ending at `end` (None: now); a listed lane whose read
@@ -59,7 +59,7 @@ class ListedFleet:
             raise view
         assert isinstance(view, FleetView)
         rows = [
-            self._remembered(self._row(feed, result, view.end))
+            remember(self.history, self._row(feed, result, view.end))
             for feed, result in zip(self.feeds, results, strict=True)
         ]
         names = {row.lane for row in rows}
@@ -89,12 +89,6 @@ class ListedFleet:
             above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
             dialect=result.dialect,
         )
-
-    def _remembered(self, row: FleetRow) -> FleetRow:
-        past = self.history.setdefault(row.lane, {})
-        for key in NUMERIC_COLUMNS:
-            past[key] = (*past.get(key, ()), row.values.get(key))[-HISTORY_POINTS:]
-        return replace(row, history=frozen_map(past))
 
     async def aclose(self) -> None:
         if self.found is not None:
