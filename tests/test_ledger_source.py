@@ -24,11 +24,10 @@ from cockpit.sources.ledger import (
     LedgerError,
     LedgerSet,
     LedgerTailer,
-    model_key,
-    model_name,
     profile_of,
     resolve_ledger,
 )
+from cockpit.sources.ledger_sums import model_key, model_name
 
 NOW = 1794700800.0
 DAY = 86400.0
@@ -181,7 +180,7 @@ async def test_ledger_set_from_profile_names(
     shutil.copyfile(hermes_v22, home / "state.db")
     shutil.copyfile(hermes_v11, home / "profiles" / "old" / "state.db")
     monkeypatch.setenv("HERMES_HOME", str(home))
-    ledgers = LedgerSet.from_args(["default", "old"])
+    ledgers = LedgerSet(LedgerTailer(resolve_ledger(a), profile_of(a)) for a in ("default", "old"))
     try:
         totals = await ledgers.refresh(120 * DAY, NOW)
     finally:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import sqlite3
 import time
 import urllib.parse
@@ -48,7 +47,7 @@ from typing import Any
 import aiosqlite
 
 from cockpit.ledger_figures import ledger_window_sql
-from cockpit.model import LedgerInfo, LedgerTotals, frozen_map
+from cockpit.model import LedgerInfo, LedgerTotals, TokenCounts, frozen_map
 from cockpit.sources.ledger_files import (
     BUSY_TIMEOUT_S,
     FileFacts,
@@ -68,7 +67,6 @@ from cockpit.sources.ledger_sql import (
     Col,
     Schema,
     first_read,
-    join_halves,
     read_schema,
     rows_statement,
     session_groups,
@@ -83,25 +81,11 @@ from cockpit.sources.ledger_sums import (
     decode_text,
     missing_for,
     model_key,
-    model_name,
-    new_vector,
     text_of,
     window_edges,
 )
 
-__all__ = [
-    "LedgerError",
-    "LedgerReading",
-    "LedgerSet",
-    "LedgerTailer",
-    "model_key",
-    "model_name",
-    "profile_of",
-    "resolve_ledger",
-]
-
-END_RESOLUTION_S = 1.0
-"""`end=None` means now, rounded down to this, so repeated refreshes can hit the cache."""
+__all__ = ["LedgerError", "LedgerSet", "LedgerTailer", "profile_of", "resolve_ledger"]
 
 BIG_LEDGER_ROWS = 100_000
 """A window summed afresh on a ledger with more sessions than this scans the table, and reads
@@ -365,12 +349,9 @@ class LedgerTailer:
             if problem:
                 self._closed.skip(f"{table}: {problem}", count, sign)
                 continue
-            values = [count, *join_halves(row[Col.VALUES :])]
-            if row[Col.KIND] == "S":
-                for key in self._session_keys(row):
-                    self._closed.add(key, values, sign)
-            else:
-                self._closed.add(_usage_key(row), values, sign)
+            keys = self._session_keys(row) if row[Col.KIND] == "S" else (_usage_key(row),)
+            for key in keys:
+                self._closed.add(key, _counts(row, count), sign)
 
     def _take_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Session rows ('R') with their usage rows ('V'): open ones kept, closed ones summed."""
@@ -382,12 +363,17 @@ class LedgerTailer:
                     started_at=None if problem == NO_START else float(row[Col.STARTED]),
                     keys=self._session_keys(row),
                     problem=problem,
-                    values=[1, *join_halves(row[Col.VALUES :])],
+                    counts=_counts(row, 1),
                 )
                 sessions[int(row[Col.ROWID])] = (session, bool(row[Col.CLOSED]))
         for row in rows:
-            if row[Col.KIND] == "V":
-                self._take_usage(sessions[int(row[Col.ROWID])][0], row)
+            if row[Col.KIND] != "V":
+                continue
+            session = sessions[int(row[Col.ROWID])][0]
+            if row[Col.PROBLEM]:
+                session.usage_problems[row[Col.PROBLEM]] += 1
+            else:
+                session.add_usage(_usage_key(row), _counts(row, 0))
         for rowid, (session, closed) in sessions.items():
             if not closed:
                 self._open[rowid] = session
@@ -398,22 +384,11 @@ class LedgerTailer:
             elif self._in_bounds(session.started_at):
                 session.add_to(self._closed)
 
-    @staticmethod
-    def _take_usage(session: Session, row: Sequence[Any]) -> None:
-        problem = row[Col.PROBLEM]
-        if problem:
-            session.usage_problems[problem] = session.usage_problems.get(problem, 0) + 1
-            return
-        vector = session.usage.setdefault(_usage_key(row), new_vector())
-        for index, value in enumerate(join_halves(row[Col.VALUES :]), start=1):
-            vector[index] += value
-        vector[0] = 1
-
     def _in_bounds(self, started_at: float) -> bool:
         return self._bounds is not None and self._bounds[0] < started_at <= self._bounds[1]
 
     def _build(self, window_s: float, end: float) -> LedgerReading:
-        sums = self._closed.copy()
+        sums = Sums(self._closed)
         startless = self._startless
         for session in self._open.values():
             if session.started_at is None:
@@ -447,7 +422,7 @@ class LedgerTailer:
             ledgers=(info,),
             queries=(ledger_window_sql(end - window_s, end),),  # what a user can run
             first_started_at=self._first_started,
-            skipped=frozen_map({k: v for k, v in sorted(sums.skipped().items()) if v}),
+            skipped=frozen_map({k: c.sessions for k, c in sums.counts("skipped").items()}),
         )
         reading = LedgerReading(totals, frozen_map(sums.counts("model_s")))
         assert self._data_version is not None
@@ -471,11 +446,6 @@ class LedgerSet:
         if not self.tailers:
             raise LedgerError("no ledger given")
 
-    @classmethod
-    def from_args(cls, args: Iterable[str]) -> LedgerSet:
-        """From paths and/or profile names, as the command line gives them."""
-        return cls(LedgerTailer(resolve_ledger(arg), profile_of(arg)) for arg in args)
-
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
         if end is None:
             end = _now()
@@ -498,7 +468,14 @@ def _usage_key(row: Sequence[Any]) -> GroupKey:
     return ("side", "")
 
 
+def _counts(row: Sequence[Any], sessions: int) -> TokenCounts:
+    """A row's counters, each put together from its (summed) high and low 32 bits."""
+    halves = [int(half or 0) for half in row[Col.VALUES :]]
+    pairs = zip(halves[0::2], halves[1::2], strict=True)
+    return TokenCounts(sessions, *((high << 32) + low for high, low in pairs))
+
+
 def _now() -> float:
-    """The window's end when none is given: now, to END_RESOLUTION_S (one end for every ledger
-    of a set, and the same SQL bounds across a second)."""
-    return math.floor(time.time() / END_RESOLUTION_S) * END_RESOLUTION_S
+    """The window's end when none is given: now, to the second (one end for every ledger of a
+    set, and the same SQL bounds, so the cache holds, across a second)."""
+    return float(int(time.time()))

@@ -12,7 +12,7 @@ Each row read is judged here, by one rule (`_problem`): a counter that is not a 
 is negative, a cost that is not a dollar amount, or a session without a numeric `started_at`,
 makes the row unreadable; the reason travels with the row (NULL when it is fine) so the tailer
 skips and counts it. A plain SUM raises past 2**63 and TOTAL() rounds past 2**53, so each
-counter is summed as its high and low 32 bits (`join_halves` puts them together): exact, and no
+counter is summed as its high and low 32 bits (the tailer puts them together): exact, and no
 overflow below 2**31 rows per group. Costs are REAL in the ledger: each row's is turned into
 whole billionths of a dollar first (`NANO_USD`), then summed by TOTAL(), so they too add and
 subtract exactly (below $9 million per group and statement) and never raise.
@@ -84,10 +84,6 @@ class Schema:
     version: int | None
     journal_mode: str
     schema_cookie: int
-
-    @property
-    def usage_has_task(self) -> bool:
-        return "task" in self.usage_columns
 
 
 Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Any]]]
@@ -178,16 +174,13 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
 
-def _values(present: frozenset[str], alias: str, *, named: bool = False) -> str:
+def _values(present: frozenset[str], alias: str) -> str:
     """Each counter as its high and low 32 bits, like `_sums`, so every row has one layout (a
-    cost is all in its low half); `named` h0, l0, h1, ... (a column this schema lacks is 0, 0)."""
+    cost is all in its low half; a column this schema lacks is 0, 0)."""
     counters = (f"COALESCE({c}, 0)" if c else "0" for c in _counters(present, alias))
-    pairs = [(f"{value} >> 32", f"{value} & 4294967295") for value in counters]
-    pairs += [("0", cost or "0") for cost in _costs(present, alias)]
-    return ", ".join(
-        f"{high} AS h{index}, {low} AS l{index}" if named else f"{high}, {low}"
-        for index, (high, low) in enumerate(pairs)
-    )
+    pairs = [f"{value} >> 32, {value} & 4294967295" for value in counters]
+    pairs += [f"0, {cost or '0'}" for cost in _costs(present, alias)]
+    return ", ".join(pairs)
 
 
 _VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(VALUE_COUNT))
@@ -204,14 +197,14 @@ def _sums(present: frozenset[str], alias: str) -> str:
     return ", ".join(counters + costs)
 
 
-def join_halves(values: Sequence[Any]) -> list[int]:
-    """The counters of a row from their (summed) halves."""
-    highs, lows = values[0::2], values[1::2]
-    return [(int(high or 0) << 32) + int(low or 0) for high, low in zip(highs, lows, strict=True)]
-
-
 def _optional(schema: Schema, column: str) -> str:
     return f"s.{column}" if column in schema.columns else "NULL"
+
+
+def _names(schema: Schema) -> str:
+    """A session's source, profile, model and provider."""
+    columns = ("profile_name", "model", "billing_provider")
+    return ", ".join(["s.source", *(_optional(schema, column) for column in columns)])
 
 
 def _usage_optional(schema: Schema, column: str) -> str:
@@ -219,7 +212,7 @@ def _usage_optional(schema: Schema, column: str) -> str:
 
 
 def _main(schema: Schema) -> str:
-    return "(u.task = '' OR u.task IS NULL)" if schema.usage_has_task else "1"
+    return "(u.task = '' OR u.task IS NULL)" if "task" in schema.usage_columns else "1"
 
 
 def _short_model(column: str) -> str:
@@ -246,11 +239,10 @@ _STARTLESS = (
 def rows_statement(schema: Schema, where: str) -> str:
     """The mark, the sessions `where` selects (on `s`), and their usage rows: one snapshot."""
     chosen = (
-        "WITH chosen AS MATERIALIZED (SELECT s.rowid AS rid, s.id AS id, s.source AS source, "
-        f"{_optional(schema, 'profile_name')} AS profile, {_optional(schema, 'model')} AS model, "
-        f"{_optional(schema, 'billing_provider')} AS provider, s.started_at AS started, "
-        f"s.ended_at IS NOT NULL AS closed, {_problem(schema.columns, 's', start=True)} AS p, "
-        f"{_values(schema.columns, 's', named=True)} FROM sessions AS s WHERE {where}) "
+        "WITH chosen(rid, id, source, profile, model, provider, started, closed, p, "
+        f"{_VALUE_NAMES}) AS MATERIALIZED (SELECT s.rowid, s.id, {_names(schema)}, "
+        f"s.started_at, s.ended_at IS NOT NULL, {_problem(schema.columns, 's', start=True)}, "
+        f"{_values(schema.columns, 's')} FROM sessions AS s WHERE {where}) "
     )
     parts = [
         _MARK,
@@ -276,8 +268,7 @@ def _sessions(scan: bool) -> str:
 def session_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
     """Sessions `where` selects, summed per (source, profile, model, provider, problem)."""
     return (
-        f"SELECT 'S', NULL, s.source, {_optional(schema, 'profile_name')}, "
-        f"{_optional(schema, 'model')}, {_optional(schema, 'billing_provider')}, NULL, NULL, 1, "
+        f"SELECT 'S', NULL, {_names(schema)}, NULL, NULL, 1, "
         f"{_problem(schema.columns, 's', start=False)} AS p, COUNT(*), "
         f"{_sums(schema.columns, 's')} FROM {_sessions(scan)} WHERE {where} GROUP BY 3, 4, 5, 6, p"
     )

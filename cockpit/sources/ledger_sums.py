@@ -3,18 +3,16 @@ readings of several ledgers combine into one LedgerTotals. No I/O here."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
 
 from cockpit.model import LedgerTotals, TokenCounts, frozen_map
-from cockpit.sources.ledger_sql import COUNTER_COLUMNS, VALUE_COUNT, Schema, has_costs
+from cockpit.sources.ledger_sql import COUNTER_COLUMNS, Schema, has_costs
 
-Vector = list[int]
-"""[sessions, api_calls, input, cache_read, cache_write, output, reasoning, cost_actual,
-cost_estimated]: TokenCounts' fields."""
 GroupKey = tuple[str, str]
 """(dimension, name): total, source, profile, model_s, model_u, side, skipped."""
+NONE = TokenCounts()
 
 
 def model_name(raw: str | None) -> str:
@@ -44,45 +42,26 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-# --- sums ------------------------------------------------------------------------------------
+class Sums(dict[GroupKey, TokenCounts]):
+    """TokenCounts per (dimension, name), added to and subtracted from exactly; a row skipped
+    counts as a session of ("skipped", its reason)."""
 
-
-def new_vector() -> Vector:
-    return [0] * (1 + VALUE_COUNT)
-
-
-class Sums:
-    """Counter vectors per (dimension, name), added to and subtracted from exactly."""
-
-    def __init__(self) -> None:
-        self.groups: dict[GroupKey, Vector] = {}
-
-    def add(self, key: GroupKey, values: Sequence[int], sign: int = 1) -> None:
-        vector = self.groups.setdefault(key, new_vector())
-        for index, value in enumerate(values):
-            vector[index] += sign * value
+    def add(self, key: GroupKey, counts: TokenCounts, sign: int = 1) -> None:
+        prior = self.get(key, NONE)
+        self[key] = prior + counts if sign > 0 else prior - counts
 
     def skip(self, reason: str, rows: int = 1, sign: int = 1) -> None:
-        self.add(("skipped", reason), [rows], sign)
-
-    def copy(self) -> Sums:
-        other = Sums()
-        other.groups = {key: list(vector) for key, vector in self.groups.items()}
-        return other
+        self.add(("skipped", reason), TokenCounts(rows), sign)
 
     def counts(self, dimension: str) -> dict[str, TokenCounts]:
         return {
-            name: TokenCounts(*vector)
-            for (dim, name), vector in sorted(self.groups.items())
-            if dim == dimension and any(vector)
+            name: counts
+            for (dim, name), counts in sorted(self.items())
+            if dim == dimension and counts != NONE
         }
 
     def total(self, dimension: str = "total") -> TokenCounts:
-        vector = self.groups.get((dimension, ""))
-        return TokenCounts(*vector) if vector else TokenCounts()
-
-    def skipped(self) -> dict[str, int]:
-        return {name: vector[0] for (dim, name), vector in self.groups.items() if dim == "skipped"}
+        return self.get((dimension, ""), NONE)
 
 
 @dataclass(slots=True)
@@ -93,18 +72,22 @@ class Session:
     """None when started_at is not a number: the session belongs to no window."""
     keys: tuple[GroupKey, ...]
     problem: str | None
-    values: Vector
-    usage: dict[GroupKey, Vector] = field(default_factory=dict)
-    usage_problems: dict[str, int] = field(default_factory=dict)
+    counts: TokenCounts
+    usage: dict[GroupKey, TokenCounts] = field(default_factory=dict)
+    usage_problems: Counter[str] = field(default_factory=Counter)
+
+    def add_usage(self, key: GroupKey, counts: TokenCounts) -> None:
+        """One usage row; the session counts once per key."""
+        self.usage[key] = replace(self.usage.get(key, NONE) + counts, sessions=1)
 
     def add_to(self, sums: Sums) -> None:
         if self.problem:
             sums.skip(f"sessions: {self.problem}")
         else:
             for key in self.keys:
-                sums.add(key, self.values)
-        for key, values in self.usage.items():
-            sums.add(key, values)
+                sums.add(key, self.counts)
+        for key, counts in self.usage.items():
+            sums.add(key, counts)
         for problem, rows in self.usage_problems.items():
             sums.skip(f"session_model_usage: {problem}", rows)
 
@@ -159,19 +142,11 @@ def window_edges(
 # --- several ledgers -------------------------------------------------------------------------
 
 
-def sum_counts(maps: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for mapping in maps:
-        for key, count in mapping.items():
-            out[key] = out.get(key, 0) + count
-    return dict(sorted(out.items()))
-
-
 def sum_maps(maps: Iterable[Mapping[str, TokenCounts]]) -> dict[str, TokenCounts]:
     out: dict[str, TokenCounts] = {}
     for mapping in maps:
         for key, counts in mapping.items():
-            out[key] = out.get(key, TokenCounts()) + counts
+            out[key] = out.get(key, NONE) + counts
     return dict(sorted(out.items()))
 
 
@@ -181,31 +156,26 @@ def combine(readings: Sequence[LedgerReading], window_s: float, end: float) -> L
     by_model = [p.by_model for p in parts] if exact else [r.by_model_sessions for r in readings]
     sides = [part.side_calls for part in parts if part.side_calls is not None]
     missing: dict[str, str] = {}
+    skipped: Counter[str] = Counter()
     for part in parts:
+        skipped.update(part.skipped)
         for key, reason in part.missing.items():
-            path = part.ledgers[0].path if part.ledgers else "?"
-            note = f"{path}: {reason}"
+            note = f"{part.ledgers[0].path}: {reason}"
             missing[key] = f"{missing[key]}; {note}" if key in missing else note
     firsts = [p.first_started_at for p in parts if p.first_started_at is not None]
-    basis: Literal["session_model_usage", "sessions.model"] = (
-        "session_model_usage" if exact else "sessions.model"
-    )
-    total = TokenCounts()
-    for part in parts:
-        total = total + part.total
     return LedgerTotals(
         window_s=window_s,
         end=end,
-        total=total,
+        total=sum((part.total for part in parts), NONE),
         by_source=frozen_map(sum_maps(p.by_source for p in parts)),
         by_model=frozen_map(sum_maps(by_model)),
-        model_basis=basis,
+        model_basis="session_model_usage" if exact else "sessions.model",
         by_profile=frozen_map(sum_maps(p.by_profile for p in parts)),
         by_ledger=frozen_map(sum_maps(p.by_ledger for p in parts)),
-        side_calls=sum(sides, TokenCounts()) if sides else None,
+        side_calls=sum(sides, NONE) if sides else None,
         missing=frozen_map(missing),
         ledgers=tuple(info for part in parts for info in part.ledgers),
         queries=tuple(dict.fromkeys(q for part in parts for q in part.queries)),
         first_started_at=min(firsts) if firsts else None,
-        skipped=frozen_map(sum_counts(p.skipped for p in parts)),
+        skipped=frozen_map(dict(sorted(skipped.items()))),
     )
