@@ -1,35 +1,27 @@
 """Read-only tailer of the Hermes agent's SQLite ledger (`state.db`).
 
-How a refresh stays cheap and exact:
-
-- The file is opened `file:...?mode=ro` with a short busy timeout; nothing here writes, runs
-  DDL or sets a journal mode. Every read is one SELECT statement, so each sees one committed
-  snapshot and holds it only for the length of that statement.
-- `PRAGMA data_version` on the kept connection says whether another connection committed.
-  Unchanged data and unchanged window bounds return the cached totals without reading rows.
-- Sessions are split into *known closed* (rowid <= the highest rowid read, and not in the
-  open set) and *open* (`ended_at IS NULL` when last read). Closed sessions never change, so
-  their sums are kept for the window; a change re-reads only the open set and rows with a
-  rowid above the last one read, in one statement. A sliding window adds and subtracts the
-  known-closed sessions in the slices between the old and new bounds, so the sums stay exact
-  without keeping a row per session in memory. Known-closed rows never change, so those
-  reads may see any snapshot and still agree.
+- The file is opened `mode=ro` with a short busy timeout; nothing here writes. Every read is
+  one SELECT, so it sees one committed snapshot and holds it only for that statement.
+- `PRAGMA data_version` says whether another connection committed: unchanged data and window
+  bounds read no rows.
+- Sessions are *known closed* (rowid <= the highest read, not in the open set) or *open*
+  (`ended_at IS NULL` when last read). Closed sessions never change, so only their sums are
+  kept; a change re-reads the open set and the rows added since, in one statement. A sliding
+  window adds and subtracts the known-closed sessions in the slices between the old and new
+  bounds: exact whatever snapshot those reads see, and no row per session kept in memory.
 - A window read afresh (the first read, a window switch) is one statement: the open sessions,
-  and the sessions closed in that snapshot summed. Its session_model_usage follows; on a big
-  ledger in the background on a second connection (that join costs seconds at a million
-  sessions): until it lands, per model comes from sessions.model and `missing` says so.
-- Each row is judged on its own (see `ledger_sql`): a row that can't be read is skipped and
-  counted in `LedgerTotals.skipped`, never summed and never fatal.
-- Any failure part-way (SQLite's or not) forgets everything read: the next refresh reads the
-  file afresh, so figures are never built from a partial read. So does a replaced file
-  (other inode or device, or a smaller size) or a schema change.
+  and the closed ones summed. Its session_model_usage follows; on a big ledger in the
+  background on a second connection (seconds at a million sessions): meanwhile per model
+  comes from sessions.model and `missing` says so.
+- A row that can't be read (see `ledger_sql`) is skipped and counted in
+  `LedgerTotals.skipped`, never summed, never fatal.
+- Any failure part-way forgets everything read, so figures are never built from a partial
+  read; so does a replaced file (other inode or device, a smaller size) or a schema change.
 
-Per model, a session counts once per `provider/model` it used (the model's own provider
-prefix dropped, as Hermes shows it); `side_calls.sessions` counts sessions with any side call.
-
-Limits, by design: a row that changes after it was read as closed (Hermes never does this),
-or a deleted session, is not noticed until the file is replaced or the tailer reopened;
-`data_version` cannot tell which rows changed. A VACUUM that renumbers rowids is not seen.
+Per model, a session counts once per `provider/model` it used; `side_calls.sessions` counts
+sessions with any side call. Not noticed until the file is replaced, by design: a row changed
+after it was read as closed (Hermes never does this), a deleted session, a VACUUM that
+renumbers rowids.
 """
 
 from __future__ import annotations
@@ -89,7 +81,7 @@ __all__ = ["LedgerError", "LedgerSet", "LedgerTailer", "profile_of", "resolve_le
 
 BIG_LEDGER_ROWS = 100_000
 """A window summed afresh on a ledger with more sessions than this scans the table, and reads
-its session_model_usage in the background (see `LedgerTailer._add_slice`)."""
+its session_model_usage in the background (see `LedgerTailer._full_read`)."""
 
 
 # --- the tailer ------------------------------------------------------------------------------
@@ -113,20 +105,15 @@ class LedgerTailer:
         self._schema: Schema | None = None
         self._data_version: int | None = None
         self._bounds: tuple[float, float] | None = None
+        """The window the sums are for; None: the next refresh reads one afresh."""
         self._closed = Sums()
-        """Known-closed sessions started inside the bounds."""
-        self._startless = 0
-        """Known-closed sessions with no numeric started_at (inside no window)."""
+        """Known-closed sessions started inside the bounds, and those with no start skipped."""
         self._open: dict[int, Session] = {}
         """By rowid: rowids are integers whatever the id column holds."""
         self._max_rowid = 0
         self._first_started: float | None = None
-        self._cached: LedgerReading | None = None
-        self._cache_key: tuple[float, float, float, int] | None = None
         self._failed_on: tuple[object, ...] | None = None
         """The file as a stat saw it when the last read failed (None after a good read)."""
-        self._interrupted = False
-        """A refresh was cancelled part-way: the next one reads the file afresh."""
 
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
         """Totals for sessions with `started_at` in (end - window_s, end]."""
@@ -141,7 +128,7 @@ class LedgerTailer:
             reading = await self._refresh(window_s, low, high)
         except asyncio.CancelledError:
             # A refresh cut short (the user switched window) may leave half-moved sums.
-            self._interrupted = True
+            self._bounds = None  # so the next one reads the window afresh
             raise
         except Exception as exc:  # whatever went wrong, nothing half-read is kept
             reason = describe_failure(self.path, exc, self._facts)
@@ -170,7 +157,8 @@ class LedgerTailer:
         await asyncio.wait([task])
 
     async def close(self) -> None:
-        """Close the connections and forget what was read."""
+        """Close the connections: the next refresh opens the file and reads it afresh."""
+        self._facts = self._schema = self._bounds = None
         await self._cancel_usage_read()
         connections = (self._conn, self._usage_conn)
         self._conn = self._usage_conn = None
@@ -178,37 +166,30 @@ class LedgerTailer:
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):  # a broken one has nothing to release
                     await conn.close()
-        self._facts = self._schema = self._cached = self._bounds = None
-        self._data_version = None
-        self._closed = Sums()
-        self._open = {}
-        self._startless = self._max_rowid = 0
 
     # -- the refresh steps -------------------------------------------------------------------
 
     async def _refresh(self, window_s: float, low: float, high: float) -> LedgerReading:
         facts = self._facts.now(self.path) if self._facts is not None else None
-        if self._conn is None or self._interrupted or facts is None:
-            self._interrupted = False
+        if self._schema is None or facts is None:
             await self.close()
             await self._open_file()
-            self._data_version, _ = await self._versions()
-            await self._full_read(low, high)
-            return self._build(window_s, high)
-        self._facts = facts
-        version, cookie = await self._versions()
+        else:
+            self._facts = facts
+        rows = await self._fetch(VERSIONS)
+        version, cookie = int(rows[0][0]), int(rows[0][1])
         if cookie != self._require_schema().schema_cookie:
             await self.close()
             return await self._refresh(window_s, low, high)
-        key = (window_s, low, high, version)
-        merged = self._merge_usage_read()
-        if self._cached is not None and key == self._cache_key and not merged:
-            return self._cached
-        if version != self._data_version:
-            await self._read_changes()
-            self._data_version = version
-        if self._bounds != (low, high):
-            await self._slide(low, high)
+        if self._bounds is None:
+            await self._full_read(low, high)
+        else:  # unchanged data and bounds read no rows
+            self._merge_usage_read()
+            if version != self._data_version:
+                await self._read_changes()
+            if self._bounds != (low, high):
+                await self._slide(low, high)
+        self._data_version = version
         return self._build(window_s, high)
 
     async def _open_file(self) -> None:
@@ -236,10 +217,6 @@ class LedgerTailer:
         assert conn is not None
         return list(await conn.execute_fetchall(sql, tuple(params)))
 
-    async def _versions(self) -> tuple[int, int]:
-        rows = await self._fetch(VERSIONS)
-        return int(rows[0][0]), int(rows[0][1])
-
     def _known_closed(self) -> list[Any]:
         """The parameters of KNOWN_CLOSED and CHANGED."""
         return [self._max_rowid, json.dumps(sorted(self._open))]
@@ -255,10 +232,8 @@ class LedgerTailer:
         (size,) = await self._fetch("SELECT MAX(rowid) FROM sessions")
         big = int(size[0] or 0) > self.big_rows
         rows = await self._fetch(first_read(schema, scan=big), [low, high])
-        self._take_mark(rows)
         self._take_rows(rows)
         self._add_groups(rows, 1)
-        self._startless = sum(int(row[Col.COUNT]) for row in rows if row[Col.KIND] == "N")
         if not schema.has_usage:
             return
         statement = usage_groups(schema, f"{IN_RANGE} AND {KNOWN_CLOSED}", scan=big)
@@ -278,7 +253,6 @@ class LedgerTailer:
         seen = {int(row[Col.ROWID]) for row in rows if row[Col.KIND] == "R"}
         for gone in set(self._open) - seen:  # deleted while open
             del self._open[gone]
-        self._take_mark(rows)
         self._take_rows(rows)
 
     async def _slide(self, low: float, high: float) -> None:
@@ -308,27 +282,18 @@ class LedgerTailer:
             params += params
         self._add_groups(await self._fetch(statement, params), sign)
 
-    def _merge_usage_read(self) -> bool:
+    def _merge_usage_read(self) -> None:
         """Fold a finished background read into the closed sums (a failed one raises)."""
         task = self._usage_read
-        if task is None or not task.done():
-            return False
-        self._usage_read = None
-        self._add_groups(task.result(), 1)
-        return True
+        if task is not None and task.done():
+            self._usage_read = None
+            self._add_groups(task.result(), 1)
 
     # -- turning rows into sums --------------------------------------------------------------
 
     def _require_schema(self) -> Schema:
         assert self._schema is not None
         return self._schema
-
-    def _take_mark(self, rows: Iterable[Sequence[Any]]) -> None:
-        for row in rows:
-            if row[Col.KIND] == "M":
-                self._max_rowid = int(row[Col.ROWID] or 0)
-                first = row[Col.STARTED]
-                self._first_started = float(first) if isinstance(first, int | float) else None
 
     def _session_keys(self, row: Sequence[Any]) -> tuple[GroupKey, ...]:
         return (
@@ -354,10 +319,15 @@ class LedgerTailer:
                 self._closed.add(key, _counts(row, count), sign)
 
     def _take_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Session rows ('R') with their usage rows ('V'): open ones kept, closed ones summed."""
+        """The mark ('M'), and session rows ('R') with their usage rows ('V'): open ones kept,
+        closed ones summed."""
         sessions: dict[int, tuple[Session, bool]] = {}
         for row in rows:
-            if row[Col.KIND] == "R":
+            if row[Col.KIND] == "M":
+                self._max_rowid = int(row[Col.ROWID] or 0)
+                first = row[Col.STARTED]
+                self._first_started = float(first) if isinstance(first, int | float) else None
+            elif row[Col.KIND] == "R":
                 problem = row[Col.PROBLEM]
                 session = Session(
                     started_at=None if problem == NO_START else float(row[Col.STARTED]),
@@ -379,24 +349,19 @@ class LedgerTailer:
                 self._open[rowid] = session
                 continue
             self._open.pop(rowid, None)
-            if session.started_at is None:
-                self._startless += 1
-            elif self._in_bounds(session.started_at):
-                session.add_to(self._closed)
+            self._add_session(session, self._closed)
 
-    def _in_bounds(self, started_at: float) -> bool:
-        return self._bounds is not None and self._bounds[0] < started_at <= self._bounds[1]
+    def _add_session(self, session: Session, sums: Sums) -> None:
+        """A session started inside the bounds; one with no start only as skipped."""
+        if session.started_at is None:
+            sums.skip(f"sessions: {NO_START}")
+        elif self._bounds and self._bounds[0] < session.started_at <= self._bounds[1]:
+            session.add_to(sums)
 
     def _build(self, window_s: float, end: float) -> LedgerReading:
         sums = Sums(self._closed)
-        startless = self._startless
         for session in self._open.values():
-            if session.started_at is None:
-                startless += 1
-            elif self._in_bounds(session.started_at):
-                session.add_to(sums)
-        if startless:
-            sums.skip(f"sessions: {NO_START}", startless)
+            self._add_session(session, sums)
         schema = self._require_schema()
         total = sums.total()
         exact = schema.has_usage and self._usage_read is None
@@ -424,11 +389,7 @@ class LedgerTailer:
             first_started_at=self._first_started,
             skipped=frozen_map({k: c.sessions for k, c in sums.counts("skipped").items()}),
         )
-        reading = LedgerReading(totals, frozen_map(sums.counts("model_s")))
-        assert self._data_version is not None
-        self._cached = reading
-        self._cache_key = (window_s, end - window_s, end, self._data_version)
-        return reading
+        return LedgerReading(totals, frozen_map(sums.counts("model_s")))
 
 
 # --- several ledgers --------------------------------------------------------------------
@@ -476,6 +437,5 @@ def _counts(row: Sequence[Any], sessions: int) -> TokenCounts:
 
 
 def _now() -> float:
-    """The window's end when none is given: now, to the second (one end for every ledger of a
-    set, and the same SQL bounds, so the cache holds, across a second)."""
+    """The window's end when none is given: now, to the second (the query shown stays plain)."""
     return float(int(time.time()))

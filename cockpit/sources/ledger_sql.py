@@ -4,9 +4,9 @@ Every statement returns rows of one layout (see `Col`), tagged by kind:
 
 - `M` mark: the highest rowid and the first `started_at`, in the statement's own snapshot;
 - `R` one session row, `V` one session_model_usage row (of a session read as `R`);
-- `S` sessions summed per (source, profile, model, provider, problem);
-- `U` session_model_usage summed per (model, provider, main loop?, problem);
-- `N` the number of closed sessions without a numeric started_at (they are in no window).
+- `S` sessions summed per (source, profile, model, provider, problem), or the closed sessions
+  without a numeric started_at counted (they are in no window);
+- `U` session_model_usage summed per (model, provider, main loop?, problem).
 
 Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
 is negative, a cost that is not a dollar amount, or a session without a numeric `started_at`,
@@ -68,7 +68,7 @@ class Col(IntEnum):
     PROBLEM = 9
     """Why the row can't be read, or NULL."""
     COUNT = 10
-    """S: sessions; U: distinct sessions (rows when PROBLEM is set); N: sessions; R, V: 1."""
+    """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
     VALUES = 11
     """The counters start here, in COUNTER_COLUMNS order then the two costs (in billionths of
     a dollar), each as its high and low 32 bits."""
@@ -226,7 +226,7 @@ _MARK = (
     f"(SELECT MIN(started_at) FROM sessions), NULL, NULL, 0, {_ZEROS}"
 )
 _STARTLESS = (
-    "SELECT 'N', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL, COUNT(*), "
+    f"SELECT 'S', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, '{NO_START}', COUNT(*), "
     f"{_ZEROS} FROM sessions AS s WHERE (s.started_at IS NULL OR s.started_at >= '') "
     "AND s.ended_at IS NOT NULL"
 )
