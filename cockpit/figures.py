@@ -203,21 +203,17 @@ def bucket_share(
     Bounds come from the server (`le` values), so a lane with custom buckets is read honestly:
     the bound actually used is returned for the label.
     """
-    if not buckets:
-        return None, None
-    total = buckets[-1][1] if math.isinf(buckets[-1][0]) else None
+    total = buckets[-1][1] if buckets and math.isinf(buckets[-1][0]) else None
     bounds = [(le, count) for le, count in buckets if le <= threshold]
-    if total is None or total == 0 or not bounds:
+    if not total or not bounds:
         return None, None
     bound, below = bounds[-1]
     share = below / total
     return (1 - share if above else share), bound
 
 
-def _length_label(name: str, bound: float, above: bool) -> str:
-    what = _length_noun(name)
-    sign = ">" if above else "≤"
-    return f"Requests with {what} {sign} {bound:,.0f} tokens"
+def _length_label(key: str, bound: float, above: bool) -> str:
+    return f"Requests with {_length_noun(key)} {'>' if above else '≤'} {bound:,.0f} tokens"
 
 
 def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures:
@@ -233,8 +229,20 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         absent = merge_reasons(gone(k) or "" for k in d.inputs if gone(k))
         return make_figure(key, label, d.value, unit, absent or d.empty, query, d.note)
 
-    def mean(prefix: str) -> float | None:
-        return divide(v(f"{prefix}_sum"), v(f"{prefix}_count"))
+    def raw(key: str, label: str, unit: Unit, of: str = "", per: float | None = None) -> Figure:
+        """Raw key `of` (default `key`) as it was read, or per second over `per` seconds."""
+        of = of or key
+        value = v(of) if per is None else divide(v(of), per)
+        return make_figure(key, label, value, unit, why(of), q(of, ""))
+
+    def mean(prefix: str, per_request: float | None = None) -> float | None:
+        """The mean of `prefix`'s sum and count, else `per_request` / requests."""
+        value = divide(v(f"{prefix}_sum"), v(f"{prefix}_count"))
+        return divide(per_request, v("requests")) if value is None else value
+
+    def timed(key: str, label: str, prefix: str) -> Figure:
+        return make_figure(key, label, mean(prefix), "seconds", why(f"{prefix}_sum"),
+                           q(f"{prefix}_sum", ""))  # fmt: skip
 
     window = totals.covered_s or totals.window_s
     computed = v("prompt_computed")
@@ -242,42 +250,27 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     if computed is None and v("prefix_cache_queries") is not None and v("prefix_cache_hits"):
         computed = (v("prefix_cache_queries") or 0.0) - (v("prefix_cache_hits") or 0.0)
         computed_query = "queries − hits"
-    mean_prompt = mean("prompt_len")
-    if mean_prompt is None:
-        mean_prompt = divide(v("prompt_tokens"), v("requests"))
-    mean_fresh = mean("kv_computed")
-    if mean_fresh is None:
-        mean_fresh = divide(computed, v("requests"))
-    mean_generated = mean("gen_len")
-    if mean_generated is None:
-        mean_generated = divide(v("generation_tokens"), v("requests"))
+    mean_prompt = mean("prompt_len", v("prompt_tokens"))
     prefill_rate = divide(computed, v("prefill_sum"))
     pace = _decode_pace(totals)
-    decode = _decode_mean(totals, why)
     drafted, drafted_note = _draft_tokens(totals)
     drafted_from = ("spec_drafts", "spec_draft_len") if drafted_note else ("spec_draft_tokens",)
-    kv_usage = v("kv_usage")
     capacity = totals.kv_capacity_tokens
+    kv_usage = v("kv_usage")
     resident = None if kv_usage is None or capacity is None else kv_usage * capacity
     if resident is not None:
         resident += host_kv_tokens
     flops, bytes_moved = _measured(totals)
 
     rows = [
-        make_figure("requests", "Requests completed", v("requests"), "count", why("requests"),
-                    q("requests", "")),
-        make_figure("prompt_tokens", "Prompt tokens", v("prompt_tokens"), "tokens",
-                    why("prompt_tokens"), q("prompt_tokens", "")),
-        make_figure("generation_tokens", "Generated tokens", v("generation_tokens"), "tokens",
-                    why("generation_tokens"), q("generation_tokens", "")),
+        raw("requests", "Requests completed", "count"),
+        raw("prompt_tokens", "Prompt tokens", "tokens"),
+        raw("generation_tokens", "Generated tokens", "tokens"),
         make_figure("prompt_generated", "Prompt : generated",
                     divide(v("prompt_tokens"), v("generation_tokens")), "ratio",
                     why("prompt_tokens", "generation_tokens")),
-        make_figure("prefix_cache_hits", "Prefix-cache hits (tokens)", v("prefix_cache_hits"),
-                    "tokens", why("prefix_cache_hits"), q("prefix_cache_hits", "")),
-        make_figure("prefix_cache_queries", "Prefix-cache queries (tokens)",
-                    v("prefix_cache_queries"), "tokens", why("prefix_cache_queries"),
-                    q("prefix_cache_queries", "")),
+        raw("prefix_cache_hits", "Prefix-cache hits (tokens)", "tokens"),
+        raw("prefix_cache_queries", "Prefix-cache queries (tokens)", "tokens"),
         make_figure("prefix_cache_hit_rate", "Prefix-cache hit rate",
                     divide(v("prefix_cache_hits"), v("prefix_cache_queries")), "share",
                     why("prefix_cache_hits", "prefix_cache_queries")),
@@ -288,18 +281,14 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                     why("prompt_computed", "generation_tokens")),
         make_figure("mean_prompt", "Mean prompt per request", mean_prompt, "tokens",
                     why("prompt_len_sum")),
-        make_figure("mean_fresh_prefill", "Mean fresh prefill per request", mean_fresh, "tokens",
-                    why("kv_computed_sum")),
-        make_figure("mean_generated", "Mean generated per request", mean_generated, "tokens",
-                    why("gen_len_sum")),
-        make_figure("queue_mean", "Queue (mean)", mean("queue"), "seconds", why("queue_sum"),
-                    q("queue_sum", "")),
-        make_figure("prefill_mean", "Prefill (mean)", mean("prefill"), "seconds",
-                    why("prefill_sum"), q("prefill_sum", "")),
-        decode or make_figure("decode_mean", "Decode (mean)", mean("decode"), "seconds",
-                          why("decode_sum"), q("decode_sum", "")),
-        make_figure("ttft_mean", "Time to first token (mean)", mean("ttft"), "seconds",
-                    why("ttft_sum"), q("ttft_sum", "")),
+        make_figure("mean_fresh_prefill", "Mean fresh prefill per request",
+                    mean("kv_computed", computed), "tokens", why("kv_computed_sum")),
+        make_figure("mean_generated", "Mean generated per request",
+                    mean("gen_len", v("generation_tokens")), "tokens", why("gen_len_sum")),
+        timed("queue_mean", "Queue (mean)", "queue"),
+        timed("prefill_mean", "Prefill (mean)", "prefill"),
+        _decode_mean(totals, why) or timed("decode_mean", "Decode (mean)", "decode"),
+        timed("ttft_mean", "Time to first token (mean)", "ttft"),
         make_figure("decode_share", "Decode share of inference time",
                     divide(v("decode_sum"), _sum(v("prefill_sum"), v("decode_sum"))), "share",
                     why("prefill_sum", "decode_sum")),
@@ -307,46 +296,35 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                 q("itl_sum", "")),
         derived("tokens_per_step", "Tokens per step", pace.tokens_per_step, "number"),
         _noted(make_figure("draft_acceptance", "Draft acceptance",
-                       divide(v("spec_accepted"), drafted), "share",
-                       why("spec_accepted", *drafted_from)), drafted_note),
+                           divide(v("spec_accepted"), drafted), "share",
+                           why("spec_accepted", *drafted_from)), drafted_note),
         derived("stream_tok_s", "Decode tok/s per stream", pace.stream_tok_s, "tok/s"),
         make_figure("effective_prefill_rate", "Effective prefill rate", prefill_rate, "tok/s",
                     why("prompt_computed", "prefill_sum")),
         make_figure("cache_off_prefill", "Prefill per request with the cache off",
                     divide(mean_prompt, prefill_rate), "seconds", why("prefill_sum")),
-        make_figure("running", "Running requests (mean)", v("running"), "number", why("running"),
-                    q("running", "")),
-        make_figure("waiting", "Waiting requests (mean)", v("waiting"), "number", why("waiting"),
-                    q("waiting", "")),
-        make_figure("kv_usage", "KV cache usage (mean)", kv_usage, "share", why("kv_usage"),
-                    q("kv_usage", "")),
+        raw("running", "Running requests (mean)", "number"),
+        raw("waiting", "Waiting requests (mean)", "number"),
+        raw("kv_usage", "KV cache usage (mean)", "share"),
         make_figure("kv_capacity_tokens", "KV capacity (GPU)", capacity, "tokens",
                     why("kv_capacity_tokens")),
         make_figure("kv_resident_tokens", "KV tokens resident (GPU + host tier)", resident,
                     "tokens", why("kv_usage", "kv_capacity_tokens")),
-        make_figure("preemptions", "Preemptions", v("preemptions"), "count", why("preemptions"),
-                    q("preemptions", "")),
+        raw("preemptions", "Preemptions", "count"),
         make_figure("prompt_tok_s", "Prompt tok/s (window mean)",
                     divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
         make_figure("generation_tok_s", "Generated tok/s (window mean)",
                     divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
-        make_figure("requests_per_s", "Requests/s (window mean)", divide(v("requests"), window),
-                    "number", why("requests"), q("requests", "")),
-        make_figure("requests_per_s_1m", "Requests/s (last minute)",
-                    divide(v("requests_1m"), LAST_MINUTE_S), "number", why("requests_1m"),
-                    q("requests_1m", "")),
-        make_figure("prompt_tok_s_1m", "Prompt tok/s (last minute)",
-                    divide(v("prompt_tokens_1m"), LAST_MINUTE_S), "tok/s",
-                    why("prompt_tokens_1m"), q("prompt_tokens_1m", "")),
-        make_figure("generation_tok_s_1m", "Generated tok/s (last minute)",
-                    divide(v("generation_tokens_1m"), LAST_MINUTE_S), "tok/s",
-                    why("generation_tokens_1m"), q("generation_tokens_1m", "")),
-        make_figure("running_now", "Running requests (now)", v("running_now"), "number",
-                    why("running_now"), q("running_now", "")),
-        make_figure("waiting_now", "Waiting requests (now)", v("waiting_now"), "number",
-                    why("waiting_now"), q("waiting_now", "")),
-        make_figure("kv_usage_now", "KV cache usage (now)", v("kv_usage_now"), "share",
-                    why("kv_usage_now"), q("kv_usage_now", "")),
+        raw("requests_per_s", "Requests/s (window mean)", "number", "requests", window),
+        raw("requests_per_s_1m", "Requests/s (last minute)", "number", "requests_1m",
+            LAST_MINUTE_S),
+        raw("prompt_tok_s_1m", "Prompt tok/s (last minute)", "tok/s", "prompt_tokens_1m",
+            LAST_MINUTE_S),
+        raw("generation_tok_s_1m", "Generated tok/s (last minute)", "tok/s",
+            "generation_tokens_1m", LAST_MINUTE_S),
+        raw("running_now", "Running requests (now)", "number"),
+        raw("waiting_now", "Waiting requests (now)", "number"),
+        raw("kv_usage_now", "KV cache usage (now)", "share"),
         make_figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
                     divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
         make_figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
@@ -406,12 +384,11 @@ def _decode_pace(totals: LaneTotals) -> DecodePace:
 
 def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
     """FLOPs and bytes from the engine's MFU counters, only when they moved in the window."""
-    flops = totals.values.get("flops")
-    read = totals.values.get("read_bytes")
-    write = totals.values.get("write_bytes")
-    moved = flops is not None and flops > 0
-    bytes_moved = _sum(read, write)
-    return (flops if moved else None), (bytes_moved if moved and bytes_moved else None)
+    v = totals.values.get
+    flops = v("flops")
+    if flops is None or flops <= 0:
+        return None, None
+    return flops, _sum(v("read_bytes"), v("write_bytes")) or None
 
 
 def _mfu_reason(totals: LaneTotals, *keys: str) -> str:

@@ -1,8 +1,5 @@
-"""Frozen values that travel from the sources to the figures to the panes.
-
-Sources fill `LedgerTotals` and `LaneTotals`; `figures.py` turns them into `Figure`s; the
-app wraps those in snapshots. Nothing here does I/O or imports Textual.
-"""
+"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through
+`figures.py` (`Figure`s) to the panes. No I/O, no Textual."""
 
 from __future__ import annotations
 
@@ -24,19 +21,19 @@ class Freshness:
 
     state: FreshnessState
     since: float | None = None
-    """For `stale`: when the source last failed after a good read (epoch seconds)."""
+    """When the failing began (epoch seconds)."""
     reason: str = ""
     cause: FailureCause = ""
-    """What failed: `engine` (the source answers, the engine's series are absent or down),
-    `source` (no answer from the source itself), or "" (it is slow or answers with an error)."""
+    """`engine`: the source answers without the engine; `source`: no answer at all; "": it is
+    slow or errs."""
 
     def describe(self) -> str:
-        if self.state == "ok":
-            return f"ok, {self.reason}" if self.reason else "ok"
-        if self.state == "stale":
-            since = f" since {clock(self.since)} UTC" if self.since is not None else ""
-            return f"stale{since}: {self.reason}" if self.reason else f"stale{since}"
-        return f"missing: {self.reason}" if self.reason else "missing"
+        head: str = self.state
+        if self.state == "stale" and self.since is not None:
+            head += f" since {clock(self.since)} UTC"
+        if not self.reason:
+            return head
+        return f"{head}, {self.reason}" if self.state == "ok" else f"{head}: {self.reason}"
 
 
 FRESH = Freshness("ok")
@@ -50,10 +47,8 @@ class Missing:
 
 
 class SourceFailure(Exception):
-    """A read failed; `str()` is one line for the user, free of secrets.
-
-    Every source raises this (or a subclass) for a failure the user should see; the poller
-    reads its fields to decide how soon to ask again."""
+    """The failure every source raises: `str()` is one line for the user, free of secrets;
+    the poller reads the fields to decide when to ask again."""
 
     def __init__(
         self,
@@ -66,15 +61,12 @@ class SourceFailure(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
-        """Seconds the server asked to wait (`Retry-After`), if any."""
+        """Seconds the server asked to wait (`Retry-After`)."""
         self.unreachable = unreachable
-        """No answer at all (refused, unknown host, TLS, dropped, a ledger file that can't be
-        opened): a cheap probe tells when it is back. A slow or erring server is not
-        unreachable: it gets the back-off."""
+        """No answer at all (refused, unknown host, TLS, an unopenable ledger): a cheap probe
+        tells when it is back. A slow or erring server gets the back-off instead."""
         self.engine_absent = engine_absent
-        """The lane's engine is not there (yet): the source answers well but has no engine
-        series for it, or nothing listens on its /metrics port. Asking again costs nothing,
-        so every refresh does, without back-off."""
+        """The source answers, but without the lane's engine: asked every refresh, no back-off."""
 
 
 Unit = Literal[
@@ -95,10 +87,7 @@ Unit = Literal[
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One number on screen or in a receipt, with where it came from.
-
-    `value` is None when the figure is missing; `reason` then says why (never shown as 0).
-    """
+    """One number on screen or in a receipt; `value` None is missing, `reason` says why."""
 
     key: str
     label: str
@@ -107,8 +96,7 @@ class Figure:
     reason: str = ""
     query: str = ""
     above: bool = False
-    """`value` is a lower bound: the true value lies above it (a quantile past the histogram's
-    largest finite bucket reads `> 60 s`, never a made-up number)."""
+    """`value` is a lower bound (a quantile past the largest finite bucket reads `> 60 s`)."""
 
     @property
     def missing(self) -> bool:
@@ -138,18 +126,21 @@ V = TypeVar("V")
 
 
 def frozen_map(items: Mapping[K, V] | None = None) -> Mapping[K, V]:
-    """A read-only view of a fresh dict, so snapshots can't be changed after they are made."""
+    """A read-only copy, so snapshots can't be changed after they are made."""
     return MappingProxyType(dict(items or {}))
 
 
 def divide(numerator: float | None, denominator: float | None) -> float | None:
-    """numerator / denominator, or None when either is missing or the denominator is zero."""
+    """numerator / denominator; None when either is missing or the denominator is zero."""
     if numerator is None or denominator is None or denominator == 0:
         return None
     return numerator / denominator
 
 
 # --- the agent ledger -------------------------------------------------------------------
+
+NANO_USD = 1_000_000_000
+"""TokenCounts' costs are whole billionths of a dollar."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +157,9 @@ class TokenCounts:
     """Includes reasoning."""
     reasoning: int = 0
     cost_actual: int = 0
-    """USD in billionths (exact sums): the cost of rows where Hermes recorded an actual cost."""
+    """USD billionths, of rows with an actual cost."""
     cost_estimated: int = 0
-    """USD in billionths: Hermes's estimate, for rows without an actual cost (0 when it has
-    no price: a local model, a subscription route, an unknown price)."""
+    """USD billionths, Hermes's estimate for the other rows (0 without a price)."""
 
     def __add__(self, other: TokenCounts) -> TokenCounts:
         return TokenCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -187,60 +177,62 @@ class TokenCounts:
 
     @property
     def cost_usd(self) -> float:
-        """The actual cost where recorded, else the estimate, in USD."""
+        """The actual cost where recorded, else the estimate."""
         return (self.cost_actual + self.cost_estimated) / NANO_USD
-
-
-NANO_USD = 1_000_000_000
-"""TokenCounts' costs are whole billionths of a dollar."""
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerInfo:
-    """One ledger file as it was read."""
+    """One ledger file as it was read; `profile` is its Hermes profile (`default`)."""
 
     path: str
     profile: str
-    """The Hermes profile it belongs to (`default` when not named)."""
     schema_version: int | None
     journal_mode: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerTotals:
-    """Everything the ledger figures need, for sessions with `started_at` in (end - window, end]."""
+    """What the ledger figures need, over sessions started in (end - window, end]."""
 
     window_s: float
     end: float
     total: TokenCounts
     by_source: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
     by_model: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
-    """Main-loop usage per `provider/model` (the model's own prefix stripped; the model alone
-    where the ledger has no provider)."""
+    """Main-loop usage per `provider/model` (the model alone without a provider)."""
     model_basis: Literal["session_model_usage", "sessions.model"] = "sessions.model"
     """`session_model_usage` is exact; `sessions.model` credits a session to its first model."""
     by_profile: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
     by_ledger: Mapping[str, TokenCounts] = field(default_factory=frozen_map)
-    """Keyed by ledger path."""
+    """By ledger path."""
     side_calls: TokenCounts | None = None
     """Auxiliary calls (title generation, ...) found only in `session_model_usage`."""
     missing: Mapping[str, str] = field(default_factory=frozen_map)
-    """What an older schema can't support, e.g. `{"reasoning": "schema 11 has no ..."}`."""
+    """What an older schema lacks, e.g. `{"reasoning": "schema 11 has no ..."}`."""
     ledgers: tuple[LedgerInfo, ...] = ()
     queries: tuple[str, ...] = ()
-    """The SQL that produced these totals, for provenance."""
+    """The SQL behind these totals."""
     first_started_at: float | None = None
     skipped: Mapping[str, int] = field(default_factory=frozen_map)
-    """Rows that could not be read and are not in the sums: `"sessions: <why>"` -> rows."""
+    """Unreadable rows left out of the sums: `"sessions: <why>"` -> rows."""
     narrowed_to: tuple[str, ...] | None = None
-    """The model names these totals were narrowed to (a lane's own, `ledger_figures.narrow`);
-    None: the whole ledger."""
+    """The models `ledger_figures.narrow` kept; None: the whole ledger."""
 
 
 # --- the lane ---------------------------------------------------------------------------
 
 Bucket = tuple[float, float]
 """(upper bound `le`, cumulative count); the last bound is `inf`."""
+
+LANE_NOW: tuple[str, ...] = ("running_now", "waiting_now", "kv_usage_now", "waiting_by_reason_now")
+"""Gauges read at the evaluation time (a direct scrape: its last scrape), not over W."""
+LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generation_tokens_1m")
+"""Counters' increase over the minute before the evaluation time, not over W."""
+LAST_MINUTE_S = 60.0
+
+_SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl e2e step_tokens"
+"""What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
 LANE_COUNTERS: tuple[str, ...] = (
     "requests",
@@ -249,26 +241,7 @@ LANE_COUNTERS: tuple[str, ...] = (
     "prefix_cache_queries",
     "prefix_cache_hits",
     "prompt_computed",
-    "kv_computed_sum",
-    "kv_computed_count",
-    "prompt_len_sum",
-    "prompt_len_count",
-    "gen_len_sum",
-    "gen_len_count",
-    "queue_sum",
-    "queue_count",
-    "prefill_sum",
-    "prefill_count",
-    "decode_sum",
-    "decode_count",
-    "ttft_sum",
-    "ttft_count",
-    "itl_sum",
-    "itl_count",
-    "e2e_sum",
-    "e2e_count",
-    "step_tokens_sum",
-    "step_tokens_count",
+    *(f"{histogram}_{part}" for histogram in _SUM_COUNT.split() for part in ("sum", "count")),
     "spec_drafts",
     "spec_draft_tokens",
     "spec_accepted",
@@ -283,33 +256,15 @@ LANE_COUNTERS: tuple[str, ...] = (
     "prompt_by_source",
     "external_cache_queries",
     "external_cache_hits",
-    "requests_1m",
-    "prompt_tokens_1m",
-    "generation_tokens_1m",
+    *LANE_LAST_MINUTE,
 )
-"""Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count
-(over the last minute instead for LANE_LAST_MINUTE)."""
+"""Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
 
 LANE_GAUGES: tuple[str, ...] = (
-    "running",
-    "waiting",
-    "waiting_by_reason",
-    "kv_usage",
-    "sleep_state",
-    "spec_draft_len",
-    "running_now",
-    "waiting_now",
-    "kv_usage_now",
-    "waiting_by_reason_now",
+    *("running", "waiting", "waiting_by_reason", "kv_usage", "sleep_state", "spec_draft_len"),
+    *LANE_NOW,
 )
-"""Raw lane keys that are gauges averaged over W (at the evaluation time instead for LANE_NOW;
-`kv_usage` is a 0-1 fraction)."""
-
-LANE_NOW: tuple[str, ...] = ("running_now", "waiting_now", "kv_usage_now", "waiting_by_reason_now")
-"""Gauges read at the evaluation time (a direct scrape: its last scrape), not over W."""
-LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generation_tokens_1m")
-"""Counters' increase over the minute before the evaluation time, not over W."""
-LAST_MINUTE_S = 60.0
+"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
 
 LANE_GROUPED: tuple[str, ...] = (
     "finished",
@@ -321,11 +276,10 @@ LANE_GROUPED: tuple[str, ...] = (
     "sleep_state",
     "waiting_by_reason_now",
 )
-"""Keys of the above that keep one label: a mapping label value -> value (`LaneTotals.groups`)."""
+"""Keys of the above that keep one label: label value -> value (`LaneTotals.groups`)."""
 
 LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
-
 
 TREND_KEYS: tuple[str, ...] = (
     "hit_rate",
@@ -336,16 +290,15 @@ TREND_KEYS: tuple[str, ...] = (
     "waiting",
     "kv_usage",
 )
-"""What a lane's trend follows across the window (see `Trend`)."""
+"""What a lane's trend follows across the window."""
 
 
 @dataclass(frozen=True, slots=True)
 class Trend:
-    """A lane's figures at a fixed step across the window, oldest point first.
+    """A lane's figures at a fixed step, oldest point first.
 
-    Point `i` of a series covers (t - step, t] for t = `end - (n - 1 - i) * step`; None is a
-    gap (no data then), never a zero. Counter figures are increases within each step, so a
-    counter reset does not spike."""
+    Point `i` covers (t - step, t] for t = `end - (n - 1 - i) * step`; None is a gap, never a
+    zero. Counters are increases within each step, so a reset does not spike."""
 
     step_s: float
     end: float
@@ -353,8 +306,8 @@ class Trend:
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
     """TREND_KEYS -> points, all of one length."""
     rates_over_s: float | None = None
-    """When the step holds too few scrapes: the longer range counters are read over, their
-    rate over it times the step giving each point (None: over the step itself)."""
+    """The longer range counters are read over when a step holds too few scrapes (each point
+    their rate times the step); None: over the step itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,31 +321,30 @@ class LaneTotals:
     values: Mapping[str, float] = field(default_factory=frozen_map)
     """Raw key (LANE_COUNTERS, LANE_GAUGES) -> value."""
     missing: Mapping[str, str] = field(default_factory=frozen_map)
-    """Raw key -> why it is absent (metric not exposed by this engine, no samples, ...)."""
+    """Raw key -> why it is absent."""
     histograms: Mapping[str, tuple[Bucket, ...]] = field(default_factory=frozen_map)
     groups: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
-    """Raw key (LANE_GROUPED) -> label value -> value, e.g. `finished` -> {"stop": 12, ...}."""
+    """Raw key (LANE_GROUPED) -> label value -> value, e.g. `finished` -> {"stop": 12}."""
     queries: Mapping[str, str] = field(default_factory=frozen_map)
     """Raw key -> the PromQL expression (or scrape description) it came from."""
     kv_capacity_tokens: float | None = None
-    """GPU KV capacity in tokens, from `cache_config_info` (or SGLang's max_total_num_tokens)."""
+    """GPU KV capacity in tokens (`cache_config_info`, SGLang's max_total_num_tokens)."""
     covered_s: float | None = None
-    """Seconds of the window that data exists for, when less than the window (partial)."""
+    """Seconds of the window that have data, when fewer than the window."""
     coverage_note: str = ""
-    """Human words for a partial window: `since start (12 min)`, `data since 2026-...`."""
+    """A partial window in words: `since start (12 min)`."""
     server: str = ""
     """Where it was read (URL without credentials)."""
     selector: str = ""
     warnings: tuple[str, ...] = ()
-    """Warnings the server attached to its answer (e.g. partial results)."""
+    """The server's warnings on its answer (e.g. partial results)."""
     query_seconds: float | None = None
     """Client-side wall time of the refresh's HTTP request(s)."""
     eval_seconds: float | None = None
-    """Server-side evaluation time, when the server reported query stats."""
+    """Server-side evaluation time, when the server reports query stats."""
     trend: Trend | None = None
-    """The lane's figures across the window at a fixed step, when read."""
     scrape_interval_s: float | None = None
-    """How often the lane's series are sampled (Prometheus: from its last 10 min), when known."""
+    """How often the lane's series are sampled, when known."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -50,10 +51,8 @@ class ProfileTable(Mapping[str, T], Generic[T]):
         try:
             return self._index[normalize_id(profile_id)]
         except KeyError:
-            raise KeyError(self.unknown_message(profile_id)) from None
-
-    def unknown_message(self, profile_id: str) -> str:
-        return f"unknown {self._kind} {profile_id!r}; known: {', '.join(self._profiles)}"
+            known = ", ".join(self._profiles)
+            raise KeyError(f"unknown {self._kind} {profile_id!r}; known: {known}") from None
 
     def __getitem__(self, profile_id: str) -> T:
         return self._profiles[self.canonical_id(profile_id)]
@@ -76,15 +75,13 @@ class ProfileTable(Mapping[str, T], Generic[T]):
 
 
 def _positive_number(mapping: Mapping[str, Any], field: str) -> float:
-    if field not in mapping or mapping[field] is None:
+    raw = mapping.get(field)
+    if raw is None:
         raise ProfileFieldError(field, "missing (expected a positive number)")
-    raw = mapping[field]
-    if isinstance(raw, bool):
-        raise ProfileFieldError(field, "expected a positive number")
     try:
-        value = float(raw)
+        value = math.nan if isinstance(raw, bool) else float(raw)
     except (TypeError, ValueError):
-        raise ProfileFieldError(field, "expected a positive number") from None
+        value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise ProfileFieldError(field, "expected a positive number")
     return value
@@ -119,19 +116,7 @@ def _reject_unknown(mapping: Mapping[str, Any], known: set[str]) -> None:
 _OTHER_PEAK_FIELDS = {f"peak_flops_{dtype}": dtype for dtype in DTYPES if dtype != "bf16"}
 """`peak_flops` is the dense BF16 peak; `peak_flops_fp8` and the like the other formats'."""
 _HARDWARE_FIELDS = {"name", "peak_flops", "bandwidth", "memory_bytes", *_OTHER_PEAK_FIELDS}
-_MODEL_FIELDS = {
-    "name",
-    "params",
-    "active_params",
-    "bytes_per_param",
-    "layers",
-    "hidden",
-    "kv_bytes_per_token",
-    "attention_width",
-    "compute_dtype",
-    "experts",
-    "experts_per_token",
-}
+_MODEL_FIELDS = {field.name for field in fields(ModelProfile)} - {"id"}
 
 
 def hardware_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> Hardware:
@@ -216,11 +201,10 @@ def _section(
     profiles: dict[str, T] = {}
     aliases: dict[str, str] = {}
     for profile_id, entry in document[section].items():
-        fields = dict(entry)
-        for alias in fields.pop("aliases", []):
-            aliases[str(alias)] = profile_id
+        mapping = dict(entry)
+        aliases.update((str(alias), profile_id) for alias in mapping.pop("aliases", []))
         try:
-            profiles[profile_id] = build(profile_id, fields)
+            profiles[profile_id] = build(profile_id, mapping)
         except ValueError as error:
             raise ValueError(f"{PROFILES_RESOURCE}: {section}.{profile_id}: {error}") from None
     return ProfileTable(kind, profiles, aliases)

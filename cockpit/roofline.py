@@ -37,13 +37,12 @@ ROOF_SLACK = 0.005
 
 @dataclass(frozen=True, slots=True)
 class RoofPoint:
-    """Work done in some time, placed under a roof."""
+    """Work done in some time, placed under the roofs `hw`."""
 
     flops: float
     bytes_moved: float
     seconds: float
-    peak_flops: float
-    bandwidth: float
+    hw: Hardware
 
     @property
     def intensity(self) -> float:
@@ -51,12 +50,8 @@ class RoofPoint:
         return self.flops / self.bytes_moved if self.bytes_moved > 0 else float("inf")
 
     @property
-    def ridge(self) -> float:
-        return self.peak_flops / self.bandwidth
-
-    @property
     def bound(self) -> Bound:
-        return "memory" if self.intensity < self.ridge else "compute"
+        return "memory" if self.intensity < self.hw.ridge else "compute"
 
     @property
     def achieved_flops_per_s(self) -> float:
@@ -67,14 +62,9 @@ class RoofPoint:
         return self.bytes_moved / self.seconds
 
     @property
-    def attainable_flops_per_s(self) -> float:
-        """The roof above this point's intensity."""
-        return min(self.peak_flops, self.intensity * self.bandwidth)
-
-    @property
     def roof_fraction(self) -> float:
         """Achieved over attainable FLOP/s: 1.0 on the roof."""
-        return self.achieved_flops_per_s / self.attainable_flops_per_s
+        return self.achieved_flops_per_s / self.hw.attainable(self.intensity)
 
     @property
     def pct_of_roof(self) -> float:
@@ -82,31 +72,22 @@ class RoofPoint:
 
     @property
     def above_roof(self) -> bool:
-        """Faster than the roof allows: impossible, so the hardware or model profile (or the
-        engine's counters) must be wrong."""
+        """Faster than the roof allows: the hardware or model profile (or the engine's
+        counters) must be wrong."""
         return self.roof_fraction > 1.0 + ROOF_SLACK
 
 
 @dataclass(frozen=True, slots=True)
 class PrefillPoint(RoofPoint):
-    """One prefill pass of `tokens` tokens whose mean position is `mean_position`."""
+    """One prefill pass of `tokens` tokens."""
 
     tokens: float
-    mean_position: float
     attention_flops: float
 
     @property
     def attention_share(self) -> float:
         """Attention's share of the pass's FLOPs."""
         return self.attention_flops / self.flops if self.flops > 0 else 0.0
-
-    @property
-    def flops_per_token(self) -> float:
-        return self.flops / self.tokens
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / self.seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,20 +132,11 @@ class MeasuredPoint(RoofPoint):
 # --- the seed's formulas ----------------------------------------------------------------
 
 
-def ridge(hw: Hardware) -> float:
-    """FLOP/byte where the memory slope meets the compute roof."""
-    return hw.ridge
-
-
-def roof_seconds(hw: Hardware, flops: float, bytes_moved: float) -> float:
-    """Time on the roof: whichever of arithmetic and memory takes longer."""
+def _timed(hw: Hardware, flops: float, bytes_moved: float, seconds: float | None) -> float:
+    """`seconds` when timed, else the time on the roof: arithmetic or memory, the longer."""
+    if seconds is not None:
+        return seconds
     return max(flops / hw.peak_flops, bytes_moved / hw.bandwidth)
-
-
-def _prefill_work(model: ModelProfile, tokens: float, mean_position: float) -> tuple[float, float]:
-    """(total FLOPs, attention FLOPs) of a pass; attention is linear in the position."""
-    attention = tokens * model.attention_flops_per_token(mean_position)
-    return tokens * 2.0 * model.active_params + attention, attention
 
 
 def prefill_pass(
@@ -178,35 +150,18 @@ def prefill_pass(
     """Prefill of `tokens` new tokens after `prefix` cached ones; on the roof unless timed."""
     if tokens <= 0:
         raise ValueError("a prefill pass needs at least one token")
-    mean_position = prefix + tokens / 2.0
-    return _prefill_point(roof_for(hw, model), model, tokens, mean_position, seconds)
+    return _prefill_point(roof_for(hw, model), model, tokens, prefix + tokens / 2.0, seconds)
 
 
 def _prefill_point(
-    hw: Hardware,
-    model: ModelProfile,
-    tokens: float,
-    mean_position: float,
-    seconds: float | None,
+    hw: Hardware, model: ModelProfile, tokens: float, mean_position: float, seconds: float | None
 ) -> PrefillPoint:
-    flops, attention = _prefill_work(model, tokens, mean_position)
-    bytes_moved = model.weight_bytes_read(tokens)
-    return PrefillPoint(
-        flops=flops,
-        bytes_moved=bytes_moved,
-        seconds=seconds if seconds is not None else roof_seconds(hw, flops, bytes_moved),
-        peak_flops=hw.peak_flops,
-        bandwidth=hw.bandwidth,
-        tokens=tokens,
-        mean_position=mean_position,
-        attention_flops=attention,
-    )
-
-
-def attention_share_of_prefill(model: ModelProfile, tokens: float) -> float:
-    """Attention's share of the FLOPs of a fresh prefill of `tokens` tokens."""
-    flops, attention = _prefill_work(model, tokens, tokens / 2.0)
-    return attention / flops
+    """A pass whose tokens sit at `mean_position` on average (attention is linear in it)."""
+    attention = tokens * model.attention_flops_per_token(mean_position)
+    flops = tokens * 2.0 * model.active_params + attention
+    moved = model.weight_bytes_read(tokens)
+    seconds = _timed(hw, flops, moved, seconds)
+    return PrefillPoint(flops, moved, seconds, hw, tokens=tokens, attention_flops=attention)
 
 
 def decode_step(
@@ -230,36 +185,17 @@ def decode_step(
     flops = tokens * model.flops_per_token(context)
     weights = model.weight_bytes_read(tokens)
     kv = batch * model.kv_bytes(context)
-    bytes_moved = weights + kv
     return DecodePoint(
         flops=flops,
-        bytes_moved=bytes_moved,
-        seconds=seconds if seconds is not None else roof_seconds(hw, flops, bytes_moved),
-        peak_flops=hw.peak_flops,
-        bandwidth=hw.bandwidth,
+        bytes_moved=weights + kv,
+        seconds=_timed(hw, flops, weights + kv, seconds),
+        hw=hw,
         batch=batch,
         context=context,
         tokens_per_step=tokens_per_step,
         weight_bytes=weights,
         kv_bytes=kv,
     )
-
-
-def decode_ceiling_tokens_per_s(
-    hw: Hardware,
-    model: ModelProfile,
-    batch: float,
-    context: float,
-    tokens_per_step: float = 1.0,
-) -> float:
-    """The most tokens per second a batch can emit on this roof."""
-    return decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step).tokens_per_s
-
-
-def kv_share_of_step(model: ModelProfile, batch: float, context: float) -> float:
-    """KV bytes as a share of a decode step's bytes."""
-    kv = batch * model.kv_bytes(context)
-    return kv / (model.weight_bytes_read(batch) + kv)
 
 
 # --- the lane's live operating points ------------------------------------------------------
@@ -400,16 +336,7 @@ def _operating_measured(
     if modelled:
         flops_ratio = _ratio(flops, sum(p.achieved_flops_per_s for p in modelled))
         bytes_ratio = _ratio(moved, sum(p.achieved_bytes_per_s for p in modelled))
-    point = MeasuredPoint(
-        flops=flops,
-        bytes_moved=moved,
-        seconds=1.0,
-        peak_flops=hw.peak_flops,
-        bandwidth=hw.bandwidth,
-        flops_ratio=flops_ratio,
-        bytes_ratio=bytes_ratio,
-    )
-    return point, ""
+    return MeasuredPoint(flops, moved, 1.0, hw, flops_ratio, bytes_ratio), ""
 
 
 def operating_points(

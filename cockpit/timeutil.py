@@ -77,9 +77,3 @@ def clock(epoch: float) -> str:
 def stamp(epoch: float) -> str:
     """An unambiguous UTC time for receipts: `2026-10-26 11:19:00 UTC`."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def next_window(current: str, step: int) -> str:
-    """The window `step` places away in WINDOWS, wrapping; unknown windows start at 1h."""
-    index = WINDOWS.index(current) if current in WINDOWS else 1
-    return WINDOWS[(index + step) % len(WINDOWS)]

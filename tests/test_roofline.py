@@ -19,13 +19,9 @@ from cockpit.roofline import (
     LaneLoad,
     ModelProfile,
     RooflineView,
-    attention_share_of_prefill,
-    decode_ceiling_tokens_per_s,
     decode_step,
-    kv_share_of_step,
     operating_points,
     prefill_pass,
-    ridge,
 )
 from cockpit.roofline_table import profiles_listing, rate_text, roofline_table
 
@@ -65,7 +61,7 @@ def seed_decode_bytes(batch: float, context: float, weights: float = WEIGHTS) ->
 
 
 def test_h100_ridge_is_295() -> None:
-    assert round(ridge(H100)) == 295
+    assert round(H100.ridge) == 295
     assert H100.ridge == pytest.approx(PEAK / BW)
 
 
@@ -97,8 +93,8 @@ def test_prefill_matches_the_seed_formula() -> None:
 
 
 def test_attention_is_a_thirtieth_at_2000_and_a_third_at_32768() -> None:
-    assert 1 / attention_share_of_prefill(LLAMA_8B, 2000) == pytest.approx(30, abs=2)
-    assert attention_share_of_prefill(LLAMA_8B, 32_768) == pytest.approx(1 / 3, abs=0.02)
+    assert 1 / prefill_pass(H100, LLAMA_8B, 2000).attention_share == pytest.approx(30, abs=2)
+    assert prefill_pass(H100, LLAMA_8B, 32_768).attention_share == pytest.approx(1 / 3, abs=0.02)
     assert prefill_pass(H100, LLAMA_8B, 32_768).attention_share == pytest.approx(
         2 * LAYERS * HIDDEN * 32_768**2 / seed_prefill_flops(32_768)
     )
@@ -129,7 +125,6 @@ def test_decode_batch_64_is_5_4_ms_and_over_11000_tok_s() -> None:
     assert one.seconds == pytest.approx(4.8e-3, abs=0.05e-3)
     assert many.seconds == pytest.approx(5.4e-3, abs=0.05e-3)
     assert many.tokens_per_s > 11_000
-    assert decode_ceiling_tokens_per_s(H100, LLAMA_8B, 64, FILM_CONTEXT) > 11_000
 
 
 def test_decode_at_295_users_stays_memory_bound() -> None:
@@ -153,9 +148,7 @@ def test_16361_token_context_adds_2_1_gb_and_13_percent_bytes() -> None:
     assert LLAMA_8B.kv_bytes(16_361) == pytest.approx(16_361 * K)
     short = decode_step(H100, LLAMA_8B, 1, SHORT_PROMPT)
     assert step.seconds / short.seconds - 1 == pytest.approx(0.13, abs=0.005)
-    assert kv_share_of_step(LLAMA_8B, 1, 16_361) == pytest.approx(
-        16_361 * K / (WEIGHTS + 16_361 * K)
-    )
+    assert step.kv_share == pytest.approx(16_361 * K / (WEIGHTS + 16_361 * K))
 
 
 def test_int8_weights_roughly_double_batch_1_decode() -> None:
@@ -469,14 +462,14 @@ def test_moe_reads_grow_with_the_batch_and_never_pass_all_weights(batch: int) ->
 def test_an_fp8_model_is_held_to_the_fp8_peak() -> None:
     model, h200 = find_model("deepseek-v3"), find_hardware("h200")
     prefill = prefill_pass(h200, model, 2000)
-    assert prefill.peak_flops == H200_FP8
+    assert prefill.hw.peak_flops == H200_FP8
     assert prefill.seconds == pytest.approx(max(prefill.flops / H200_FP8, DS_P / H200_BW))
     text = roofline_table(h200, model)
     assert "1.98 PFLOP/s dense FP8" in text
     assert f"{H200_FP8 / H200_BW:,.0f} FLOP/byte" in text
     load = LaneLoad(mean_prompt=2000.0, mean_generated=100.0, running=4.0, itl_s=0.02)
     points = operating_points(load, h200, model)
-    assert points.decode is not None and points.decode.peak_flops == H200_FP8
+    assert points.decode is not None and points.decode.hw.peak_flops == H200_FP8
     assert RooflineView(h200, model, points).hw.peak_flops == H200_FP8
     # A BF16 model on the same GPU keeps the BF16 peak.
     assert RooflineView(h200, find_model("llama-3.1-8b")).hw.peak_flops == 989e12
@@ -484,7 +477,7 @@ def test_an_fp8_model_is_held_to_the_fp8_peak() -> None:
 
 def test_without_an_fp8_peak_an_fp8_model_computes_in_bf16_and_says_so() -> None:
     a100 = find_hardware("a100")
-    assert prefill_pass(a100, find_model("deepseek-v3"), 2000).peak_flops == 312e12
+    assert prefill_pass(a100, find_model("deepseek-v3"), 2000).hw.peak_flops == 312e12
     assert "312 TFLOP/s dense BF16 (no FP8 peak listed" in roofline_table(
         a100, find_model("deepseek-v3")
     )
