@@ -9,7 +9,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -17,18 +17,18 @@ from typing import NoReturn
 from cockpit import __version__
 from cockpit.cli_fleet import discover_of, fleet_feed, report_fleet
 from cockpit.config import (
+    ENGINES,
     REFRESH_BOUNDS_S,
     Config,
     ConfigError,
     LaneConfig,
     LedgerConfig,
-    closest,
     parse_config,
 )
 from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
-from cockpit.roofline import Hardware, ModelProfile
 from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
+from cockpit.yaml_values import did_you_mean
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -52,12 +52,6 @@ examples:
 """
 
 
-def default_config_path() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("lane-cockpit")) / "config.yaml"
-
-
 # --- arguments ------------------------------------------------------------------------------
 
 
@@ -70,47 +64,39 @@ class _Parser(argparse.ArgumentParser):
 
 def _source_options() -> _Parser:
     common = _Parser(add_help=False)
-    group = common.add_argument_group("sources")
-    group.add_argument(
-        "--config", metavar="PATH", help="config file (default: %(default)s)", default=None
-    )
-    group.add_argument("--lane", metavar="NAME", help="the lane to show first / report")
-    group.add_argument("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
-    group.add_argument(
-        "--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h"
-    )
-    group.add_argument(
+    add = common.add_argument_group("sources").add_argument
+    add("--config", metavar="PATH", help="config file (default: %(default)s)")
+    add("--lane", metavar="NAME", help="the lane to show first / report")
+    add("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
+    add("--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
+    add(
         "--prometheus",
         metavar="URL",
         help="ad-hoc lane: a Prometheus (or compatible) server, no config needed",
     )
-    group.add_argument(
-        "--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly"
-    )
-    group.add_argument(
+    add("--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly")
+    add(
         "--selector",
         metavar="MATCHERS",
         default="",
         help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'",
     )
-    group.add_argument(
+    add(
         "--engine",
         default="auto",
-        choices=("auto", "vllm", "vllm-legacy", "sglang"),
+        choices=ENGINES,
         help="ad-hoc lane's engine dialect (default: detect)",
     )
-    group.add_argument(
+    add(
         "--lanes-by",
         metavar="LABEL",
         help="every lane on the --prometheus server, one per value of LABEL (e.g. job) among "
         "the engines' series; --selector narrows the series",
     )
-    group.add_argument("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
-    group.add_argument("--model", metavar="ID", help="ad-hoc lane's model profile")
-    group.add_argument(
-        "--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group"
-    )
-    group.add_argument(
+    add("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
+    add("--model", metavar="ID", help="ad-hoc lane's model profile")
+    add("--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group")
+    add(
         "--ledger",
         metavar="PATH",
         action="append",
@@ -153,15 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
     roofline = commands.add_parser(
         "roofline", help="the roofline back-of-envelope for a GPU and a model"
     )
-    roofline.add_argument("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
-    roofline.add_argument("--model", metavar="ID", help="e.g. llama-3.1-8b")
-    roofline.add_argument("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
-    roofline.add_argument("--batch", type=int, default=1, metavar="B", help="decode batch")
-    roofline.add_argument("--context", type=int, metavar="C", help="decode context tokens")
-    roofline.add_argument(
-        "--gpus", type=int, default=1, metavar="N", help="GPUs in one tensor-parallel group"
-    )
-    roofline.add_argument("--list", action="store_true", help="list the known profiles")
+    add = roofline.add_argument
+    add("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
+    add("--model", metavar="ID", help="e.g. llama-3.1-8b")
+    add("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
+    add("--batch", type=int, default=1, metavar="B", help="decode batch")
+    add("--context", type=int, metavar="C", help="decode context tokens")
+    add("--gpus", type=int, default=1, metavar="N", help="GPUs in one tensor-parallel group")
+    add("--list", action="store_true", help="list the known profiles")
     check = commands.add_parser(
         "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
     )
@@ -182,24 +167,20 @@ def sample_seconds(args: argparse.Namespace) -> float:
     try:
         return parse_duration(args.sample)
     except TimeParseError as exc:
-        raise ConfigError("<command line>", None, "--sample", str(exc)) from None
+        raise _refused("--sample", str(exc)) from None
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     argv = _attach_relative_times(argv)
     parser = build_parser()
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
-        parser.error(f"unknown command {argv[0]!r}{_closest_command(argv[0])}")
+        commands = f" (commands: {', '.join(COMMANDS)})"
+        parser.error(f"unknown command {argv[0]!r}{did_you_mean(argv[0], COMMANDS, commands)}")
     first = next((arg for arg in argv if not arg.startswith("-")), None)
     wants_help = any(arg in ("-h", "--help", "--version") for arg in argv)
     if first not in COMMANDS and not (wants_help and first is None):
         argv.insert(0, "run")
     return parser.parse_args(argv)
-
-
-def _closest_command(word: str) -> str:
-    near = closest(word, COMMANDS)
-    return f" (did you mean {near!r}?)" if near else f" (commands: {', '.join(COMMANDS)})"
 
 
 def _attach_relative_times(argv: Sequence[str]) -> list[str]:
@@ -217,82 +198,60 @@ def _attach_relative_times(argv: Sequence[str]) -> list[str]:
 # --- config ---------------------------------------------------------------------------------
 
 
-def _profiles() -> tuple[Mapping[str, Hardware], Mapping[str, ModelProfile]]:
+def _refused(flag: str, problem: str) -> ConfigError:
+    """A mistake on the command line, named by its flag."""
+    return ConfigError("<command line>", None, flag, problem)
+
+
+def _parse(text: str, source: str) -> Config:
     from cockpit.profiles import hardware_profiles, model_profiles
 
-    return hardware_profiles(), model_profiles()
+    return parse_config(text, source, hardware_profiles(), model_profiles())
 
 
 def read_config(path: Path | None) -> Config:
     """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
-    explicit = path is not None
-    path = path or default_config_path()
-    if not explicit and not path.exists():
-        return Config(source="<no config file>")
+    if path is None:
+        from platformdirs import user_config_dir
+
+        path = Path(user_config_dir("lane-cockpit")) / "config.yaml"
+        if not path.exists():
+            return Config(source="<no config file>")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
-    hardware, models = _profiles()
-    return parse_config(text, str(path), hardware, models)
+    return _parse(text, str(path))
 
 
-ADHOC_LANE_FLAGS = {
-    "prometheus": "--prometheus",
-    "metrics_url": "--metrics-url",
-    "selector": "--selector",
-    "name": "--selector",
-    "engine": "--engine",
-    "hardware": "--hardware",
-    "model": "--model",
-    "gpus": "--gpus",
-}
-"""The ad-hoc lane's config keys, by the flag that sets each (its name comes from the job)."""
+def _lane_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The ad-hoc lane's options given on the command line, by their config key."""
+    options = ("prometheus", "metrics_url", "selector", "hardware", "model", "gpus")
+    given = {option: getattr(args, option) for option in options}
+    return {option: value for option, value in given.items() if value not in (None, "")}
 
 
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
-        _refuse_lane_flags_without_a_lane(args)
+        # alone, these would be ignored without a word
+        given = [f"--{option}" for option in _lane_flags(args)]  # no server among them
+        given += ["--engine"] if args.engine != "auto" else []
+        if given:
+            problem = "describes an ad-hoc lane: give --prometheus URL or --metrics-url URL with it"
+            raise _refused(given[0], f"{problem} (a config file's lanes set it in the file)")
         return None
     import yaml
 
-    lane: dict[str, object] = {"name": _adhoc_name(args.selector), "engine": args.engine}
-    if args.prometheus:
-        lane["prometheus"] = args.prometheus
-    if args.metrics_url:
-        lane["metrics_url"] = args.metrics_url
-    for option in ("selector", "hardware", "model", "gpus"):
-        if getattr(args, option) not in (None, ""):
-            lane[option] = getattr(args, option)
-    hardware, models = _profiles()
-    text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
+    lane = {"name": _adhoc_name(args.selector), "engine": args.engine, **_lane_flags(args)}
     try:
-        return parse_config(text, "<command line>", hardware, models).lanes[0]
-    except ConfigError as error:
-        raise _said_as_flags(error) from None
-
-
-def _said_as_flags(error: ConfigError) -> ConfigError:
-    """A mistake in the ad-hoc lane, named by its flag rather than by the config it becomes."""
-    key = error.key.removeprefix("lanes[0]").removeprefix(".")
-    if not key:
-        return ConfigError("<command line>", None, "--prometheus, --metrics-url",
-                           "give one of the two, not both")  # fmt: skip
-    flag = ADHOC_LANE_FLAGS.get(key.split(".")[0], key)
-    return ConfigError("<command line>", None, flag, error.problem)
-
-
-def _refuse_lane_flags_without_a_lane(args: argparse.Namespace) -> None:
-    """--selector, --engine, --hardware, --model describe the ad-hoc lane: alone they would be
-    ignored without a word."""
-    given = [f"--{o}" for o in ("selector", "hardware", "model", "gpus")
-             if getattr(args, o) not in (None, "")]  # fmt: skip
-    given += ["--engine"] if args.engine != "auto" else []
-    if given:
-        raise ConfigError("<command line>", None, given[0], "describes an ad-hoc lane: give "
-                          "--prometheus URL or --metrics-url URL with it (a config file's lanes "
-                          "set it in the file)")  # fmt: skip
+        return _parse(yaml.safe_dump({"lanes": [lane]}, sort_keys=False), "<command line>").lanes[0]
+    except ConfigError as error:  # said by its flag rather than by the config it becomes
+        key = error.key.removeprefix("lanes[0]").removeprefix(".").split(".")[0]
+        if not key:
+            raise _refused("--prometheus, --metrics-url", "give one of the two, not both") from None
+        flag = "--selector" if key == "name" else "--" + key.replace("_", "-")
+        raise _refused(flag, error.problem) from None
 
 
 def _adhoc_name(selector: str) -> str:
@@ -318,10 +277,9 @@ def effective_config(args: argparse.Namespace) -> Config:
         try:
             parse_duration(args.window)
         except TimeParseError as exc:
-            raise ConfigError("<command line>", None, "--window", str(exc)) from None
+            raise _refused("--window", str(exc)) from None
         config = replace(config, window=args.window)
-    known = [lane.name for lane in config.lanes]
-    if args.lane and args.lane not in known and config.discover is None:
+    if args.lane and args.lane not in [lane.name for lane in config.lanes] and not config.discover:
         names = ", ".join(lane.name for lane in config.lanes) or "none configured"
         raise ConfigError(config.source, None, "--lane", f"unknown lane {args.lane!r} ({names})")
     return config
@@ -333,38 +291,27 @@ FUTURE_SLACK_S = 60.0
 
 def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float | None:
     """The moment `--at` replays, if given; the `lanes` it will be read on must keep history."""
-    if not getattr(args, "at", None):
+    if not args.at:
         return None
     try:
         at = parse_time(args.at)
     except TimeParseError as exc:
-        raise ConfigError("<command line>", None, "--at", str(exc)) from None
+        raise _refused("--at", str(exc)) from None
     if at > time.time() + FUTURE_SLACK_S:
-        raise ConfigError("<command line>", None, "--at", f"{stamp(at)} is in the future")
+        raise _refused("--at", f"{stamp(at)} is in the future")
     scraped = [lane.name for lane in lanes if lane.metrics_url]
     if scraped:
-        raise ConfigError("<command line>", None, "--at", f"replays Prometheus's history, and "
-                          f"lane {scraped[0]!r} is read from its /metrics, which has only the "
-                          "present")  # fmt: skip
+        raise _refused("--at", f"replays Prometheus's history, and lane {scraped[0]!r} is read "
+                       "from its /metrics, which has only the present")  # fmt: skip
     return at
-
-
-def _reported_lane(config: Config, name: str | None) -> list[LaneConfig]:
-    """The one lane `cockpit report` reads: the one named, or the first."""
-    chosen = [lane for lane in config.lanes if lane.name == name] if name else []
-    return chosen or list(config.lanes[:1])
 
 
 def _require_sources(config: Config) -> None:
     if not config.lanes and not config.ledgers and config.discover is None:
-        raise ConfigError(
-            config.source,
-            None,
-            "",
-            "no lane and no ledger to read: write a config (see config.example.yaml), or pass "
-            "--prometheus URL --selector ... / --metrics-url URL / --ledger PATH, "
-            "or try `cockpit demo`",
-        )
+        problem = ("no lane and no ledger to read: write a config (see config.example.yaml), or "
+                   "pass --prometheus URL --selector ... / --metrics-url URL / --ledger PATH, or "
+                   "try `cockpit demo`")  # fmt: skip
+        raise ConfigError(config.source, None, "", problem)
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -374,7 +321,7 @@ def _check_refresh(args: argparse.Namespace) -> None:
     low, high = REFRESH_BOUNDS_S
     if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
         expected = f"expected seconds from {low:g} to {high:g}, got {args.refresh:g}"
-        raise ConfigError("<command line>", None, "--refresh", expected)
+        raise _refused("--refresh", expected)
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -404,8 +351,7 @@ def command_demo(args: argparse.Namespace) -> int:
         from cockpit.feeds import build_feeds
 
         ready = simulators.ready()
-        hardware, models = _profiles()
-        config = parse_config(ready.config_text, "<cockpit demo>", hardware, models)
+        config = _parse(ready.config_text, "<cockpit demo>")
         lanes, ledger = build_feeds(config)
         ready.warm(lanes)  # the simulated warm start, as if scraped: the trend from the first frame
         fleet = fleet_feed(config, lanes)
@@ -426,7 +372,8 @@ def command_report(args: argparse.Namespace) -> int:
     if args.fleet:
         return report_fleet(args, config, replay_time(args, []))
     _require_sources(config)
-    at = replay_time(args, _reported_lane(config, args.lane))
+    named = [lane for lane in config.lanes if lane.name == args.lane]
+    at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
     from cockpit.feeds import read_once
     from cockpit.report import json_receipt, markdown_receipt
 
@@ -449,25 +396,26 @@ def command_roofline(args: argparse.Namespace) -> int:
         print(profiles_listing())
         return 0
     if not args.hardware or not args.model:
-        raise ConfigError("<command line>", None, "roofline", "needs --hardware ID and --model ID "
-                          "(see cockpit roofline --list)")  # fmt: skip
-    for option, value in (("--prompt", args.prompt), ("--batch", args.batch),
-                          ("--context", args.context), ("--gpus", args.gpus)):  # fmt: skip
-        if value is not None and value < 1:
-            raise ConfigError("<command line>", None, option, "expected a whole number ≥ 1")
+        raise _refused(
+            "roofline", "needs --hardware ID and --model ID (see cockpit roofline --list)"
+        )
+    for option in ("prompt", "batch", "context", "gpus"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            raise _refused(f"--{option}", "expected a whole number ≥ 1")
     try:
         hardware = find_hardware(args.hardware).scaled(args.gpus)
         model = find_model(args.model)
     except KeyError as exc:
-        raise ConfigError("<command line>", None, "roofline", str(exc.args[0])) from None
+        raise _refused("roofline", str(exc.args[0])) from None
     print(roofline_table(hardware, model, args.prompt, args.batch, args.context))
     return 0
 
 
 def command_check(args: argparse.Namespace) -> int:
     if args.at:
-        raise ConfigError("<command line>", None, "--at", "check reaches every source as it is "
-                          "now; --at is for run and report")  # fmt: skip
+        raise _refused(
+            "--at", "check reaches every source as it is now; --at is for run and report"
+        )
     config = effective_config(args)
     _require_sources(config)
     from cockpit.feeds import check_sources

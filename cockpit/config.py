@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import httpx
@@ -22,24 +22,11 @@ from cockpit.profiles import (
 )
 from cockpit.roofline import Hardware, ModelProfile
 from cockpit.timeutil import WINDOWS, TimeParseError, parse_duration
-from cockpit.yaml_values import (
-    ConfigError as ConfigError,
-)
-from cockpit.yaml_values import (
-    YamlReader,
-    boolean,
-    choice,
-    e_notation,
-    integer,
-    number,
-    text,
-)
-from cockpit.yaml_values import (
-    closest as closest,
-)
+from cockpit.yaml_values import ConfigError as ConfigError
+from cockpit.yaml_values import YamlReader, boolean, choice, e_notation, integer, number, text
 
 Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
-ENGINES: tuple[str, ...] = ("auto", "vllm", "vllm-legacy", "sglang")
+ENGINES: tuple[str, ...] = get_args(Engine)
 THEME_NAMES: tuple[str, ...] = ("cockpit-dark", "cockpit-light", "cockpit-high-contrast")
 """The cockpit's themes by name, the first the default (their colours: cockpit/themes)."""
 
@@ -123,10 +110,12 @@ class Config:
     """Lanes found on a server (`--lanes-by`), beside the lanes listed."""
 
 
-# --- parsing --------------------------------------------------------------------------------
+# --- parsing ---------------------------------------------------------------------------------
 
 
 T = TypeVar("T")
+Readers = dict[str, Callable[[Node, str], Any]]
+"""An option's name -> how its value is read (its node, its key path for messages)."""
 
 REFRESH_BOUNDS_S = (0.1, 86400.0)
 """The refresh period, from the config or `--refresh`: faster spins a core, slower is stale."""
@@ -134,9 +123,155 @@ MAX_TIMEOUT_S = 3600.0
 MAX_PRICE = 1e6
 MAX_TOKENS = 1e15
 MAX_GPUS = 65536
+MAX_QUEUE_REFRESHES = 10_000
 
+_TOP_KEYS = (
+    "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
+    "hardware_profiles", "model_profiles",
+    "health", "export_dir", "discover",
+)  # fmt: skip
+_LANE_KEYS = (
+    "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
+    "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
+    "ledger_models", "tenant",
+)  # fmt: skip
+_DISCOVER_KEYS = (
+    "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
+    "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
+)  # fmt: skip
+_FIELDS = {"refresh": "refresh_s", "timeout": "timeout_s", "match": "selector"}
+"""The options whose field is named otherwise."""
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+"""A Prometheus label name (`discover: label:`, `--lanes-by`)."""
 _USERINFO = re.compile(r"(^|//)[^/]*@")
-_MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z)')
+_MATCHERS = re.compile(
+    r'(?:\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(?:,|\Z))*'
+)
+
+
+def parse_config(
+    text: str,
+    source: str,
+    hardware: Mapping[str, Hardware] | None = None,
+    models: Mapping[str, ModelProfile] | None = None,
+) -> Config:
+    """Read config YAML. `hardware`/`models` are the known profiles (from profiles.yaml)."""
+    collecting = gc.isenabled()
+    gc.disable()  # the node tree is garbage-free: collecting while it grows makes a big config
+    try:  # (10,000 lanes) cost twice as much, and more the bigger it is
+        return _parse(YamlReader(source, text), hardware or {}, models or {})
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse(
+    reader: YamlReader, hardware: Mapping[str, Hardware], models: Mapping[str, ModelProfile]
+) -> Config:
+    root = reader.root()
+    if root is None:
+        return Config(source=reader.source)
+    items = reader.mapping(root, "", _TOP_KEYS)
+    custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
+    custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
+    readers = _readers(reader, (hardware, custom_hw), (models, custom_models))
+    config = Config(reader.source, **_read(items, readers, ""))
+    windows = sorted({*config.windows, config.window}, key=parse_duration)  # the window joins
+    return replace(config, windows=tuple(windows))
+
+
+def _read(items: dict[str, tuple[Node, Node]], readers: Readers, prefix: str) -> dict[str, Any]:
+    """Each option's value, by its field's name."""
+    return {
+        _FIELDS.get(name, name): readers[name](value, prefix + name)
+        for name, (_, value) in items.items()
+    }
+
+
+def _readers(
+    reader: YamlReader,
+    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
+    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
+) -> Readers:
+    """How each option is read: at the top level, in a lane, in `discover:`. `hardware` and
+    `models`: the known profiles and the config's own."""
+    low, high = REFRESH_BOUNDS_S
+    readers: Readers = {
+        "lanes": lambda n, k: _lanes(reader, n, k, readers),
+        "ledgers": lambda n, k: _each(reader, n, k, _ledger),
+        "prices": lambda n, k: _prices(reader, n, k),
+        "refresh": lambda n, k: number(reader, n, k, high, least=low),
+        "window": lambda n, k: _window(reader, n, k),
+        "windows": lambda n, k: _windows(reader, n, k),
+        "ledger_window": lambda n, k: _window(reader, n, k),
+        "theme": lambda n, k: choice(reader, n, k, THEME_NAMES),
+        "hardware_profiles": lambda n, k: hardware[1],  # read first: lanes name them
+        "model_profiles": lambda n, k: models[1],
+        "health": lambda n, k: _thresholds(reader, n, k),
+        "export_dir": lambda n, k: text(reader, n, k),  # `~` is expanded where it is used
+        "discover": lambda n, k: _discover(reader, n, k, readers),
+        "name": lambda n, k: text(reader, n, k),
+        "prometheus": lambda n, k: _url(reader, n, k),
+        "metrics_url": lambda n, k: _url(reader, n, k),
+        "selector": lambda n, k: _selector(reader, n, k),
+        "match": lambda n, k: _selector(reader, n, k),
+        "label": lambda n, k: _label(reader, n, k),
+        "engine": lambda n, k: choice(reader, n, k, ENGINES),
+        "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
+        "model": lambda n, k: _profile(reader, n, k, *models, "model"),
+        "gpus": lambda n, k: integer(reader, n, k, MAX_GPUS),
+        "host_kv_tokens": lambda n, k: number(reader, n, k, MAX_TOKENS, zero=True),
+        "chunk_tokens": lambda n, k: integer(reader, n, k, int(MAX_TOKENS)),
+        "auth": lambda n, k: _auth(reader, n, k),
+        "ca_file": lambda n, k: text(reader, n, k),
+        "verify_tls": lambda n, k: boolean(reader, n, k),
+        "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
+        "ledger_models": lambda n, k: tuple(dict.fromkeys(_each(reader, n, k, text))),
+        "tenant": lambda n, k: text(reader, n, k),
+    }
+    return readers
+
+
+def _each(
+    reader: YamlReader, node: Node, key: str, read: Callable[[YamlReader, Node, str], T]
+) -> tuple[T, ...]:
+    """A list's items, each read by `read`."""
+    items = reader.sequence(node, key)
+    return tuple(read(reader, item, f"{key}[{index}]") for index, item in enumerate(items))
+
+
+def _lanes(reader: YamlReader, node: Node, key: str, readers: Readers) -> tuple[LaneConfig, ...]:
+    lanes: dict[str, LaneConfig] = {}
+    for index, lane_node in enumerate(reader.sequence(node, key)):
+        lane = _lane(reader, lane_node, f"{key}[{index}]", readers)
+        if lane.name in lanes:
+            reader.fail(lane_node, f"{key}[{index}].name", f"duplicate lane name {lane.name!r}")
+        lanes[lane.name] = lane
+    return tuple(lanes.values())
+
+
+def _lane(reader: YamlReader, node: Node, key: str, readers: Readers) -> LaneConfig:
+    items = reader.mapping(node, key, _LANE_KEYS)
+    if "name" not in items:
+        reader.fail(node, f"{key}.name", "every lane needs a name")
+    values = _read(items, readers, f"{key}.")
+    if ("prometheus" in values) == ("metrics_url" in values):
+        problem = f"lane {values['name']!r} needs exactly one of prometheus or metrics_url"
+        reader.fail(node, key, problem)
+    if values.get("auth") and "prometheus" not in values:
+        reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
+    return LaneConfig(**values)
+
+
+def _discover(reader: YamlReader, node: Node, key: str, readers: Readers) -> Discover:
+    """`discover:` the server, the label lanes are found by (`job`), an optional series
+    matcher, and what every lane found shares (auth, TLS, tenant, hardware, model...)."""
+    items = reader.mapping(node, key, _DISCOVER_KEYS)
+    if "prometheus" not in items:
+        reader.fail(node, key, "discover needs prometheus: the server to find lanes on")
+    values = _read(items, readers, f"{key}.")
+    return Discover(values.pop("label", "job"), LaneConfig(name="", **values))
 
 
 def _url(reader: YamlReader, node: Node, key: str) -> str:
@@ -170,21 +305,25 @@ def _window(reader: YamlReader, node: Node, key: str) -> str:
     return value
 
 
+def _windows(reader: YamlReader, node: Node, key: str) -> tuple[str, ...]:
+    windows = _each(reader, node, key, _window)
+    if not windows:
+        reader.fail(node, key, "expected at least one window")
+    return windows
+
+
 def _selector(reader: YamlReader, node: Node, key: str) -> str:
     value = text(reader, node, key).strip().strip("{}").strip()
-    if value and not _valid_selector(value):
+    if not _MATCHERS.fullmatch(value):
         reader.fail(node, key, f'expected label matchers such as job="lane-a", got {value!r}')
     return value
 
 
-def _valid_selector(value: str) -> bool:
-    position = 0
-    while position < len(value):
-        match = _MATCHER.match(value, position)
-        if not match:
-            return False
-        position = match.end()
-    return True
+def _label(reader: YamlReader, node: Node, key: str) -> str:
+    label = text(reader, node, key)
+    if not LABEL_NAME.fullmatch(label):
+        reader.fail(node, key, f"expected a label name such as job, got {label!r}")
+    return label
 
 
 def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
@@ -202,98 +341,6 @@ def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
     if "username" not in got or not password:
         reader.fail(node, key, "basic auth needs username and password_env or password_file")
     return Auth("basic", got["username"], got.get("password_env", ""), got.get("password_file", ""))
-
-
-_LANE_KEYS = (
-    "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
-    "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
-    "ledger_models", "tenant",
-)  # fmt: skip
-_DISCOVER_KEYS = (
-    "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
-    "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
-)  # fmt: skip
-LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-"""A Prometheus label name (`discover: label:`, `--lanes-by`)."""
-
-
-def _lane(
-    reader: YamlReader,
-    node: Node,
-    key: str,
-    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
-    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
-) -> LaneConfig:
-    items = reader.mapping(node, key, _LANE_KEYS)
-    if "name" not in items:
-        reader.fail(node, f"{key}.name", "every lane needs a name")
-    name = text(reader, items["name"][1], f"{key}.name")
-    values: dict[str, Any] = {"name": name}
-    parsers = _lane_options(reader, hardware, models)
-    for option, (_, value_node) in items.items():
-        if option != "name":
-            field_name = "timeout_s" if option == "timeout" else option
-            values[field_name] = parsers[option](value_node, f"{key}.{option}")
-    if ("prometheus" in values) == ("metrics_url" in values):
-        reader.fail(node, key, f"lane {name!r} needs exactly one of prometheus or metrics_url")
-    if values.get("auth") and "prometheus" not in values:
-        reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
-    return LaneConfig(**values)
-
-
-def _discover(
-    reader: YamlReader,
-    node: Node,
-    key: str,
-    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
-    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
-) -> Discover:
-    """`discover:` the server, the label lanes are found by (`job`), an optional series
-    matcher, and what every lane found shares (auth, TLS, tenant, hardware, model...)."""
-    items = reader.mapping(node, key, _DISCOVER_KEYS)
-    if "prometheus" not in items:
-        reader.fail(node, key, "discover needs prometheus: the server to find lanes on")
-    parsers = _lane_options(reader, hardware, models)
-    label = "job"
-    values: dict[str, Any] = {"name": ""}
-    for option, (_, value_node) in items.items():
-        path = f"{key}.{option}"
-        if option == "label":
-            label = text(reader, value_node, path)
-            if not LABEL_NAME.fullmatch(label):
-                reader.fail(value_node, path, f"expected a label name such as job, got {label!r}")
-        elif option == "match":
-            values["selector"] = _selector(reader, value_node, path)
-        else:
-            values["timeout_s" if option == "timeout" else option] = parsers[option](
-                value_node, path
-            )
-    return Discover(label, LaneConfig(**values))
-
-
-def _lane_options(
-    reader: YamlReader,
-    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
-    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
-) -> dict[str, Callable[[Node, str], Any]]:
-    """A lane's option -> how its value is read."""
-    return {
-        "prometheus": lambda n, k: _url(reader, n, k),
-        "metrics_url": lambda n, k: _url(reader, n, k),
-        "selector": lambda n, k: _selector(reader, n, k),
-        "engine": lambda n, k: choice(reader, n, k, ENGINES),
-        "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
-        "model": lambda n, k: _profile(reader, n, k, *models, "model"),
-        "gpus": lambda n, k: integer(reader, n, k, MAX_GPUS),
-        "host_kv_tokens": lambda n, k: number(reader, n, k, MAX_TOKENS, zero=True),
-        "chunk_tokens": lambda n, k: integer(reader, n, k, int(MAX_TOKENS)),
-        "auth": lambda n, k: _auth(reader, n, k),
-        "ca_file": lambda n, k: text(reader, n, k),
-        "verify_tls": lambda n, k: boolean(reader, n, k),
-        "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
-        "ledger_models": lambda n, k: _names(reader, n, k),
-        "tenant": lambda n, k: text(reader, n, k),
-    }
 
 
 def _profile(
@@ -328,26 +375,13 @@ def _ledger(reader: YamlReader, node: Node, key: str) -> LedgerConfig:
 
 
 def _prices(reader: YamlReader, node: Node, key: str) -> Prices:
-    names = tuple(f.name for f in fields(Prices))
-    items = reader.mapping(node, key, names)
-    values = {
-        name: number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
-        for name, (_, value) in items.items()
-    }
-    return Prices(**values)
-
-
-def _names(reader: YamlReader, node: Node, key: str) -> tuple[str, ...]:
-    nodes = reader.sequence(node, key)
-    return tuple(dict.fromkeys(text(reader, n, f"{key}[{i}]") for i, n in enumerate(nodes)))
-
-
-def _folder(reader: YamlReader, node: Node, key: str) -> str:
-    """A folder, as written: `~` is expanded where it is used, as for ledger paths."""
-    return text(reader, node, key)
-
-
-MAX_QUEUE_REFRESHES = 10_000
+    items = reader.mapping(node, key, tuple(f.name for f in fields(Prices)))
+    return Prices(
+        **{
+            name: number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
+            for name, (_, value) in items.items()
+        }
+    )
 
 
 def _thresholds(reader: YamlReader, node: Node, key: str) -> Thresholds:
@@ -363,106 +397,6 @@ def _thresholds(reader: YamlReader, node: Node, key: str) -> Thresholds:
         else:  # shares; a KV threshold of 0 would always fire, the others' 0 is a choice
             values[name] = number(reader, value, path, 1.0, zero=name != "kv_usage")
     return Thresholds(**values)
-
-
-_TOP_KEYS = (
-    "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
-    "hardware_profiles", "model_profiles",
-    "health", "export_dir", "discover",
-)  # fmt: skip
-
-
-def parse_config(
-    text: str,
-    source: str,
-    hardware: Mapping[str, Hardware] | None = None,
-    models: Mapping[str, ModelProfile] | None = None,
-) -> Config:
-    """Read config YAML. `hardware`/`models` are the known profiles (from profiles.yaml)."""
-    collecting = gc.isenabled()
-    gc.disable()  # the node tree is garbage-free: collecting while it grows makes a big config
-    try:  # (10,000 lanes) cost twice as much, and more the bigger it is
-        return _parse(text, source, hardware, models)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _parse(
-    text: str,
-    source: str,
-    hardware: Mapping[str, Hardware] | None,
-    models: Mapping[str, ModelProfile] | None,
-) -> Config:
-    reader = YamlReader(source, text)
-    root = reader.root()
-    if root is None:
-        return Config(source=source)
-    items = reader.mapping(root, "", _TOP_KEYS)
-    custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
-    custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
-    values: dict[str, Any] = {
-        "source": source,
-        "hardware_profiles": custom_hw,
-        "model_profiles": custom_models,
-    }
-    if "refresh" in items:
-        low, high = REFRESH_BOUNDS_S
-        values["refresh_s"] = number(reader, items["refresh"][1], "refresh", high, least=low)
-    if "window" in items:
-        values["window"] = _window(reader, items["window"][1], "window")
-    if "ledger_window" in items:
-        values["ledger_window"] = _window(reader, items["ledger_window"][1], "ledger_window")
-    if "windows" in items:
-        nodes = reader.sequence(items["windows"][1], "windows")
-        if not nodes:
-            reader.fail(items["windows"][1], "windows", "expected at least one window")
-        windows = [_window(reader, n, f"windows[{i}]") for i, n in enumerate(nodes)]
-        values["windows"] = tuple(sorted(set(windows), key=parse_duration))
-    if "theme" in items:
-        values["theme"] = choice(reader, items["theme"][1], "theme", THEME_NAMES)
-    if "health" in items:
-        values["health"] = _thresholds(reader, items["health"][1], "health")
-    if "export_dir" in items:
-        values["export_dir"] = _folder(reader, items["export_dir"][1], "export_dir")
-    if "prices" in items:
-        values["prices"] = _prices(reader, items["prices"][1], "prices")
-    if "ledgers" in items:
-        nodes = reader.sequence(items["ledgers"][1], "ledgers")
-        values["ledgers"] = tuple(_ledger(reader, n, f"ledgers[{i}]") for i, n in enumerate(nodes))
-    if "lanes" in items:
-        values["lanes"] = _lanes(
-            reader, items["lanes"][1], (hardware or {}, custom_hw), (models or {}, custom_models)
-        )
-    if "discover" in items:
-        profiles = ((hardware or {}, custom_hw), (models or {}, custom_models))
-        values["discover"] = _discover(reader, items["discover"][1], "discover", *profiles)
-    config = Config(**values)
-    if config.window not in config.windows:
-        config = _with_window(config)
-    return config
-
-
-def _with_window(config: Config) -> Config:
-    windows = tuple(sorted({*config.windows, config.window}, key=parse_duration))
-    return Config(
-        **{**{f.name: getattr(config, f.name) for f in fields(config)}, "windows": windows}
-    )
-
-
-def _lanes(
-    reader: YamlReader,
-    node: Node,
-    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
-    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
-) -> tuple[LaneConfig, ...]:
-    lanes: dict[str, LaneConfig] = {}
-    for index, lane_node in enumerate(reader.sequence(node, "lanes")):
-        lane = _lane(reader, lane_node, f"lanes[{index}]", hardware, models)
-        if lane.name in lanes:
-            reader.fail(lane_node, f"lanes[{index}].name", f"duplicate lane name {lane.name!r}")
-        lanes[lane.name] = lane
-    return tuple(lanes.values())
 
 
 def _custom(

@@ -95,7 +95,8 @@ class YamlReader:
             if not isinstance(name, str):
                 self.fail(key_node, path, "expected a text key")
             if name not in allowed:
-                self.fail(key_node, path, f"unknown option{did_you_mean(name, allowed)}")
+                expected = f" (expected one of: {', '.join(allowed)})"
+                self.fail(key_node, path, f"unknown option{did_you_mean(name, allowed, expected)}")
             if name in items:
                 self.fail(key_node, path, "given twice")
             items[name] = (key_node, value_node)
@@ -107,15 +108,10 @@ class YamlReader:
         return list(node.value)
 
 
-def closest(name: str, allowed: Sequence[str]) -> str | None:
-    """The allowed name nearest a mistyped one, when one is near."""
-    close = difflib.get_close_matches(name, allowed, n=1)
-    return close[0] if close else None
-
-
-def did_you_mean(name: str, allowed: tuple[str, ...]) -> str:
-    near = closest(name, allowed)
-    return f" (did you mean {near!r}?)" if near else f" (expected one of: {', '.join(allowed)})"
+def did_you_mean(name: str, allowed: Sequence[str], otherwise: str = "") -> str:
+    """` (did you mean 'x'?)` when an allowed name is near the mistyped one, else `otherwise`."""
+    near = difflib.get_close_matches(name, allowed, n=1)
+    return f" (did you mean {near[0]!r}?)" if near else otherwise
 
 
 def number(
@@ -171,7 +167,6 @@ def boolean(reader: YamlReader, node: Node, key: str) -> bool:
 def choice(reader: YamlReader, node: Node, key: str, choices: tuple[str, ...]) -> str:
     value = str(reader.scalar(node, key)).strip()
     if value not in choices:
-        near = closest(value, choices)
-        hint = f" (did you mean {near!r}?)" if near else ""
+        hint = did_you_mean(value, choices)
         reader.fail(node, key, f"expected one of {', '.join(choices)}, got {value!r}{hint}")
     return value
