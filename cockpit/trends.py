@@ -5,7 +5,7 @@ multiples, point t covering (t - step, t]. Per step the raw keys the window's fi
 taken again (a counter's increase within the step, a gauge's mean in it) and the trend keys
 are worked out from them as `figures.py` and `decode_pace.py` work out the window's, so a point
 is that figure over its step. Prometheus answers them as one range query (`trend_query`, read
-back with `matrix_values`); a direct scrape works them out of its buffer (`BufferTrend`).
+back with `matrix_values`); a direct scrape works them out of its buffer (`buffer.BufferTrend`).
 A step without data is None, never 0; counters are increases, so a reset does not spike.
 On Prometheus a step shorter than a few scrape intervals holds too few samples for an increase:
 its counters are then read over `rate_range` (at least `RATE_SCRAPES` scrape intervals, as
@@ -15,15 +15,13 @@ Grafana's `$__rate_interval`), their rate over that range times the step, and th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from cockpit import dialects, promql
 from cockpit.decode_pace import decode_pace
 from cockpit.model import TREND_KEYS, Trend, divide, frozen_map
-from cockpit.quantiles import histogram_quantile
-from cockpit.sources.buffer import Buffer, Window
 from cockpit.timeutil import promql_duration
 
 POINTS = 60
@@ -104,6 +102,13 @@ def make_trend(
     return Trend(step, times[-1], frozen_map(series), longer)
 
 
+def step_specs(dialect: str, exposed: frozenset[str]) -> dict[str, dialects.Spec]:
+    """The step inputs and the TTFT histogram the engine exposes, by raw key."""
+    specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
+    wanted = {key: specs[key] for key in (*STEP_INPUTS, TTFT)}
+    return {k: spec for k, spec in wanted.items() if not dialects.missing_reason(spec, exposed)}
+
+
 def rate_range(step_s: float, scrape_s: float) -> float:
     """The range a step's counters are read over: the step, or `RATE_SCRAPES` scrape
     intervals (whole seconds) when that is longer."""
@@ -120,14 +125,10 @@ def trend_query(
     """Every step input (and the TTFT p95) as one expression, each labelled `fig="<key>"`,
     to be asked with `/api/v1/query_range` at the step (built once per lane and step);
     `scrape_s`: the lane's scrape interval (0: ranges of the step itself)."""
-    specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
     exprs: dict[str, str] = {}
-    for key in (*STEP_INPUTS, TTFT):
-        spec = specs.get(key)
-        if spec is not None and dialects.missing_reason(spec, exposed) is None:
-            expression = step_expression(spec, selector, step_s, scrape_s)
-            if expression is not None:
-                exprs[key] = expression
+    for key, spec in step_specs(dialect, exposed).items():
+        if expression := step_expression(spec, selector, step_s, scrape_s):
+            exprs[key] = expression
     if TTFT in exprs:
         exprs[TTFT_P95] = f"histogram_quantile({QUANTILE}, {exprs.pop(TTFT)})"
     return promql.combined_query(exprs)
@@ -167,79 +168,3 @@ def matrix_values(result: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, 
             if math.isfinite(value):
                 steps.setdefault(at, {})[key] = value
     return steps
-
-
-# --- direct scrape: the buffer ------------------------------------------------------------
-
-
-class BufferTrend:
-    """A direct scrape's trend, worked out of its buffer's points.
-
-    A step's counter increase runs from the series' last point before the step (when that one
-    lies in the step before: after a gap, from its first point in the step) to its last point
-    in it, resets handled as the buffer handles them. A step is worked out once it is over (a
-    scrape after it is in the buffer, and the one before it still is); only the lane's current
-    matchers and step are kept."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[object, ...], dict[float, StepValues]] = {}
-
-    def read(
-        self,
-        buffer: Buffer,
-        matchers: list[promql.Matcher],
-        specs: Mapping[str, dialects.Spec],
-        exposed: Iterable[str],
-        dialect: str,
-        window_s: float,
-        end: float,
-    ) -> Trend:
-        """The trend of the window ending at `end`."""
-        names = frozenset(exposed)
-        wanted = {
-            key: spec
-            for key in (*STEP_INPUTS, TTFT)
-            if (spec := specs.get(key)) is not None and dialects.missing_reason(spec, names) is None
-        }
-        step = trend_step(window_s)
-        key = (*matchers, dialect, step)
-        self._kept = {key: self._kept.get(key, {})}
-        kept = self._kept[key]
-        last_scrape = buffer.scrapes[-1] if buffer.scrapes else -math.inf
-        held_from = buffer.known_from or math.inf
-        steps: dict[float, StepValues] = {}
-        for t in point_times(window_s, end):
-            values = kept.get(t)
-            if values is None and t < held_from:
-                values = {}  # it ends before the buffer's first point: a gap, read for nothing
-            if values is None:
-                values = _step_values(buffer, matchers, wanted, t, step)
-                if t < last_scrape and t - 2 * step >= held_from:
-                    kept[t] = values
-            steps[t] = values
-        for old in [t for t in kept if t < end - window_s]:
-            del kept[old]
-        return make_trend(dialect, window_s, end, steps)
-
-
-def _step_values(
-    buffer: Buffer,
-    matchers: list[promql.Matcher],
-    wanted: Mapping[str, dialects.Spec],
-    t: float,
-    step: float,
-) -> StepValues:
-    start = math.nextafter(t - step, math.inf)  # (t - step, t]
-    window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
-    values: dict[str, float] = {}
-    for key, spec in wanted.items():
-        found = _ttft_p95(window, spec) if key == TTFT else window.value(spec)
-        if isinstance(found, float):
-            values[TTFT_P95 if key == TTFT else key] = found
-    return values
-
-
-def _ttft_p95(window: Window, spec: dialects.Spec) -> float | None:
-    buckets = window.histogram(spec)
-    found = histogram_quantile(QUANTILE, buckets) if isinstance(buckets, tuple) else None
-    return None if found is None else found[0]

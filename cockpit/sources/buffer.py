@@ -1,4 +1,4 @@
-"""The scrape source's memory: each kept series' points, and a window's figures from them.
+"""The scrape source's memory: each kept series' points, a window's figures and the trend.
 
 Increase semantics: like Prometheus `increase()` over the samples inside the window, with
 counter resets handled (a drop, or a new `_created` time, counts the new value as the increase
@@ -18,6 +18,10 @@ to the others' totals.
 Bounds: by scrape count, by age, and by an approximate size (points × 32 bytes + series ×
 700 bytes); a series that stopped appearing is let go once no window asked for reaches it.
 A non-finite sample (NaN, ±Inf) is left out and counted; windows without it are unaffected.
+
+Trend (`BufferTrend`): a step's counter increase runs from the series' last point before the
+step (when that one lies in the step before: after a gap, from its first point in the step) to
+its last point in it, resets handled as above.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cockpit import dialects, promql
-from cockpit.model import Bucket, Missing
+from cockpit import dialects, promql, trends
+from cockpit.model import Bucket, Missing, Trend
+from cockpit.quantiles import histogram_quantile
 from cockpit.timeutil import promql_duration
 
 LabelKey = tuple[tuple[str, str], ...]
@@ -43,11 +48,8 @@ NO_SAMPLES = Missing("no samples in window")
 SECOND_SCRAPE = Missing("needs a second scrape")
 ONLY_NON_FINITE = Missing("only non-finite samples (NaN/Inf) in window")
 NOT_SINGLE = Missing("not a single value")
-
-
-def restarted(previous: float, current: float, previous_born: float, born: float) -> bool:
-    """A counter reset between two scrapes: it went down, or a newer `_created` appeared."""
-    return current < previous or born > previous_born  # NaN compares False: no `_created`
+Read = float | dict[str, float] | tuple[Bucket, ...] | Missing
+"""A spec's figure over a window: a number, one per label value, buckets, or why none."""
 
 
 class Track:
@@ -75,8 +77,9 @@ class Track:
             return False
         born = born if math.isfinite(born) else math.nan
         if self.values:
-            last, last_born = self.values[-1], self.born[-1]
-            step = value if restarted(last, value, last_born, born) else value - last
+            # A reset: the counter went down, or a newer `_created` (NaN compares False).
+            reset = value < self.values[-1] or born > self.born[-1]
+            step = value if reset else value - self.values[-1]
             self.run.append(self.run[-1] + step)
         else:
             self.run.append(0.0)
@@ -210,13 +213,8 @@ class Buffer:
             if all(m.matches(as_dict) for m in wanted):
                 yield labels, track
 
-    def any_match(self, matchers: Iterable[promql.Matcher]) -> bool:
-        wanted = list(matchers)
-        return any(
-            all(m.matches(dict(labels)) for m in wanted)
-            for family in self.series.values()
-            for labels in family
-        )
+    def any_match(self, matchers: list[promql.Matcher]) -> bool:
+        return any(True for name in self.series for _ in self.matching(name, matchers))
 
 
 def span(seconds: float) -> str:
@@ -319,24 +317,28 @@ class Window:
                 self.dropped[(name, labels)] = dropped
             yield (labels, track, *track.window(self.lo, self.end))
 
-    def value(self, spec: dialects.Spec) -> float | dict[str, float] | Missing:
+    def read(self, spec: dialects.Spec) -> Read:
+        """A counter's increase, a gauge's mean over the scrapes, a histogram's increase per
+        `le`; of an `Either`, the first option that has one."""
         if isinstance(spec, dialects.Counter):
             return self.counter(spec)
+        if isinstance(spec, dialects.Gauge):
+            return self.gauge(spec)
+        if isinstance(spec, dialects.Histogram):
+            return self.histogram(spec)
         if isinstance(spec, dialects.Difference):
-            a, b = self.value(spec.a), self.value(spec.b)
+            a, b = self.read(spec.a), self.read(spec.b)
             if not isinstance(a, float):
                 return a if isinstance(a, Missing) else NOT_SINGLE
             return b if isinstance(b, Missing) else a - b if isinstance(b, float) else NOT_SINGLE
-        if isinstance(spec, dialects.Gauge):
-            return self.gauge(spec)
-        if isinstance(spec, dialects.Either):
-            found: float | dict[str, float] | Missing = NOT_SINGLE
-            for option in spec.options:
-                found = self.value(option)
-                if not isinstance(found, Missing):
-                    break
-            return found
-        return NOT_SINGLE
+        if not isinstance(spec, dialects.Either):
+            return NOT_SINGLE
+        found: Read = NOT_SINGLE
+        for option in spec.options:
+            found = self.read(option)
+            if not isinstance(found, Missing):
+                break
+        return found
 
     def counter(self, spec: dialects.Counter) -> float | dict[str, float] | Missing:
         found = [
@@ -383,20 +385,7 @@ class Window:
         means = {name: sum(values) / len(values) for name, values in combined.items()}
         return means if spec.by else means[""]
 
-    def histogram(self, spec: dialects.Spec | str) -> tuple[Bucket, ...] | Missing:
-        """Increase per `le` of a histogram spec (the first option of an `Either` that has
-        buckets; a bare name: that histogram's `_bucket` series)."""
-        if isinstance(spec, str):
-            spec = dialects.Histogram(spec)
-        if isinstance(spec, dialects.Either):
-            found_in: tuple[Bucket, ...] | Missing = NO_SAMPLES
-            for option in spec.options:
-                found_in = self.histogram(option)
-                if not isinstance(found_in, Missing):
-                    break
-            return found_in
-        if not isinstance(spec, dialects.Histogram):
-            return NOT_SINGLE
+    def histogram(self, spec: dialects.Histogram) -> tuple[Bucket, ...] | Missing:
         found = [
             (labels, self._increase(track, first, stop))
             for labels, track, first, stop in self._tracks(f"{spec.base}_bucket", spec.extra)
@@ -452,3 +441,63 @@ def _total(found: list[float | Missing | None]) -> float | Missing:
     if not numbers:
         return present[0]
     return sum(numbers)
+
+
+class BufferTrend:
+    """A direct scrape's trend, worked out of its buffer's points. A step is worked out once
+    it is over (a scrape after it is in the buffer, and the one before it still is); only the
+    lane's current matchers and step are kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[object, ...], dict[float, trends.StepValues]] = {}
+
+    def read(
+        self,
+        buffer: Buffer,
+        matchers: list[promql.Matcher],
+        dialect: str,
+        exposed: frozenset[str],
+        window_s: float,
+        end: float,
+    ) -> Trend:
+        """The trend of the window ending at `end`."""
+        wanted = trends.step_specs(dialect, exposed)
+        step = trends.trend_step(window_s)
+        key = (*matchers, dialect, step)
+        kept = self._kept.get(key, {})
+        self._kept = {key: kept}
+        last_scrape = buffer.scrapes[-1] if buffer.scrapes else -math.inf
+        held_from = buffer.known_from or math.inf
+        steps: dict[float, trends.StepValues] = {}
+        for t in trends.point_times(window_s, end):
+            if t in kept:
+                steps[t] = kept[t]
+            elif t < held_from:
+                steps[t] = {}  # it ends before the buffer's first point: a gap, read for nothing
+            else:
+                steps[t] = _step_values(buffer, matchers, wanted, t, step)
+                if t < last_scrape and t - 2 * step >= held_from:
+                    kept[t] = steps[t]
+        for old in [t for t in kept if t < end - window_s]:
+            del kept[old]
+        return trends.make_trend(dialect, window_s, end, steps)
+
+
+def _step_values(
+    buffer: Buffer,
+    matchers: list[promql.Matcher],
+    wanted: Mapping[str, dialects.Spec],
+    t: float,
+    step: float,
+) -> trends.StepValues:
+    start = math.nextafter(t - step, math.inf)  # (t - step, t]
+    window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
+    values: dict[str, float] = {}
+    for key, spec in wanted.items():
+        found = window.read(spec)
+        if isinstance(found, tuple):  # the TTFT histogram: its p95 is the point
+            p95 = histogram_quantile(trends.QUANTILE, found)
+            key, found = trends.TTFT_P95, p95[0] if p95 else NO_SAMPLES
+        if isinstance(found, float):
+            values[key] = found
+    return values

@@ -20,29 +20,21 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from cockpit import dialects, promql
-from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
+from cockpit.sources.http import SourceError
 
 LabelKey = tuple[tuple[str, str], ...]
 ENGINE_PREFIXES = ("vllm:", "sglang:", "vllm_", "sglang_")
 """Engine sample names, also as escaped by an OpenMetrics answer (`vllm_...`)."""
 IGNORED_MATCHERS = frozenset({"job", "instance"})
 """Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
-MAX_RESPONSE_BYTES = 16_000_000
-"""A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
-CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 _SAMPLE_NAME = re.compile(r"[^{ \t]+")
 Series = tuple[str, dict[str, str]]
 """A sample's name and labels."""
-
-
-class ScrapeError(SourceError):
-    """A scrape that could not be read (the one-line reason says why)."""
 
 
 def label_key(labels: Mapping[str, str]) -> LabelKey:
@@ -127,7 +119,7 @@ def _parse_line(url: str, line: str) -> Sample:
         (sample,) = (s for family in text_string_to_metric_families(line) for s in family.samples)
         return sample
     except (ValueError, IndexError, TypeError) as exc:
-        raise ScrapeError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
+        raise SourceError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
 
 
 def _number(text: str) -> float | None:
@@ -159,7 +151,7 @@ def read_scrape(
     try:
         found = dialects.detect_dialect(names)  # each scrape: the port may change hands
     except dialects.DialectError as exc:
-        raise ScrapeError(f"{url}: {exc}", engine_absent=True) from None
+        raise SourceError(f"{url}: {exc}", engine_absent=True) from None
     scrape = Scrape(names, dialect or found)
     keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
     info = {dialects.VLLM_CAPACITY, dialects.escape_name(dialects.VLLM_CAPACITY)}
@@ -194,47 +186,3 @@ def read_scrape(
 def _written(matcher: promql.Matcher) -> str:
     """How an equality matcher's label appears in the exposition text: `name="value"`."""
     return f'{matcher.name}="{promql.escape_label_value(matcher.value)}"'
-
-
-class Endpoint:
-    """One engine's /metrics over a kept-alive client; `fetch()` returns its text."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        timeout: float,
-        verify: bool | str = True,
-        bearer: str | None = None,
-        max_bytes: int = MAX_RESPONSE_BYTES,
-    ) -> None:
-        self.url = redact_url(url)
-        parts = urlsplit(url)
-        self._path = parts.path or "/"
-        self._params = dict(parse_qsl(parts.query))
-        root = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-        # The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`.
-        self.client = HttpClient(
-            root,
-            bearer=bearer,
-            verify=verify,
-            timeout=timeout,
-            headers={"Accept": CLASSIC_TEXT},
-            max_bytes=max_bytes,  # a bigger answer stops streaming there, with the reason
-        )
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
-    async def fetch(self) -> str:
-        """The exposition text; ScrapeError with a one-line reason on failure."""
-        try:
-            reply = await self.client.get(self._path, self._params or None)
-        except SourceError as exc:
-            # Nothing listens there (yet): asked again at every refresh, without back-off.
-            refused = exc.connect_failed and "timed out" not in exc.reason
-            reason = exc.reason.replace(self.client.url, self.url, 1)
-            raise ScrapeError(reason, unreachable=exc.unreachable, engine_absent=refused) from None
-        if reply.status >= 400:
-            raise status_error(self.url, reply)
-        return reply.text

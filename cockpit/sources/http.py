@@ -1,24 +1,8 @@
 """The one HTTP layer of the sources: httpx, one kept-alive client per server.
 
-Public names:
-
-- `HttpClient(url, *, bearer=None, basic=None, verify=True, timeout=10.0, headers=None,
-  max_bytes=MAX_BYTES)`: `await get(path, params)`, `await post_form(path, form)` -> `Reply`;
-  `await aclose()`; `url` (without credentials), `requests` (sent so far), `mask(text)`.
-  Every request has a total deadline of `timeout` seconds (a server trickling bytes times
-  out too) and an answer is read up to `max_bytes`; failures raise `SourceError` with a
-  one-line reason free of secrets.
-- `Reply(status, reason, headers, text)`: one whole answer; `reason` and `text` are already
-  masked (no credential this client sends can appear in them).
-- `SourceError`: the `SourceFailure` the sources raise; `connect_failed` tells that nothing
-  answered the connection (refused, unknown host, TLS, connect timeout).
-- `status_error(url, reply)`: the SourceError for an HTTP status >= 400 (with Retry-After).
-- `retry_after(headers)`: the Retry-After in seconds, finite and capped at `RETRY_AFTER_CAP_S`.
-- `redact_url(url)`: the URL without `user:password@`.
-- `one_line(text)`: a server's text as one line, control characters made visible.
-- `secret_forms(bearer, basic)`, `mask(text, secrets)`: what masking hides, and the masking.
-
-Proxies come from the environment (`HTTP_PROXY`, `NO_PROXY`, ...), as httpx reads them.
+`HttpClient.get`/`post_form` return a whole `Reply` read within a total deadline and a size
+cap, or raise `SourceError` with a one-line reason; no credential the client sends can appear
+in a reason or an answer's text (`mask`). Proxies come from the environment, as httpx reads them.
 """
 
 from __future__ import annotations
@@ -60,7 +44,7 @@ class SourceError(SourceFailure):
     ) -> None:
         super().__init__(reason, retry_after, unreachable=unreachable, engine_absent=engine_absent)
         self.connect_failed = connect_failed
-        """No connection could be made (refused, unknown host, TLS, connect timeout)."""
+        """Nothing answered the connection (refused, unknown host, TLS)."""
 
 
 class Reply(NamedTuple):
@@ -144,13 +128,6 @@ def transport_reason(exc: BaseException) -> str:
         if isinstance(cause, ConnectionRefusedError):
             return "connection refused"
         cause = cause.__cause__ or cause.__context__
-    text = str(exc).lower()
-    if "certificate verify failed" in text:
-        return "TLS certificate not trusted (self-signed? set ca_file)"
-    if "name or service not known" in text or "nodename nor servname" in text:
-        return "unknown host"
-    if "connection refused" in text or "connect call failed" in text:
-        return "connection refused"
     return f"{type(exc).__name__}: {one_line(str(exc)) or 'request failed'}"
 
 
@@ -265,7 +242,7 @@ class HttpClient:
         if isinstance(exc, httpx.ConnectTimeout):  # before TimeoutException, its base
             connect = min(self.timeout, CONNECT_TIMEOUT_S)
             reason = f"{self.url}: timed out connecting after {connect:g} s"
-            return SourceError(reason, unreachable=True, connect_failed=True)
+            return SourceError(reason, unreachable=True)
         if isinstance(exc, TimeoutError | httpx.TimeoutException):  # the deadline, or a read
             return SourceError(f"{self.url}: timed out after {self.timeout:g} s")
         if isinstance(exc, httpx.LocalProtocolError | UnicodeError | httpx.InvalidURL):
@@ -273,10 +250,8 @@ class HttpClient:
             return SourceError(
                 f"{self.url}: request not sendable: a header or the URL has characters HTTP forbids"
             )
-        if isinstance(exc, httpx.HTTPError):
-            return SourceError(
-                f"{self.url}: {self.mask(transport_reason(exc))}",
-                unreachable=isinstance(exc, httpx.TransportError),
-                connect_failed=isinstance(exc, httpx.ConnectError),
-            )
-        return SourceError(f"{self.url}: {self.mask(transport_reason(exc))}", unreachable=True)
+        return SourceError(
+            f"{self.url}: {self.mask(transport_reason(exc))}",
+            unreachable=isinstance(exc, httpx.TransportError | OSError),
+            connect_failed=isinstance(exc, httpx.ConnectError),
+        )

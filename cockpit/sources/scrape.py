@@ -2,7 +2,7 @@
 
 `poll()` takes one scrape into a bounded buffer; `read_lane()` only computes from the buffer
 (it polls once itself when the buffer is empty), so a refresh costs one HTTP request.
-Fetching and parsing: `exposition.py`; the buffer, increases and coverage: `buffer.py`.
+Parsing: `exposition.py`; the buffer, increases, coverage and trend: `buffer.py`.
 
 First poll: one scrape holds no window increase. When a series carries `<name>_created` (a
 single-process engine does) and the engine started inside the window, the counter went from 0 at
@@ -16,25 +16,31 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from cockpit import dialects, promql
-from cockpit.model import LAST_MINUTE_S, Bucket, LaneTotals, Missing, frozen_map
-from cockpit.sources.buffer import NO_SAMPLES, SECOND_SCRAPE, Buffer, Window, one_rank
-from cockpit.sources.exposition import (
-    MAX_RESPONSE_BYTES,
-    Endpoint,
-    Scrape,
-    ScrapeError,
-    Series,
-    lane_matchers,
-    read_scrape,
+from cockpit.model import LAST_MINUTE_S, LaneTotals, Missing, frozen_map
+from cockpit.sources.buffer import (
+    NO_SAMPLES,
+    SECOND_SCRAPE,
+    Buffer,
+    BufferTrend,
+    Read,
+    Window,
+    one_rank,
 )
-from cockpit.trends import BufferTrend
+from cockpit.sources.exposition import Scrape, Series, lane_matchers, read_scrape
+from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
 MAX_BUFFER_BYTES = 16_000_000
+MAX_RESPONSE_BYTES = 16_000_000
+"""A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
+CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+"""The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`."""
 NOT_IN_LAST_SCRAPE = Missing("not in the last scrape")
 
 
@@ -49,20 +55,23 @@ class ScrapeSource:
         url: str,
         *,
         selector: str = "",
-        dialect: str | None = None,
         max_scrapes: int = 1440,
         max_age_s: float = 86400.0,
         max_bytes: int = MAX_BUFFER_BYTES,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         timeout: float = 5.0,
-        verify: bool | str = True,
-        bearer: str | None = None,
     ) -> None:
-        self.endpoint = Endpoint(
-            url, timeout=timeout, verify=verify, bearer=bearer, max_bytes=max_response_bytes
+        self.url = redact_url(url)
+        parts = urlsplit(url)
+        self._path = parts.path or "/"
+        self._params = dict(parse_qsl(parts.query))
+        self.http = HttpClient(
+            urlunsplit((parts.scheme, parts.netloc, "", "", "")),
+            timeout=timeout,
+            headers={"Accept": CLASSIC_TEXT},
+            max_bytes=max_response_bytes,  # a bigger answer stops streaming there, with the reason
         )
-        self.url = self.endpoint.url
-        self.dialect = dialect
+        self.dialect: str | None = None
         self.buffer = Buffer(max_scrapes, max_age_s, max_bytes)
         self.trends = BufferTrend()
         self._keep = lane_matchers(selector)
@@ -76,7 +85,7 @@ class ScrapeSource:
     @property
     def requests(self) -> int:
         """HTTP requests sent so far."""
-        return self.endpoint.client.requests
+        return self.http.requests
 
     @property
     def escaped(self) -> bool:
@@ -84,22 +93,30 @@ class ScrapeSource:
         return dialects.names_escaped(self._exposed)
 
     async def aclose(self) -> None:
-        await self.endpoint.aclose()
+        await self.http.aclose()
 
     async def poll(self) -> None:
-        """Take one scrape into the buffer; ScrapeError with a one-line reason on failure."""
-        text = await self.endpoint.fetch()
+        """Take one scrape into the buffer; SourceError with a one-line reason on failure."""
+        try:
+            reply = await self.http.get(self._path, self._params or None)
+        except SourceError as exc:
+            # Nothing listens there (yet): asked again at every refresh, without back-off.
+            reason = exc.reason.replace(self.http.url, self.url, 1)
+            absent = exc.connect_failed
+            raise SourceError(reason, unreachable=exc.unreachable, engine_absent=absent) from None
+        if reply.status >= 400:
+            raise status_error(self.url, reply)
         at = time.time()
-        if len(text) > OFF_LOOP_CHARS:
-            self._add(await asyncio.to_thread(self._read, text), at)
+        if len(reply.text) > OFF_LOOP_CHARS:
+            self._add(await asyncio.to_thread(self._parse, reply.text), at)
         else:
-            self._add(self._read(text), at)
+            self._add(self._parse(reply.text), at)
 
     def ingest(self, text: str, at: float) -> None:
         """Parse one exposition taken at `at` and add it to the buffer."""
-        self._add(self._read(text), at)
+        self._add(self._parse(text), at)
 
-    def _read(self, text: str) -> Scrape:
+    def _parse(self, text: str) -> Scrape:
         return read_scrape(
             self.url,
             text,
@@ -112,7 +129,7 @@ class ScrapeSource:
     def _add(self, scrape: Scrape, at: float) -> None:
         series = sum(len(by_labels) for by_labels in scrape.samples.values())
         if not self.buffer.fits(series):
-            raise ScrapeError(
+            raise SourceError(
                 f"{self.url}: {series} series kept: over the buffer's "
                 f"{self.buffer.max_bytes / 1e6:g} MB bound (narrow the lane's selector)"
             )
@@ -169,27 +186,15 @@ class ScrapeSource:
         last = self.buffer.scrapes[before - 1] if before else end
         now = Window(self.buffer, matchers, last, last, ())
         minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
-        values: dict[str, float] = {}
-        missing: dict[str, str] = {}
-        histograms: dict[str, tuple[Bucket, ...]] = {}
-        groups: dict[str, dict[str, float]] = {}
-        queries: dict[str, str] = {}
-        for key, spec in specs.items():
-            queries[key] = f"scrape {self.url}: {_describe(spec)}"
-            reason = dialects.missing_reason(spec, self._exposed)
-            read = Missing(reason) if reason else _read(spec, window, now, minute)
-            if isinstance(read, Missing):
-                missing[key] = read.reason
-            elif isinstance(read, tuple):
-                histograms[key] = read
-            elif isinstance(read, dict):
-                groups[key] = read
-            else:
-                values[key] = read
-        if not values and not histograms and not groups and not self.buffer.any_match(matchers):
+        reads = {
+            key: _read(spec, self._exposed, window, now, minute) for key, spec in specs.items()
+        }
+        found_none = all(isinstance(read, Missing) for read in reads.values())
+        if found_none and not self.buffer.any_match(matchers):
             # The engine's names are there, none of its series match: a mistaken selector
             # or model filter, said as Prometheus says it (see `PrometheusSource._names`).
-            raise ScrapeError(f"{self.url}: no series match {selector}", engine_absent=True)
+            raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
+        missing = {key: read.reason for key, read in reads.items() if isinstance(read, Missing)}
         covered, note = window.coverage()
         capacity = self._capacity(dialect, matchers)
         if capacity is None:
@@ -199,20 +204,18 @@ class ScrapeSource:
             dialect=dialect,
             window_s=window_s,
             end=end,
-            values=frozen_map(values),
+            values=frozen_map(_only(reads, float)),
             missing=frozen_map(missing),
-            histograms=frozen_map(histograms),
-            groups=frozen_map(groups),
-            queries=frozen_map(queries),
+            histograms=frozen_map(_only(reads, tuple)),
+            groups=frozen_map(_only(reads, dict)),
+            queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in specs.items()}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
             server=self.url,
             selector=selector,
             warnings=window.warnings(),
-            trend=self.trends.read(
-                self.buffer, matchers, specs, self._exposed, dialect, window_s, end
-            ),
+            trend=self.trends.read(self.buffer, matchers, dialect, self._exposed, window_s, end),
         )
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
@@ -222,42 +225,42 @@ class ScrapeSource:
             latest = [(k, t.values[-1]) for k, t in series if t.values]
             return sum(v for _, v in one_rank(latest, dialects.RANK)) if latest else None
         usable = [m for m in matchers if m.name != "model_name"]
-        total = 0.0
-        found = False
-        for labels in self._info:
-            if not all(m.matches(labels) for m in usable):
-                continue
-            capacity = dialects.capacity_from_info(labels)
-            if capacity is None:
-                return None
-            total, found = total + capacity, True
-        return total if found else None
+        mine = [labels for labels in self._info if all(m.matches(labels) for m in usable)]
+        capacities = [dialects.capacity_from_info(labels) for labels in mine]
+        known = [capacity for capacity in capacities if capacity is not None]
+        return sum(known) if known and len(known) == len(capacities) else None
 
 
 def _read(
-    spec: dialects.Spec, window: Window, now: Window, minute: Window
-) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
+    spec: dialects.Spec, exposed: frozenset[str], window: Window, now: Window, minute: Window
+) -> Read:
     """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
+    reason = dialects.missing_reason(spec, exposed)
+    if reason:
+        return Missing(reason)
     if isinstance(spec, dialects.Now):
-        found = now.value(spec.of)
+        found = now.read(spec.of)
         return NOT_IN_LAST_SCRAPE if found == NO_SAMPLES else found
     if isinstance(spec, dialects.LastMinute):
-        return _whole_minute(minute, minute.value(spec.of))
-    options = spec.options if isinstance(spec, dialects.Either) else (spec,)
-    if isinstance(options[0], dialects.Histogram):
-        return window.histogram(spec)
-    return window.value(spec)
+        return _whole_minute(minute, minute.read(spec.of))
+    return window.read(spec)
 
 
-def _whole_minute(
-    minute: Window, increase: float | dict[str, float] | Missing
-) -> float | dict[str, float] | Missing:
+def _whole_minute(minute: Window, increase: Read) -> Read:
     """The increase over the part of the minute its scrapes span, scaled to the whole minute
     (as Prometheus's `increase()` extrapolates to its range)."""
     if not isinstance(increase, float):
         return increase
     observed = minute.observed_s()
     return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
+
+
+T = TypeVar("T")
+
+
+def _only(reads: Mapping[str, Read], kind: type[T]) -> dict[str, T]:
+    """The reads of one kind: numbers, buckets (tuple) or numbers by label (dict)."""
+    return {key: read for key, read in reads.items() if isinstance(read, kind)}
 
 
 def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
