@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, LANE_LAST_MINUTE, LANE_NOW
+from cockpit.model import LANE_LAST_MINUTE, LANE_NOW
 
 DIALECTS: tuple[str, ...] = ("vllm", "vllm-legacy", "sglang")
 NO_ENGINE_METRICS = "no vllm: or sglang: metrics found for this lane"
@@ -217,17 +217,10 @@ def _scheduler(metric: str, **extra: str) -> Counter:
     return Counter(metric, tuple(extra.items()), ranks=RANK)
 
 
-def _streaming(metric: str) -> Either:
+def _streaming(kind: type[Counter | Histogram], metric: str) -> Either:
     """Streaming requests where the engine labels them (a non-streaming request observes its
     TTFT late, after 50 tokens or at finish), else every request."""
-    return first(
-        Counter(metric, (("is_streaming", "true"),)), Counter(metric, (("is_streaming", ""),))
-    )
-
-
-def _streaming_histogram(base: str) -> Either:
-    """As `_streaming`, for a histogram's buckets."""
-    return first(*(Histogram(base, (("is_streaming", value),)) for value in ("true", "")))
+    return first(*(kind(metric, (("is_streaming", value),)) for value in ("true", "")))
 
 
 def _sglang_specs() -> dict[str, Spec]:
@@ -286,8 +279,8 @@ def _sglang_specs() -> dict[str, Spec]:
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
-        "e2e": _streaming_histogram("sglang:e2e_request_latency_seconds"),
-        "ttft": _streaming_histogram("sglang:time_to_first_token_seconds"),
+        "e2e": _streaming(Histogram, "sglang:e2e_request_latency_seconds"),
+        "ttft": _streaming(Histogram, "sglang:time_to_first_token_seconds"),
         "itl": Histogram("sglang:inter_token_latency_seconds"),
         "queue": Histogram("sglang:queue_time_seconds", ranks=RANK),
         "decode_sum": no_decode,
@@ -305,8 +298,8 @@ def _sglang_specs() -> dict[str, Spec]:
         specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
     for key, base in (("ttft", "sglang:time_to_first_token_seconds"),
                       ("e2e", "sglang:e2e_request_latency_seconds")):  # fmt: skip
-        specs[f"{key}_sum"] = _streaming(f"{base}_sum")
-        specs[f"{key}_count"] = _streaming(f"{base}_count")
+        specs[f"{key}_sum"] = _streaming(Counter, f"{base}_sum")
+        specs[f"{key}_count"] = _streaming(Counter, f"{base}_count")
     for part in ("sum", "count"):
         specs[f"queue_{part}"] = _scheduler(f"sglang:queue_time_seconds_{part}")
         metric = f"sglang:per_stage_req_latency_seconds_{part}"
@@ -337,34 +330,20 @@ _SPECS: dict[str, dict[str, Spec]] = {
     "vllm-legacy": _vllm_legacy_specs(),
     "sglang": _sglang_specs(),
 }
-_PRESENCE_METRIC = {
-    "vllm": "vllm:num_requests_running",
-    "vllm-legacy": "vllm:num_requests_running",
-    "sglang": "sglang:num_running_reqs",
-}
 VLLM_CAPACITY = "vllm:cache_config_info"
 """vLLM's KV capacity: an info series whose labels give blocks × block size."""
 SGLANG_CAPACITY = "sglang:max_total_num_tokens"
 """SGLang's KV capacity in tokens, a gauge per TP rank."""
-LANE_KEYS: tuple[str, ...] = LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS
-"""Every raw lane key (LANE_NOW and LANE_LAST_MINUTE among them)."""
 
 
 def lane_specs(dialect: str, escaped: bool = False) -> Mapping[str, Spec]:
-    """Raw lane key -> spec for a dialect (every key of LANE_KEYS is present).
-
-    `escaped`: the names as stored after an OpenMetrics scrape that turned `:` into `_`
-    (see `names_escaped`).
-    """
-    try:
-        specs = _SPECS[dialect]
-    except KeyError:
-        raise DialectError(
-            f"unknown engine dialect {dialect!r} (expected one of {', '.join(DIALECTS)})"
-        ) from None
-    if not escaped:
-        return specs
-    return {key: _escaped_spec(spec) for key, spec in specs.items()}
+    """Raw lane key -> spec for a dialect (every raw key of `cockpit.model`); `escaped`: the
+    names as stored after an OpenMetrics scrape turned `:` into `_` (see `names_escaped`)."""
+    if dialect not in _SPECS:
+        expected = ", ".join(DIALECTS)
+        raise DialectError(f"unknown engine dialect {dialect!r} (expected one of {expected})")
+    specs = _SPECS[dialect]
+    return {key: _escaped_spec(spec) for key, spec in specs.items()} if escaped else specs
 
 
 def escape_name(metric: str) -> str:
@@ -405,17 +384,10 @@ def names_escaped(metric_names: Iterable[str]) -> bool:
     return any(name.startswith(("vllm_", "sglang_")) for name in names)
 
 
-def _unescaped(names: Iterable[str]) -> set[str]:
-    return {
-        re.sub(r"^(vllm|sglang)_", r"\1:", name) if name.startswith(("vllm_", "sglang_")) else name
-        for name in names
-    }
-
-
 def presence_metric(dialect: str, escaped: bool = False) -> str:
     """A gauge every lane of this dialect exposes, used to find when its data starts."""
-    lane_specs(dialect)
-    metric = _PRESENCE_METRIC[dialect]
+    lane_specs(dialect)  # an unknown dialect raises
+    metric = "sglang:num_running_reqs" if dialect == "sglang" else "vllm:num_requests_running"
     return escape_name(metric) if escaped else metric
 
 
@@ -429,27 +401,16 @@ def detect_dialect(metric_names: Iterable[str]) -> str:
     """The dialect whose names these are: SGLang, vLLM V1, or vLLM before 0.12."""
     names = set(metric_names)
     if names_escaped(names):
-        names = _unescaped(names)
+        names = {re.sub(r"^(vllm|sglang)_", r"\1:", name) for name in names}
     if any(name.startswith("sglang:") for name in names):
         return "sglang"
     modern = {"vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total"}
     legacy = {"vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries_total"}
-    if names & modern:
-        return "vllm"
-    if names & legacy:
+    if names & legacy and not names & modern:
         return "vllm-legacy"
     if any(name.startswith("vllm:") for name in names):
         return "vllm"
     raise DialectError(NO_ENGINE_METRICS)
-
-
-def has_engine_names(metric_names: Iterable[str]) -> bool:
-    """Whether any of these names is an engine's (`detect_dialect` finds a dialect)."""
-    try:
-        detect_dialect(metric_names)
-    except DialectError:
-        return False
-    return True
 
 
 def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:

@@ -36,18 +36,21 @@ from cockpit.dialects import (
 from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, LANE_NOW, LAST_MINUTE_S, Bucket, Missing
 from cockpit.timeutil import parse_duration, promql_duration, stamp
 
+# Keys of the expressions asked beside the figures'.
 KV_CAPACITY = "kv_capacity"
-"""Expression key for the KV capacity (vLLM: info labels; SGLang: a gauge)."""
+"""The KV capacity (vLLM: info labels; SGLang: a gauge)."""
 DATA_START = "data_start"
-"""Expression key for the timestamp of the lane's oldest sample in the window."""
+"""The timestamp of the lane's oldest sample in the window."""
 SCRAPES = "scrapes"
-"""Expression key for how many samples the lane's presence series has in the last
-`SCRAPE_SPAN_S` (or the window, when shorter)."""
-SCRAPE_SPAN_S = 600.0
+"""How many samples the lane's presence series has in the last `SCRAPE_SPAN_S` (or the
+window, when shorter)."""
 TARGETS = "targets"
-"""Expression key for how many scrape targets the lane has (`count(up)`)..."""
+"""How many scrape targets the lane has (`count(up)`)..."""
 TARGETS_UP = "targets_up"
 """...and how many of them are up (`sum(up)`)."""
+SCRAPE_SPAN_S = 600.0
+SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
+"""The scrape intervals people set."""
 
 
 # --- selectors and escaping --------------------------------------------------------------
@@ -85,12 +88,11 @@ class Matcher:
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         actual = labels.get(self.name, "")
-        if self.op == "=":
-            return actual == self.value
-        if self.op == "!=":
-            return actual != self.value
-        hit = re.fullmatch(self.value, actual) is not None
-        return hit if self.op == "=~" else not hit
+        if self.op in ("=", "!="):
+            hit = actual == self.value
+        else:
+            hit = re.fullmatch(self.value, actual) is not None
+        return hit if self.op in ("=", "=~") else not hit
 
 
 _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
@@ -125,8 +127,9 @@ def selector_without(selector: str, *names: str) -> str:
 # --- PromQL -----------------------------------------------------------------------------
 
 
-def _with_extra(metric: str, selector: str, extra: tuple[tuple[str, str], ...]) -> str:
-    return metric + selector_with(selector, **dict(extra))
+def presence_series(dialect: str, selector: str, escaped: bool = False) -> str:
+    """The lane's series of its dialect's `presence_metric` (every lane has them)."""
+    return presence_metric(dialect, escaped) + selector_with(selector)
 
 
 def spec_expression(
@@ -138,25 +141,25 @@ def spec_expression(
     by: str = "",
 ) -> str | None:
     """One spec as PromQL returning a single sample (a `le` vector for histograms); with `by`,
-    one per value of that label (every sum keeps it: a fleet's lanes at once).
+    one per value of that label (every sum keeps it: a fleet's lanes at once). `at` pins every
+    range to end at that epoch (the `@` modifier).
 
-    `at` pins every range to end at that epoch (the `@` modifier). Gauges
-    are the time average of the sum (or mean) across series, sampled every `step` seconds
-    (default `subquery_step` of the window), so series that replace each other within the
-    window (a container swap) are not added up as if they had run side by side.
+    Gauges are the time average of the sum (or mean) across series, sampled every `step`
+    seconds (default `subquery_step` of the window), so series that replace each other within
+    the window (a container swap) are not added up as if they had run side by side.
     """
     pin = "" if at is None else f" @ {at:.3f}"
+
+    def part(other: Spec, over: str = window) -> str | None:
+        return spec_expression(other, selector, over, at, step, by)
+
     if isinstance(spec, Counter):
-        increase = f"increase({_with_extra(spec.metric, selector, spec.extra)}[{window}]{pin})"
+        increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
         return f"{_sum('sum', _labels(spec.by, by))}({_one_rank(increase, spec.ranks)})"
     if isinstance(spec, Difference):
-        a = spec_expression(spec.a, selector, window, at, step, by)
-        b = spec_expression(spec.b, selector, window, at, step, by)
-        return f"({a} - {b})"
+        return f"({part(spec.a)} - {part(spec.b)})"
     if isinstance(spec, Either):
-        options = [
-            e for o in spec.options if (e := spec_expression(o, selector, window, at, step, by))
-        ]
+        options = [e for o in spec.options if (e := part(o))]
         if isinstance(spec.options[0], Histogram):  # `le` vectors: one option's buckets only
             options = [f"({o} unless on({by}) ({' or '.join(options[:k])}))" if k else o
                        for k, o in enumerate(options)]  # fmt: skip
@@ -164,19 +167,15 @@ def spec_expression(
     if isinstance(spec, Now):
         return _instant(spec.of, selector, pin, by)
     if isinstance(spec, LastMinute):
-        return spec_expression(spec.of, selector, promql_duration(LAST_MINUTE_S), at, step, by)
+        return part(spec.of, promql_duration(LAST_MINUTE_S))
     if isinstance(spec, Gauge):
         step = subquery_step(parse_duration(window)) if step is None else step
-        series = f"{spec.metric}{selector_with(selector)}"
-        how = _sum(spec.across, _labels(spec.by, by))
-        inner = f"{how}({_one_rank(series, spec.ranks)})"
+        sampled = f"[{window}:{promql_duration(step)}]{pin}"
+        mean = f"avg_over_time({_instant(spec, selector, '', by)}{sampled})"
         # Data younger than the last subquery step: fall back to the value at the end.
-        return (
-            f"(avg_over_time({inner}[{window}:{promql_duration(step)}]{pin})"
-            f" or {how}({_one_rank(series + pin, spec.ranks)}))"
-        )
+        return f"({mean} or {_instant(spec, selector, pin, by)})"
     if isinstance(spec, Histogram):
-        buckets = f"{_with_extra(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
+        buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
         increase = _one_rank(f"increase({buckets})", spec.ranks)
         return f"sum by ({_labels('le', by)}) ({increase})"
     return None
@@ -187,8 +186,12 @@ def _instant(spec: Gauge | Either, selector: str, pin: str, by: str) -> str:
     if isinstance(spec, Either):
         options = [_instant(o, selector, pin, by) for o in spec.options if isinstance(o, Gauge)]
         return f"({' or '.join(options)})"
-    series = f"{spec.metric}{selector_with(selector)}{pin}"
+    series = _series(spec.metric, selector) + pin
     return f"{_sum(spec.across, _labels(spec.by, by))}({_one_rank(series, spec.ranks)})"
+
+
+def _series(metric: str, selector: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    return metric + selector_with(selector, **dict(extra))
 
 
 def _sum(how: str, by: str) -> str:
@@ -210,15 +213,14 @@ def capacity_expression(
     """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
     `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
     """
-    lane_specs(dialect)
     metric = capacity_metric(dialect, escaped)
     if dialect == "sglang":
         series = metric + selector_with(selector)
         now = f"sum({_one_rank(series, RANK)})"
         last = f"sum({_one_rank(f'last_over_time({series}[{window}])', RANK)})"
-        return now if window is None else f"({now} or {last})"
-    now = metric + selector_without(selector, "model_name")
-    last = f"(last_over_time({now}[{window}]) unless on() {now})"
+    else:
+        now = metric + selector_without(selector, "model_name")
+        last = f"(last_over_time({now}[{window}]) unless on() {now})"
     return now if window is None else f"({now} or {last})"
 
 
@@ -251,18 +253,16 @@ SCAN_POINTS = 2000
 def data_start_expression(
     dialect: str, selector: str, window_s: float, escaped: bool = False, by: str = ""
 ) -> str:
-    """Epoch of the lane's oldest sample in the window, to within a step.
+    """Epoch of the lane's oldest sample in the window, to within a step (with `by`, one per
+    value of that label).
 
     Each subquery point is its own time when a sample is within the 5 m lookback (`m * 0 +
-    time()`: as cheap as the samples themselves, where `timestamp()` in a subquery is ~25×
-    slower), so the minimum is the first point with data: at most a step after the scanned
-    span's start when data covers it, else at most a step after the first sample. A window's
-    own step (1/2000 of it) is coarse for a history much shorter than the window, so shorter
-    spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next span 20
-    times longer and coarser); the first span whose data begins inside it answers. With
-    `by`, one start per value of that label (a fleet's lanes).
+    time()`: `timestamp()` in a subquery is ~25× slower), so the minimum is the first point
+    with data. A window's own step is coarse for a history much shorter than the window, so
+    shorter spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next
+    span 20 times longer and coarser); the first span whose data begins inside it answers.
     """
-    metric = presence_metric(dialect, escaped) + selector_with(selector)
+    metric = presence_series(dialect, selector, escaped)
     window_step = subquery_step(window_s)
     scans: list[str] = []
     step = FINE_STEP_S
@@ -286,26 +286,19 @@ def _earliest(metric: str, span_s: float, step_s: float, by: str = "") -> str:
 def targets_expressions(selector: str) -> dict[str, str]:
     """The lane's scrape targets and how many are up, from Prometheus's own `up` series.
 
-    The model filter is dropped (`up` has no `model_name`); a selector with no other matcher
-    would count every target of the server, so it asks nothing. A matcher on a label `up`
-    doesn't carry matches no target: nothing is said then either."""
+    `up` has no `model_name`: that matcher is dropped. A selector with no other matcher would
+    count every target of the server, so it asks nothing."""
     kept = selector_without(selector, "model_name")
     if kept == "{}":
         return {}
     return {TARGETS: f"count(up{kept})", TARGETS_UP: f"sum(up{kept})"}
 
 
-def lane_expressions(
-    dialect: str, selector: str, window: str, escaped: bool = False
-) -> dict[str, str]:
+def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
     """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
-    expressions: dict[str, str] = {}
-    for key, spec in lane_specs(dialect, escaped).items():
-        expression = spec_expression(spec, selector, window)
-        if expression is not None:
-            expressions[key] = expression
-    expressions[KV_CAPACITY] = capacity_expression(dialect, selector, escaped)
-    return expressions
+    specs = lane_specs(dialect).items()
+    expressions = {key: e for key, spec in specs if (e := spec_expression(spec, selector, window))}
+    return {**expressions, KV_CAPACITY: capacity_expression(dialect, selector)}
 
 
 def combined_query(exprs: Mapping[str, str]) -> str:
@@ -318,18 +311,15 @@ def combined_query(exprs: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LanePlan:
-    """A lane's figures for one window: what is asked, what can't be, and the one query text."""
+    """A lane's figures for one window: the raw keys asked (their `specs` and PromQL `exprs`),
+    the `extra` expressions (`kv_capacity`, and the lane's state when asked), why the other
+    keys are `missing` (unavailable, or a metric not exposed), and all as one `query`."""
 
     specs: Mapping[str, Spec]
-    """Raw key -> spec for the keys the query asks (every other key is in `missing`)."""
     exprs: Mapping[str, str]
-    """Raw key -> PromQL over the whole window (what `LaneTotals.queries` shows)."""
     extra: Mapping[str, str]
-    """`kv_capacity` (and the targets and `data_start` when asked) -> PromQL."""
     missing: Mapping[str, str]
-    """Raw key -> why it is not asked (unavailable, or its metric not exposed)."""
     query: str
-    """`exprs` and `extra` as one `combined_query`."""
 
 
 @lru_cache(maxsize=64)
@@ -341,22 +331,17 @@ def lane_plan(
     with_start: bool,
     gauge_step: float | None = None,
 ) -> LanePlan:
-    """The plan for a lane's refresh, built once per (dialect, selector, window, names, start).
+    """The plan for a lane's refresh, built once (a lane asks the same query at every refresh).
 
-    A lane asks the same query at every refresh; cached, the text is not rebuilt each time.
-    `with_start` also asks the lane's state: its scrape targets (`targets_expressions`) and
-    when its data starts.
-    Gauges are sampled every `gauge_step` seconds (default: the window's `subquery_step`).
+    `with_start` also asks the lane's state: its scrape targets (`targets_expressions`), when
+    its data starts and its scrapes. Gauges are sampled every `gauge_step` seconds (default:
+    the window's `subquery_step`).
     """
     escaped = names_escaped(names or ())
-    specs: dict[str, Spec] = {}
-    missing: dict[str, str] = {}
-    for key, spec in lane_specs(dialect, escaped).items():
-        reason = missing_reason(spec, names)
-        if reason:
-            missing[key] = reason
-        else:
-            specs[key] = spec
+    every = lane_specs(dialect, escaped)
+    reasons = {key: missing_reason(spec, names) for key, spec in every.items()}
+    missing = {key: reason for key, reason in reasons.items() if reason}
+    specs = {key: spec for key, spec in every.items() if key not in missing}
     window = promql_duration(window_s)
     exprs = {
         k: e
@@ -367,7 +352,7 @@ def lane_plan(
     if with_start:
         extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
-        presence = presence_metric(dialect, escaped) + selector_with(selector)
+        presence = presence_series(dialect, selector, escaped)
         span = promql_duration(min(window_s, SCRAPE_SPAN_S))
         extra[SCRAPES] = f"max(count_over_time({presence}[{span}]))"
     return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
@@ -377,11 +362,13 @@ def lane_plan(
 
 NO_SAMPLES = "no samples in window"
 NO_SAMPLE_NOW = "no sample at the evaluation time"
+Samples = list[dict[str, Any]]
+"""An answer's samples (`{"metric": {labels}, "value": [time, "number"]}`)."""
 
 
-def split_by_fig(result: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def split_by_fig(result: Samples) -> dict[str, Samples]:
     """An answer's samples grouped by their `fig` label (see `combined_query`)."""
-    by_fig: dict[str, list[dict[str, Any]]] = {}
+    by_fig: dict[str, Samples] = {}
     for sample in result:
         by_fig.setdefault(str(sample.get("metric", {}).get("fig", "")), []).append(sample)
     return by_fig
@@ -400,22 +387,8 @@ def sample_value(sample: Mapping[str, Any]) -> float | Missing:
     return Missing("infinite value in window")
 
 
-def _buckets(samples: list[dict[str, Any]]) -> tuple[Bucket, ...] | Missing:
-    pairs: list[Bucket] = []
-    for sample in samples:
-        number = sample_value(sample)
-        if isinstance(number, Missing):
-            return number
-        try:
-            bound = parse_le(sample["metric"]["le"])
-        except (KeyError, TypeError, ValueError):
-            return Missing("histogram bucket without a readable le")
-        pairs.append((bound, number))
-    return sorted_buckets(pairs)
-
-
 def read_key(
-    samples: list[dict[str, Any]] | None, key: str
+    samples: Samples | None, key: str
 ) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
     """A raw key's value (buckets for a histogram) from its samples, or why there is none."""
     if not samples:
@@ -427,32 +400,40 @@ def read_key(
     return sample_value(samples[0])
 
 
-def _groups(samples: list[dict[str, Any]]) -> dict[str, float] | Missing:
+def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
+    pairs: list[Bucket] = []
+    for sample in samples:
+        number = sample_value(sample)
+        if isinstance(number, Missing):
+            return number
+        try:
+            pairs.append((parse_le(sample["metric"]["le"]), number))
+        except (KeyError, TypeError, ValueError):
+            return Missing("histogram bucket without a readable le")
+    return sorted_buckets(pairs)
+
+
+def _groups(samples: Samples) -> dict[str, float] | Missing:
     """A `sum by (label)` answer as label value -> number (the one label beside `fig`)."""
     groups: dict[str, float] = {}
     for sample in samples:
         number = sample_value(sample)
         if isinstance(number, Missing):
             return number
-        labels = [v for k, v in sample.get("metric", {}).items() if k != "fig"]
-        groups[str(labels[0]) if labels else ""] = number
+        labels = [str(v) for k, v in sample.get("metric", {}).items() if k != "fig"]
+        groups[labels[0] if labels else ""] = number
     return groups
 
 
-def capacity_from_samples(dialect: str, samples: list[dict[str, Any]]) -> float | None:
+def capacity_from_samples(dialect: str, samples: Samples) -> float | None:
     """KV capacity in tokens: SGLang's gauge, or the sum of vLLM's info series' labels."""
     if not samples:
         return None
     if dialect == "sglang":
         number = sample_value(samples[0])
         return number if isinstance(number, float) and number > 0 else None
-    total = 0.0
-    for sample in samples:
-        capacity = capacity_from_info(sample.get("metric", {}))
-        if capacity is None:
-            return None
-        total += capacity
-    return total
+    capacities = [capacity_from_info(sample.get("metric", {})) for sample in samples]
+    return None if None in capacities else sum(c for c in capacities if c is not None)
 
 
 def capacity_reason(dialect: str, seen: bool) -> str:
@@ -464,7 +445,7 @@ def capacity_reason(dialect: str, seen: bool) -> str:
 
 
 def window_coverage(
-    samples: list[dict[str, Any]] | None, end: float, window_s: float
+    samples: Samples | None, end: float, window_s: float
 ) -> tuple[float | None, str]:
     """Seconds of the window the lane's data covers and the words for it, when partial."""
     start = sample_value(samples[0]) if samples else None
@@ -474,16 +455,12 @@ def window_coverage(
 
 
 def scrape_interval(
-    counted: list[dict[str, Any]] | None,
-    start: list[dict[str, Any]] | None,
-    end: float,
-    window_s: float,
+    counted: Samples | None, start: Samples | None, end: float, window_s: float
 ) -> float | None:
-    """The lane's scrape interval: its presence series' samples in the last `SCRAPE_SPAN_S`
-    or the window (`SCRAPES`) over the time they span (all of it, or since the lane's data
-    start, `DATA_START`, when that is later), as the nearest
-    of `SCRAPE_INTERVALS` (a sample more or less doesn't change it, nor the trend's query);
-    None with fewer than two."""
+    """The lane's scrape interval: its presence series' samples (`SCRAPES`) over the time they
+    span (the last `SCRAPE_SPAN_S` or the window, or since the lane's `DATA_START` when later),
+    as the nearest of `SCRAPE_INTERVALS` (a sample more or less changes neither it nor the
+    trend's query); None with fewer than two."""
     count = sample_value(counted[0]) if counted else None
     if not isinstance(count, float) or count < 2:
         return None
@@ -494,7 +471,3 @@ def scrape_interval(
     else:
         found = span / count
     return min(SCRAPE_INTERVALS, key=lambda interval: abs(math.log(interval / found)))
-
-
-SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
-"""The scrape intervals people set."""

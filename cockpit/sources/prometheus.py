@@ -1,15 +1,13 @@
 """A lane's window totals from anything that speaks the Prometheus HTTP API.
 
 One kept-alive client per server (`cockpit.sources.http`); one `/api/v1/query` request per
-lane refresh carries every figure (joined with `or`, split again by the `fig` label), its
-text built once per lane and window.
+lane refresh carries every figure (`promql.lane_plan`).
 
 Long windows are not evaluated again at every refresh: a window's totals are reused until
-`reevaluation_interval(window)` has passed (in evaluation time), so a week costs Prometheus
-under 1 % of evaluating it every 5 s. Reused totals keep their own `end` (the screen says when
-they were evaluated); such a refresh still asks one cheap query, the lane's scrape targets
-(`up`) and whether its series are live (not stale), so a server or an engine that went away
-shows at once.
+`reevaluation_interval(window)` has passed (in evaluation time), keeping their own `end` (the
+screen says when they were evaluated). Such a refresh still asks one cheap query: the lane's
+now and last-minute keys, its scrape targets (`up`) and whether its series are live (not
+stale), so a server or an engine that went away shows at once.
 """
 
 from __future__ import annotations
@@ -24,14 +22,7 @@ from typing import Any, TypeVar
 from cockpit import dialects, promql
 from cockpit.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.sources.history import History
-from cockpit.sources.http import (
-    HttpClient,
-    Reply,
-    SourceError,
-    one_line,
-    retry_after,
-    status_error,
-)
+from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
 
 __all__ = ["Answer", "PrometheusSource", "SourceError", "reevaluation_interval"]
 
@@ -79,6 +70,20 @@ class _Evaluated:
     """Why the lane is down (every scrape target's `up` is 0), or empty."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One read of a lane: what is read, at what time, and its liveness expression (`LIVE`)."""
+
+    lane: str
+    dialect: str
+    selector: str
+    window_s: float
+    end: float
+    present: bool
+    """A read of now, not of the past (`--at`)."""
+    live: Mapping[str, str]
+
+
 @dataclass(slots=True)
 class _Lane:
     """What a source remembers of one lane (and selector)."""
@@ -89,7 +94,6 @@ class _Lane:
     covered: dict[float, float | None] = field(default_factory=dict)
     """Window -> the part of it the lane's data covered at the last evaluation."""
     last: dict[float, _Evaluated] = field(default_factory=dict)
-    """Window -> its last evaluation."""
 
 
 class PrometheusSource:
@@ -142,116 +146,104 @@ class PrometheusSource:
         window_s: float,
         end: float | None = None,
     ) -> LaneTotals:
-        """`read_window`'s totals with the lane's trend up to `end` (`History`)."""
-        before, trend_end = self.requests, time.time() if end is None else end
-        totals = await self.read_window(lane, dialect, selector, window_s, end)
-        names = self._lanes[(lane, selector)].names or frozenset()
-        return await self.history.attach(totals, names, trend_end, self.requests - before)
-
-    async def read_window(
-        self,
-        lane: str,
-        dialect: str | None,
-        selector: str,
-        window_s: float,
-        end: float | None = None,
-    ) -> LaneTotals:
-        """The lane's raw totals over (end - window, end]; `dialect=None` detects it.
+        """The lane's raw totals over (end - window, end] with its trend up to `end`
+        (`History`); `dialect=None` detects it.
 
         Totals evaluated less than `reevaluation_interval(window_s)` before `end` are
         returned again as they were (with their own `end`)."""
-        present = end is None  # a read of now, not of the past (`--at`)
-        end = time.time() if end is None else end
+        before, at = self.requests, time.time() if end is None else end
         self.last_samples = 0
-        memory = self._lanes.setdefault((lane, selector), _Lane())
-        names = await self._names(memory, selector)
-        dialect = dialect or memory.dialect or dialects.detect_dialect(names)
-        memory.dialect = dialect
-        first = window_s not in memory.covered
-        plan = self._plan(memory, dialect, selector, window_s, names)
-        presence = dialects.presence_metric(dialect, dialects.names_escaped(names))
-        live = {LIVE: f"(count({presence}{promql.selector_with(selector)}) or vector(0))"}
+        memory, names, dialect = await self._lane(lane, dialect, selector)
+        escaped = dialects.names_escaped(names)
+        live = f"(count({promql.presence_series(dialect, selector, escaped)}) or vector(0))"
+        ask = _Ask(lane, dialect, selector, window_s, at, end is None, {LIVE: live})
+        plan = self._plan(memory, ask, names)
         last = memory.last.get(window_s)
         if (
             last is not None
             and last.query == plan.query
-            and 0 <= end - last.totals.end < reevaluation_interval(window_s)
+            and 0 <= at - last.totals.end < reevaluation_interval(window_s)
         ):
-            # The lane's now and last-minute keys, fresh at every refresh; while the lane is
-            # down only whether it is back.
-            fresh = {k: e for k, e in plan.exprs.items() if k in FRESH_KEYS and not last.down}
-            state = {**promql.targets_expressions(selector), **live, **fresh}
-            answer = await self.query(promql.combined_query(state), end)
-            found = promql.split_by_fig(answer.result)
-            note, down = self._targets(found, present)
-            if down:
-                raise SourceError(down, engine_absent=True)
-            read = _Read(found, fresh)
-            if last.down:  # back: its fresh keys are read from the next refresh on
-                memory.last[window_s] = replace(last, down="")
-                read.missing = dict.fromkeys(FRESH_KEYS & set(plan.exprs), BACK)
-            old = last.totals
-            return replace(
-                old,
-                values=frozen_map({**_stale(old.values), **read.values}),
-                missing=frozen_map({**_stale(old.missing), **read.missing}),
-                groups=frozen_map({**_stale(old.groups), **read.groups}),
-                warnings=(*last.warnings, *note),
-                query_seconds=answer.client_seconds,  # this refresh's request
-                eval_seconds=answer.eval_seconds,
-            )
-        lane_at = (lane, dialect, selector, window_s, end)
-        evaluated = await self._evaluate(plan, live, present, *lane_at)
-        memory.covered[window_s] = evaluated.totals.covered_s
-        finer = self._plan(memory, dialect, selector, window_s, names)
+            totals = await self._reuse(memory, last, plan, ask)
+        else:
+            totals = await self._evaluate_window(memory, plan, ask, names)
+        return await self.history.attach(totals, names, at, self.requests - before)
+
+    async def _lane(
+        self, lane: str, dialect: str | None, selector: str
+    ) -> tuple[_Lane, frozenset[str], str]:
+        """What is kept of the lane, its exposed metric names and its dialect (given, or
+        detected from the names)."""
+        memory = self._lanes.setdefault((lane, selector), _Lane())
+        names = await self._names(memory, selector)
+        memory.dialect = dialect or memory.dialect or dialects.detect_dialect(names)
+        return memory, names, memory.dialect
+
+    def _plan(self, memory: _Lane, ask: _Ask, names: frozenset[str]) -> promql.LanePlan:
+        step = promql.gauge_step(ask.window_s, memory.covered.get(ask.window_s))
+        return promql.lane_plan(ask.dialect, ask.selector, ask.window_s, names, True, step)
+
+    async def _reuse(
+        self, memory: _Lane, last: _Evaluated, plan: promql.LanePlan, ask: _Ask
+    ) -> LaneTotals:
+        """The last evaluation's totals with the lane's now and last-minute keys read fresh;
+        while the lane is down, only whether it is back."""
+        fresh = {k: e for k, e in plan.exprs.items() if k in FRESH_KEYS and not last.down}
+        state = {**promql.targets_expressions(ask.selector), **ask.live, **fresh}
+        answer = await self.query(promql.combined_query(state), ask.end)
+        found = promql.split_by_fig(answer.result)
+        note, down = self._targets(found, ask.present)
+        if down:
+            raise SourceError(down, engine_absent=True)
+        read = _Read(found, fresh)
+        if last.down:  # back: its fresh keys are read from the next refresh on
+            memory.last[ask.window_s] = replace(last, down="")
+            read.missing = dict.fromkeys(FRESH_KEYS & set(plan.exprs), BACK)
+        old = last.totals
+        return replace(
+            old,
+            values=frozen_map({**_stale(old.values), **read.values}),
+            missing=frozen_map({**_stale(old.missing), **read.missing}),
+            groups=frozen_map({**_stale(old.groups), **read.groups}),
+            warnings=(*last.warnings, *note),
+            query_seconds=answer.client_seconds,  # this refresh's request
+            eval_seconds=answer.eval_seconds,
+        )
+
+    async def _evaluate_window(
+        self, memory: _Lane, plan: promql.LanePlan, ask: _Ask, names: frozenset[str]
+    ) -> LaneTotals:
+        first = ask.window_s not in memory.covered
+        evaluated = await self._evaluate(plan, ask)
+        memory.covered[ask.window_s] = evaluated.totals.covered_s
+        finer = self._plan(memory, ask, names)
         if first and finer.query != plan.query:  # a history shorter than the window
-            evaluated = await self._evaluate(finer, live, present, *lane_at)
-        memory.last[window_s] = evaluated  # kept when down: next refreshes ask the cheap query
+            evaluated = await self._evaluate(finer, ask)
+        memory.last[ask.window_s] = evaluated  # kept when down: next refreshes ask the cheap query
         if evaluated.down:
             raise SourceError(evaluated.down, engine_absent=True)
         return evaluated.totals
 
-    def _plan(
-        self,
-        memory: _Lane,
-        dialect: str,
-        selector: str,
-        window_s: float,
-        names: frozenset[str],
-    ) -> promql.LanePlan:
-        step = promql.gauge_step(window_s, memory.covered.get(window_s))
-        return promql.lane_plan(dialect, selector, window_s, names, True, step)
-
-    async def _evaluate(
-        self,
-        plan: promql.LanePlan,
-        live: Mapping[str, str],
-        present: bool,
-        lane: str,
-        dialect: str,
-        selector: str,
-        window_s: float,
-        end: float,
-    ) -> _Evaluated:
-        answer = await self.query(f"{plan.query} or {promql.combined_query(live)}", end)
+    async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
+        answer = await self.query(f"{plan.query} or {promql.combined_query(ask.live)}", ask.end)
         found = promql.split_by_fig(answer.result)
-        note, down = self._targets(found, present)
+        note, down = self._targets(found, ask.present)
         read = _Read(found, plan.exprs)
         if read.unusable and not read.values and not read.histograms:  # garbage, not quiet
             raise SourceError(f"{self.url}: no usable value in the answer ({read.unusable[0]})")
         missing = {**plan.missing, **read.missing}
         seen = found.get(promql.KV_CAPACITY, [])
-        capacity = promql.capacity_from_samples(dialect, seen)
+        capacity = promql.capacity_from_samples(ask.dialect, seen)
         if capacity is None:
-            missing["kv_capacity_tokens"] = promql.capacity_reason(dialect, bool(seen))
-        covered, coverage = promql.window_coverage(found.get(promql.DATA_START), end, window_s)
+            missing["kv_capacity_tokens"] = promql.capacity_reason(ask.dialect, bool(seen))
+        start = found.get(promql.DATA_START)
+        covered, coverage = promql.window_coverage(start, ask.end, ask.window_s)
         scrapes = found.get(promql.SCRAPES)
-        scrape_s = promql.scrape_interval(scrapes, found.get(promql.DATA_START), end, window_s)
         totals = LaneTotals(
-            lane=lane,
-            dialect=dialect,
-            window_s=window_s,
-            end=end,
+            lane=ask.lane,
+            dialect=ask.dialect,
+            window_s=ask.window_s,
+            end=ask.end,
             values=frozen_map(read.values),
             missing=frozen_map(missing),
             histograms=frozen_map(read.histograms),
@@ -260,9 +252,9 @@ class PrometheusSource:
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=coverage,
-            scrape_interval_s=scrape_s,
+            scrape_interval_s=promql.scrape_interval(scrapes, start, ask.end, ask.window_s),
             server=self.url,
-            selector=selector,
+            selector=ask.selector,
             warnings=(*answer.warnings, *note),
             query_seconds=answer.client_seconds,
             eval_seconds=answer.eval_seconds,
@@ -289,16 +281,14 @@ class PrometheusSource:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
             return memory.names
         match = promql.selector_with(selector) if promql.parse_selector(selector) else ENGINE_NAMES
-        body = await self._api("GET", "/api/v1/label/__name__/values", {"match[]": match})
-        data = body.get("data")
-        if not isinstance(data, list):
-            raise SourceError(f"{self.url}: label values answer has no list of names")
-        if not data:
+        names = frozenset(await self._label_values("__name__", match))
+        if not names:
             raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
-        names = frozenset(str(name) for name in data)
-        if not dialects.has_engine_names(names):  # only `up` and `scrape_*` while it loads
+        try:
+            dialects.detect_dialect(names)
+        except dialects.DialectError:  # only `up` and `scrape_*` while it loads
             reason = f"{self.url}: {dialects.NO_ENGINE_METRICS} ({selector})"
-            raise SourceError(reason, engine_absent=True)
+            raise SourceError(reason, engine_absent=True) from None
         memory.names, memory.names_at = names, time.monotonic()
         return names
 
@@ -320,8 +310,7 @@ class PrometheusSource:
         samples = _float(_dict(stats.get("samples")).get("totalQueryableSamples"))
         if samples is not None:
             self.last_samples = (self.last_samples or 0) + int(samples)
-        warnings = body.get("warnings")
-        warned = [f"server warning: {one_line(str(w))}" for w in _list(warnings)]
+        warned = [f"server warning: {one_line(str(w))}" for w in _list(body.get("warnings"))]
         partial = body.get("isPartial") is True
         if partial:
             warned.append(PARTIAL)
@@ -337,16 +326,16 @@ class PrometheusSource:
         self, label: str, lane: str, dialect: str | None, selector: str
     ) -> list[str]:
         """The values `label` takes on the lane's presence metric under `selector`, sorted."""
-        memory = self._lanes.setdefault((lane, selector), _Lane())
-        names = await self._names(memory, selector)
-        dialect = dialect or memory.dialect or dialects.detect_dialect(names)
-        match = dialects.presence_metric(dialect, dialects.names_escaped(names))
-        params = {"match[]": match + promql.selector_with(selector)}
-        body = await self._api("GET", f"/api/v1/label/{label}/values", params)
+        _, names, dialect = await self._lane(lane, dialect, selector)
+        match = promql.presence_series(dialect, selector, dialects.names_escaped(names))
+        return sorted(await self._label_values(label, match))
+
+    async def _label_values(self, label: str, match: str) -> list[str]:
+        body = await self._api("GET", f"/api/v1/label/{label}/values", {"match[]": match})
         data = body.get("data")
         if not isinstance(data, list):
             raise SourceError(f"{self.url}: label values answer has no list of values")
-        return sorted(str(value) for value in data)
+        return [str(value) for value in data]
 
     async def probe(self) -> bool:
         """Does the query API answer again? One trivial query (`1`): no series are read."""
@@ -362,9 +351,6 @@ class PrometheusSource:
             reply = await self.http.post_form(path, params)
         else:
             reply = await self.http.get(path, params)
-        return self._decode(reply)
-
-    def _decode(self, reply: Reply) -> dict[str, Any]:
         try:
             body = json.loads(reply.text)
         except ValueError:
