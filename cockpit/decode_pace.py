@@ -96,14 +96,7 @@ def _itl_per_token(v: Values) -> DecodePace:
     return DecodePace(tokens, Derived(step, (*itl, *tokens.inputs), no_tokens), stream)
 
 
-_DECODE_PACE: dict[str, Callable[[Values], DecodePace]] = {
-    "vllm": _itl_per_step,
-    "vllm-legacy": _itl_per_step,
-    "sglang": _itl_per_token,
-}
-
-
 def decode_pace(dialect: str, values: Values) -> DecodePace:
     """Tokens per step, the step and tok/s per stream, as this engine's ITL histogram counts."""
     lane_specs(dialect)  # DialectError for a dialect it doesn't know, as everywhere else
-    return _DECODE_PACE[dialect](values)
+    return _itl_per_token(values) if dialect == "sglang" else _itl_per_step(values)

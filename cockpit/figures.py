@@ -127,46 +127,22 @@ def merge_reasons(reasons: Iterable[str]) -> str:
 # --- the lane -------------------------------------------------------------------------------
 
 LANE_VOLUME_TABLE: tuple[str, ...] = (
-    "requests",
-    "prompt_tokens",
-    "generation_tokens",
-    "prompt_generated",
-    "prefix_cache_hits",
-    "prefix_cache_queries",
-    "prefix_cache_hit_rate",
-    "prefill_computed",
-    "computed_generated",
-    "mean_prompt",
-    "mean_fresh_prefill",
-    "mean_generated",
-    "prompt_share_short",
-    "prompt_share_long",
-    "prompt_share_huge",
-    "gen_share_short",
-    "gen_share_medium",
-    "kv_usage",
-    "kv_resident_tokens",
-)
+    "requests", "prompt_tokens", "generation_tokens", "prompt_generated",
+    "prefix_cache_hits", "prefix_cache_queries", "prefix_cache_hit_rate",
+    "prefill_computed", "computed_generated",
+    "mean_prompt", "mean_fresh_prefill", "mean_generated",
+    "prompt_share_short", "prompt_share_long", "prompt_share_huge",
+    "gen_share_short", "gen_share_medium",
+    "kv_usage", "kv_resident_tokens",
+)  # fmt: skip
 """The seed's section-2 table, in its order."""
 
 LANE_TIMING_TABLE: tuple[str, ...] = (
-    "queue_mean",
-    "prefill_mean",
-    "decode_mean",
-    "ttft_mean",
-    "decode_share",
-    "itl_mean",
-    "tokens_per_step",
-    "draft_acceptance",
-    "stream_tok_s",
-    "effective_prefill_rate",
-    "cache_off_prefill",
-    "running",
-    "waiting",
-    "preemptions",
-    "measured_flops",
-    "measured_bytes",
-)
+    "queue_mean", "prefill_mean", "decode_mean", "ttft_mean", "decode_share",
+    "itl_mean", "tokens_per_step", "draft_acceptance", "stream_tok_s",
+    "effective_prefill_rate", "cache_off_prefill",
+    "running", "waiting", "preemptions", "measured_flops", "measured_bytes",
+)  # fmt: skip
 """The seed's section-3 table (and what the lane adds), in its order."""
 
 LENGTH_THRESHOLDS: Mapping[str, tuple[str, float, bool]] = frozen_map(

@@ -70,19 +70,9 @@ class SourceFailure(Exception):
 
 
 Unit = Literal[
-    "count",
-    "number",
-    "tokens",
-    "ratio",
-    "share",
-    "seconds",
-    "tok/s",
-    "flop/s",
-    "bytes/s",
-    "units",
-    "bytes",
-    "usd",
-]
+    "count", "number", "tokens", "ratio", "share", "seconds", "tok/s", "flop/s", "bytes/s",
+    "units", "bytes", "usd",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,29 +225,15 @@ _SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl e2e s
 """What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
 LANE_COUNTERS: tuple[str, ...] = (
-    "requests",
-    "prompt_tokens",
-    "generation_tokens",
-    "prefix_cache_queries",
-    "prefix_cache_hits",
-    "prompt_computed",
+    "requests", "prompt_tokens", "generation_tokens",
+    "prefix_cache_queries", "prefix_cache_hits", "prompt_computed",
     *(f"{histogram}_{part}" for histogram in _SUM_COUNT.split() for part in ("sum", "count")),
-    "spec_drafts",
-    "spec_draft_tokens",
-    "spec_accepted",
-    "spec_accepted_by_pos",
-    "preemptions",
-    "flops",
-    "read_bytes",
-    "write_bytes",
-    "finished",
-    "admission_rejections",
-    "cached_by_source",
-    "prompt_by_source",
-    "external_cache_queries",
-    "external_cache_hits",
+    "spec_drafts", "spec_draft_tokens", "spec_accepted", "spec_accepted_by_pos",
+    "preemptions", "flops", "read_bytes", "write_bytes",
+    "finished", "admission_rejections", "cached_by_source", "prompt_by_source",
+    "external_cache_queries", "external_cache_hits",
     *LANE_LAST_MINUTE,
-)
+)  # fmt: skip
 """Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
 
 LANE_GAUGES: tuple[str, ...] = (
@@ -267,29 +243,17 @@ LANE_GAUGES: tuple[str, ...] = (
 """Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
 
 LANE_GROUPED: tuple[str, ...] = (
-    "finished",
-    "admission_rejections",
-    "cached_by_source",
-    "prompt_by_source",
-    "spec_accepted_by_pos",
-    "waiting_by_reason",
-    "sleep_state",
-    "waiting_by_reason_now",
-)
+    "finished", "admission_rejections", "cached_by_source", "prompt_by_source",
+    "spec_accepted_by_pos", "waiting_by_reason", "sleep_state", "waiting_by_reason_now",
+)  # fmt: skip
 """Keys of the above that keep one label: label value -> value (`LaneTotals.groups`)."""
 
 LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
 
 TREND_KEYS: tuple[str, ...] = (
-    "hit_rate",
-    "ttft_p95",
-    "itl_step",
-    "generation_tok_s",
-    "running",
-    "waiting",
-    "kv_usage",
-)
+    "hit_rate", "ttft_p95", "itl_step", "generation_tok_s", "running", "waiting", "kv_usage",
+)  # fmt: skip
 """What a lane's trend follows across the window."""
 
 

@@ -193,14 +193,11 @@ def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProf
 
 
 def _section(
-    document: Mapping[str, Any],
-    section: str,
-    kind: str,
-    build: Callable[[str, Mapping[str, Any]], T],
+    section: str, kind: str, build: Callable[[str, Mapping[str, Any]], T]
 ) -> ProfileTable[T]:
     profiles: dict[str, T] = {}
     aliases: dict[str, str] = {}
-    for profile_id, entry in document[section].items():
+    for profile_id, entry in _document()[section].items():
         mapping = dict(entry)
         aliases.update((str(alias), profile_id) for alias in mapping.pop("aliases", []))
         try:
@@ -222,13 +219,13 @@ def _document() -> Mapping[str, Any]:
 @cache
 def hardware_profiles() -> ProfileTable[Hardware]:
     """The packaged hardware profiles by id (lookups accept aliases, any case)."""
-    return _section(_document(), "hardware", "hardware", hardware_from_mapping)
+    return _section("hardware", "hardware", hardware_from_mapping)
 
 
 @cache
 def model_profiles() -> ProfileTable[ModelProfile]:
     """The packaged model profiles by id (lookups accept aliases, any case)."""
-    return _section(_document(), "models", "model", model_from_mapping)
+    return _section("models", "model", model_from_mapping)
 
 
 def find_hardware(profile_id: str) -> Hardware:

@@ -227,20 +227,16 @@ class OperatingPoints:
 
     prefill: PrefillPoint | None
     decode: DecodePoint | None
-    decode_ceiling: DecodePoint | None
-    """The roof's step at the lane's batch and context."""
+    decode_ceiling_tokens_per_s: float | None
+    """The roof's tokens per second at the lane's batch and context."""
     measured: MeasuredPoint | None
     prefill_reason: str = ""
     decode_reason: str = ""
     measured_reason: str = ""
 
     @property
-    def decode_ceiling_tokens_per_s(self) -> float | None:
-        return self.decode_ceiling.tokens_per_s if self.decode_ceiling is not None else None
-
-    @property
     def above_roof(self) -> bool:
-        """Whether any of the lane's points sits above its roof (the ceiling is on it)."""
+        """Whether any of the lane's points sits above its roof."""
         points = (self.prefill, self.decode, self.measured)
         return any(point is not None and point.above_roof for point in points)
 
@@ -296,8 +292,8 @@ def _operating_prefill(
 
 def _operating_decode(
     load: LaneLoad, hw: Hardware, model: ModelProfile
-) -> tuple[DecodePoint | None, DecodePoint | None, str]:
-    """(lane's step, roof's step at the same batch and context, reason)."""
+) -> tuple[DecodePoint | None, float | None, str]:
+    """(lane's step, the roof's tokens/s at the same batch and context, reason)."""
     itl, running, prompt = load.itl_s, load.running, load.mean_prompt
     if itl is None or itl <= 0:
         return None, None, _missing(itl, "inter-token step", "no decode steps in the window")
@@ -313,7 +309,7 @@ def _operating_decode(
     tokens_per_step = max(load.tokens_per_step or 1.0, 1.0)
     lane = decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step, seconds=itl)
     roof = decode_step(hw, model, batch, context, tokens_per_step=tokens_per_step)
-    return lane, roof, ""
+    return lane, roof.tokens_per_s, ""
 
 
 def _ratio(measured: float, modelled: float) -> float | None:
@@ -332,18 +328,13 @@ def _operating_measured(
     if moved is None or moved <= 0:
         return None, _missing(moved, "measured bytes/s", "measured byte counters are not moving")
     modelled = [p for p in (prefill, decode) if p is not None]
-    flops_ratio = bytes_ratio = None
-    if modelled:
-        flops_ratio = _ratio(flops, sum(p.achieved_flops_per_s for p in modelled))
-        bytes_ratio = _ratio(moved, sum(p.achieved_bytes_per_s for p in modelled))
+    flops_ratio = _ratio(flops, sum(p.achieved_flops_per_s for p in modelled))
+    bytes_ratio = _ratio(moved, sum(p.achieved_bytes_per_s for p in modelled))
     return MeasuredPoint(flops, moved, 1.0, hw, flops_ratio, bytes_ratio), ""
 
 
 def operating_points(
-    load: LaneLoad,
-    hw: Hardware,
-    model: ModelProfile,
-    chunk_tokens: int | None = None,
+    load: LaneLoad, hw: Hardware, model: ModelProfile, chunk_tokens: int | None = None
 ) -> OperatingPoints:
     """The lane's prefill, decode and measured points under this hardware's roof."""
     hw = roof_for(hw, model)
@@ -353,7 +344,7 @@ def operating_points(
     return OperatingPoints(
         prefill=prefill,
         decode=decode,
-        decode_ceiling=ceiling,
+        decode_ceiling_tokens_per_s=ceiling,
         measured=measured,
         prefill_reason=prefill_reason,
         decode_reason=decode_reason,
