@@ -16,6 +16,7 @@ from cockpit.model import (
     Figure,
     LedgerTotals,
     TokenCounts,
+    Unit,
     divide,
     frozen_map,
     make_figure,
@@ -73,20 +74,19 @@ class LedgerFigures:
         return self.figures[key]
 
 
-def _group_ratio(name: str, counts: TokenCounts) -> GroupRatio:
-    return GroupRatio(
-        name,
-        counts,
-        divide(counts.prompt, counts.output),
-        divide(counts.fresh_prefill, counts.output),
-        divide(counts.cache_read, counts.prompt),
-    )
-
-
 def group_ratios(groups: Mapping[str, TokenCounts]) -> tuple[GroupRatio, ...]:
     """Per-group ratios, the group carrying most API calls first."""
     ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
-    return tuple(_group_ratio(name, counts) for name, counts in ordered)
+    return tuple(
+        GroupRatio(
+            name,
+            c,
+            divide(c.prompt, c.output),
+            divide(c.fresh_prefill, c.output),
+            divide(c.cache_read, c.prompt),
+        )
+        for name, c in ordered
+    )
 
 
 def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] | None:
@@ -231,12 +231,6 @@ def for_lane(
     return replace(snapshot, totals=totals, figures=ledger_figures(totals, prices))
 
 
-def _narrowed_note(totals: LedgerTotals) -> str:
-    if totals.narrowed_to is None:
-        return ""
-    return ", ".join(totals.by_model) or f"no {', '.join(totals.narrowed_to)} in the window"
-
-
 def ledger_window_sql(start: float, end: float, models: Collection[str] = ()) -> str:
     """A plain query that reproduces the ledger totals with the sqlite3 shell (read-only)."""
     narrowed = f" -- then only the models {', '.join(models)}" if models else ""
@@ -263,30 +257,28 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
     counts = totals.total
     no_output = "no output tokens in window"
     no_calls = "no API calls in window"
-    prompt_units = (
-        counts.input * prices.input
-        + counts.cache_read * prices.cache_read
-        + counts.cache_write * prices.cache_write
-    )
-    output_units = counts.output * prices.output
+    spend = spend_split(counts, prices)
+    prompt_units = sum(row.units for row in spend[:3])
+    output_units = spend[3].units
     uncached_prompt_units = counts.prompt * prices.input
     sql = ledger_window_sql(totals.end - totals.window_s, totals.end, totals.narrowed_to or ())
+
+    def counted(key: str, label: str, value: int, unit: Unit = "tokens") -> Figure:
+        return make_figure(key, label, value, unit, query=sql)
+
     rows = [
-        make_figure("sessions", "Sessions", counts.sessions, "count", query=sql),
-        make_figure("api_calls", "API calls", counts.api_calls, "count", query=sql),
-        make_figure("prompt_tokens", "Prompt tokens (input + cache read + cache write)",
-                    counts.prompt, "tokens", query=sql),
-        make_figure("input_tokens", "Input tokens (uncached)", counts.input, "tokens", query=sql),
-        make_figure("cache_read_tokens", "of which cache read", counts.cache_read, "tokens",
-                    query=sql),
-        make_figure("cache_write_tokens", "Cache write", counts.cache_write, "tokens", query=sql),
+        counted("sessions", "Sessions", counts.sessions, "count"),
+        counted("api_calls", "API calls", counts.api_calls, "count"),
+        counted("prompt_tokens", "Prompt tokens (input + cache read + cache write)", counts.prompt),
+        counted("input_tokens", "Input tokens (uncached)", counts.input),
+        counted("cache_read_tokens", "of which cache read", counts.cache_read),
+        counted("cache_write_tokens", "Cache write", counts.cache_write),
         make_figure("cache_read_share", "Cache-read share of prompt",
                     divide(counts.cache_read, counts.prompt), "share",
                     "no prompt tokens in window"),
-        make_figure("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
-                    counts.fresh_prefill, "tokens", query=sql),
-        make_figure("output_tokens", "Output tokens (incl. reasoning)", counts.output, "tokens",
-                    query=sql),
+        counted("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
+                counts.fresh_prefill),
+        counted("output_tokens", "Output tokens (incl. reasoning)", counts.output),
         make_figure("reasoning_tokens", "Reasoning tokens (subset of output)",
                     None if "reasoning" in totals.missing else counts.reasoning, "tokens",
                     totals.missing.get("reasoning", ""), sql),
@@ -314,8 +306,10 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
         by_source=by_source,
         by_model=group_ratios(totals.by_model),
         by_profile=group_ratios(totals.by_profile),
-        spend=spend_split(counts, prices),
+        spend=spend,
         busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
         skipped=skipped_note(totals.skipped),
-        narrowed=_narrowed_note(totals),
+        narrowed=""
+        if totals.narrowed_to is None
+        else ", ".join(totals.by_model) or f"no {', '.join(totals.narrowed_to)} in the window",
     )

@@ -171,34 +171,33 @@ class LedgerTailer:
 
     async def _refresh(self, window_s: float, low: float, high: float) -> LedgerReading:
         facts = self._facts.now(self.path) if self._facts is not None else None
-        if self._schema is None or facts is None:
+        schema = self._schema
+        if schema is None or facts is None:
             await self.close()
-            await self._open_file()
+            schema = await self._open_file()
         else:
             self._facts = facts
-        rows = await self._fetch(VERSIONS)
-        version, cookie = int(rows[0][0]), int(rows[0][1])
-        if cookie != self._require_schema().schema_cookie:
+        ((version, cookie),) = await self._fetch(VERSIONS)
+        if cookie != schema.schema_cookie:
             await self.close()
             return await self._refresh(window_s, low, high)
         if self._bounds is None:
-            await self._full_read(low, high)
+            await self._full_read(schema, low, high)
         else:  # unchanged data and bounds read no rows
             self._merge_usage_read()
             if version != self._data_version:
-                await self._read_changes()
-            if self._bounds != (low, high):
-                await self._slide(low, high)
+                await self._read_changes(schema)
+            await self._slide(schema, low, high)
         self._data_version = version
-        return self._build(window_s, high)
+        return self._build(schema, window_s, high)
 
-    async def _open_file(self) -> None:
+    async def _open_file(self) -> Schema:
         self._facts = inspect_file(self.path)
         self._conn = await self._connect()
-        schema = await read_schema(self._fetch)
-        if schema is None:
+        self._schema = await read_schema(self._fetch)
+        if self._schema is None:
             raise LedgerError(f"{self.path} has no sessions table: not a Hermes ledger")
-        self._schema = schema
+        return self._schema
 
     async def _connect(self) -> aiosqlite.Connection:
         uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
@@ -221,14 +220,13 @@ class LedgerTailer:
         """The parameters of KNOWN_CLOSED and CHANGED."""
         return [self._max_rowid, json.dumps(sorted(self._open))]
 
-    async def _full_read(self, low: float, high: float) -> None:
+    async def _full_read(self, schema: Schema, low: float, high: float) -> None:
         """The open sessions and the closed ones in the window, in one statement; their usage
         beside it (in the background on a big ledger)."""
         await self._cancel_usage_read()  # it was for sums that start over here
         self._closed = Sums()
         self._open = {}
         self._bounds = (low, high)
-        schema = self._require_schema()
         (size,) = await self._fetch("SELECT MAX(rowid) FROM sessions")
         big = int(size[0] or 0) > self.big_rows
         rows = await self._fetch(first_read(schema, scan=big), [low, high])
@@ -246,41 +244,34 @@ class LedgerTailer:
         usage = self._fetch(statement, params, self._usage_conn)
         self._usage_read = asyncio.ensure_future(usage)
 
-    async def _read_changes(self) -> None:
+    async def _read_changes(self, schema: Schema) -> None:
         """Re-read the open sessions and the rows added since the last read."""
-        statement = rows_statement(self._require_schema(), CHANGED)
-        rows = await self._fetch(statement, self._known_closed())
+        rows = await self._fetch(rows_statement(schema, CHANGED), self._known_closed())
         seen = {int(row[Col.ROWID]) for row in rows if row[Col.KIND] == "R"}
         for gone in set(self._open) - seen:  # deleted while open
             del self._open[gone]
         self._take_rows(rows)
 
-    async def _slide(self, low: float, high: float) -> None:
-        """Move the closed sums to new bounds by the edges between old and new; read the
-        window afresh when the edges are wider than half of it (a window switch)."""
+    async def _slide(self, schema: Schema, low: float, high: float) -> None:
+        """Move the closed sums to new bounds: add (+1) or subtract (-1) the known-closed
+        sessions started in each slice between old and new. Known-closed rows never change, so
+        these reads agree with the sums whatever snapshot they see (and with a background read
+        of usage still running). Edges wider than half the window (a switch): read it afresh."""
         assert self._bounds is not None
         edges = window_edges(*self._bounds, low, high)
         if sum(stop - start for _, start, stop in edges) >= (high - low) / 2:
-            await self._full_read(low, high)
+            await self._full_read(schema, low, high)
             return
-        for sign, start, stop in edges:
-            await self._add_slice(sign, start, stop)
-        self._bounds = (low, high)
-
-    async def _add_slice(self, sign: int, start: float, stop: float) -> None:
-        """Add (+1) or subtract (-1) the known-closed sessions started in (start, stop].
-
-        Known-closed rows never change, so this read agrees with the sums whatever snapshot
-        it sees (and with a background read of usage still running on the other connection).
-        """
-        schema = self._require_schema()
         where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
-        params = [start, stop, *self._known_closed()]
         statement = session_groups(schema, where)
         if schema.has_usage:
             statement = f"{statement} UNION ALL {usage_groups(schema, where)}"
-            params += params
-        self._add_groups(await self._fetch(statement, params), sign)
+        for sign, start, stop in edges:
+            params = [start, stop, *self._known_closed()]
+            if schema.has_usage:
+                params += params
+            self._add_groups(await self._fetch(statement, params), sign)
+        self._bounds = (low, high)
 
     def _merge_usage_read(self) -> None:
         """Fold a finished background read into the closed sums (a failed one raises)."""
@@ -290,10 +281,6 @@ class LedgerTailer:
             self._add_groups(task.result(), 1)
 
     # -- turning rows into sums --------------------------------------------------------------
-
-    def _require_schema(self) -> Schema:
-        assert self._schema is not None
-        return self._schema
 
     def _session_keys(self, row: Sequence[Any]) -> tuple[GroupKey, ...]:
         return (
@@ -358,11 +345,10 @@ class LedgerTailer:
         elif self._bounds and self._bounds[0] < session.started_at <= self._bounds[1]:
             session.add_to(sums)
 
-    def _build(self, window_s: float, end: float) -> LedgerReading:
+    def _build(self, schema: Schema, window_s: float, end: float) -> LedgerReading:
         sums = Sums(self._closed)
         for session in self._open.values():
             self._add_session(session, sums)
-        schema = self._require_schema()
         total = sums.total()
         exact = schema.has_usage and self._usage_read is None
         missing = missing_for(schema, self.profile)

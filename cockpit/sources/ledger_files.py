@@ -21,37 +21,27 @@ _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 class LedgerError(SourceFailure):
-    """A ledger that can't be read as the file is now.
-
-    Unreachable: a stat of the file (`LedgerTailer.probe`) says cheaply when it has changed."""
+    """A ledger that can't be read as the file is now. Unreachable: a stat of the file
+    (`LedgerTailer.probe`) says cheaply when it has changed."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(_one_line(reason), unreachable=True)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "unknown error"
+        super().__init__(" ".join(reason.split()) or "unknown error", unreachable=True)
 
 
 # --- paths --------------------------------------------------------------------------------
 
 
-def hermes_home() -> Path:
-    """Hermes's home folder: `HERMES_HOME`, else `~/.hermes`."""
-    return Path(os.environ.get("HERMES_HOME") or "~/.hermes").expanduser()
-
-
 def resolve_ledger(arg: str) -> Path:
-    """A ledger path from a path or a Hermes profile name (`default`, `work`, ...)."""
+    """A ledger path from a path or a Hermes profile name (`default`, `work`, ...) under
+    Hermes's home (`HERMES_HOME`, else `~/.hermes`)."""
     text = arg.strip()
     looks_like_path = (
         "/" in text or os.sep in text or text.endswith(".db") or text.startswith(("~", "."))
     )
     if looks_like_path or Path(text).exists() or not _PROFILE_NAME.match(text):
         return Path(text).expanduser()
-    if text == "default":
-        return hermes_home() / "state.db"
-    return hermes_home() / "profiles" / text / "state.db"
+    home = Path(os.environ.get("HERMES_HOME") or "~/.hermes").expanduser()
+    return home / "state.db" if text == "default" else home / "profiles" / text / "state.db"
 
 
 def profile_of(arg: str) -> str | None:
@@ -112,8 +102,9 @@ def inspect_file(path: Path) -> FileFacts:
     wal = header[18] == 2
     if not wal or not Path(f"{path}-wal").exists():  # a checkpoint may be extending the file
         _check_length(path, header, stat.st_size)
-    if wal:
-        _check_shm(path)
+    # `mode=ro` on a WAL database needs its -shm file, or a folder where it can be made
+    if wal and not Path(f"{path}-shm").exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise LedgerError(_read_only_folder(path))
     return FileFacts(stat.st_dev, stat.st_ino, stat.st_size, wal)
 
 
@@ -125,13 +116,6 @@ def _check_length(path: Path, header: bytes, size: int) -> None:
     header_valid = header[24:28] == header[92:96] and pages > 0
     if header_valid and size < pages * page_size:
         raise LedgerError(f"{path} is truncated: {size} bytes, its header says {pages * page_size}")
-
-
-def _check_shm(path: Path) -> None:
-    """`mode=ro` on a WAL database needs its -shm file, or a folder where it can be made."""
-    shm = Path(f"{path}-shm")
-    if not shm.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
-        raise LedgerError(_read_only_folder(path))
 
 
 def _read_only_folder(path: Path) -> str:
@@ -161,12 +145,8 @@ def describe_failure(path: Path, exc: Exception, facts: FileFacts | None) -> str
     """One line for any failure of a read: ours, SQLite's, or an unexpected one."""
     if isinstance(exc, LedgerError):
         return exc.reason
-    if isinstance(exc, sqlite3.Error):
-        return _describe_sqlite(path, exc, facts)
-    return f"{path} could not be read ({type(exc).__name__}: {exc})"
-
-
-def _describe_sqlite(path: Path, exc: sqlite3.Error, facts: FileFacts | None) -> str:
+    if not isinstance(exc, sqlite3.Error):
+        return f"{path} could not be read ({type(exc).__name__}: {exc})"
     text = str(exc)
     if "file is not a database" in text:
         return f"{path} is not a SQLite database"

@@ -44,9 +44,6 @@ MAX_COST_USD = 1e9
 """A row's cost above this is not read as a cost (and would not fit the integer sums)."""
 
 NO_START = "no start time"
-NOT_WHOLE = "a token count that is not a whole number"
-NEGATIVE = "a negative token count"
-NOT_A_COST = "a cost that is not a dollar amount"
 
 
 class Col(IntEnum):
@@ -70,8 +67,7 @@ class Col(IntEnum):
     COUNT = 10
     """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
     VALUES = 11
-    """The counters start here, in COUNTER_COLUMNS order then the two costs (in billionths of
-    a dollar), each as its high and low 32 bits."""
+    """COUNTER_COLUMNS then the two costs (in billionths), each as its high and low 32 bits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,31 +87,31 @@ Fetch = Callable[[str, Sequence[Any]], Awaitable[list[Any]]]
 
 async def read_schema(fetch: Fetch) -> Schema | None:
     """The schema, or None when there is no `sessions` table."""
-    tables = {str(row[0]) for row in await fetch(_TABLES, ())}
+    tables: dict[str, set[str]] = {}
+    for table, column in await fetch(_COLUMNS, ()):
+        tables.setdefault(str(table), set()).add(str(column))
     if "sessions" not in tables:
         return None
-    columns = frozenset(str(row[1]) for row in await fetch("PRAGMA table_info(sessions)", ()))
-    usage: frozenset[str] = frozenset()
-    if "session_model_usage" in tables:
-        rows = await fetch("PRAGMA table_info(session_model_usage)", ())
-        usage = frozenset(str(row[1]) for row in rows)
+    usage = frozenset(tables.get("session_model_usage", ()))
     version = None
     if "schema_version" in tables:
         rows = await fetch("SELECT MAX(version) FROM schema_version", ())
-        version = rows[0][0] if rows and isinstance(rows[0][0], int) else None
-    mode = await fetch("PRAGMA journal_mode", ())
-    cookie = await fetch("PRAGMA schema_version", ())
+        version = rows[0][0] if isinstance(rows[0][0], int) else None
+    ((mode, cookie),) = await fetch("SELECT * FROM pragma_journal_mode, pragma_schema_version", ())
     return Schema(
-        columns=columns,
+        columns=frozenset(tables["sessions"]),
         usage_columns=usage,
         has_usage={"session_id", "model"} <= usage,
         version=version,
-        journal_mode=str(mode[0][0]) if mode else "",
-        schema_cookie=int(cookie[0][0]),
+        journal_mode=str(mode),
+        schema_cookie=int(cookie),
     )
 
 
-_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+_COLUMNS = (
+    "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+    "WHERE m.type = 'table' AND m.name IN ('sessions', 'session_model_usage', 'schema_version')"
+)
 VERSIONS = "SELECT * FROM pragma_data_version, pragma_schema_version"
 
 IN_RANGE = "s.started_at > ? AND s.started_at <= ?"
@@ -124,7 +120,6 @@ KNOWN_CLOSED = "s.rowid <= ? AND s.rowid NOT IN (SELECT value FROM json_each(?))
 """Read before and closed then (parameters: the highest rowid read, the open rowids as JSON)."""
 CHANGED = "(s.rowid > ? OR s.rowid IN (SELECT value FROM json_each(?)))"
 """Added since, or open when last read (the same parameters)."""
-OPEN = "s.ended_at IS NULL"
 
 
 # --- pieces ----------------------------------------------------------------------------------
@@ -165,12 +160,13 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
         # a fraction, text or a blob is not its own integer cast (and costs no call per row)
         not_whole = " OR ".join(f"{c} <> CAST({c} AS INTEGER)" for c in columns)
         negative = " OR ".join(f"{c} < 0" for c in columns)
-        cases += [f"WHEN {not_whole} THEN '{NOT_WHOLE}'", f"WHEN {negative} THEN '{NEGATIVE}'"]
+        cases.append(f"WHEN {not_whole} THEN 'a token count that is not a whole number'")
+        cases.append(f"WHEN {negative} THEN 'a negative token count'")
     if has_costs(present):  # text and blobs sort above every number: > MAX_COST_USD
         bad = " OR ".join(
             f"{alias}.{c} < 0 OR {alias}.{c} > {MAX_COST_USD:.0f}" for c in COST_COLUMNS
         )
-        cases.append(f"WHEN {bad} THEN '{NOT_A_COST}'")
+        cases.append(f"WHEN {bad} THEN 'a cost that is not a dollar amount'")
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
 
@@ -279,7 +275,9 @@ def first_read(schema: Schema, *, scan: bool) -> str:
     the mark, the open sessions with their usage, the sessions closed in that snapshot and
     started in the window summed, and the closed ones without a start counted."""
     closed = session_groups(schema, f"{IN_RANGE} AND s.ended_at IS NOT NULL", scan=scan)
-    return f"{rows_statement(schema, OPEN)} UNION ALL {closed} UNION ALL {_STARTLESS}"
+    return (
+        f"{rows_statement(schema, 's.ended_at IS NULL')} UNION ALL {closed} UNION ALL {_STARTLESS}"
+    )
 
 
 def usage_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
