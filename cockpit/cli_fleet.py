@@ -45,14 +45,16 @@ def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | No
     query), the listed `lanes` (the app's feeds, read at once) when more than one, or both;
     None for one listed lane (its panes) or none."""
     found = None
-    if config.discover is not None:
+    if (discover := config.discover) is not None:
+        from cockpit.feeds import prometheus_source
         from cockpit.sources.fleet import FleetSource
         from cockpit.sources.http import SourceError
 
         try:
-            found = FleetSource.of(config.discover)
+            source = prometheus_source(discover.server)
         except SourceError as error:  # its secret can't be read
             raise ConfigError(config.source, None, "discover", str(error)) from None
+        found = FleetSource(source, discover.label, discover.server.selector)
     if not lanes or (found is None and len(lanes) == 1):
         return found
     from cockpit.listed_fleet import ListedFleet

@@ -1,18 +1,16 @@
-"""The fleet: every lane of one Prometheus-API server in one table, from one query.
+"""The fleet: every lane of one Prometheus-API server in one table, from one query. Pure: no I/O.
 
-Pure: no I/O. `fleet_plan` builds the ONE instant query that asks every lane's figures at once
-(`sum by (<label>) (...)` of the lane panes' own PromQL for each engine's specs, vLLM and
-SGLang together); `Discovery.rows` turns its answer into one `FleetRow` per lane, each column
-worked out as `figures.lane_figures` works out that figure (tests hold the two equal on a real
-Prometheus and VictoriaMetrics), for 100 lanes in a few milliseconds where building every lane
-figure would take about 20. `Discovery` keeps the lanes seen: one whose series vanish stays,
-marked gone.
+`fleet_plan` builds the ONE instant query asking every lane's figures at once (`sum by
+(<label>)` of the lane panes' own PromQL, vLLM and SGLang together); `Discovery.rows` turns its
+answer into a `FleetRow` per lane, each column worked out as `figures.lane_figures` works it out
+(tests hold the two equal on real servers), in a few milliseconds for 100 lanes where building
+every lane figure would take about 20. A lane whose series vanish stays, marked gone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -32,23 +30,16 @@ from cockpit.timeutil import promql_duration
 
 @dataclass(frozen=True, slots=True)
 class FleetColumn:
-    """One column of the overview: `key` in `FleetRow.values` (a lane figure's key where the
-    lane panes have that figure), its heading, and the unit `figures.format_value` formats a
-    value with (None: not a number: the lane's name, up/down, the trend)."""
+    """A column: its key in `FleetRow.values`, heading, and unit (None: not a number)."""
 
     key: str
     title: str
     unit: Unit | None
 
 
-LANE = "lane"
-"""Column key of the lane's name (`FleetRow.lane`)."""
-UP = "up"
-"""Column key of the engine's state (`FleetRow.up`, `FleetRow.gone`)."""
-AGE = "age"
-"""Column key of the freshness: seconds from the newest sample of the lane to the view's end."""
-TREND = "trend"
-"""Column key of the small trend (`FleetRow.history[<the column it follows>]`)."""
+# Keys of the columns that aren't lane figures: the name, the engine's state, the seconds from
+# the lane's newest sample to the view's end, the trend of a numeric column.
+LANE, UP, AGE, TREND = "lane", "up", "age", "trend"
 
 FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(LANE, "Lane", None),
@@ -66,77 +57,66 @@ FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(AGE, "Age", "seconds"),
     FleetColumn(TREND, "Trend", None),
 )
-"""The overview's columns, left to right. Numeric columns (unit not None) are lane figure keys
-(`running_now`, ... `decode_share`: the same figure as in the lane's panes, so the same
-thresholds colour them) plus `age`."""
+"""Left to right. The numeric ones are lane figure keys (the same thresholds colour them)
+and `age`."""
 
 FIGURE_COLUMNS: tuple[str, ...] = tuple(
     c.key for c in FLEET_COLUMNS if c.unit is not None and c.key != AGE
 )
-"""The columns that are lane figures (`figures.lane_figures` keys)."""
 NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, AGE)
-"""Every column with a number in `FleetRow.values` (and a history for the trend)."""
 COLUMN_BY_KEY: Mapping[str, FleetColumn] = frozen_map({c.key: c for c in FLEET_COLUMNS})
 DEFAULT_TREND = "generation_tok_s"
-"""The column the trend follows unless the user picks another (any of NUMERIC_COLUMNS)."""
 HISTORY_POINTS = 60
-"""How many refreshes the trend remembers per lane (one point per refresh, oldest first)."""
+"""How many refreshes the trend remembers per lane."""
 
 
 @dataclass(frozen=True, slots=True)
 class FleetRow:
     """One lane of the overview, as one refresh read it.
 
-    `values[key]` for every key of NUMERIC_COLUMNS: a number, or None when missing, then
-    `reasons[key]` says why (never shown as 0). `up`: True when the lane has a live engine
-    sample and its scrape targets (when `up` carries the lane's label) are not all down; False
-    when down (`down_reason` says why). `gone`: the server no longer has the lane's series (no
-    live sample, no scrape target): the row stays, so a lane that vanished is seen, not
-    silently dropped; its window figures stay while the window still holds its data, its
-    now-figures (running, waiting, KV, age) are None."""
+    `values[key]` for every NUMERIC_COLUMNS key: a number, or None (then `reasons[key]` says
+    why; never shown as 0). `up`: a live engine sample and not every scrape target down; False:
+    down (`down_reason` says why). `gone`: the server no longer has the lane's series; the row
+    stays so a vanished lane is seen, its window figures kept while the window holds them."""
 
     lane: str
     up: bool | None
     values: Mapping[str, float | None] = field(default_factory=frozen_map)
     gone: bool = False
     reasons: Mapping[str, str] = field(default_factory=frozen_map)
-    """Column key -> why its value is missing (or a note beside it: how it was found)."""
     above: frozenset[str] = frozenset()
     """Columns whose value is a lower bound (TTFT p95 past the largest bucket: `> 60 s`)."""
     dialect: str = ""
-    """`vllm`, `vllm-legacy` or `sglang` (empty when the answer did not say)."""
     down_reason: str = ""
-    """Why `up` is False, or why the row is gone, in a few words."""
-    history: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
-    """NUMERIC_COLUMNS key -> its values at the last refreshes (≤ HISTORY_POINTS, oldest
-    first, None for a refresh without a value): the trend column draws one of them."""
+    refreshes: tuple[Mapping[str, float | None], ...] = ()
+    """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
 
     def value(self, key: str) -> float | None:
         return self.values.get(key)
 
+    def history(self, key: str) -> tuple[float | None, ...]:
+        """Column `key` at the last refreshes, oldest first (the trend draws one)."""
+        return tuple(values.get(key) for values in self.refreshes)
+
 
 @dataclass(frozen=True, slots=True)
 class FleetView:
-    """The overview at one refresh: every lane's row, and what the server said of the answer.
-
-    `warnings`: the server's own warnings and a partial answer's note (VictoriaMetrics'
-    `isPartial`, a Thanos store that didn't answer), each one line, shown, never hidden.
-    `server`: the URL (without credentials). `label`: the label lanes are found by (`job`)."""
+    """The overview at one refresh: every lane's row, and what the server said of the answer."""
 
     rows: tuple[FleetRow, ...]
     window_s: float
     end: float
     warnings: tuple[str, ...] = ()
+    """The server's warnings and a partial answer's note, one line each, shown, never hidden."""
     server: str = ""
     label: str = "job"
+    """The label lanes are found by (`listed_fleet.LISTED`: only lanes listed in the config)."""
     partial: bool = False
-    """The server said its answer is partial (some stores or shards did not answer)."""
     query: str = ""
-    """The one PromQL expression asked, for the receipt."""
-    query_seconds: float | None = None
-    """Client wall time of the refresh's one HTTP request."""
     eval_seconds: float | None = None
     """Server-side evaluation time, when the server reports query stats."""
+    listed: Mapping[str, str] = field(default_factory=frozen_map)
+    """Lane listed in the config -> where its own query read it, or why it wasn't."""
 
     def row(self, lane: str) -> FleetRow | None:
         return next((row for row in self.rows if row.lane == lane), None)
@@ -145,10 +125,9 @@ class FleetView:
 def sort_rows(
     rows: Iterable[FleetRow], column: str, reverse: bool = False, trend_key: str = DEFAULT_TREND
 ) -> list[FleetRow]:
-    """Rows ordered by a column of FLEET_COLUMNS: numbers ascending (descending with
-    `reverse`), `lane` by name, `up` down-first (gone, then down, then up), `trend` as
-    `trend_key`'s latest value. Rows without a value come last either way; ties keep name
-    order."""
+    """Rows by a column: numbers ascending (descending with `reverse`), `lane` by name, `up`
+    trouble first (gone, down, up), `trend` by `trend_key` now. Rows without a value come last
+    either way; ties keep name order."""
     by_name = sorted(rows, key=lambda row: row.lane)
     if column == LANE:
         return sorted(by_name, key=lambda row: row.lane, reverse=reverse)
@@ -173,9 +152,8 @@ def filter_rows(rows: Iterable[FleetRow], text: str) -> list[FleetRow]:
 
 
 def format_cell(row: FleetRow, column: FleetColumn) -> str:
-    """A cell's text: the figure formatted as the lane panes format it (`> 60 s` for a lower
-    bound), `up`/`down`/`gone` for the engine, `—` when missing; the trend is left to the
-    screen (a sparkline of `row.history`), so it reads empty here."""
+    """A cell's text as the lane panes format it (`> 60 s` for a lower bound), `—` when
+    missing; empty for the trend (the screen draws it)."""
     if column.key == LANE:
         return row.lane
     if column.key == UP:
@@ -195,21 +173,13 @@ RAW_KEYS: tuple[str, ...] = (
     "decode_sum",
 )  # fmt: skip
 """The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
-histogram (`ttft`), whose p95 the server works out."""
-TTFT_P95 = "ttft_p95"
-"""Plan key: `histogram_quantile(0.95, ...)` of the lane's TTFT histogram over the window."""
-TTFT_ABOVE = "ttft_above"
-"""Plan key: present when that p95 lies past the largest finite bucket (a lower bound)."""
-NEWEST = "newest"
-"""Plan key: the timestamp of the lane's newest presence sample (none: no live sample)."""
-START = "start"
-"""Plan key: when the lane's data starts in the window (its rates are over the part covered);
-asked only of a lane younger than the window."""
-LEGACY = "legacy"
-"""Plan key: the lane has vLLM's pre-0.12 KV gauge and not the new one (`vllm-legacy`)."""
+histogram, whose p95 the server works out."""
+# Plan keys besides RAW_KEYS: the TTFT p95, present when it lies past the largest finite
+# bucket, the lane's newest presence sample, when its data starts (asked only of a lane
+# younger than the window), and vLLM's pre-0.12 KV gauge without the new one.
+TTFT_P95, TTFT_ABOVE, NEWEST, START, LEGACY = "ttft_p95", "ttft_above", "newest", "start", "legacy"
 SPECULATION = ("spec_drafts", "spec_accepted")
-"""Asked of SGLang only: its step is time per token × tokens per step, where vLLM's is the
-ITL mean whatever it drafts (`decode_pace`)."""
+"""Asked of SGLang only (its step is per token × tokens per step; vLLM's the ITL mean)."""
 QUANTILE = 0.95
 _INF = 'label_replace(vector(1), "le", "+Inf", "", "")'
 
@@ -222,9 +192,7 @@ class FleetPlan:
     window_s: float
     query: str
     figs: Mapping[str, Mapping[str, str]]
-    """Dialect -> plan key (RAW_KEYS, TTFT_P95, TTFT_ABOVE, NEWEST, START) -> the `fig`
-    label of its sample (a number); one expression is asked once when dialects read it
-    alike."""
+    """Dialect -> plan key -> the `fig` label of its sample (dialects reading alike share one)."""
     unavailable: Mapping[str, Mapping[str, str]]
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
@@ -234,15 +202,12 @@ class FleetPlan:
 @lru_cache(maxsize=16)
 def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
     """Every lane's raw keys in one expression: each spec of each dialect as `sum by
-    (<label>) (...)` (`promql.spec_expression`, the lane panes' own PromQL), `fig`-labelled
-    as `combined_query` does; `match` narrows the series (`namespace="llm"`). One sample per
-    lane and fig: the TTFT p95 is the server's `histogram_quantile` (the algorithm
-    `cockpit.quantiles` copies), not a bucket vector per lane.
+    (<label>) (...)` (`promql.spec_expression`), `fig`-labelled as `combined_query` does,
+    narrowed by `match`; the TTFT p95 is the server's `histogram_quantile`.
 
-    The answer is most of a refresh's cost (the server encodes it, the client reads it), so
-    a fig is a short number (every sample repeats it), vLLM's unread draft counters are not
-    asked, the data start and targets up only where they tell something (a lane younger than
-    the window, every target down)."""
+    The answer is most of a refresh's cost, so a fig is a short number (every sample repeats
+    it) and nothing is asked that tells nothing (vLLM's draft counters, the data start of a
+    lane older than the window, targets up unless all are down)."""
     window = promql_duration(window_s)
     figs_of: dict[str, str] = {}  # expression -> its fig: asked once when dialects share it
 
@@ -304,13 +269,10 @@ def _legacy(label: str, match: str) -> str:
 
 Samples = Mapping[str, float | Missing]
 """fig -> the value of its one sample (or why it is not a number)."""
-Found = Mapping[str, Samples]
-"""lane -> its samples."""
 
 
-def index_answer(result: list[dict[str, Any]], label: str) -> Found:
-    """The answer's values by lane and `fig` (series without the label are left out), each
-    sample read once."""
+def index_answer(result: list[dict[str, Any]], label: str) -> Mapping[str, Samples]:
+    """The answer's values by lane and `fig` (series without the label are left out)."""
     found: dict[str, dict[str, float | Missing]] = {}
     for sample in result:
         metric = sample.get("metric") or {}
@@ -323,12 +285,6 @@ def index_answer(result: list[dict[str, Any]], label: str) -> Found:
 def _number(samples: Samples, fig: str) -> float | None:
     value = samples.get(fig)
     return value if isinstance(value, float) else None
-
-
-def engine_lanes(plan: FleetPlan, found: Found) -> set[str]:
-    """The lanes that have engine series in the answer (in the window, or live now)."""
-    state = set(plan.state.values())
-    return {lane for lane, samples in found.items() if not samples.keys() <= state}
 
 
 def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
@@ -354,12 +310,9 @@ _INPUTS: Mapping[str, tuple[str, ...]] = {
 
 
 def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
-    """One lane's row at `end` from its samples (`index_answer(...)[lane]`): each column as
-    the lane panes define it (`figures.lane_figures`, `decode_pace`, `quantiles`; a test holds
-    them equal), its state from its live series and its scrape targets (`up`, where that
-    carries the label)."""
-    figs = plan.figs[dialect]
-    raw = {key: samples[fig] for key, fig in figs.items() if fig in samples}
+    """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column as the
+    lane panes define it; its state from its live series and scrape targets."""
+    raw = {key: samples[fig] for key, fig in plan.figs[dialect].items() if fig in samples}
     v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
     newest, start = v(NEWEST), v(START)
     window = plan.window_s
@@ -378,7 +331,6 @@ def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: fl
         "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
         AGE: None if newest is None else max(end - newest, 0.0),
     }
-    reasons = _reasons(plan.unavailable[dialect], raw, values)
     up, why = _state(plan, samples, newest is not None)
     above = values["ttft_p95"] is not None and TTFT_ABOVE in raw
     return FleetRow(
@@ -386,7 +338,7 @@ def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: fl
         up=bool(up),
         values=frozen_map(values),
         gone=up is None,
-        reasons=frozen_map(reasons),
+        reasons=frozen_map(_reasons(plan.unavailable[dialect], raw, values)),
         above=frozenset({"ttft_p95"} if above else ()),
         dialect=dialect,
         down_reason=why,
@@ -398,14 +350,13 @@ def _reasons(
     raw: Mapping[str, float | Missing],
     values: Mapping[str, float | None],
 ) -> dict[str, str]:
-    """Why each missing column is: its inputs' reasons (the engine has no such metric, the
-    window has no samples), as the lane panes say them."""
+    """Why each missing column is, as the lane panes say it: its inputs' reasons."""
     if None not in values.values():
         return {}
     absent = {key: NO_SAMPLES for key in RAW_KEYS if key not in raw}
     absent.update(unavailable)
     absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
-    if TTFT_P95 in raw and isinstance(raw[TTFT_P95], Missing):
+    if isinstance(raw.get(TTFT_P95), Missing):
         absent["ttft"] = NO_REQUESTS  # NaN: no observation in the window
     elif TTFT_P95 not in raw:
         absent.setdefault("ttft", NO_SAMPLES)
@@ -435,8 +386,7 @@ def _decode_share(prefill: float | None, decode: float | None) -> float | None:
 def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, str]:
     """Up (True), down (False, and why) or gone (None): no live sample and no scrape target."""
     targets = _number(samples, plan.state[promql.TARGETS])
-    targets_up = _number(samples, plan.state[promql.TARGETS_UP])
-    if targets and targets_up == 0:
+    if targets and _number(samples, plan.state[promql.TARGETS_UP]) == 0:
         return False, f"its {targets:.0f} scrape target(s) are down (up == 0)"
     if live:
         return True, ""
@@ -450,33 +400,30 @@ def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, 
 
 def lane_config(discover: Discover, lane: str) -> LaneConfig:
     """The discovered lane as a normal lane: the discovery's server and settings, its selector
-    the series matcher plus `<label>="<lane>"` (so opening it asks for that lane alone)."""
+    narrowed by `<label>="<lane>"` (so opening it asks for that lane alone)."""
     selector = selector_with(discover.server.selector, **{discover.label: lane})
     return replace(discover.server, name=lane, selector=selector[1:-1])
 
 
 class Discovery:
-    """The lanes a fleet has shown, across refreshes (bookkeeping only, no I/O).
-
-    A lane appears when the answer has engine series with its label value; once seen it
-    keeps its row: when its series vanish (no live sample, no scrape target) the row says
-    gone, not dropped, until it has been gone for HISTORY_POINTS refreshes (its trend all
-    blank): a label whose values churn (pods) doesn't grow the table without end. Each row
-    carries the last HISTORY_POINTS refreshes of every numeric column, the overview's trend."""
+    """The lanes a fleet has shown, across refreshes: a lane appears with engine series under
+    its label value and keeps its row, gone once its series vanish, until gone for
+    HISTORY_POINTS refreshes (a label whose values churn, pods, doesn't grow the table)."""
 
     def __init__(self) -> None:
         self.dialects: dict[str, str] = {}
         """Lane -> its engine, as last seen live."""
         self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
-        """Lane -> its rows' values at the last refreshes, oldest first."""
         self.gone_for: dict[str, int] = {}
         """Lane -> refreshes in a row it has been gone."""
 
     def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
         found = index_answer(result, plan.label)
+        state = set(plan.state.values())
+        engines = {lane for lane, samples in found.items() if not samples.keys() <= state}
         rows: list[FleetRow] = []
-        for lane in sorted(engine_lanes(plan, found) | set(self.dialects)):
+        for lane in sorted(engines | set(self.dialects)):
             samples = found.get(lane, {})
             dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
             self.dialects[lane] = dialect
@@ -494,25 +441,4 @@ def remember(history: dict[str, tuple[Mapping[str, float | None], ...]], row: Fl
     """`row` with its trend: its values added to its lane's last HISTORY_POINTS refreshes."""
     past = (*history.get(row.lane, ()), row.values)[-HISTORY_POINTS:]
     history[row.lane] = past
-    return replace(row, history=Trail(past))
-
-
-class Trail(Mapping[str, tuple[float | None, ...]]):
-    """`FleetRow.history` from a lane's values at its last refreshes: a column's points are
-    made when asked (the screen asks for one or two), not at every refresh for each."""
-
-    __slots__ = ("refreshes",)
-
-    def __init__(self, refreshes: tuple[Mapping[str, float | None], ...]) -> None:
-        self.refreshes = refreshes
-
-    def __getitem__(self, key: str) -> tuple[float | None, ...]:
-        if key not in NUMERIC_COLUMNS:
-            raise KeyError(key)
-        return tuple(values.get(key) for values in self.refreshes)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(NUMERIC_COLUMNS)
-
-    def __len__(self) -> int:
-        return len(NUMERIC_COLUMNS)
+    return replace(row, refreshes=past)

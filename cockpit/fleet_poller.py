@@ -20,12 +20,10 @@ from cockpit.text import visible
 
 
 class FleetFeed(Protocol):
-    """Every lane at once, as the app sees it: found on one server (`sources.fleet`), listed
-    (`listed_fleet`), or both."""
+    """Every lane at once over the window ending at `end` (None: now), or SourceFailure:
+    found on one server (`sources.fleet`), listed (`listed_fleet`), or both."""
 
-    async def read(self, window_s: float, end: float | None) -> FleetView:
-        """Every lane's row over the window ending at `end` (None: now); SourceFailure."""
-        ...
+    async def read(self, window_s: float, end: float | None) -> FleetView: ...
 
     async def aclose(self) -> None: ...
 
@@ -37,8 +35,6 @@ class FleetSnapshot:
     window: str
     view: FleetView | None
     freshness: Freshness = FRESH
-    latency_s: float | None = None
-    updated_at: float | None = None
     replay_at: float | None = None
 
 
@@ -63,8 +59,6 @@ class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
             window=window,
             view=good.totals if good else None,
             freshness=freshness,
-            latency_s=latency_s,
-            updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
         )
 

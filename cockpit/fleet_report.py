@@ -19,7 +19,7 @@ from cockpit.fleet import (
     FleetView,
     format_cell,
 )
-from cockpit.listed_fleet import LISTED, ListedView
+from cockpit.listed_fleet import LISTED
 from cockpit.report import markdown_table
 from cockpit.text import visible
 from cockpit.timeutil import promql_duration, stamp
@@ -32,30 +32,21 @@ def _state(row: FleetRow) -> str:
     return format_cell(row, COLUMN_BY_KEY[UP])
 
 
-def _counts(view: FleetView) -> str:
-    states = [_state(row) for row in view.rows]
-    found = ", ".join(f"{states.count(s)} {s}" for s in ("up", "down", "gone") if s in states)
-    return f"{len(view.rows)} lanes" + (f" ({found})" if found else "")
-
-
-def _listed(view: FleetView) -> dict[str, str]:
-    """Lane listed in the config -> where its own query read it."""
-    return dict(view.listed) if isinstance(view, ListedView) else {}
-
-
 def _sources(view: FleetView) -> str:
     found = f"Server {visible(view.server)}, lanes by `{visible(view.label)}`"
-    count = len(_listed(view))
+    count = len(view.listed)
     listed = f"{count} lane{'s' * (count != 1)} listed in the config, each read by its own query"
-    return "; ".join([found] * (view.label != LISTED) + [listed] * bool(_listed(view)))
+    return "; ".join([found] * (view.label != LISTED) + [listed] * bool(count))
 
 
 def fleet_markdown(view: FleetView) -> str:
     """The overview as a markdown receipt: a heading, the server's warnings, one row per
     lane (missing values `—`, why listed under the table), the one query of the lanes found
     by a label, where each listed lane was read."""
+    states = [_state(row) for row in view.rows]
+    counts = ", ".join(f"{states.count(s)} {s}" for s in ("up", "down", "gone") if s in states)
     lines = [
-        f"# Fleet — {_counts(view)}",
+        f"# Fleet — {len(view.rows)} lanes" + (f" ({counts})" if counts else ""),
         "",
         f"{_sources(view)}; window {promql_duration(view.window_s)} ending {stamp(view.end)}.",
         "",
@@ -65,19 +56,19 @@ def fleet_markdown(view: FleetView) -> str:
     rows = [tuple(format_cell(row, column) for column in COLUMNS) for row in view.rows]
     lines += markdown_table(tuple(column.title for column in COLUMNS), rows)
     notes = [f"- {row.lane}: {row.down_reason}" for row in view.rows if row.down_reason] + [
-        f"- {row.lane}, {title}: {row.reasons[key]}"
+        f"- {row.lane}, {column.title}: {row.reasons[column.key]}"
         for row in view.rows
-        for key, title in ((c.key, c.title) for c in COLUMNS)
-        if key in row.reasons and not row.gone
+        for column in COLUMNS
+        if column.key in row.reasons and not row.gone
     ]
     if notes:
         lines += ["", "Why:", "", *(visible(note) for note in notes)]
     if view.label != LISTED:
         found = f"one `/api/v1/query` for every lane found by `{visible(view.label)}`"
         lines += ["", f"Query ({found}):", "", "```promql", view.query, "```"]
-    if listed := _listed(view):
+    if view.listed:
         lines += ["", "Lanes listed (`cockpit report --lane NAME` shows a lane's queries):", ""]
-        lines += [visible(f"- {lane}: {where}") for lane, where in listed.items()]
+        lines += [visible(f"- {lane}: {where}") for lane, where in view.listed.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -91,7 +82,7 @@ def fleet_json(view: FleetView) -> dict[str, Any]:
         "partial": view.partial,
         "warnings": list(view.warnings),
         "query": view.query,
-        "listed": _listed(view),
+        "listed": dict(view.listed),
         "lanes": [
             {
                 "lane": row.lane,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cockpit.figures import lane_figures
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 
 LISTED = "config"
 """`FleetView.label` of a fleet of listed lanes only: the config names them."""
-
-
-@dataclass(frozen=True, slots=True)
-class ListedView(FleetView):
-    """The overview with lanes listed in the config, each read by its own query."""
-
-    listed: Mapping[str, str] = field(default_factory=frozen_map)
-    """Listed lane -> where its query read it (its selector on its server), or why it wasn't."""
 
 
 class ListedFleet:
@@ -58,17 +50,14 @@ class ListedFleet:
         if isinstance(view, BaseException):
             raise view
         assert isinstance(view, FleetView)
-        rows = [
-            remember(self.history, self._row(feed, result, view.end))
-            for feed, result in zip(self.feeds, results, strict=True)
-        ]
+        read = list(zip(self.feeds, results, strict=True))
+        rows = [remember(self.history, self._row(feed, result, view.end)) for feed, result in read]
         names = {row.lane for row in rows}
-        kept = {f.name: getattr(view, f.name) for f in fields(view)}
-        kept["rows"] = (*(r for r in view.rows if r.lane not in names), *rows)
-        kept["listed"] = frozen_map(
-            {feed.name: _where(result) for feed, result in zip(self.feeds, results, strict=True)}
+        return replace(
+            view,
+            rows=(*(row for row in view.rows if row.lane not in names), *rows),
+            listed=frozen_map({feed.name: _where(result) for feed, result in read}),
         )
-        return ListedView(**kept)
 
     @staticmethod
     def _row(feed: LaneFeed, result: object, end: float) -> FleetRow:

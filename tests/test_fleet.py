@@ -161,11 +161,11 @@ def test_lanes_appear_vanish_as_gone_and_keep_a_history() -> None:
         ("c", True, False, ""),
     ]
     assert all(value is None for value in second[0].values.values())
-    assert second[0].history["running_now"] == (12.0, None)
-    assert second[2].history["running_now"] == (12.0,)
+    assert second[0].history("running_now") == (12.0, None)
+    assert second[2].history("running_now") == (12.0,)
     for i in range(HISTORY_POINTS):
         rows = _read(discovery, {"c": {**VLLM, "running_now": float(i)}})
-    assert rows[-1].history["running_now"] == tuple(float(i) for i in range(HISTORY_POINTS))
+    assert rows[-1].history("running_now") == tuple(float(i) for i in range(HISTORY_POINTS))
 
 
 def test_a_lane_gone_for_its_whole_trend_is_let_go() -> None:
@@ -174,7 +174,7 @@ def test_a_lane_gone_for_its_whole_trend_is_let_go() -> None:
     for _ in range(HISTORY_POINTS):
         rows = _read(discovery, {"b": VLLM})
     assert [(r.lane, r.gone) for r in rows] == [("a", True), ("b", False)]
-    assert set(rows[0].history["running_now"]) == {None}
+    assert set(rows[0].history("running_now")) == {None}
     rows = _read(discovery, {"b": VLLM})
     assert [r.lane for r in rows] == ["b"]
     rows = _read(discovery, {"a": VLLM, "b": VLLM})

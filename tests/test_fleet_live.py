@@ -120,7 +120,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     past = {"ttft_p95" in row.above for row in second.rows if row.up}
     assert past == {True, False}  # p95 within the buckets on some lanes, past them on others
     assert all(
-        len(row.history["requests_per_s"]) == 2 for row in second.rows if row.lane != "lane-new"
+        len(row.history("requests_per_s")) == 2 for row in second.rows if row.lane != "lane-new"
     )
 
 

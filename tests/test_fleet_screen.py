@@ -57,16 +57,16 @@ def fleet_row(lane: str, scale: float = 1.0, *, up: bool = True, **changes: floa
         key: value if key in SHARES else value * scale for key, value in HEALTHY.items()
     }
     values.update(changes)
-    history = {
-        key: tuple(None if value is None else value * (i + 1) / 12 for i in range(12))
-        for key, value in values.items()
-    }
+    refreshes = tuple(
+        {key: None if value is None else value * (i + 1) / 12 for key, value in values.items()}
+        for i in range(12)
+    )
     return FleetRow(
         lane,
         up=up,
         values=frozen_map(values),
         dialect="vllm",
-        history=frozen_map(history),
+        refreshes=refreshes,
         down_reason="" if up else "its 1 scrape target(s) are down (up == 0)",
     )
 

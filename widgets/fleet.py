@@ -11,7 +11,8 @@ names are data: never markup, control characters made visible.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -59,22 +60,17 @@ TREND_CELLS = 12
 
 
 class FleetHost(Protocol):
-    """What the overview asks of the app: the window, pause, the lanes it can open."""
+    """What the overview asks of the app: the window, pause, to open a lane's panes (polling
+    it alone), feeds for the lanes the fleet found, and a word when a fleet read is shown."""
 
     window: str
     paused: bool
 
-    def open_lane(self, name: str) -> None:
-        """Show lane `name`'s panes (and poll it alone)."""
-        ...
+    def open_lane(self, name: str) -> None: ...
 
-    def add_lanes(self, names: Sequence[str]) -> None:
-        """Lanes the fleet found: those the app has no feed for yet get one."""
-        ...
+    def add_lanes(self, names: Sequence[str]) -> None: ...
 
-    def fleet_shown(self) -> None:
-        """A fleet read is on screen."""
-        ...
+    def fleet_shown(self) -> None: ...
 
 
 @dataclass
@@ -96,11 +92,8 @@ class FleetOrder:
     reverse: bool = False
     filter: str = ""
     trend: str = DEFAULT_TREND
-    seen: tuple[object, ...] = field(default=())
+    seen: tuple[object, ...] = ()
     """What the table was last built from (nothing is rebuilt when it is unchanged)."""
-
-    def rows(self, rows: Sequence[FleetRow]) -> list[FleetRow]:
-        return sort_rows(rows, self.sort, self.reverse, self.trend)
 
 
 def next_key(keys: Sequence[str], current: str, step: int = 1) -> str:
@@ -109,12 +102,7 @@ def next_key(keys: Sequence[str], current: str, step: int = 1) -> str:
 
 def waiting_streak(row: FleetRow) -> int:
     """Refreshes in a row, up to the last, that found requests waiting (the queue rule)."""
-    streak = 0
-    for waiting in reversed(row.history.get("waiting_now", ())):
-        if not waiting:
-            break
-        streak += 1
-    return streak
+    return sum(1 for _ in takewhile(bool, reversed(row.history("waiting_now"))))
 
 
 def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
@@ -129,14 +117,9 @@ def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
         for key in FIGURE_COLUMNS
         if (unit := COLUMN_BY_KEY[key].unit) is not None
     }
+    lane = LaneFigures(frozen_map(figures))
     snapshot = LaneSnapshot(
-        row.lane,
-        "",
-        None,
-        LaneFigures(frozen_map(figures)),
-        None,
-        None,
-        waiting_streak=waiting_streak(row),
+        row.lane, "", None, lane, None, None, waiting_streak=waiting_streak(row)
     )
     tones = {finding.figure_key: str(finding.severity) for finding in check(snapshot, thresholds)}
     return {UP: "good", **tones}
@@ -146,7 +129,7 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
     """What a cell says: the figure as the panes format it, DOWN for a down engine, the trend
     column as a sparkline of the row's last refreshes."""
     if column.key == TREND:
-        points = row.history.get(trend, ())[-TREND_CELLS:]
+        points = row.history(trend)[-TREND_CELLS:]
         return sparkline(tuple(points), len(points)).rjust(TREND_CELLS)
     if column.key == UP and row.up is False and not row.gone:
         return "DOWN"
@@ -183,20 +166,10 @@ class FleetScreen(Screen[None]):
     """The overview: a status line, the filter field (after `/`), the table, the keys."""
 
     DEFAULT_CSS = """
-    FleetScreen #fleet-status {
-        height: auto;
-        padding: 0 1;
-        background: $panel;
-    }
-    FleetScreen #fleet-filter {
-        display: none;
-    }
-    FleetScreen.-filtering #fleet-filter {
-        display: block;
-    }
-    FleetScreen RowTable {
-        padding: 0 1;
-    }
+    FleetScreen #fleet-status { height: auto; padding: 0 1; background: $panel; }
+    FleetScreen #fleet-filter { display: none; }
+    FleetScreen.-filtering #fleet-filter { display: block; }
+    FleetScreen RowTable { padding: 0 1; }
     """
 
     AUTO_FOCUS = "RowTable"
@@ -221,8 +194,7 @@ class FleetScreen(Screen[None]):
         self.poller = poller
         self.host = host
         self.thresholds = thresholds
-        self.folder = folder
-        """Where `e` writes the overview's receipt."""
+        self.folder = folder  # where `e` writes the overview's receipt
         self.wall = wall
         self.snapshot: FleetSnapshot | None = None
         self.order = FleetOrder()
@@ -295,7 +267,8 @@ class FleetScreen(Screen[None]):
     def rows(self) -> list[FleetRow]:
         """Every row, in the screen's order (the filter aside)."""
         view = self.snapshot.view if self.snapshot is not None else None
-        return self.order.rows(view.rows) if view is not None else []
+        order = self.order
+        return sort_rows(view.rows, order.sort, order.reverse, order.trend) if view else []
 
     def show(self, rebuild: bool = False) -> None:
         rows = filter_rows(self.rows(), self.order.filter)
@@ -329,9 +302,7 @@ class FleetScreen(Screen[None]):
         if self.host.paused:
             parts.append(Content.styled("paused", "bold $warning"))
         line = Content(" · ").join(parts)
-        note = freshness_note("fleet", snapshot.freshness) if snapshot is not None else ""
-        if snapshot is None:
-            note = "reading the fleet…"
+        note = freshness_note("fleet", snapshot.freshness) if snapshot else "reading the fleet…"
         if view is not None and view.partial:
             note = f"{note} · partial answer" if note else "the server's answer is partial"
         if not note:
@@ -387,23 +358,20 @@ class FleetScreen(Screen[None]):
         rows = self.rows()
         moment = snapshot.replay_at if snapshot.replay_at is not None else self.wall()
         target = self.folder / receipt_name("fleet", snapshot.window, moment)
-        self.run_worker(
-            lambda: self._write(snapshot, rows, target),
-            group="export",
-            description=f"export the fleet receipt to {target}",
-            thread=True,
-            exit_on_error=False,
-        )
 
-    def _write(self, snapshot: FleetSnapshot, rows: list[FleetRow], target: Path) -> None:
-        try:
-            written = write_fleet_receipt(snapshot, rows, target)
-        except OSError as error:
-            reason = f"{target}: {error.strerror or error}"
-            self.app.call_from_thread(
-                self.notify, reason, title="export failed", severity="error", markup=False
-            )
-        else:
-            self.app.call_from_thread(
-                self.notify, str(written), title="receipt exported", markup=False
-            )
+        def write() -> None:
+            try:
+                written = write_fleet_receipt(snapshot, rows, target)
+            except OSError as error:
+                reason = f"{target}: {error.strerror or error}"
+                self.app.call_from_thread(
+                    self.notify, reason, title="export failed", severity="error", markup=False
+                )
+            else:
+                said = str(written)
+                self.app.call_from_thread(self.notify, said, title="receipt exported", markup=False)
+
+        description = f"export the fleet receipt to {target}"
+        self.run_worker(
+            write, group="export", description=description, thread=True, exit_on_error=False
+        )
