@@ -7,6 +7,7 @@ screen and the receipt can't disagree.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 from typing import Any
 
 from cockpit.figures import (
@@ -17,7 +18,7 @@ from cockpit.figures import (
     format_value,
 )
 from cockpit.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
-from cockpit.model import Figure, LaneTotals, LedgerTotals
+from cockpit.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.tail_figures import LATENCIES, PERCENTILES, tail_keys
 from cockpit.text import visible
@@ -42,10 +43,10 @@ def _value(figure: Figure) -> str:
     return f"{text} ({figure.reason})" if figure.reason else text
 
 
-def _freshness_note(state: str, described: str) -> list[str]:
-    return (
-        [] if state == "ok" else [f"> **Source {described}** — figures are the last good read.", ""]
-    )
+def _freshness_note(freshness: Freshness) -> list[str]:
+    if freshness.state == "ok":
+        return []
+    return [f"> **Source {freshness.describe()}** — figures are the last good lane_totals.", ""]
 
 
 # --- the ledger -----------------------------------------------------------------------------
@@ -75,30 +76,28 @@ def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     ]
 
 
-def _ratio(value: float | None) -> str:
-    return format_value(value, "ratio")
+_GROUP_COLUMNS: tuple[tuple[str, str, Unit], ...] = (
+    ("sessions", "sessions", "count"),
+    ("api_calls", "API calls", "count"),
+    ("prompt_tokens", "prompt", "tokens"),
+    ("output_tokens", "output", "tokens"),
+    ("prompt_output", "prompt : output", "ratio"),
+    ("fresh_output", "fresh : output", "ratio"),
+    ("cache_read_share", "cache-read share", "share"),
+)
+"""A per-source/model/profile table's columns: JSON key, markdown header, unit."""
+
+
+def _group_values(group: GroupRatio) -> tuple[float | None, ...]:
+    """A group's values, in `_GROUP_COLUMNS`' order."""
+    counts = group.counts
+    return (counts.sessions, counts.api_calls, counts.prompt, counts.output,
+            group.prompt_output, group.fresh_output, group.cache_read_share)  # fmt: skip
 
 
 def _group_rows(groups: tuple[GroupRatio, ...]) -> list[tuple[str, ...]]:
-    return [
-        (
-            group.name,
-            format_value(group.counts.sessions, "count"),
-            format_value(group.counts.api_calls, "count"),
-            format_value(group.counts.prompt, "tokens"),
-            format_value(group.counts.output, "tokens"),
-            _ratio(group.prompt_output),
-            _ratio(group.fresh_output),
-            format_value(group.cache_read_share, "share"),
-        )
-        for group in groups
-    ]
-
-
-_GROUP_HEADER = (
-    "sessions", "API calls", "prompt", "output", "prompt : output", "fresh : output",
-    "cache-read share",
-)  # fmt: skip
+    units = [unit for _, _, unit in _GROUP_COLUMNS]
+    return [(g.name, *map(format_value, _group_values(g), units)) for g in groups]
 
 
 def _model_heading(totals: LedgerTotals) -> str:
@@ -128,9 +127,8 @@ def ledger_markdown(
         if note and not groups:
             lines.append(f"Missing: {note}")
             continue
-        lines += markdown_table(
-            (heading.split()[2].capitalize(), *_GROUP_HEADER), _group_rows(groups)
-        )
+        header = (heading.split()[2].capitalize(), *(title for _, title, _ in _GROUP_COLUMNS))
+        lines += markdown_table(header, _group_rows(groups))
         if note:
             # An old schema credits its sessions to its ledger's profile: the rows are real,
             # the note says how they were grouped.
@@ -150,9 +148,8 @@ def ledger_markdown(
 
 
 def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
-    ratios = (
-        f"input {prices.input:g}, cache read {prices.cache_read:g}, "
-        f"cache write {prices.cache_write:g}, output {prices.output:g}"
+    ratios = ", ".join(
+        f"{name.replace('_', ' ')} {ratio:g}" for name, ratio in asdict(prices).items()
     )
     lines = [f"## Where the money goes (spend units: {ratios})", ""]
     lines += markdown_table(
@@ -186,34 +183,28 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
         f"{stamp(totals.end)}{coverage}",
         "",
     ]
-    volume = [figures[key] for key in LANE_VOLUME_TABLE if key in figures.figures]
-    lines += markdown_table((f"Metric ({window})", "Value"), [(f.label, _value(f)) for f in volume])
-    lines += ["", f"### Where the time goes (per-request means, {window})", ""]
-    timing = [figures[key] for key in LANE_TIMING_TABLE if key in figures.figures]
-    lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in timing])
-    lines += _tails(figures, window)
     waiting_now = [key for key in figures.engine_keys if key.startswith("waiting_now_")]
-    now = [figures[key] for key in (*LANE_NOW_TABLE, *waiting_now) if key in figures.figures]
+    engine = [key for key in figures.engine_keys if key not in waiting_now]
+
+    def table(header: str, keys: Iterable[str]) -> list[str]:
+        shown = [figures[key] for key in keys if key in figures.figures]
+        return markdown_table((header, "Value"), [(f.label, _value(f)) for f in shown])
+
+    lines += table(f"Metric ({window})", LANE_VOLUME_TABLE)
+    lines += ["", f"### Where the time goes (per-request means, {window})", ""]
+    lines += table("Figure", LANE_TIMING_TABLE)
+    lines += _tails(figures, window)
     lines += ["", "### Now and the last minute, beside the window", ""]
-    lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in now])
+    lines += table("Figure", (*LANE_NOW_TABLE, *waiting_now))
     if figures.engine_keys:
-        lines += ["", f"### What else the engine says ({window})", ""]
-        engine = [figures[key] for key in figures.engine_keys if key not in waiting_now]
-        lines += markdown_table(("Figure", "Value"), [(f.label, _value(f)) for f in engine])
+        lines += ["", f"### What else the engine says ({window})", "", *table("Figure", engine)]
     return lines
 
 
 LANE_NOW_TABLE: tuple[str, ...] = (
-    "running_now",
-    "waiting_now",
-    "kv_usage_now",
-    "requests_per_s",
-    "requests_per_s_1m",
-    "prompt_tok_s",
-    "prompt_tok_s_1m",
-    "generation_tok_s",
-    "generation_tok_s_1m",
-)
+    "running_now", "waiting_now", "kv_usage_now", "requests_per_s", "requests_per_s_1m",
+    "prompt_tok_s", "prompt_tok_s_1m", "generation_tok_s", "generation_tok_s_1m",
+)  # fmt: skip
 """The vital signs' figures, in the receipt's order."""
 
 
@@ -243,28 +234,19 @@ def _tails(figures: LaneFigures, window: str) -> list[str]:
 
 def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> list[str]:
     lines = ["## Provenance", ""]
-    if ledger is not None and ledger.totals is not None:
-        totals = ledger.totals
+    if ledger is not None and (totals := ledger.totals) is not None:
+        start, end = totals.end - totals.window_s, totals.end
         for info in totals.ledgers:
             version = info.schema_version if info.schema_version is not None else "unknown"
             lines.append(
                 f"- Ledger `{info.path}` (profile {info.profile}, schema {version}), opened "
-                f"read-only; sessions with started_at in ({totals.end - totals.window_s:.0f}, "
-                f"{totals.end:.0f}] (epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
+                f"read-only; sessions with started_at in ({start:.0f}, {end:.0f}] "
+                f"(epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
             )
-        for name, reason in totals.missing.items():
-            lines.append(f"- Missing `{name}`: {reason}")
-        lines += [
-            "",
-            "The totals, reproduced with `sqlite3 'file:PATH?mode=ro'`:",
-            "",
-            "```sql",
-            ledger_window_sql(totals.end - totals.window_s, totals.end) + ";",
-            "```",
-            "",
-        ]
-    if lane is not None and lane.totals is not None:
-        lane_totals = lane.totals
+        lines += [f"- Missing `{name}`: {reason}" for name, reason in totals.missing.items()]
+        lines += ["", "The totals, reproduced with `sqlite3 'file:PATH?mode=ro'`:", ""]
+        lines += ["```sql", f"{ledger_window_sql(start, end)};", "```", ""]
+    if lane is not None and (lane_totals := lane.totals) is not None:
         lines.append(
             f"- Lane `{lane_totals.lane}`: {lane_totals.server or 'unknown server'}, selector "
             f"`{{{lane_totals.selector}}}`, dialect {lane_totals.dialect}, evaluated at "
@@ -272,12 +254,12 @@ def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> lis
         )
         if lane_totals.coverage_note:
             lines.append(f"- Window coverage: {lane_totals.coverage_note}")
-        for name, reason in sorted(lane_totals.missing.items()):
-            lines.append(f"- Missing `{name}`: {reason}")
+        lines += [
+            f"- Missing `{name}`: {reason}" for name, reason in sorted(lane_totals.missing.items())
+        ]
         if lane_totals.queries:
-            lines += ["", "```promql"]
-            lines += [f"{key}: {expr}" for key, expr in sorted(lane_totals.queries.items())]
-            lines += ["```"]
+            queries = [f"{key}: {expr}" for key, expr in sorted(lane_totals.queries.items())]
+            lines += ["", "```promql", *queries, "```"]
     return lines
 
 
@@ -289,12 +271,12 @@ def markdown_receipt(
     prices = prices or Prices()
     lines = ["# lane-cockpit receipt", ""]
     if ledger is not None and ledger.figures is not None and ledger.totals is not None:
-        lines += _freshness_note(ledger.freshness.state, ledger.freshness.describe())
+        lines += _freshness_note(ledger.freshness)
         lines += [*ledger_markdown(ledger.figures, ledger.totals, ledger.window, prices), ""]
     elif ledger is not None:
         lines += [f"## The agent ledger: {ledger.freshness.describe()}", ""]
     if lane is not None and lane.figures is not None and lane.totals is not None:
-        lines += _freshness_note(lane.freshness.state, lane.freshness.describe())
+        lines += _freshness_note(lane.freshness)
         lines += [*lane_markdown(lane.figures, lane.totals, lane.window), ""]
     elif lane is not None:
         lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
@@ -319,28 +301,16 @@ def _figure_json(figure: Figure) -> dict[str, Any]:
 
 
 def _group_json(groups: tuple[GroupRatio, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": group.name,
-            "sessions": group.counts.sessions,
-            "api_calls": group.counts.api_calls,
-            "prompt_tokens": group.counts.prompt,
-            "output_tokens": group.counts.output,
-            "prompt_output": group.prompt_output,
-            "fresh_output": group.fresh_output,
-            "cache_read_share": group.cache_read_share,
-        }
-        for group in groups
-    ]
+    keys = [key for key, _, _ in _GROUP_COLUMNS]
+    return [{"name": g.name, **dict(zip(keys, _group_values(g), strict=True))} for g in groups]
 
 
 def json_receipt(
     lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
 ) -> dict[str, Any]:
-    prices = prices or Prices()
     receipt: dict[str, Any] = {}
     if ledger is not None:
-        receipt["ledger"] = _ledger_json(ledger, prices)
+        receipt["ledger"] = _ledger_json(ledger, prices or Prices())
     if lane is not None:
         receipt["lane"] = _lane_json(lane)
     return receipt
@@ -360,16 +330,8 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
         by_profile=_group_json(ledger.figures.by_profile),
         busiest_source=ledger.figures.busiest_source,
         spend={
-            "prices": {
-                "input": prices.input,
-                "cache_read": prices.cache_read,
-                "cache_write": prices.cache_write,
-                "output": prices.output,
-            },
-            "rows": [
-                {"bucket": r.bucket, "tokens": r.tokens, "units": r.units, "share": r.share}
-                for r in ledger.figures.spend
-            ],
+            "prices": asdict(prices),
+            "rows": [asdict(row) for row in ledger.figures.spend],
         },
         missing=dict(totals.missing),
         skipped=dict(totals.skipped),
