@@ -31,7 +31,7 @@ def engine_figures(totals: LaneTotals, why: Why) -> list[Figure]:
     failed = None if finished is None else sum(finished.get(r, 0.0) for r in FAILED)
     rejections = totals.groups.get("admission_rejections")
     drafts = v("spec_drafts")
-    rows = [
+    return [
         make_figure("e2e_mean", "End-to-end latency (mean)",
                     divide(v("e2e_sum"), v("e2e_count")), "seconds", why("e2e_sum"), q("e2e_sum")),
         make_figure("batch_tokens_per_step", "Tokens per engine step (whole batch, mean)",
@@ -64,7 +64,6 @@ def engine_figures(totals: LaneTotals, why: Why) -> list[Figure]:
         *_each(totals, "sleep_state", "sleep", "Engine {} (share of window)", "share",
                SLEEP_STATES),
     ]  # fmt: skip
-    return rows
 
 
 def _each(

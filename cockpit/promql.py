@@ -14,25 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from cockpit.dialects import (
-    RANK,
-    Counter,
-    Difference,
-    Either,
-    Gauge,
-    Histogram,
-    LastMinute,
-    Now,
-    Spec,
-    capacity_from_info,
-    capacity_metric,
-    lane_specs,
-    missing_reason,
-    names_escaped,
-    parse_le,
-    presence_metric,
-    sorted_buckets,
-)
+from cockpit import dialects
 from cockpit.model import LANE_GROUPED, LANE_HISTOGRAMS, LANE_NOW, LAST_MINUTE_S, Bucket, Missing
 from cockpit.timeutil import parse_duration, promql_duration, stamp
 
@@ -129,11 +111,11 @@ def selector_without(selector: str, *names: str) -> str:
 
 def presence_series(dialect: str, selector: str, escaped: bool = False) -> str:
     """The lane's series of its dialect's `presence_metric` (every lane has them)."""
-    return presence_metric(dialect, escaped) + selector_with(selector)
+    return dialects.presence_metric(dialect, escaped) + selector_with(selector)
 
 
 def spec_expression(
-    spec: Spec,
+    spec: dialects.Spec,
     selector: str,
     window: str,
     at: float | None = None,
@@ -150,56 +132,55 @@ def spec_expression(
     """
     pin = "" if at is None else f" @ {at:.3f}"
 
-    def part(other: Spec, over: str = window) -> str | None:
+    def part(other: dialects.Spec, over: str = window) -> str | None:
         return spec_expression(other, selector, over, at, step, by)
 
-    if isinstance(spec, Counter):
+    if isinstance(spec, dialects.Counter):
         increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
-        return f"{_sum('sum', _labels(spec.by, by))}({_one_rank(increase, spec.ranks)})"
-    if isinstance(spec, Difference):
+        return f"{_sum('sum', spec.by, by)}({_one_rank(increase, spec.ranks)})"
+    if isinstance(spec, dialects.Difference):
         return f"({part(spec.a)} - {part(spec.b)})"
-    if isinstance(spec, Either):
+    if isinstance(spec, dialects.Either):
         options = [e for o in spec.options if (e := part(o))]
-        if isinstance(spec.options[0], Histogram):  # `le` vectors: one option's buckets only
+        # `le` vectors: one option's buckets only, not several options' mixed.
+        if isinstance(spec.options[0], dialects.Histogram):
             options = [f"({o} unless on({by}) ({' or '.join(options[:k])}))" if k else o
                        for k, o in enumerate(options)]  # fmt: skip
         return f"({' or '.join(options)})"
-    if isinstance(spec, Now):
+    if isinstance(spec, dialects.Now):
         return _instant(spec.of, selector, pin, by)
-    if isinstance(spec, LastMinute):
+    if isinstance(spec, dialects.LastMinute):
         return part(spec.of, promql_duration(LAST_MINUTE_S))
-    if isinstance(spec, Gauge):
+    if isinstance(spec, dialects.Gauge):
         step = subquery_step(parse_duration(window)) if step is None else step
         sampled = f"[{window}:{promql_duration(step)}]{pin}"
         mean = f"avg_over_time({_instant(spec, selector, '', by)}{sampled})"
         # Data younger than the last subquery step: fall back to the value at the end.
         return f"({mean} or {_instant(spec, selector, pin, by)})"
-    if isinstance(spec, Histogram):
+    if isinstance(spec, dialects.Histogram):
         buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
         increase = _one_rank(f"increase({buckets})", spec.ranks)
-        return f"sum by ({_labels('le', by)}) ({increase})"
+        return f"{_sum('sum', 'le', by)}({increase})"
     return None
 
 
-def _instant(spec: Gauge | Either, selector: str, pin: str, by: str) -> str:
+def _instant(spec: dialects.Gauge | dialects.Either, selector: str, pin: str, by: str) -> str:
     """A gauge's sum (or mean) across series at the evaluation time."""
-    if isinstance(spec, Either):
-        options = [_instant(o, selector, pin, by) for o in spec.options if isinstance(o, Gauge)]
-        return f"({' or '.join(options)})"
+    if isinstance(spec, dialects.Either):
+        gauges = [o for o in spec.options if isinstance(o, dialects.Gauge)]
+        return f"({' or '.join(_instant(o, selector, pin, by) for o in gauges)})"
     series = _series(spec.metric, selector) + pin
-    return f"{_sum(spec.across, _labels(spec.by, by))}({_one_rank(series, spec.ranks)})"
+    return f"{_sum(spec.across, spec.by, by)}({_one_rank(series, spec.ranks)})"
 
 
 def _series(metric: str, selector: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
     return metric + selector_with(selector, **dict(extra))
 
 
-def _sum(how: str, by: str) -> str:
-    return f"{how} by ({by}) " if by else how
-
-
-def _labels(*names: str) -> str:
-    return ", ".join(name for name in names if name)
+def _sum(how: str, *labels: str) -> str:
+    """`how`, or `how by (labels)` when any label is kept."""
+    kept = ", ".join(label for label in labels if label)
+    return f"{how} by ({kept}) " if kept else how
 
 
 def _one_rank(vector: str, ranks: str) -> str:
@@ -213,11 +194,11 @@ def capacity_expression(
     """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
     `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
     """
-    metric = capacity_metric(dialect, escaped)
+    metric = dialects.capacity_metric(dialect, escaped)
     if dialect == "sglang":
         series = metric + selector_with(selector)
-        now = f"sum({_one_rank(series, RANK)})"
-        last = f"sum({_one_rank(f'last_over_time({series}[{window}])', RANK)})"
+        now = f"sum({_one_rank(series, dialects.RANK)})"
+        last = f"sum({_one_rank(f'last_over_time({series}[{window}])', dialects.RANK)})"
     else:
         now = metric + selector_without(selector, "model_name")
         last = f"(last_over_time({now}[{window}]) unless on() {now})"
@@ -296,7 +277,7 @@ def targets_expressions(selector: str) -> dict[str, str]:
 
 def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
     """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
-    specs = lane_specs(dialect).items()
+    specs = dialects.lane_specs(dialect).items()
     expressions = {key: e for key, spec in specs if (e := spec_expression(spec, selector, window))}
     return {**expressions, KV_CAPACITY: capacity_expression(dialect, selector)}
 
@@ -315,7 +296,7 @@ class LanePlan:
     the `extra` expressions (`kv_capacity`, and the lane's state when asked), why the other
     keys are `missing` (unavailable, or a metric not exposed), and all as one `query`."""
 
-    specs: Mapping[str, Spec]
+    specs: Mapping[str, dialects.Spec]
     exprs: Mapping[str, str]
     extra: Mapping[str, str]
     missing: Mapping[str, str]
@@ -337,9 +318,9 @@ def lane_plan(
     its data starts and its scrapes. Gauges are sampled every `gauge_step` seconds (default:
     the window's `subquery_step`).
     """
-    escaped = names_escaped(names or ())
-    every = lane_specs(dialect, escaped)
-    reasons = {key: missing_reason(spec, names) for key, spec in every.items()}
+    escaped = dialects.names_escaped(names or ())
+    every = dialects.lane_specs(dialect, escaped)
+    reasons = {key: dialects.missing_reason(spec, names) for key, spec in every.items()}
     missing = {key: reason for key, reason in reasons.items() if reason}
     specs = {key: spec for key, spec in every.items() if key not in missing}
     window = promql_duration(window_s)
@@ -407,10 +388,10 @@ def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
         if isinstance(number, Missing):
             return number
         try:
-            pairs.append((parse_le(sample["metric"]["le"]), number))
+            pairs.append((dialects.parse_le(sample["metric"]["le"]), number))
         except (KeyError, TypeError, ValueError):
             return Missing("histogram bucket without a readable le")
-    return sorted_buckets(pairs)
+    return dialects.sorted_buckets(pairs)
 
 
 def _groups(samples: Samples) -> dict[str, float] | Missing:
@@ -432,13 +413,13 @@ def capacity_from_samples(dialect: str, samples: Samples) -> float | None:
     if dialect == "sglang":
         number = sample_value(samples[0])
         return number if isinstance(number, float) and number > 0 else None
-    capacities = [capacity_from_info(sample.get("metric", {})) for sample in samples]
+    capacities = [dialects.capacity_from_info(sample.get("metric", {})) for sample in samples]
     return None if None in capacities else sum(c for c in capacities if c is not None)
 
 
 def capacity_reason(dialect: str, seen: bool) -> str:
     """Why a lane's KV capacity is unknown, as far as the sample (or its absence) says."""
-    metric = capacity_metric(dialect)
+    metric = dialects.capacity_metric(dialect)
     if not seen:
         return f"no {metric} sample in the window"
     return f"{metric} gives no usable capacity"

@@ -19,16 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cockpit import trends
 from cockpit.model import LaneTotals, SourceFailure, Trend, frozen_map
-from cockpit.trends import (
-    StepValues,
-    make_trend,
-    matrix_values,
-    point_times,
-    rate_range,
-    trend_query,
-    trend_step,
-)
 
 Api = Callable[[str, str, Mapping[str, str]], Awaitable[dict[str, Any]]]
 """One Prometheus API call (method, path, form) -> its decoded `success` answer."""
@@ -47,7 +39,7 @@ class _Kept:
 
     query: str
     window_s: float
-    steps: dict[float, StepValues]
+    steps: dict[float, trends.StepValues]
     trend: Trend
 
 
@@ -80,10 +72,10 @@ class History:
         self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
     ) -> Trend:
         lane, window_s = totals.lane, totals.window_s
-        times = point_times(window_s, end)
-        step = trend_step(window_s)
+        times = trends.point_times(window_s, end)
+        step = trends.trend_step(window_s)
         scrape_s = self._scrape_interval(totals)
-        query = trend_query(totals.dialect, totals.selector, step, names, scrape_s)
+        query = trends.trend_query(totals.dialect, totals.selector, step, names, scrape_s)
         kept = self._kept.get(lane)
         if (
             kept
@@ -101,7 +93,9 @@ class History:
             raise SourceFailure("the lane exposes none of the metrics the trend follows")
         answered = await self._query_range(query, start, times[-1], step)
         steps.update({t: answered.get(t, {}) for t in times if t >= start})
-        trend = make_trend(totals.dialect, window_s, end, steps, rate_range(step, scrape_s))
+        trend = trends.make_trend(
+            totals.dialect, window_s, end, steps, trends.rate_range(step, scrape_s)
+        )
         self._kept[lane] = _Kept(query, window_s, steps, trend)
         return trend
 
@@ -123,4 +117,4 @@ class History:
             raise SourceFailure("the history answer is not a range matrix")
         if not isinstance(result, list) or not all(isinstance(s, dict) for s in result):
             raise SourceFailure("the history answer's series are unreadable")
-        return matrix_values(result)
+        return trends.matrix_values(result)
