@@ -101,8 +101,6 @@ class Config:
     ledger_window: str | None = None
     """A separate window for the ledger (e.g. 90d) while the lane shows 1h; None = same."""
     theme: str = THEME_NAMES[0]
-    hardware_profiles: Mapping[str, Hardware] = field(default_factory=dict)
-    model_profiles: Mapping[str, ModelProfile] = field(default_factory=dict)
     health: Thresholds = field(default_factory=Thresholds)
     export_dir: str | None = None
     """Where `e` writes receipts; None: the platform's data dir (see cockpit/receipts.py)."""
@@ -173,6 +171,7 @@ def _parse(
     if root is None:
         return Config(source=reader.source)
     items = reader.mapping(root, "", _TOP_KEYS)
+    # the config's own profiles first: its lanes may name them
     custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
     custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
     readers = _readers(reader, (hardware, custom_hw), (models, custom_models))
@@ -206,8 +205,6 @@ def _readers(
         "windows": lambda n, k: _windows(reader, n, k),
         "ledger_window": lambda n, k: _window(reader, n, k),
         "theme": lambda n, k: choice(reader, n, k, THEME_NAMES),
-        "hardware_profiles": lambda n, k: hardware[1],  # read first: lanes name them
-        "model_profiles": lambda n, k: models[1],
         "health": lambda n, k: _thresholds(reader, n, k),
         "export_dir": lambda n, k: text(reader, n, k),  # `~` is expanded where it is used
         "discover": lambda n, k: _discover(reader, n, k, readers),
@@ -405,10 +402,11 @@ def _custom(
     key: str,
     build: Callable[[str, Mapping[str, Any]], T],
 ) -> dict[str, T]:
-    """Profiles defined in the config; a bad field is reported at its own line."""
+    """Profiles defined in the config, their key taken out of `items`; a bad field is reported
+    at its own line."""
     if key not in items:
         return {}
-    node = items[key][1]
+    node = items.pop(key)[1]
     if not isinstance(node, MappingNode):
         reader.fail(node, key, "expected a mapping of profile id -> fields")
     profiles: dict[str, T] = {}
@@ -417,15 +415,13 @@ def _custom(
         path = f"{key}.{ident}"
         if not isinstance(value_node, MappingNode):
             reader.fail(value_node, path, "expected a mapping of fields")
-        fields_by_name = {str(reader.scalar(k, path)): (k, v) for k, v in value_node.value}
+        nodes = {str(reader.scalar(k, path)): v for k, v in value_node.value}
         mapping = {
-            name: e_notation(value) if isinstance(value, str) else value
-            for name, (_, v) in fields_by_name.items()
-            for value in [reader.scalar(v, f"{path}.{name}")]
+            name: e_notation(reader.scalar(v, f"{path}.{name}")) for name, v in nodes.items()
         }
         try:
             profiles[ident] = build(ident, mapping)
         except ProfileFieldError as error:
-            at = fields_by_name.get(error.field, (value_node, value_node))[1]
+            at = nodes.get(error.field, value_node)
             reader.fail(at, f"{path}.{error.field}", str(error).split(": ", 1)[-1])
     return profiles

@@ -118,9 +118,7 @@ def number(
     reader: YamlReader, node: Node, key: str, most: float, *, least: float = 0.0, zero: bool = False
 ) -> float:
     """A finite number from `least` (or above 0, or 0 itself with `zero`) to `most`."""
-    value = reader.scalar(node, key)
-    if isinstance(value, str):
-        value = e_notation(value)
+    value = e_notation(reader.scalar(node, key))
     if isinstance(value, bool) or not isinstance(value, int | float):
         reader.fail(node, key, f"expected a number, got {shown(value)}")
     if not (least <= value <= most and (zero or value > 0)):  # NaN is in no range
@@ -135,12 +133,11 @@ def shown(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:40]}… ({len(text)} characters)"
 
 
-def e_notation(text: str) -> float | str:
+def e_notation(value: Any) -> Any:
     """YAML 1.1 reads `8.9e14` (no exponent sign) as text; people mean the number."""
-    try:
-        return float(text) if _E_NOTATION.fullmatch(text.strip()) else text
-    except ValueError:
-        return text
+    if isinstance(value, str) and _E_NOTATION.fullmatch(value.strip()):
+        return float(value)
+    return value
 
 
 def integer(reader: YamlReader, node: Node, key: str, most: int) -> int:

