@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import accumulate
 
 from cockpit.model import Bucket
 
@@ -33,7 +34,7 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
     ordered = sorted(buckets, key=lambda bucket: bucket[0])
     if ordered[-1][0] != math.inf:
         return None
-    bounds, counts = _monotonic(_coalesced(ordered))
+    bounds, counts = _envelope(ordered)
     if len(bounds) < 2 or counts[-1] == 0:
         return None
     rank = q * counts[-1]
@@ -50,22 +51,15 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
     return start + (bounds[b] - start) * (rank / count), False
 
 
-def _coalesced(ordered: Sequence[Bucket]) -> list[list[float]]:
-    """Buckets with the same bound (series that overlap after aggregation) added together."""
+def _envelope(ordered: Sequence[Bucket]) -> tuple[list[float], list[float]]:
+    """Bounds and counts: equal bounds (series that overlap once summed) added up, then each
+    count raised to the largest before it (the envelope Prometheus takes when the increases of
+    separately scraped buckets disagree)."""
     merged: list[list[float]] = []
     for bound, count in ordered:
         if merged and merged[-1][0] == bound:
             merged[-1][1] += count
         else:
             merged.append([bound, count])
-    return merged
-
-
-def _monotonic(merged: list[list[float]]) -> tuple[list[float], list[float]]:
-    """Bounds and counts, each count raised to the largest before it (the envelope Prometheus
-    takes when increases of separately scraped buckets disagree)."""
-    bounds = [bound for bound, _ in merged]
-    counts: list[float] = []
-    for _, count in merged:
-        counts.append(max(count, counts[-1]) if counts else count)
-    return bounds, counts
+    counts = accumulate((count for _, count in merged), lambda top, count: max(count, top))
+    return [bound for bound, _ in merged], list(counts)

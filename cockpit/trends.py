@@ -31,21 +31,12 @@ NICE_STEPS_S: tuple[int, ...] = (
 )  # fmt: skip
 DAY_S = 86400
 STEP_INPUTS: tuple[str, ...] = (
-    "prefix_cache_hits",
-    "prefix_cache_queries",
-    "generation_tokens",
-    "ttft_count",
-    "itl_sum",
-    "itl_count",
-    "spec_drafts",
-    "spec_accepted",
-    "running",
-    "waiting",
-    "kv_usage",
-)
+    "prefix_cache_hits", "prefix_cache_queries", "generation_tokens", "ttft_count",
+    "itl_sum", "itl_count", "spec_drafts", "spec_accepted", "running", "waiting", "kv_usage",
+)  # fmt: skip
 """The raw lane keys the trend keys are worked out from, read per step."""
 TTFT = "ttft"
-"""The raw key of the TTFT histogram."""
+"""The raw key of the TTFT histogram, read per step as its p95 (`TTFT_P95`)."""
 TTFT_P95 = "ttft_p95"
 QUANTILE = 0.95
 RATE_SCRAPES = 4

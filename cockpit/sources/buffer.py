@@ -1,27 +1,19 @@
 """The scrape source's memory: each kept series' points, a window's figures and the trend.
 
-Increase semantics: like Prometheus `increase()` over the samples inside the window, with
-counter resets handled (a drop, or a new `_created` time, counts the new value as the increase
-since the restart), but **without** extrapolation to the window edges: the figure covers the
-first to the last scrape in the window, which at the usual 1-5 s poll differs from Prometheus by
-at most one interval's traffic.
+Increases: Prometheus's `increase()` over the window's samples, resets handled (a drop, or a
+newer `_created`, counts the new value as the increase since the restart), but not extrapolated
+to the window's edges: at the usual 1-5 s poll, at most one interval's traffic apart.
 
-Coverage: when the buffer starts after the window does, the window is only partly watched.
-A series born inside the window (its `_created`) at or before the first watched scrape went
-from 0 at birth, so its first value is its increase since then: when every counter series of
-that first scrape was born so (one engine start inside the window), the window is covered
-since that start. Otherwise it is covered from the first watched scrape, and each series
-counts from there; a series that appears later (an engine restarted with more metrics) counts
-from its own birth, since it was absent, so zero, before. One series' start is never applied
-to the others' totals.
+Coverage: a buffer that starts after the window does watched only part of it. A series born
+(`_created`) inside the window at or before the first watched scrape went from 0 at birth:
+when every counter series of that scrape was (one engine start), the window is covered since
+that start; otherwise from the first watched scrape. A series that appears later counts from
+its own birth (absent, so zero, before). One series' start never applies to another's total.
 
-Bounds: by scrape count, by age, and by an approximate size (points × 32 bytes + series ×
-700 bytes); a series that stopped appearing is let go once no window asked for reaches it.
-A non-finite sample (NaN, ±Inf) is left out and counted; windows without it are unaffected.
-
-Trend (`BufferTrend`): a step's counter increase runs from the series' last point before the
-step (when that one lies in the step before: after a gap, from its first point in the step) to
-its last point in it, resets handled as above.
+Bounds: scrape count, age and an approximate size (points × 32 bytes + series × 700 bytes);
+a series that stopped appearing is let go once no window read reaches it. A non-finite sample
+(NaN, ±Inf) is left out and counted. Trend (`BufferTrend`): a step's increase runs from the
+series' last point in the step before (after a gap, its first in the step) to its last in it.
 """
 
 from __future__ import annotations
@@ -53,11 +45,8 @@ Read = float | dict[str, float] | tuple[Bucket, ...] | Missing
 
 
 class Track:
-    """One series' finite points in flat arrays (8 bytes a number), oldest first.
-
-    `run[k]` is the counter's increase from the first kept point to point k, resets handled:
-    a window's increase is then one subtraction, however many scrapes it spans.
-    """
+    """One series' finite points in flat arrays (8 bytes a number), oldest first. `run[k]`:
+    the increase from the first kept point to point k, so a window's is one subtraction."""
 
     __slots__ = ("born", "dropped", "run", "times", "values")
 
@@ -70,11 +59,11 @@ class Track:
         self.dropped = array("d")
         """Times of the non-finite samples left out."""
 
-    def append(self, at: float, value: float, born: float) -> bool:
-        """Add a point; False (and counted in `dropped`) when the value is not finite."""
+    def append(self, at: float, value: float, born: float) -> None:
+        """Add a point (to `dropped` when the value is not finite)."""
         if not math.isfinite(value):
             self.dropped.append(at)
-            return False
+            return
         born = born if math.isfinite(born) else math.nan
         if self.values:
             # A reset: the counter went down, or a newer `_created` (NaN compares False).
@@ -86,16 +75,13 @@ class Track:
         self.times.append(at)
         self.values.append(value)
         self.born.append(born)
-        return True
 
-    def drop_before(self, oldest: float) -> int:
-        """Let go of the points before `oldest`; how many went."""
+    def drop_before(self, oldest: float) -> None:
+        """Let go of the points before `oldest`."""
         del self.dropped[: bisect_left(self.dropped, oldest)]
         cut = bisect_left(self.times, oldest)
-        if cut:
-            for column in (self.times, self.values, self.born, self.run):
-                del column[:cut]
-        return cut
+        for column in (self.times, self.values, self.born, self.run):
+            del column[:cut]
 
     def window(self, start: float, end: float) -> tuple[int, int]:
         """Index range [first, stop) of the points with start <= time <= end."""
@@ -128,18 +114,17 @@ class Buffer:
     max_bytes: int
     scrapes: deque[float] = field(default_factory=deque)
     series: dict[str, dict[LabelKey, Track]] = field(default_factory=dict)
-    points: int = 0
-    tracks: int = 0
     complete_since: float = -math.inf
     """Series last seen before this were let go: a window reaching back further is partial."""
     longest_window_s: float | None = None
-    """The longest window read so far: a series that stopped appearing is kept that long
-    (all of them, until a window is read)."""
+    """A series that stopped appearing is kept as long as the longest window read (no window
+    read yet: all are kept)."""
 
     @property
     def size(self) -> int:
         """Approximate bytes held."""
-        return self.points * POINT_BYTES + self.tracks * SERIES_BYTES
+        tracks = [track for family in self.series.values() for track in family.values()]
+        return sum(len(t.times) for t in tracks) * POINT_BYTES + len(tracks) * SERIES_BYTES
 
     def fits(self, series: int) -> bool:
         """Whether one scrape of that many series fits the size bound at all."""
@@ -158,8 +143,7 @@ class Buffer:
                 track = family.get(labels)
                 if track is None:
                     track = family[labels] = Track()
-                    self.tracks += 1
-                self.points += track.append(at, value, born)
+                track.append(at, value, born)
         self._trim(at)
 
     def read_window(self, window_s: float) -> None:
@@ -188,10 +172,9 @@ class Buffer:
         oldest = self.scrapes[0]
         for family in self.series.values():
             for labels, track in list(family.items()):
-                self.points -= track.drop_before(oldest)
+                track.drop_before(oldest)
                 if track.empty:
                     del family[labels]
-                    self.tracks -= 1
 
     def _evict_dead(self, before: float) -> None:
         """Let go of the series last seen before `before` (no window read reaches them)."""
@@ -199,18 +182,15 @@ class Buffer:
             for labels, track in list(family.items()):
                 if track.last_seen < before:
                     del family[labels]
-                    self.points -= len(track.times)
-                    self.tracks -= 1
                     self.complete_since = max(self.complete_since, track.last_seen)
 
     def matching(
-        self, name: str, matchers: Iterable[promql.Matcher]
+        self, name: str, matchers: list[promql.Matcher]
     ) -> Iterator[tuple[LabelKey, Track]]:
         """The series of `name` whose labels meet every matcher."""
-        wanted = list(matchers)
         for labels, track in self.series.get(name, {}).items():
             as_dict = dict(labels)
-            if all(m.matches(as_dict) for m in wanted):
+            if all(m.matches(as_dict) for m in matchers):
                 yield labels, track
 
     def any_match(self, matchers: list[promql.Matcher]) -> bool:
@@ -229,10 +209,8 @@ def span(seconds: float) -> str:
 
 
 class Window:
-    """The figures of one window [start, end] over the buffer, for one lane's matchers.
-
-    `counters`: the sample names read as counters; the window's coverage is worked out over
-    their series (see the module's docstring)."""
+    """The figures of one window [start, end] over the buffer, for one lane's matchers;
+    coverage is worked out over the series of `counters` (the sample names read as counters)."""
 
     def __init__(
         self,
@@ -307,7 +285,7 @@ class Window:
         return (f"{count} non-finite sample{plural} (NaN/Inf) left out: {names}",)
 
     def _tracks(
-        self, name: str, extra: Iterable[tuple[str, str]] = ()
+        self, name: str, extra: tuple[tuple[str, str], ...] = ()
     ) -> Iterator[tuple[LabelKey, Track, int, int]]:
         """Matching series with the index range of their points inside the window."""
         matchers = [*self.matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
@@ -341,16 +319,22 @@ class Window:
         return found
 
     def counter(self, spec: dialects.Counter) -> float | dict[str, float] | Missing:
-        found = [
-            (labels, self._increase(track, first, stop))
-            for labels, track, first, stop in self._tracks(spec.metric, spec.extra)
-        ]
-        groups = _by(one_rank(found, spec.ranks), spec.by)
+        groups = _by(self._increases(spec.metric, spec.extra, spec.ranks), spec.by)
         totals = {name: _total(increases) for name, increases in groups.items()}
         if not spec.by:
             return totals.get("", NO_SAMPLES)
         numbers = {name: t for name, t in totals.items() if not isinstance(t, Missing)}
         return numbers or next(iter(totals.values()), NO_SAMPLES)
+
+    def _increases(
+        self, name: str, extra: tuple[tuple[str, str], ...], ranks: str
+    ) -> list[tuple[LabelKey, float | Missing | None]]:
+        """Each matching series' increase (None: no point in the window), one per `ranks`."""
+        found = [
+            (labels, self._increase(track, first, stop))
+            for labels, track, first, stop in self._tracks(name, extra)
+        ]
+        return one_rank(found, ranks)
 
     def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
         """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
@@ -386,12 +370,8 @@ class Window:
         return means if spec.by else means[""]
 
     def histogram(self, spec: dialects.Histogram) -> tuple[Bucket, ...] | Missing:
-        found = [
-            (labels, self._increase(track, first, stop))
-            for labels, track, first, stop in self._tracks(f"{spec.base}_bucket", spec.extra)
-        ]
         by_le: dict[float, list[float | Missing | None]] = {}
-        for labels, increase in one_rank(found, spec.ranks):
+        for labels, increase in self._increases(f"{spec.base}_bucket", spec.extra, spec.ranks):
             bound = dict(labels).get("le")
             if bound is not None:
                 by_le.setdefault(dialects.parse_le(bound), []).append(increase)

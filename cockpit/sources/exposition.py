@@ -1,16 +1,12 @@
-"""An engine's `/metrics`: fetched over the one HTTP layer, parsed by prometheus_client.
+"""An engine's `/metrics` text, parsed by prometheus_client. Pure: no I/O.
 
-`fetch()` gets the text (capped in size); `read_scrape()` keeps only the lines of the sample
-names the lane's figures need and, when the lane's selector has exact matchers, of its series
-(a cheap split of the text: most of an exposition is other histograms' buckets), parses those
-with `prometheus_client.parser`, and returns one `Scrape`. A series the last scrape had (the
-same text before the value) has only its value read: the parser reads each line's labels
-character by character, the costly part of a refresh.
-
-The classic text format is asked for, so names keep their colon (`vllm:x`). Without the
-`# TYPE` lines the library's parser keeps every sample under its own name (`x_total`,
-`x_bucket`, `x_created` as written); an OpenMetrics answer (`vllm_` names, `# EOF`,
-exemplars) reads the same way.
+`read_scrape()` keeps only the lines of the sample names the lane's figures need and, when the
+lane's selector has exact matchers, of its series (a cheap split: most of an exposition is other
+histograms' buckets), and parses those with `prometheus_client.parser`, one line at a time: with
+no `# TYPE` line every sample keeps its own name (`x_total`, `x_bucket`, `x_created`), in the
+classic format and OpenMetrics (`vllm_` names, `# EOF`, exemplars) alike. A series the last
+scrape had (the same text before the value) has only its value read: the parser reading each
+line's labels character by character is the costly part of a refresh.
 """
 
 from __future__ import annotations
@@ -43,10 +39,8 @@ def label_key(labels: Mapping[str, str]) -> LabelKey:
 
 def created_name(sample_name: str) -> str:
     """`x_total`, `x_bucket`, `x_sum`, `x_count` -> `x_created`."""
-    for suffix in ("_total", "_bucket", "_sum", "_count"):
-        if sample_name.endswith(suffix):
-            return sample_name[: -len(suffix)] + "_created"
-    return sample_name + "_created"
+    base, _, suffix = sample_name.rpartition("_")
+    return (base if suffix in ("total", "bucket", "sum", "count") else sample_name) + "_created"
 
 
 def lane_matchers(selector: str) -> list[promql.Matcher]:
@@ -156,7 +150,10 @@ def read_scrape(
     keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
     info = {dialects.VLLM_CAPACITY, dialects.escape_name(dialects.VLLM_CAPACITY)}
     series = {*keep_names, *(created_name(name) for name in keep_names)}
-    written = [_written(m) for m in keep if m.op == "=" and m.value]
+    # How an equality matcher's label appears in the text: `name="value"`.
+    written = [
+        f'{m.name}="{promql.escape_label_value(m.value)}"' for m in keep if m.op == "=" and m.value
+    ]
     chosen = [
         line
         for name in series
@@ -181,8 +178,3 @@ def read_scrape(
         born = created.get((created_name(name), base), math.nan)
         scrape.samples.setdefault(name, {})[key] = (value, born)
     return scrape
-
-
-def _written(matcher: promql.Matcher) -> str:
-    """How an equality matcher's label appears in the exposition text: `name="value"`."""
-    return f'{matcher.name}="{promql.escape_label_value(matcher.value)}"'

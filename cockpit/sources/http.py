@@ -33,18 +33,8 @@ MASK = "***"
 class SourceError(SourceFailure):
     """A read failed; `str()` is one line for the user, free of secrets."""
 
-    def __init__(
-        self,
-        reason: str,
-        retry_after: float | None = None,
-        *,
-        unreachable: bool = False,
-        engine_absent: bool = False,
-        connect_failed: bool = False,
-    ) -> None:
-        super().__init__(reason, retry_after, unreachable=unreachable, engine_absent=engine_absent)
-        self.connect_failed = connect_failed
-        """Nothing answered the connection (refused, unknown host, TLS)."""
+    connect_failed = False
+    """Nothing answered the connection (refused, unknown host, TLS)."""
 
 
 class Reply(NamedTuple):
@@ -179,9 +169,6 @@ class HttpClient:
             ),
         )
 
-    def __repr__(self) -> str:
-        return f"HttpClient({self.url!r})"
-
     def mask(self, text: str) -> str:
         """`text` with this client's credentials (in any form sent) replaced by ***."""
         return mask(text, self._secrets)
@@ -225,17 +212,15 @@ class HttpClient:
 
     async def _body(self, response: httpx.Response) -> bytes:
         """The whole body, or SourceError once it grows past `max_bytes`."""
-        chunks: list[bytes] = []
-        size = 0
+        body = bytearray()
         async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
+            body += chunk
+            if len(body) > self.max_bytes:
                 raise SourceError(
                     f"{self.url}: answer over {self.max_bytes / 1e6:g} MB refused (a runaway "
                     "query or label?)"
                 )
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return bytes(body)
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""
@@ -250,8 +235,7 @@ class HttpClient:
             return SourceError(
                 f"{self.url}: request not sendable: a header or the URL has characters HTTP forbids"
             )
-        return SourceError(
-            f"{self.url}: {self.mask(transport_reason(exc))}",
-            unreachable=isinstance(exc, httpx.TransportError | OSError),
-            connect_failed=isinstance(exc, httpx.ConnectError),
-        )
+        reason = f"{self.url}: {self.mask(transport_reason(exc))}"
+        error = SourceError(reason, unreachable=isinstance(exc, httpx.TransportError | OSError))
+        error.connect_failed = isinstance(exc, httpx.ConnectError)
+        return error

@@ -2,13 +2,9 @@
 
 `poll()` takes one scrape into a bounded buffer; `read_lane()` only computes from the buffer
 (it polls once itself when the buffer is empty), so a refresh costs one HTTP request.
-Parsing: `exposition.py`; the buffer, increases, coverage and trend: `buffer.py`.
-
-First poll: one scrape holds no window increase. When a series carries `<name>_created` (a
-single-process engine does) and the engine started inside the window, the counter went from 0 at
-`_created` to its current value, so the first scrape's value *is* the window's increase: it is
-shown at once with `coverage_note = "since engine start (N min)"`. Without `_created`
-(multiprocess engines) the key is missing with "needs a second scrape".
+Parsing: `exposition.py`; the buffer, increases, coverage and trend: `buffer.py`. The first
+scrape already has the window's increase when the engine started inside the window and its
+series carry `_created` ("since engine start"); else it "needs a second scrape".
 """
 
 from __future__ import annotations
@@ -276,9 +272,7 @@ def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
 
 def _describe(spec: dialects.Spec) -> str:
     if isinstance(spec, dialects.Counter):
-        extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
-        text = f"increase of {spec.metric}{{{extra}}}" if extra else f"increase of {spec.metric}"
-        return text + _grouping(spec)
+        return f"increase of {spec.metric}{_extra(spec)}{_grouping(spec)}"
     if isinstance(spec, dialects.Difference):
         return f"{_describe(spec.a)} - {_describe(spec.b)}"
     if isinstance(spec, dialects.Either):
@@ -286,13 +280,17 @@ def _describe(spec: dialects.Spec) -> str:
     if isinstance(spec, dialects.Gauge):
         return f"{spec.across} of {spec.metric}{_grouping(spec)}, averaged over scrapes"
     if isinstance(spec, dialects.Histogram):
-        extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
-        return f"increase per le of {spec.base}_bucket" + (f"{{{extra}}}" if extra else "")
+        return f"increase per le of {spec.base}_bucket{_extra(spec)}"
     if isinstance(spec, dialects.Now):
         return _describe(spec.of).replace(", averaged over scrapes", ", at the last scrape")
     if isinstance(spec, dialects.LastMinute):
         return f"{_describe(spec.of)}, over the last minute"
     return "unavailable"
+
+
+def _extra(spec: dialects.Counter | dialects.Histogram) -> str:
+    extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
+    return f"{{{extra}}}" if extra else ""
 
 
 def _grouping(spec: dialects.Counter | dialects.Gauge) -> str:
