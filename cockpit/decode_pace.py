@@ -1,9 +1,6 @@
-"""How fast a stream decodes, as each engine's inter-token histogram counts it. Pure: no I/O.
-
-vLLM observes one ITL per request per engine step (however many tokens it carried); SGLang
-observes one per token. So tokens per step, the step and tok/s per stream are worked out per
-engine from the same raw lane keys.
-"""
+"""How fast a stream decodes, from each engine's inter-token (ITL) histogram: vLLM observes
+one ITL per request per engine step (however many tokens it carried), SGLang one per token.
+No I/O."""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ Values = Callable[[str], float | None]
 """Raw lane key -> its window value (None when absent), e.g. `LaneTotals.values.get`."""
 
 NO_SPECULATION = "no speculative decoding: 1 token per step"
+_ITL = ("itl_sum", "itl_count")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,21 +39,17 @@ class DecodePace:
 
 
 def _itl_per_step(v: Values) -> DecodePace:
-    """vLLM: one ITL observation per request per engine step, however many tokens it carried.
-
-    Under speculative decoding, `1 + accepted/drafts` counts only the steps that drafted (an
-    n-gram proposer drafts only on a match), so tokens per step is measured instead: tokens
-    after each request's first (generated - TTFT count) over decode steps (ITL count).
-    """
-    itl = ("itl_sum", "itl_count")
+    """vLLM. Under speculative decoding `1 + accepted/drafts` counts only the steps that drafted
+    (an n-gram proposer drafts only on a match), so tokens per step is measured: tokens after
+    each request's first (generated - TTFT count) over decode steps (ITL count)."""
     no_steps = "no decode steps in window"
-    step = Derived(divide(v("itl_sum"), v("itl_count")), itl, no_steps)
+    step = Derived(divide(v("itl_sum"), v("itl_count")), _ITL, no_steps)
     if v("spec_drafts") is None:
         one = None if step.value is None else 1.0
         return DecodePace(
-            Derived(one, itl, no_steps, NO_SPECULATION),
+            Derived(one, _ITL, no_steps, NO_SPECULATION),
             step,
-            Derived(divide(one, step.value), itl, no_steps),
+            Derived(divide(one, step.value), _ITL, no_steps),
         )
     first = v("ttft_count")
     generated = v("generation_tokens")
@@ -74,17 +68,13 @@ def _itl_per_step(v: Values) -> DecodePace:
 
 
 def _itl_per_token(v: Values) -> DecodePace:
-    """SGLang: each output adds its interval to ITL's sum once and its token count to the count.
-
-    The ITL mean is then time per token; a step is that times tokens per step, which comes
-    from verify calls (each a decode step under speculation): 1 + accepted / verify calls.
-    """
-    itl = ("itl_sum", "itl_count")
+    """SGLang: the ITL mean is time per token; a step is that times tokens per step, from the
+    verify calls (each a decode step under speculation): 1 + accepted / verify calls."""
     no_tokens = "no decode tokens in window"
     per_token = divide(v("itl_sum"), v("itl_count"))
-    stream = Derived(divide(v("itl_count"), v("itl_sum")), itl, no_tokens)
+    stream = Derived(divide(v("itl_count"), v("itl_sum")), _ITL, no_tokens)
     if v("spec_drafts") is None:
-        tokens = Derived(None if per_token is None else 1.0, itl, no_tokens, NO_SPECULATION)
+        tokens = Derived(None if per_token is None else 1.0, _ITL, no_tokens, NO_SPECULATION)
     else:
         accepted = divide(v("spec_accepted"), v("spec_drafts"))
         tokens = Derived(
@@ -93,7 +83,7 @@ def _itl_per_token(v: Values) -> DecodePace:
             "no verify steps in window",
         )
     step = None if per_token is None or tokens.value is None else per_token * tokens.value
-    return DecodePace(tokens, Derived(step, (*itl, *tokens.inputs), no_tokens), stream)
+    return DecodePace(tokens, Derived(step, (*_ITL, *tokens.inputs), no_tokens), stream)
 
 
 def decode_pace(dialect: str, values: Values) -> DecodePace:

@@ -1,8 +1,6 @@
 """Pure arithmetic: window totals in, figures out. The TUI and `cockpit report` both use it.
-
 Definitions follow DESIGN.md ("Figures"). A figure whose inputs are absent is missing with a
-reason, never zero; a ratio whose denominator is zero is missing too ("no output in window").
-"""
+reason, never zero; a ratio whose denominator is zero is missing too ("no output in window")."""
 
 from __future__ import annotations
 
@@ -51,6 +49,9 @@ def _significant(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+_SI_UNITS = {"flop/s": "FLOP/s", "bytes/s": "B/s", "bytes": "B"}
+
+
 def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
     """How a figure reads on screen and in receipts; `—` when missing; `> 60 s` for a lower
     bound (`above`)."""
@@ -70,12 +71,8 @@ def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
         return f"{value:,.0f}" if abs(value) < 1e6 else si(value)
     if unit == "tok/s":
         return f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s"
-    if unit == "flop/s":
-        return si(value, unit="FLOP/s")
-    if unit == "bytes/s":
-        return si(value, unit="B/s")
-    if unit == "bytes":
-        return si(value, unit="B")
+    if unit in _SI_UNITS:
+        return si(value, unit=_SI_UNITS[unit])
     if unit == "usd":  # a cost under a cent keeps its digits (not "$0.00")
         return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
     return f"{value:,.3g}"
@@ -109,10 +106,8 @@ def split_reason(reason: str) -> tuple[str, str]:
 
 def merge_reasons(reasons: Iterable[str]) -> str:
     """Reasons joined with `; `, each cause once, in first-seen order.
-
     `not exposed by this engine (vllm:a)` and `... (vllm:b)` read
-    `not exposed by this engine (vllm:a, vllm:b)`; identical reasons appear once.
-    """
+    `not exposed by this engine (vllm:a, vllm:b)`; identical reasons appear once."""
     causes: dict[str, list[str]] = {}
     for reason in reasons:
         cause, detail = split_reason(reason)
@@ -175,10 +170,8 @@ def bucket_share(
     buckets: tuple[Bucket, ...], threshold: float, above: bool
 ) -> tuple[float | None, float | None]:
     """Share of observations ≤ (or >) the largest bucket bound ≤ threshold, and that bound.
-
     Bounds come from the server (`le` values), so a lane with custom buckets is read honestly:
-    the bound actually used is returned for the label.
-    """
+    the bound actually used is returned for the label."""
     total = buckets[-1][1] if buckets and math.isinf(buckets[-1][0]) else None
     bounds = [(le, count) for le, count in buckets if le <= threshold]
     if not total or not bounds:
@@ -395,11 +388,9 @@ def _length_share(
     key: str, totals: LaneTotals, histogram: str, threshold: float, above: bool
 ) -> tuple[Figure, float | None]:
     """The share of requests past (or within) a threshold, and the bucket bound it used.
-
     Between bounds, the nearest bound below the threshold is used and named in the label. Past
     the largest finite bound the share is exact only when no request lies beyond that bound
-    (0 % above, 100 % within); otherwise the buckets can't tell it.
-    """
+    (0 % above, 100 % within); otherwise the buckets can't tell it."""
     buckets = totals.histograms.get(histogram, ())
     query = totals.queries.get(histogram, "")
     label = _length_label(key, threshold, above)
@@ -429,9 +420,7 @@ def _length_noun(key: str) -> str:
 
 def lane_load(figures: LaneFigures, gpus: int = 1) -> LaneLoad:
     """The figures the roofline's operating points are made of, for the lane as a whole.
-
-    The engine's MFU counters are per GPU; the lane's roof is all its GPUs together.
-    """
+    The engine's MFU counters are per GPU; the lane's roof is all its GPUs together."""
     value = figures.value
     flops, moved = value("measured_flops"), value("measured_bytes")
     return LaneLoad(

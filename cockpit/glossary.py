@@ -1,9 +1,7 @@
 """What each figure on screen means, in a line: the details screen shows it beside the figure.
-
 A name in backticks in a lane figure's line is the raw key it is read from: the details screen
 shows that key's query (PromQL or scrape description) when the figure has none of its own.
-No I/O, no Textual.
-"""
+No I/O, no Textual."""
 
 from __future__ import annotations
 

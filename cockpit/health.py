@@ -1,15 +1,13 @@
 """The health line: explicit rules over a lane's snapshot, each naming its figure and threshold.
-
-Pure: no I/O. A rule whose figure is missing says nothing (a gap is not an alarm), except
-the down rule (engine or source), which is about the figures being there at all.
-"""
+A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule,
+which is about the figures being there at all. No I/O."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from cockpit.figures import format_figure
 from cockpit.model import Figure, Freshness, Unit
@@ -116,7 +114,7 @@ def rule_lines(thresholds: Thresholds) -> list[str]:
     return lines
 
 
-def _present(figure: Figure | None) -> bool:
+def _present(figure: Figure | None) -> TypeGuard[Figure]:
     return figure is not None and figure.value is not None
 
 
@@ -137,7 +135,7 @@ def _down(freshness: Freshness) -> Finding:
 def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Finding | None:
     if streak < thresholds.queue_refreshes:
         return None
-    count = f"{format_figure(waiting)} " if waiting is not None and _present(waiting) else ""
+    count = f"{format_figure(waiting)} " if _present(waiting) else ""
     text = (
         f"queue building: {count}waiting for {streak} refreshes in a row "
         f"(alert at ≥ {thresholds.queue_refreshes})"

@@ -1,7 +1,5 @@
 """Hardware and model profiles: the packaged `profiles.yaml`, looked up by id or alias.
-
-Ids are matched case-insensitively, with spaces and underscores read as hyphens.
-"""
+Ids are matched case-insensitively, with spaces and underscores read as hyphens."""
 
 from __future__ import annotations
 
@@ -36,9 +34,7 @@ def normalize_id(profile_id: str) -> str:
 
 class ProfileTable(Mapping[str, T], Generic[T]):
     """Profiles by canonical id; lookups also accept aliases and any letter case.
-
-    Iteration yields canonical ids only. A miss raises KeyError naming the known ids.
-    """
+    Iteration yields canonical ids only. A miss raises KeyError naming the known ids."""
 
     def __init__(self, kind: str, profiles: Mapping[str, T], aliases: Mapping[str, str]) -> None:
         self._kind = kind

@@ -1,7 +1,5 @@
 """The mini roofline: pure arithmetic on hardware and model profiles. No I/O.
-
 The model of work, in one place:
-
 - A token at position `t` (it attends to `t` earlier tokens) costs
   `2·P_active + 4·L·w·t` FLOPs: two per active weight, plus the attention matmuls
   Q·Kᵀ and A·V at `2·w·t` each per layer, `w` the attention width (the hidden size d for
@@ -14,8 +12,7 @@ The model of work, in one place:
 - Activations, KV writes and kernel overheads are left out, as in the seed: the roof is a
   ceiling, not a prediction.
 - Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`, the peak that of the model's
-  compute number format (an FP8 model against the GPU's FP8 peak).
-"""
+  compute number format (an FP8 model against the GPU's FP8 peak)."""
 
 from __future__ import annotations
 
@@ -174,10 +171,8 @@ def decode_step(
     seconds: float | None = None,
 ) -> DecodePoint:
     """One decode step at batch B, context C; on the roof unless timed.
-
     With speculative decoding each sequence keeps `tokens_per_step` tokens per step; the
-    FLOPs count those, the weights and each KV cache are read once per step.
-    """
+    FLOPs count those, the weights and each KV cache are read once per step."""
     if batch <= 0:
         raise ValueError("a decode step needs a batch of at least one sequence")
     hw = roof_for(hw, model)
@@ -244,10 +239,8 @@ class OperatingPoints:
 @dataclass(frozen=True, slots=True)
 class RooflineView:
     """Everything the roofline pane draws: the roofs and, when known, the lane's points.
-
     `hw` is held to the model's compute number format on construction, so the roof drawn is
-    the one the points were placed under.
-    """
+    the one the points were placed under."""
 
     hw: Hardware
     model: ModelProfile
@@ -266,11 +259,9 @@ def _operating_prefill(
     load: LaneLoad, hw: Hardware, model: ModelProfile, chunk_tokens: int | None
 ) -> tuple[PrefillPoint | None, str]:
     """Prefill as the lane runs it: passes of the chunk (or the fresh prefill) at its rate.
-
     The computed tokens of a request sit between its cached prefix and its end, so their
     mean position is `prompt − fresh / 2`; attention FLOPs are linear in it, so one
-    representative pass at that position has the lane's mean FLOPs per token.
-    """
+    representative pass at that position has the lane's mean FLOPs per token."""
     rate = load.effective_prefill_rate
     if rate is None or rate <= 0:
         return None, _missing(rate, "effective prefill rate", "no prefill in the window")

@@ -101,6 +101,7 @@ def _header(hw: Hardware, model: ModelProfile) -> list[str]:
     if model.is_moe:
         counted += f", {params_text(model.active_params)} active"
     per_param = f"{model.bytes_per_param:g} byte{'' if model.bytes_per_param == 1 else 's'}"
+    kv = model.kv_bytes_per_token
     return [
         f"{model.name} on {hw.name}",
         _row("peak", _peak(hw, model)),
@@ -108,11 +109,7 @@ def _header(hw: Hardware, model: ModelProfile) -> list[str]:
         _row("ridge", f"{intensity_text(hw.ridge)} FLOP/byte"),
         _row("weights", f"{si(model.weight_bytes, 'B')} ({counted} × {per_param})"),
         *_experts_row(model),
-        _row(
-            "KV cache",
-            f"{si(model.kv_bytes_per_token, 'B')} per token"
-            f" ({model.kv_bytes_per_token / 1024:,.4g} KiB)",
-        ),
+        _row("KV cache", f"{si(kv, 'B')} per token ({kv / 1024:,.4g} KiB)"),
     ]
 
 
@@ -173,27 +170,18 @@ def _memory(hw: Hardware, model: ModelProfile, kv_bytes: float) -> list[str]:
 
 def _decode_rows(point: DecodePoint, hw: Hardware, model: ModelProfile) -> list[str]:
     weights = "weights read" if model.is_moe else "weights"
+    parts = f"{weights} {si(point.weight_bytes, 'B')} + KV {si(point.kv_bytes, 'B')}"
+    per_stream = rate_text(point.tokens_per_s_per_stream)
+    share, over = percent_text(point.kv_share), percent_text(point.kv_over_weights)
     return [
         f"decode step at batch {point.batch:,.0f}, context {point.context:,.0f}",
         _row("FLOPs", si(point.flops, "FLOP")),
-        _row(
-            "bytes",
-            f"{si(point.bytes_moved, 'B')} ({weights} {si(point.weight_bytes, 'B')}"
-            f" + KV {si(point.kv_bytes, 'B')})",
-        ),
+        _row("bytes", f"{si(point.bytes_moved, 'B')} ({parts})"),
         *_weights_read(model, point.batch * point.tokens_per_step),
         _row("intensity", f"{intensity_text(point.intensity)} FLOP/byte ({point.bound} bound)"),
         _row("step time", seconds_text(point.seconds)),
-        _row(
-            "ceiling",
-            f"{rate_text(point.tokens_per_s)} ({rate_text(point.tokens_per_s_per_stream)}"
-            " per stream)",
-        ),
-        _row(
-            "KV share of step",
-            f"{percent_text(point.kv_share)} of the bytes"
-            f" (+{percent_text(point.kv_over_weights)} over the weights)",
-        ),
+        _row("ceiling", f"{rate_text(point.tokens_per_s)} ({per_stream} per stream)"),
+        _row("KV share of step", f"{share} of the bytes (+{over} over the weights)"),
         *_memory(hw, model, point.kv_bytes),
     ]
 
