@@ -46,7 +46,7 @@ def _value(figure: Figure) -> str:
 def _freshness_note(freshness: Freshness) -> list[str]:
     if freshness.state == "ok":
         return []
-    return [f"> **Source {freshness.describe()}** — figures are the last good lane_totals.", ""]
+    return [f"> **Source {freshness.describe()}** — figures are the last good read.", ""]
 
 
 # --- the ledger -----------------------------------------------------------------------------

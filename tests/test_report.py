@@ -24,7 +24,10 @@ import pytest
 from conftest import VLLM_FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.model import Freshness
+from cockpit.figures import lane_figures
+from cockpit.model import Freshness, LaneTotals
+from cockpit.report import markdown_receipt
+from cockpit.snapshot import LaneSnapshot
 from tests.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -407,3 +410,11 @@ def test_lane_report_shows_tails_beside_means_and_the_lane_now(
     assert any(line.startswith("- Queue time p50") and "first bucket" in line for line in lines)
     assert rows["| Running requests (now)"] == "| Running requests (now) | 0 |"
     assert "| Requests/s (last minute)" in rows and "| Requests/s (window mean)" in rows
+
+
+def test_a_stale_source_s_receipt_says_its_figures_are_the_last_good_read() -> None:
+    totals = LaneTotals("lane", "vllm", 3600, 2e9)
+    stale = Freshness("stale", since=2e9, reason="connection refused")
+    lane = LaneSnapshot("lane", "1h", totals, lane_figures(totals), None, None, stale)
+    note = "> **Source stale since 03:33:20 UTC: connection refused** — figures are the last"
+    assert markdown_receipt(lane, None).splitlines()[2:4] == [f"{note} good read.", ""]
