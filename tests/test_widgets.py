@@ -18,7 +18,7 @@ from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
 from cockpit.widgets.cache_gauge import cache_view
-from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row, render_line
+from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row
 from cockpit.widgets.phase_bar import phase_view
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
@@ -178,17 +178,17 @@ def test_without_a_ledger_its_figures_are_dashes_with_the_reason() -> None:
 def test_a_row_never_cuts_its_value_only_its_label() -> None:
     row = Row("A very long label that cannot fit", "12,345 tok/s")
     for width in (20, 30, 60):
-        line = render_line(row, width).plain
+        line = row.content(width).plain
         assert line.endswith("12,345 tok/s") and len(line) == width
 
 
 def test_a_bar_fills_exactly_its_share_of_the_width() -> None:
     bar = Bar((), "")
-    assert render_line(bar, 10).plain == "░" * 10
+    assert bar.content(10).plain == "░" * 10
     from cockpit.widgets.pane import Segment
 
     half = Bar((Segment(0.5, "good"),), "")
-    assert render_line(half, 10).plain == "█████░░░░░"
+    assert half.content(10).plain == "█████░░░░░"
 
 
 def test_status_items_wrap_between_items_never_inside_one() -> None:

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from .cache_gauge import CacheGauge
-from .pane import Pane, PaneView
-from .phase_bar import PhaseBar
-from .prefill import PrefillPane
-from .ratios import RatiosPane
-from .spend import SpendPane
-from .status import StatusLine, StatusView
-
-__all__ = [
-    "CacheGauge",
-    "Pane",
-    "PaneView",
-    "PhaseBar",
-    "PrefillPane",
-    "RatiosPane",
-    "SpendPane",
-    "StatusLine",
-    "StatusView",
-]
+from .cache_gauge import CacheGauge as CacheGauge
+from .phase_bar import PhaseBar as PhaseBar
+from .prefill import PrefillPane as PrefillPane
+from .ratios import RatiosPane as RatiosPane
+from .spend import SpendPane as SpendPane
+from .status import StatusLine as StatusLine
+from .status import StatusView as StatusView

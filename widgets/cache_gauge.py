@@ -6,7 +6,6 @@ from cockpit.figures import format_value, si
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import (
-    MISSING,
     Bar,
     Line,
     Note,
@@ -15,7 +14,7 @@ from .pane import (
     Row,
     Segment,
     Source,
-    band_tone,
+    Tone,
     lane_source,
     ledger_source,
 )
@@ -23,16 +22,6 @@ from .pane import (
 LOW = 0.70
 """Below this the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
 HIGH = 0.90
-
-
-def band_words(low: float) -> dict[str, str]:
-    """The band in words too, so the gauge reads without colour."""
-    high = max(low, HIGH)
-    return {
-        "good": f"good: above {high * 100:g}%",
-        "warn": f"fair: {low * 100:g}–{high * 100:g}%",
-        "bad": f"low: under {low * 100:g}%, prompts redone",
-    }
 
 
 class CacheGauge(Pane):
@@ -51,14 +40,25 @@ class CacheGauge(Pane):
         self.view = cache_view(lane, ledger, ledger_configured, lane_configured, low)
 
 
+def band(rate: float | None, low: float) -> tuple[Tone, str]:
+    """The hit rate's tone, and its band in words too, so the gauge reads without colour."""
+    high = max(low, HIGH)
+    if rate is None:
+        return "muted", ""
+    if rate < low:
+        return "bad", f"low: under {low * 100:g}%, prompts redone"
+    if rate > high:
+        return "good", f"good: above {high * 100:g}%"
+    return "warn", f"fair: {low * 100:g}–{high * 100:g}%"
+
+
 def _hits_row(engine: Source) -> Row:
     hits, queries = engine.value("prefix_cache_hits"), engine.value("prefix_cache_queries")
-    label = "Hits / queries"
     if hits is None or queries is None:
         figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
         reason = figure.reason if figure and figure.reason else engine.absent
-        return Row(label, MISSING, "muted", engine.stale, reason)
-    return Row(label, hits_of_queries(hits, queries), stale=engine.stale)
+        return engine.missing("Hits / queries", reason)
+    return engine.text("Hits / queries", hits_of_queries(hits, queries))
 
 
 def hits_of_queries(hits: float, queries: float) -> str:
@@ -76,19 +76,18 @@ def cache_view(
     low: float = LOW,
 ) -> PaneView:
     engine = lane_source(lane, lane_configured)
-    agent = ledger_source(ledger, ledger_configured)
     rate = engine.value("prefix_cache_hit_rate")
-    tone = band_tone(rate, low, max(low, HIGH))
-    rate_figure = engine.get("prefix_cache_hit_rate")
-    band = band_words(low).get(tone) or (rate_figure.reason if rate_figure else engine.absent)
+    tone, words = band(rate, low)
+    figure = engine.get("prefix_cache_hit_rate")
     lines: tuple[Line, ...] = (
         Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
-        Note(band, tone),
+        Note(words or (figure.reason if figure else engine.absent), tone),
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
         _hits_row(engine),
         engine.row("prefill_computed", "Prefill computed"),
     )
     if not ledger_configured:  # no ledger: its row is folded away, not a dash
         return PaneView(lines, (("lane", engine.freshness),))
+    agent = ledger_source(ledger, ledger_configured)
     lines += (agent.row("cache_read_share", "Ledger cache-read share"),)
     return PaneView(lines, (("lane", engine.freshness), ("ledger", agent.freshness)))

@@ -1,17 +1,14 @@
 """The shared pane: a titled box of `label … value` rows, bars, table rows and sparklines,
-drawn from a frozen view.
-
-A pane's `show()` turns a snapshot into a `PaneView`; the view is a reactive attribute, so an
-unchanged view (same text, same tones, same freshness) causes no re-render at all. Text from
+drawn from a frozen `PaneView`. An unchanged view causes no re-render at all. Text from
 outside (names, reasons) is shown as plain text, its control characters made `visible`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from rich.cells import cell_len
 from textual.content import Content
@@ -25,13 +22,14 @@ from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.text import visible
 from cockpit.timeutil import clock
 
-Tone = Literal["plain", "good", "warn", "bad", "muted", "primary", "secondary", "accent"]
+Tone = Literal["plain", "good", "warn", "bad", "alarm", "muted", "primary", "secondary", "accent"]
 
 TONE_STYLE: dict[str, str] = {
     "plain": "bold",
     "good": "bold $success",
     "warn": "bold $warning",
     "bad": "bold $error",
+    "alarm": "bold reverse $error",
     "muted": "$text-muted",
     "primary": "$primary",
     "secondary": "$secondary",
@@ -41,8 +39,12 @@ TONE_STYLE: dict[str, str] = {
 
 MISSING = "—"
 DEFAULT_WIDTH = 40
+"""Width used before the widget has been laid out."""
 BORDER_ROWS = 2
-"""Width used before the pane has been laid out (the height never depends on it)."""
+
+
+def _style(tone: Tone, stale: bool) -> str:
+    return TONE_STYLE[tone] + (" dim" if stale else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,16 @@ class Row:
     reason: str = ""
     figure: Figure | None = None
     """The figure shown, for its details (definition, query, time) on `enter`/`i`."""
+
+    def content(self, width: int) -> Content:
+        style = _style(self.tone, self.stale)
+        value = visible(self.value)
+        room = width - cell_len(value) - 1
+        if room < 1:
+            return Content.styled(value, style)
+        label = Content(visible(self.label)).truncate(room, ellipsis=True)
+        gap = width - label.cell_length - cell_len(value)
+        return Content.assemble(label, " " * gap, (value, style))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,30 @@ class Bar:
     caption: str = ""
     stale: bool = False
 
+    def content(self, width: int) -> Content:
+        """The bar's runs of cells, the rest in `░`, then its caption."""
+        caption = f" {visible(self.caption)}" if self.caption else ""
+        room = max(width - cell_len(caption), 4)
+        cells = _apportion([segment.fraction for segment in self.segments], room)
+        parts = [
+            (segment.char * count, _style(segment.tone, self.stale))
+            for segment, count in zip(self.segments, cells, strict=True)
+        ]
+        parts.append(("░" * (room - sum(cells)), "$text-muted"))
+        parts.append((caption, "dim" if self.stale else ""))
+        return Content.assemble(*parts).truncate(width)
+
+
+def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
+    """Whole cells per fraction (largest remainder), never more than `cells` in total."""
+    wanted = [max(0.0, min(1.0, fraction)) * cells for fraction in fractions]
+    counts = [int(value) for value in wanted]
+    spare = min(cells, round(sum(wanted))) - sum(counts)
+    by_remainder = sorted(range(len(wanted)), key=lambda i: counts[i] - wanted[i])
+    for index in by_remainder[: max(spare, 0)]:
+        counts[index] += 1
+    return counts
+
 
 @dataclass(frozen=True, slots=True)
 class Note:
@@ -80,6 +116,10 @@ class Note:
 
     text: str
     tone: Tone = "muted"
+
+    def content(self, width: int) -> Content:
+        text = Content.styled(visible(self.text), TONE_STYLE[self.tone])
+        return text.truncate(width, ellipsis=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +139,44 @@ class Cells:
     drop_first: bool = False
     """Leave the first value out when even narrower columns don't fit (the same in each row)."""
 
+    def content(self, width: int) -> Content:
+        column, shown = self.column, self.values
+        if self.min_label + column * len(shown) > width:  # decided alike for every row
+            column -= 1
+            if self.drop_first and self.min_label + column * len(shown) > width:
+                shown = shown[1:]
+        values = "".join(visible(value).rjust(column) for value in shown)
+        room = width - cell_len(values)
+        label = visible(self.label)
+        if self.short and cell_len(label) >= room:
+            label = visible(self.short)
+        label_part = Content(label).truncate(max(room, 0), ellipsis=True, pad=True)
+        return Content.assemble(label_part, (values, _style(self.tone, self.stale))).truncate(width)
+
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+SPARK_LABEL = 11
+"""Cells for a sparkline's label; its value takes what it needs at the right."""
+
+
+def sparkline(points: tuple[float | None, ...], cells: int, top: float | None = None) -> str:
+    """`points` spread over `cells` block characters (each the mean of its points), scaled
+    from 0 to `top`; a cell with no point (a gap in the data) is a blank, never a zero."""
+    known = [point for point in points if point is not None]
+    top = max(known, default=0.0) if top is None else top
+    count = len(points)
+    chars: list[str] = []
+    for cell in range(max(cells, 0) if count else 0):
+        start = cell * count // cells
+        chunk = points[start : max((cell + 1) * count // cells, start + 1)]
+        values = [point for point in chunk if point is not None]
+        if not values:
+            chars.append(" ")
+            continue
+        share = sum(values) / len(values) / top if top > 0 else 0.0
+        chars.append(SPARK_BLOCKS[round(min(max(share, 0.0), 1.0) * (len(SPARK_BLOCKS) - 1))])
+    return "".join(chars)
+
 
 @dataclass(frozen=True, slots=True)
 class Spark:
@@ -111,6 +189,13 @@ class Spark:
     """The value drawn as a full block; None: the largest point."""
     tone: Tone = "primary"
     stale: bool = False
+
+    def content(self, width: int) -> Content:
+        value = visible(self.value)
+        label = Content(visible(self.label)).truncate(SPARK_LABEL, ellipsis=True, pad=True)
+        line = sparkline(self.points, width - SPARK_LABEL - cell_len(value) - 2, self.top)
+        style = _style(self.tone, self.stale)
+        return Content.assemble(label, " ", (line, style), " ", (value, "bold")).truncate(width)
 
 
 Line = Row | Bar | Note | Cells | Spark
@@ -156,142 +241,6 @@ def freshness_note(name: str, freshness: Freshness) -> str:
     return f"{name} missing: {freshness.reason}" if freshness.reason else f"{name} missing"
 
 
-def figure_row(
-    figure: Figure | None,
-    label: str | None = None,
-    *,
-    tone: Tone = "plain",
-    stale: bool = False,
-    absent: str = "",
-    value: str | None = None,
-) -> Row:
-    """A row for one figure; `—` with the figure's reason (or `absent`) when it is missing."""
-    if figure is None:
-        return Row(label or "", MISSING, "muted", stale, absent or "no data yet")
-    name = label or figure.label
-    if figure.missing:
-        return Row(name, MISSING, "muted", stale, figure.reason or absent, figure)
-    shown = value if value is not None else format_figure(figure)
-    return Row(name, shown, tone, stale, figure=figure)
-
-
-def band_tone(share: float | None, low: float = 0.70, high: float = 0.90) -> Tone:
-    """Red below `low`, green above `high`, amber between (the hit-rate bands)."""
-    if share is None:
-        return "muted"
-    if share < low:
-        return "bad"
-    if share > high:
-        return "good"
-    return "warn"
-
-
-def _value_style(row: Row) -> str:
-    return TONE_STYLE[row.tone] + (" dim" if row.stale else "")
-
-
-def _row_content(row: Row, width: int) -> Content:
-    style = _value_style(row)
-    value = visible(row.value)
-    room = width - cell_len(value) - 1
-    if room < 1:
-        return Content.styled(value, style)
-    label = Content(visible(row.label)).truncate(room, ellipsis=True)
-    gap = width - label.cell_length - cell_len(value)
-    return Content.assemble(label, " " * gap, (value, style))
-
-
-def _bar_content(bar: Bar, width: int) -> Content:
-    """The bar's runs of cells, the rest in `░`, then its caption."""
-    caption = f" {visible(bar.caption)}" if bar.caption else ""
-    room = max(width - cell_len(caption), 4)
-    cells = _apportion([segment.fraction for segment in bar.segments], room)
-    parts: list[tuple[str, str]] = []
-    for segment, count in zip(bar.segments, cells, strict=True):
-        style = TONE_STYLE[segment.tone] + (" dim" if bar.stale else "")
-        parts.append((segment.char * count, style))
-    parts.append(("░" * (room - sum(cells)), "$text-muted"))
-    parts.append((caption, "dim" if bar.stale else ""))
-    return Content.assemble(*parts).truncate(width)
-
-
-def _apportion(fractions: Iterable[float], cells: int) -> list[int]:
-    """Whole cells per fraction (largest remainder), never more than `cells` in total."""
-    wanted = [max(0.0, min(1.0, fraction)) * cells for fraction in fractions]
-    counts = [int(value) for value in wanted]
-    spare = min(cells, round(sum(wanted))) - sum(counts)
-    by_remainder = sorted(range(len(wanted)), key=lambda i: counts[i] - wanted[i])
-    for index in by_remainder[: max(spare, 0)]:
-        counts[index] += 1
-    return counts
-
-
-def _note_content(note: Note, width: int) -> Content:
-    text = visible(note.text)
-    return Content.styled(text, TONE_STYLE[note.tone]).truncate(width, ellipsis=True)
-
-
-def _cells_content(cells: Cells, width: int) -> Content:
-    column, shown = cells.column, cells.values
-    if cells.min_label + column * len(shown) > width:  # decided alike for every row
-        column -= 1
-        if cells.drop_first and cells.min_label + column * len(shown) > width:
-            shown = shown[1:]
-    values = "".join(visible(value).rjust(column) for value in shown)
-    room = width - cell_len(values)
-    label = visible(cells.label)
-    if cells.short and cell_len(label) >= room:
-        label = visible(cells.short)
-    label_part = Content(label).truncate(max(room, 0), ellipsis=True, pad=True)
-    style = TONE_STYLE[cells.tone] + (" dim" if cells.stale else "")
-    return Content.assemble(label_part, (values, style)).truncate(width)
-
-
-SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
-SPARK_LABEL = 11
-"""Cells for a sparkline's label; its value takes what it needs at the right."""
-
-
-def sparkline(points: tuple[float | None, ...], cells: int, top: float | None = None) -> str:
-    """`points` spread over `cells` block characters (each the mean of its points), scaled
-    from 0 to `top`; a cell with no point (a gap in the data) is a blank, never a zero."""
-    known = [point for point in points if point is not None]
-    top = max(known, default=0.0) if top is None else top
-    count = len(points)
-    chars: list[str] = []
-    for cell in range(max(cells, 0) if count else 0):
-        start = cell * count // cells
-        chunk = points[start : max((cell + 1) * count // cells, start + 1)]
-        values = [point for point in chunk if point is not None]
-        if not values:
-            chars.append(" ")
-            continue
-        share = sum(values) / len(values) / top if top > 0 else 0.0
-        chars.append(SPARK_BLOCKS[round(min(max(share, 0.0), 1.0) * (len(SPARK_BLOCKS) - 1))])
-    return "".join(chars)
-
-
-def _spark_content(spark: Spark, width: int) -> Content:
-    value = visible(spark.value)
-    label = Content(visible(spark.label)).truncate(SPARK_LABEL, ellipsis=True, pad=True)
-    cells = width - SPARK_LABEL - cell_len(value) - 2
-    style = TONE_STYLE[spark.tone] + (" dim" if spark.stale else "")
-    line = sparkline(spark.points, cells, spark.top)
-    return Content.assemble(label, " ", (line, style), " ", (value, "bold")).truncate(width)
-
-
-def render_line(line: Line, width: int) -> Content:
-    if isinstance(line, Row):
-        return _row_content(line, width)
-    if isinstance(line, Bar):
-        return _bar_content(line, width)
-    if isinstance(line, Cells):
-        return _cells_content(line, width)
-    if isinstance(line, Spark):
-        return _spark_content(line, width)
-    return _note_content(line, width)
-
-
 def tooltip_for(view: PaneView) -> str | None:
     """Why each `—` is missing and what is stale: the reasons the rows have no room for."""
     notes = [
@@ -310,13 +259,25 @@ def tooltip_for(view: PaneView) -> str | None:
 def border_note(view: PaneView) -> str:
     """Each source's note; a source not configured at all comes last, so that it doesn't
     push a failing source's note (and its reason) off a narrow border."""
-    unconfigured = (NO_LANE, NO_LEDGER)
-    ordered = sorted(view.sources, key=lambda source: source[1] in unconfigured)
+    ordered = sorted(view.sources, key=lambda source: source[1] in (NO_LANE, NO_LEDGER))
     notes = (freshness_note(name, fresh) for name, fresh in ordered)
     return visible(" · ".join(note for note in notes if note))
 
 
-class Pane(Widget):
+class LinesWidget(Widget):
+    """A widget as tall as the lines it draws at its width."""
+
+    def lines_at(self, width: int) -> Sequence[Content]:
+        raise NotImplementedError
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines_at(width or DEFAULT_WIDTH))
+
+    def render(self) -> Content:
+        return Content("\n").join(self.lines_at(self.size.width or DEFAULT_WIDTH))
+
+
+class Pane(LinesWidget):
     """A bordered box that draws its `view`; subclasses build the view in `show()`."""
 
     DEFAULT_CSS = """
@@ -347,14 +308,7 @@ class Pane(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = Content(self.TITLE)
-        self.shown_notes: tuple[str, str | None] = ("", None)
-        """The border note and tooltip on screen: setting either, even to the same, redraws."""
-        self.view = self.placeholder()
-        self.styles.row_span = len(self.view.lines) + BORDER_ROWS
-
-    def placeholder(self) -> PaneView:
-        """The view before any data arrives."""
-        return PaneView((Note("waiting for the first read…"),))
+        self.view = PaneView((Note("waiting for the first read…"),))
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
         self.refresh(layout=len(old.lines) != len(view.lines))
@@ -363,20 +317,15 @@ class Pane(Widget):
         states = {fresh.state for _, fresh in view.sources}
         self.set_class("stale" in states, "-stale")
         self.set_class("missing" in states, "-missing")
+        # Setting either, even to the same, redraws.
         subtitle, tooltip = border_note(view), tooltip_for(view)
-        shown_subtitle, shown_tooltip = self.shown_notes
-        self.shown_notes = (subtitle, tooltip)
-        if subtitle != shown_subtitle:
+        if subtitle != border_note(old):
             self.border_subtitle = Content(subtitle)
-        if tooltip != shown_tooltip:
+        if tooltip != tooltip_for(old):
             self.tooltip = Content(tooltip) if tooltip is not None else None
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.view.lines)
-
-    def render(self) -> Content:
-        width = self.size.width or DEFAULT_WIDTH
-        return Content("\n").join(render_line(line, width) for line in self.view.lines)
+    def lines_at(self, width: int) -> Sequence[Content]:
+        return [line.content(width) for line in self.view.lines]
 
 
 # --- reading snapshots ----------------------------------------------------------------------
@@ -407,22 +356,36 @@ class Source:
         figure = self.figures.get(key)
         return figure.value if figure else None
 
-    def row(self, key: str, label: str | None = None, **options: Any) -> Row:
-        options.setdefault("absent", self.absent)
-        return figure_row(self.get(key), label, stale=self.stale, **options)
+    def row(self, key: str, label: str | None = None, tone: Tone = "plain") -> Row:
+        """The figure's row; `—` with its reason (or why the source has none) when missing."""
+        figure = self.figures.get(key)
+        if figure is None:
+            return self.missing(label or "", self.absent)
+        if figure.missing:
+            reason = figure.reason or self.absent
+            return Row(label or figure.label, MISSING, "muted", self.stale, reason, figure)
+        return Row(label or figure.label, format_figure(figure), tone, self.stale, figure=figure)
+
+    def text(self, label: str, value: str) -> Row:
+        return Row(label, value, stale=self.stale)
+
+    def missing(self, label: str, reason: str) -> Row:
+        return Row(label, MISSING, "muted", self.stale, reason)
 
 
 def lane_source(snapshot: LaneSnapshot | None, configured: bool = True) -> Source:
-    if snapshot is None:
-        freshness = Freshness("missing", reason=WAITING) if configured else NO_LANE
-        return Source("lane", {}, freshness, freshness.reason)
-    figures = snapshot.figures.figures if snapshot.figures else {}
-    return Source("lane", figures, snapshot.freshness, snapshot.freshness.reason or WAITING)
+    return _source("lane", snapshot, configured, NO_LANE)
 
 
 def ledger_source(snapshot: LedgerSnapshot | None, configured: bool = True) -> Source:
+    return _source("ledger", snapshot, configured, NO_LEDGER)
+
+
+def _source(
+    name: str, snapshot: LaneSnapshot | LedgerSnapshot | None, configured: bool, off: Freshness
+) -> Source:
     if snapshot is None:
-        freshness = Freshness("missing", reason=WAITING) if configured else NO_LEDGER
-        return Source("ledger", {}, freshness, freshness.reason)
+        freshness = Freshness("missing", reason=WAITING) if configured else off
+        return Source(name, {}, freshness, freshness.reason)
     figures = snapshot.figures.figures if snapshot.figures else {}
-    return Source("ledger", figures, snapshot.freshness, snapshot.freshness.reason or WAITING)
+    return Source(name, figures, snapshot.freshness, snapshot.freshness.reason or WAITING)

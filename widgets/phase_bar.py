@@ -6,15 +6,13 @@ from cockpit.snapshot import LaneSnapshot
 
 from .pane import Bar, Line, Pane, PaneView, Row, Segment, Source, Tone, lane_source
 
-PHASES: tuple[tuple[str, str, Tone], ...] = (
-    ("queue_mean", "queue", "warn"),
-    ("prefill_mean", "prefill", "primary"),
-    ("decode_mean", "decode", "accent"),
+PHASES: tuple[tuple[str, str, Tone, str], ...] = (
+    ("queue_mean", "Queue", "warn", "▒"),
+    ("prefill_mean", "Prefill", "primary", "█"),
+    ("decode_mean", "Decode", "accent", "▓"),
 )
-"""(figure, legend word, tone) in the order a request lives through them."""
-
-GLYPHS = {"warn": "▒", "primary": "█", "accent": "▓"}
-"""Each phase has its own glyph as well as its colour, so the bar reads in monochrome."""
+"""(figure, legend word, tone, glyph) in the order a request lives through them. Each phase
+has its own glyph as well as its colour, so the bar reads in monochrome."""
 
 
 class PhaseBar(Pane):
@@ -27,28 +25,23 @@ class PhaseBar(Pane):
 
 
 def _phase_bar(engine: Source) -> Bar:
-    known = [(engine.value(key), tone) for key, _, tone in PHASES]
-    total = sum(value for value, _ in known if value is not None)
+    known = [
+        (value, tone, glyph)
+        for key, _, tone, glyph in PHASES
+        if (value := engine.value(key)) is not None
+    ]
+    total = sum(value for value, _, _ in known)
     segments = tuple(
-        Segment(value / total if total else 0.0, tone, GLYPHS[tone])
-        for value, tone in known
-        if value is not None
+        Segment(value / total if total else 0.0, tone, glyph) for value, tone, glyph in known
     )
     return Bar(segments, "per request" if total else "no timings", stale=engine.stale)
-
-
-def _legend(engine: Source) -> tuple[Row, ...]:
-    return tuple(
-        engine.row(key, f"{GLYPHS[tone]} {word.capitalize()} (mean)", tone=tone)
-        for key, word, tone in PHASES
-    )
 
 
 def phase_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
     engine = lane_source(lane, lane_configured)
     lines: tuple[Line, ...] = (
         _phase_bar(engine),
-        *_legend(engine),
+        *(engine.row(key, f"{glyph} {word} (mean)", tone) for key, word, tone, glyph in PHASES),
         engine.row("ttft_mean", "TTFT (mean)"),
         engine.row("itl_mean", "Step (inter-token, mean)"),
         engine.row("tokens_per_step", "Tokens per step"),
@@ -62,16 +55,12 @@ def phase_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneV
 
 def _spec_rows(engine: Source) -> tuple[Row, ...]:
     """Draft acceptance, overall and per draft position: only on a lane that drafts."""
-    acceptance = engine.get("draft_acceptance")
-    if acceptance is None or acceptance.missing:
+    if engine.value("draft_acceptance") is None:
         return ()
-    prefix = "draft_acceptance_pos_"
     shares = " ".join(
         f"{figure.value * 100:.0f}%"
         for key, figure in engine.figures.items()
-        if key.startswith(prefix) and figure.value is not None
+        if key.startswith("draft_acceptance_pos_") and figure.value is not None
     )
     overall = engine.row("draft_acceptance", "Draft acceptance", tone="primary")
-    if not shares:
-        return (overall,)
-    return (overall, Row("Acceptance by position", shares, stale=engine.stale))
+    return (overall, engine.text("Acceptance by position", shares)) if shares else (overall,)

@@ -6,7 +6,7 @@ from cockpit.figures import LENGTH_THRESHOLDS, format_value
 from cockpit.model import divide
 from cockpit.snapshot import LaneSnapshot
 
-from .pane import MISSING, Line, Pane, PaneView, Row, Source, lane_source
+from .pane import Line, Pane, PaneView, Row, Source, lane_source
 
 LENGTH_SHARES: tuple[tuple[str, str], ...] = (
     ("prompt_share_short", "Prompts ≤ {bound}"),
@@ -31,24 +31,19 @@ def _share_label(engine: Source, key: str, pattern: str) -> str:
     return pattern.format(bound=bound) + " tok"
 
 
-def _contexts_row(engine: Source) -> Row:
+def _context_rows(engine: Source) -> tuple[Row, Row]:
+    """The mean context (prompt + generated), and how many of it the KV cache holds."""
     prompt, generated = engine.value("mean_prompt"), engine.value("mean_generated")
-    resident = engine.value("kv_resident_tokens")
     context = None if prompt is None or generated is None else prompt + generated
-    held = divide(resident, context)
-    label = "Mean contexts resident"
-    if held is None:
-        reason = "needs KV resident and mean context"
-        return Row(label, MISSING, "muted", engine.stale, reason)
-    return Row(label, f"{held:,.1f}", stale=engine.stale)
-
-
-def _mean_context_row(engine: Source) -> Row:
-    prompt, generated = engine.value("mean_prompt"), engine.value("mean_generated")
-    label = "Mean context (prompt + gen)"
-    if prompt is None or generated is None:
-        return Row(label, MISSING, "muted", engine.stale, "needs mean prompt and generated")
-    return Row(label, format_value(prompt + generated, "tokens"), stale=engine.stale)
+    held = divide(engine.value("kv_resident_tokens"), context)
+    return (
+        engine.missing("Mean context (prompt + gen)", "needs mean prompt and generated")
+        if context is None
+        else engine.text("Mean context (prompt + gen)", format_value(context, "tokens")),
+        engine.missing("Mean contexts resident", "needs KV resident and mean context")
+        if held is None
+        else engine.text("Mean contexts resident", f"{held:,.1f}"),
+    )
 
 
 def prefill_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
@@ -62,7 +57,6 @@ def prefill_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pan
         engine.row("ttft_mean", "TTFT (mean)"),
         *(engine.row(key, _share_label(engine, key, pattern)) for key, pattern in LENGTH_SHARES),
         engine.row("kv_resident_tokens", "KV tokens resident"),
-        _mean_context_row(engine),
-        _contexts_row(engine),
+        *_context_rows(engine),
     )
     return PaneView(lines, (("lane", engine.freshness),))

@@ -7,7 +7,7 @@ from cockpit.ledger_figures import GroupRatio, ratio_range
 from cockpit.model import divide
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
-from .pane import MISSING, Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
+from .pane import Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
 
 NAME_WIDTH = 12
 """Group names are shortened to this many cells so the ratio beside them always fits."""
@@ -28,37 +28,30 @@ class RatiosPane(Pane):
         self.view = ratios_view(lane, ledger, ledger_configured, lane_configured)
 
 
-def short_name(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
-def _group_text(group: GroupRatio) -> str:
-    return f"{format_value(group.prompt_output, 'ratio')} {short_name(group.name)}"
+def short_name(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
 
 
 def _range_rows(kind: str, groups: tuple[GroupRatio, ...], agent: Source) -> tuple[Row, ...]:
     extremes = ratio_range(groups)
+    labels = (f"{kind.capitalize()} lowest", f"{kind.capitalize()} highest")
     if extremes is None:
         reason = agent.absent if not agent.figures else f"no {kind} with output in window"
-        return tuple(
-            Row(f"{kind.capitalize()} {end}", MISSING, "muted", agent.stale, reason)
-            for end in ("lowest", "highest")
-        )
-    low, high = extremes
-    return (
-        Row(f"{kind.capitalize()} lowest", _group_text(low), stale=agent.stale),
-        Row(f"{kind.capitalize()} highest", _group_text(high), stale=agent.stale),
+        return tuple(agent.missing(label, reason) for label in labels)
+    return tuple(
+        agent.text(label, f"{format_value(group.prompt_output, 'ratio')} {short_name(group.name)}")
+        for label, group in zip(labels, extremes, strict=True)
     )
 
 
 def _busiest_row(groups: tuple[GroupRatio, ...], agent: Source) -> Row:
     calls = sum(group.counts.api_calls for group in groups)
-    if not groups or not calls:
+    if not calls:
         reason = agent.absent if not agent.figures else "no API calls in window"
-        return Row("Most calls", MISSING, "muted", agent.stale, reason)
+        return agent.missing("Most calls", reason)
     busiest = groups[0]  # group_ratios puts the group with most calls first
     share = format_value(divide(busiest.counts.api_calls, calls), "share")
-    return Row("Most calls", f"{short_name(busiest.name)} {share}", stale=agent.stale)
+    return agent.text("Most calls", f"{short_name(busiest.name)} {share}")
 
 
 def ratios_view(
@@ -67,11 +60,9 @@ def ratios_view(
     ledger_configured: bool = True,
     lane_configured: bool = True,
 ) -> PaneView:
-    engine = lane_source(lane, lane_configured)
     agent = ledger_source(ledger, ledger_configured)
     figures = ledger.figures if ledger else None
     by_source = figures.by_source if figures else ()
-    by_model = figures.by_model if figures else ()
     narrowed = figures.narrowed if figures else ""
     # narrowed to models: the ledger's sums per source are not by model, so none are shown
     per_source = (*_range_rows("source", by_source, agent), _busiest_row(by_source, agent))
@@ -83,11 +74,12 @@ def ratios_view(
         agent.row("mean_prompt_per_call", "Prompt per API call"),
         agent.row("mean_output_per_call", "Output per API call"),
         *(() if narrowed else per_source),
-        *_range_rows("model", by_model, agent),
+        *_range_rows("model", figures.by_model if figures else (), agent),
         *((Note(figures.skipped, "warn"),) if figures and figures.skipped else ()),
     )
     if not lane_configured:  # no lane: its rows are folded away, not dashes
         return PaneView(lines, (("ledger", agent.freshness),))
+    engine = lane_source(lane, lane_configured)
     lines += (
         Note("lane"),
         engine.row("prompt_generated", "Prompt : generated", tone="primary"),

@@ -5,7 +5,9 @@ nothing, and the caption lays the screen out again only when its number of lines
 
 from __future__ import annotations
 
-from textual.app import ComposeResult, RenderResult
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
 from textual.content import Content
 from textual.events import Resize
 from textual.geometry import Size
@@ -16,10 +18,8 @@ from cockpit.roofline import MeasuredPoint, OperatingPoints, RooflineView, RoofP
 from cockpit.roofline_table import intensity_text, rate_text, si
 from cockpit.text import visible
 
-from .pane import BORDER_ROWS
+from .pane import BORDER_ROWS, LinesWidget
 from .roofplot import TITLE_MIN_HEIGHT, RoofPlot
-
-__all__ = ["RooflinePane", "RooflineView", "caption_lines"]
 
 MIN_PLOT_WIDTH = 32
 MIN_PLOT_HEIGHT = 12
@@ -77,10 +77,8 @@ def caption_lines(
     view: RooflineView | None, *, title: bool = True, compact: bool = False, legend: bool = False
 ) -> list[str]:
     """The pane's words: each point's FLOP/s, intensity and % of roof, the decode ceiling.
-
     `title` adds the roofs (ridge, peak); `compact` drops the filler words for narrow panes;
-    `legend` says what the letters and the percentage are.
-    """
+    `legend` says what the letters and the percentage are."""
     if view is None:
         return ["no hardware or model profile"]
     hw = view.hw
@@ -90,10 +88,7 @@ def caption_lines(
     if points is None:
         return [*lines, "no live figures yet: roofs only"]
     prefill = points.prefill
-    if prefill is None:
-        lines.append(f"P — {points.prefill_reason}")
-    else:
-        lines.append(_point_line("P", prefill, compact))
+    lines.append(_point_line("P", prefill, compact) if prefill else f"P — {points.prefill_reason}")
     lines += _decode_lines(points, compact)
     lines += _measured_lines(points.measured, points.measured_reason, compact)
     if points.above_roof:
@@ -118,7 +113,7 @@ def caption_at(view: RooflineView | None, pane: Size, own_height: bool = False) 
     return caption_lines(view, title=title, compact=compact, legend=own_height)
 
 
-class Caption(Widget):
+class Caption(LinesWidget):
     """The words under the plot; the screen is laid out again only when their number changes."""
 
     lines: reactive[tuple[str, ...]] = reactive((), repaint=False, init=False)
@@ -126,11 +121,8 @@ class Caption(Widget):
     def watch_lines(self, old: tuple[str, ...], lines: tuple[str, ...]) -> None:
         self.refresh(layout=len(old) != len(lines))
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.lines)
-
-    def render(self) -> RenderResult:
-        return Content("\n".join(self.lines))
+    def lines_at(self, width: int) -> Sequence[Content]:
+        return [Content(line) for line in self.lines]
 
 
 class RooflinePane(Widget):
@@ -147,21 +139,15 @@ class RooflinePane(Widget):
         padding: 0 1;
         color: $foreground;
     }
-    RooflinePane > #roofline-plot {
-        height: 1fr;
-    }
+    RooflinePane > #roofline-plot { height: 1fr; }
     RooflinePane > #roofline-caption {
         height: auto;
         color: $text-muted;
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
-    RooflinePane.-text-only > #roofline-plot {
-        display: none;
-    }
-    RooflinePane.-text-only > #roofline-caption {
-        color: $foreground;
-    }
+    RooflinePane.-text-only > #roofline-plot { display: none; }
+    RooflinePane.-text-only > #roofline-caption { color: $foreground; }
     """
 
     view: reactive[RooflineView | None] = reactive(None, init=False, repaint=False)

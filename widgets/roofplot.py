@@ -25,6 +25,7 @@ TITLE_MIN_HEIGHT = 20
 caption)."""
 
 LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
+"""Each point's letter, in the order of the operating points."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +69,10 @@ class PlotSpec:
 def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str]) -> PlotSpec:
     """The spec of `view` in a pane and plot of these sizes, in the theme's colours."""
     hw, points = view.hw, view.points
-    named: list[tuple[str, RoofPoint | None]] = []
-    if points is not None:
-        named = [("prefill", points.prefill), ("decode", points.decode)]
-        named.append(("measured", points.measured))
+    named = (points.prefill, points.decode, points.measured) if points is not None else ()
     plotted = [
         (name, point)
-        for name, point in named
+        for name, point in zip(LETTERS, named, strict=False)
         if point is not None and math.isfinite(point.intensity) and point.flops > 0
     ]
     axes = _axes(view, [point for _, point in plotted])
@@ -144,22 +142,18 @@ def _decade_ticks(lo: float, hi: float, room: int) -> tuple[list[float], list[st
     return [float(d) for d in chosen], [decade_label(d) for d in chosen]
 
 
-_COLOURS = {
-    "roof": ("text-primary", "primary"),
-    "ridge": ("foreground-darken-3", "foreground"),
-    "prefill": ("text-warning", "warning"),
-    "decode": ("text-success", "success"),
-    "measured": ("text-secondary", "secondary"),
+COLOURS = {
+    "roof": "text-primary",
+    "ridge": "foreground-darken-3",
+    "prefill": "text-warning",
+    "decode": "text-success",
+    "measured": "text-secondary",
 }
-"""Theme variables each part is drawn in (the readable `text-*` shades first)."""
+"""The theme variable each part is drawn in (the readable `text-*` shades)."""
 
 
 def _theme_rgb(variables: dict[str, str], part: str) -> tuple[int, int, int]:
-    for name in _COLOURS[part]:
-        if name in variables:
-            rgb: tuple[int, int, int] = Color.parse(variables[name]).rgb
-            return rgb
-    return (255, 255, 255)
+    return Color.parse(variables[COLOURS[part]]).rgb
 
 
 def draw_spec(plt: Plot, spec: PlotSpec) -> None:

@@ -6,19 +6,7 @@ from __future__ import annotations
 from cockpit.figures import format_value
 from cockpit.snapshot import LedgerSnapshot
 
-from .pane import (
-    MISSING,
-    Bar,
-    Line,
-    Note,
-    Pane,
-    PaneView,
-    Row,
-    Segment,
-    Source,
-    Tone,
-    ledger_source,
-)
+from .pane import Bar, Line, Note, Pane, PaneView, Row, Segment, Tone, ledger_source
 
 BUCKETS: tuple[tuple[str, Tone, str], ...] = (
     ("Input (fresh)", "primary", "█"),
@@ -39,43 +27,29 @@ class SpendPane(Pane):
         self.view = spend_view(ledger, ledger_configured)
 
 
-def _spend_rows(ledger: LedgerSnapshot | None, agent: Source) -> tuple[Bar, tuple[Row, ...]]:
-    spend = ledger.figures.spend if ledger and ledger.figures else ()
-    shares = {row.bucket: row.share for row in spend}
-    segments = tuple(
-        Segment(shares[name] or 0.0, tone, glyph)
-        for name, tone, glyph in BUCKETS
-        if shares.get(name) is not None
-    )
-    caption = "spend units" if segments else "no tokens"
-    rows = tuple(
-        Row(f"{glyph} {name}", format_value(shares[name], "share"), tone, agent.stale)
-        if shares.get(name) is not None
-        else Row(
-            f"{glyph} {name}",
-            MISSING,
-            "muted",
-            agent.stale,
-            agent.absent if not spend else "no tokens in window",
-        )
-        for name, tone, glyph in BUCKETS
-    )
-    return Bar(segments, caption, stale=agent.stale), rows
-
-
 def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) -> PaneView:
     agent = ledger_source(ledger, ledger_configured)
-    bar, rows = _spend_rows(ledger, agent)
+    figures = ledger.figures if ledger else None
+    spend = figures.spend if figures else ()
+    shares = {row.bucket: row.share for row in spend if row.share is not None}
+    segments = tuple(
+        Segment(shares[name], tone, glyph) for name, tone, glyph in BUCKETS if name in shares
+    )
+    reason = "no tokens in window" if spend else agent.absent
     lines: tuple[Line, ...] = (
-        bar,
-        *rows,
+        Bar(segments, "spend units" if segments else "no tokens", stale=agent.stale),
+        *(
+            Row(f"{glyph} {name}", format_value(shares[name], "share"), tone, agent.stale)
+            if name in shares
+            else agent.missing(f"{glyph} {name}", reason)
+            for name, tone, glyph in BUCKETS
+        ),
         agent.row("prompt_side_share", "Prompt side, as cached", tone="primary"),
         agent.row("prompt_side_share_uncached", "Prompt side, uncached"),
         agent.row("cost_usd", "USD, window", tone="primary"),
         agent.row("paid_tokens", "Tokens, priced models"),
         agent.row("unpriced_tokens", "Tokens, unpriced/local"),
     )
-    narrowed = ledger.figures.narrowed if ledger and ledger.figures else ""
-    if narrowed:
-        lines += (Note(f"lane only: {narrowed}"),)
+    if figures and figures.narrowed:
+        lines += (Note(f"lane only: {figures.narrowed}"),)
     return PaneView(lines, (("ledger", agent.freshness),))

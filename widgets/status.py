@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from cockpit.figures import format_value
 from cockpit.model import FRESH, Freshness
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.timeutil import clock, stamp
 
-from .pane import DEFAULT_WIDTH, short_reason, stale_since
+from .pane import DEFAULT_WIDTH, LinesWidget, short_reason, stale_since
 
 SEPARATOR = " │ "
 MAX_LINES = 3
@@ -25,12 +25,6 @@ REASON_CELLS = 40
 what keeps its item on one line (whole in the tooltip)."""
 MIN_REASON_CELLS = 12
 """How short reasons get, then none at all, when the items would need more than MAX_LINES."""
-
-
-def _reason_room(width: int, rest: int, most: int | None) -> int:
-    """Cells for a reason in an item whose other text takes `rest` cells (0: no reason)."""
-    room = max(MIN_REASON_CELLS, min(max(REASON_CELLS, width // 2), width - rest))
-    return room if most is None else min(room, most)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,37 +59,30 @@ class StatusView:
     sources: tuple[SourceStatus, ...] = ()
     paused: bool = False
     model_filter: str | None = None
+    """The lane is filtered to this `model_name`."""
     coverage: str = ""
     """How much of the window the lane's data covers, when less (`since start (12 min)`)."""
-    """The lane is filtered to this `model_name`."""
 
 
-def _item(text: str, style: str = "") -> Content:
-    return Content.styled(text, style)
-
-
-def _source_item(
-    source: SourceStatus, width: int = DEFAULT_WIDTH, most: int | None = None
-) -> Content:
-    if source.reading:
-        return _item(f"{source.name} reading…", "$text-muted")
+def _source_item(source: SourceStatus, width: int, most: int | None) -> Content:
+    """The source's state and latency; a failure's reason cut to fit `width` and `most`."""
     freshness = source.freshness
-    latency = (
-        f" {format_value(source.latency_s, 'seconds')}" if source.latency_s is not None else ""
-    )
+    if source.reading:
+        return Content.styled(f"{source.name} reading…", "$text-muted")
+    latency = "" if source.latency_s is None else f" {format_value(source.latency_s, 'seconds')}"
     if freshness.state == "ok" and freshness.reason:
-        return _item(f"{source.name} ok{latency} · {freshness.reason}", "$warning")
+        return Content.styled(f"{source.name} ok{latency} · {freshness.reason}", "$warning")
     if freshness.state == "ok":
-        return _item(f"{source.name} ok{latency}", "$success")
-    if freshness.state == "stale":
-        head = f"{source.name} {stale_since(freshness)}{latency}"
-        room = _reason_room(width, cell_len(head) + 3, most)
-        reason = short_reason(freshness.reason, room) if room else ""
-        return _item(f"{head} · {reason}" if reason else head, "$warning")
-    head = f"{source.name} missing"
-    room = _reason_room(width, len(head) + 2 + len(latency), most)
+        return Content.styled(f"{source.name} ok{latency}", "$success")
+    stale = freshness.state == "stale"
+    head = f"{source.name} {stale_since(freshness)}{latency}" if stale else f"{source.name} missing"
+    separator, tail = (" · ", "") if stale else (": ", latency)
+    rest = cell_len(head + separator + tail)
+    room = max(MIN_REASON_CELLS, min(max(REASON_CELLS, width // 2), width - rest))
+    room = room if most is None else min(room, most)
     reason = short_reason(freshness.reason, room) if room else ""
-    return _item((f"{head}: {reason}" if reason else head) + latency, "$error")
+    text = f"{head}{separator}{reason}{tail}" if reason else head + tail
+    return Content.styled(text, "$warning" if stale else "$error")
 
 
 def status_items(
@@ -103,23 +90,21 @@ def status_items(
 ) -> list[Content]:
     """The line's items; failure reasons fit `width`, and at most `reason_cells` (0: none)."""
     lane = f"{view.lane} ({view.index}/{view.count})" if view.count else "no lane configured"
-    items = [_item(lane, "bold $primary")]
+    items = [Content.styled(lane, "bold $primary")]
     if view.model_filter:
-        items.append(_item(f"model '{view.model_filter}'", "bold $accent"))  # as typed
-    window = (
-        view.window
-        if view.ledger_window in (None, view.window)
-        else (f"{view.window} · ledger {view.ledger_window}")
-    )
-    items.append(_item(window, "bold"))
+        items.append(Content.styled(f"model '{view.model_filter}'", "bold $accent"))  # as typed
+    window = view.window
+    if view.ledger_window not in (None, view.window):
+        window += f" · ledger {view.ledger_window}"
+    items.append(Content.styled(window, "bold"))
     if view.coverage:
-        items.append(_item(view.coverage, "$warning"))
+        items.append(Content.styled(view.coverage, "$warning"))
     if view.replay_at is not None:
-        items.append(_item(f"REPLAY {stamp(view.replay_at)}", "bold reverse $accent"))
+        items.append(Content.styled(f"REPLAY {stamp(view.replay_at)}", "bold reverse $accent"))
     elif view.evaluated_at is not None:
-        items.append(_item(f"at {clock(view.evaluated_at)} UTC"))
+        items.append(Content(f"at {clock(view.evaluated_at)} UTC"))
     if view.paused:  # before the sources: a long reason can't push it off the line
-        items.append(_item("PAUSED", "bold reverse $warning"))
+        items.append(Content.styled("PAUSED", "bold reverse $warning"))
     items.extend(_source_item(source, width, reason_cells) for source in view.sources)
     return items
 
@@ -127,32 +112,29 @@ def status_items(
 def pack_items(items: list[Content], width: int) -> list[Content]:
     """Items on as few lines as fit `width`, breaking only between items, never inside one."""
     lines: list[Content] = []
-    current: Content | None = None
     for item in items:
-        if current is None:
-            current = item
-        elif current.cell_length + len(SEPARATOR) + item.cell_length <= width:
-            current = Content.assemble(current, (SEPARATOR, "$text-muted"), item)
+        if lines and lines[-1].cell_length + len(SEPARATOR) + item.cell_length <= width:
+            lines[-1] = Content.assemble(lines[-1], (SEPARATOR, "$text-muted"), item)
         else:
-            lines.append(current)
-            current = item
-    if current is not None:
-        lines.append(current)
+            lines.append(item)
     return [line.truncate(width, ellipsis=True) for line in lines]
 
 
-def status_lines(view: StatusView, width: int) -> list[Content]:
+@lru_cache(maxsize=8)
+def status_lines(view: StatusView | None, width: int) -> tuple[Content, ...]:
     """The items packed into `width`; reasons shortened, then left out (they stay in the
     tooltip), when whole ones would need more than MAX_LINES rows."""
+    if view is None:
+        return (Content("starting…"),)
     lines: list[Content] = []
     for reason_cells in (None, MIN_REASON_CELLS, 0):
         lines = pack_items(status_items(view, width, reason_cells), width)
         if len(lines) <= MAX_LINES:
             break
-    return lines
+    return tuple(lines)
 
 
-class StatusLine(Widget):
+class StatusLine(LinesWidget):
     """One line (two when narrow) at the top of the screen."""
 
     DEFAULT_CSS = """
@@ -168,14 +150,11 @@ class StatusLine(Widget):
 
     view: reactive[StatusView | None] = reactive(None)
     """A new view repaints the line; only one that needs another number of lines lays out."""
-    _height: int | None = None
-    _packed: tuple[StatusView, int, list[Content]] | None = None
-    """The last view packed at a width: the watcher, the layout and the render all ask."""
 
     def show(self, view: StatusView) -> None:
         self.view = view
 
-    def watch_view(self, view: StatusView | None) -> None:
+    def watch_view(self, old: StatusView | None, view: StatusView | None) -> None:
         if view is None:
             return
         reasons = [
@@ -186,23 +165,9 @@ class StatusLine(Widget):
         tooltip = Content("\n".join(reasons)) if reasons else None  # plain text, never markup
         if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
             self.tooltip = tooltip
-        height = len(self._lines(self.size.width)) if self.size.width else None
-        if height is None or height != self._height:
-            self._height = height
+        width = self.size.width
+        if not width or len(status_lines(old, width)) != len(status_lines(view, width)):
             self.refresh(layout=True)
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._lines(width))
-
-    def _lines(self, width: int) -> list[Content]:
-        view = self.view
-        if view is None:
-            return [Content("starting…")]
-        width = width or DEFAULT_WIDTH
-        packed = self._packed
-        if packed is None or packed[0] is not view or packed[1] != width:
-            packed = self._packed = (view, width, status_lines(view, width))
-        return packed[2]
-
-    def render(self) -> Content:
-        return Content("\n").join(self._lines(self.size.width))
+    def lines_at(self, width: int) -> Sequence[Content]:
+        return status_lines(self.view, width)

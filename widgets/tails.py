@@ -3,6 +3,8 @@ window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.content import Content
 
 from cockpit.figures import format_figure, merge_reasons
@@ -10,17 +12,7 @@ from cockpit.model import Figure
 from cockpit.snapshot import LaneSnapshot
 from cockpit.tail_figures import LATENCIES
 
-from .pane import (
-    DEFAULT_WIDTH,
-    MISSING,
-    Cells,
-    Line,
-    Note,
-    Pane,
-    PaneView,
-    lane_source,
-    render_line,
-)
+from .pane import MISSING, Cells, Line, Note, Pane, PaneView, lane_source
 
 QUANTILES = ("p50", "p90", "p99")
 COLUMN = 10
@@ -42,11 +34,9 @@ class TailsPane(Pane):
         self.compact = tails_view(lane, lane_configured, compact=True)
         self.view = tails_view(lane, lane_configured)
 
-    def render(self) -> Content:
-        width = self.size.width or DEFAULT_WIDTH
-        if width >= FULL_WIDTH or self.compact is None:
-            return super().render()
-        return Content("\n").join(render_line(line, width) for line in self.compact.lines)
+    def lines_at(self, width: int) -> Sequence[Content]:
+        view = self.view if width >= FULL_WIDTH or self.compact is None else self.compact
+        return [line.content(width) for line in view.lines]
 
 
 def compact_figure(figure: Figure) -> str:

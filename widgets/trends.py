@@ -32,10 +32,6 @@ def step_text(step_s: float) -> str:
     return f"step {step_s / 3600:g} h"
 
 
-def latest(points: tuple[float | None, ...]) -> float | None:
-    return next((point for point in reversed(points) if point is not None), None)
-
-
 class TrendsPane(Pane):
     """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use."""
 
@@ -51,15 +47,6 @@ class TrendsPane(Pane):
         self.view = trends_view(lane, lane_configured)
 
 
-def trend_lines(trend: Trend, stale: bool = False) -> tuple[Line, ...]:
-    lines: list[Line] = []
-    for key, label, unit, top in SERIES:
-        points = trend.series.get(key, ())
-        value = format_value(latest(points), unit)
-        lines.append(Spark(label, tuple(points), value, top, stale=stale))
-    return tuple(lines)
-
-
 def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
     engine = lane_source(lane, lane_configured)
     trend = lane.totals.trend if lane is not None and lane.totals is not None else None
@@ -68,5 +55,12 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
     elif not any(point is not None for points in trend.series.values() for point in points):
         lines = (Note("no points in the window yet"),)
     else:
-        lines = trend_lines(trend, engine.stale)
+        lines = tuple(_spark(trend, *series, engine.stale) for series in SERIES)
     return PaneView(lines, (("lane", engine.freshness),))
+
+
+def _spark(trend: Trend, key: str, label: str, unit: Unit, top: float | None, stale: bool) -> Spark:
+    """The series' sparkline, its latest point beside it."""
+    points = trend.series.get(key, ())
+    latest = next((point for point in reversed(points) if point is not None), None)
+    return Spark(label, tuple(points), format_value(latest, unit), top, stale=stale)

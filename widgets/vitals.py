@@ -9,12 +9,9 @@ health line: each rule that fires, naming its figure and threshold, or `healthy`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from textual.content import Content
-from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
 from cockpit.figures import format_figure, format_value
@@ -24,31 +21,31 @@ from cockpit.snapshot import LaneSnapshot
 from cockpit.text import visible
 from cockpit.timeutil import clock
 
-from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, Tone, lane_source, short_reason
+from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
 from .status import pack_items
 
 Item = tuple[str, str, Tone]
-"""(label, value, tone): one item of a line, `label value`."""
+"""(label, value, tone): one item of a line, `label value`; without a label, the value alone
+(a message such as `engine DOWN since …` is one such item)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LineView:
-    """A line of items, or one message that takes the whole line (`engine DOWN since …`)."""
-
-    items: tuple[Item, ...] = ()
-    message: str = ""
-    message_style: str = ""
+def message(text: str, tone: Tone = "muted") -> tuple[Item, ...]:
+    return (("", text, tone),)
 
 
 def _item_content(item: Item) -> Content:
     label, value, tone = item
-    if not label:
-        return Content.styled(visible(value), TONE_STYLE[tone])
     shown = (visible(value), TONE_STYLE[tone])
+    if not label:
+        return Content.styled(*shown)
     return Content.assemble((f"{visible(label)} ", "$text-muted"), shown)
 
 
-class PackedLine(Widget):
+def _lines(items: tuple[Item, ...], width: int) -> list[Content]:
+    return pack_items([_item_content(item) for item in items], width)
+
+
+class PackedLine(LinesWidget):
     """Items on as few lines as the width allows, breaking only between items."""
 
     DEFAULT_CSS = """
@@ -59,29 +56,19 @@ class PackedLine(Widget):
     }
     """
 
-    view: reactive[LineView] = reactive(LineView(), repaint=False, init=False)
+    view: reactive[tuple[Item, ...]] = reactive((), repaint=False, init=False)
     """Frozen: an equal view draws nothing."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.view = LineView(message="waiting for the first read…", message_style="$text-muted")
+        self.view = message("waiting for the first read…")
 
-    def watch_view(self, old: LineView, view: LineView) -> None:
+    def watch_view(self, old: tuple[Item, ...], view: tuple[Item, ...]) -> None:
         width = self.content_size.width or DEFAULT_WIDTH
-        self.refresh(layout=len(self._lines(old, width)) != len(self._lines(view, width)))
+        self.refresh(layout=len(_lines(old, width)) != len(_lines(view, width)))
 
-    @staticmethod
-    def _lines(view: LineView, width: int) -> list[Content]:
-        if view.message:
-            text = Content.styled(visible(view.message), view.message_style)
-            return [text.truncate(width, ellipsis=True)]
-        return pack_items([_item_content(item) for item in view.items], width)
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._lines(self.view, width or DEFAULT_WIDTH))
-
-    def render(self) -> Content:
-        return Content("\n").join(self._lines(self.view, self.content_size.width or DEFAULT_WIDTH))
+    def lines_at(self, width: int) -> Sequence[Content]:
+        return _lines(self.view, width)
 
 
 # --- the vital strip ------------------------------------------------------------------------
@@ -148,17 +135,17 @@ def down_message(lane: LaneSnapshot) -> str:
 
 def vitals_view(
     lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
-) -> LineView:
+) -> tuple[Item, ...]:
     if not configured:
-        return LineView(message="no lane configured", message_style="$text-muted")
+        return message("no lane configured")
     if lane is None:
-        return LineView(message="lane: reading…", message_style="$text-muted")
+        return message("lane: reading…")
     if lane.freshness.state != "ok":
-        return LineView(message=down_message(lane), message_style="bold reverse $error")
+        return message(down_message(lane), "alarm")
     flagged: dict[str, Tone] = {}
     for finding in findings:
         flagged.setdefault(finding.figure_key, finding.severity)
-    return LineView(vital_items(lane_source(lane).figures, flagged))
+    return vital_items(lane_source(lane).figures, flagged)
 
 
 class VitalStrip(PackedLine):
@@ -177,17 +164,13 @@ class VitalStrip(PackedLine):
 # --- the health line ------------------------------------------------------------------------
 
 
-def health_view(findings: Sequence[Finding] | None) -> LineView:
+def health_view(findings: Sequence[Finding] | None) -> tuple[Item, ...]:
     """`healthy`, or each finding's text in its severity's colour."""
     if findings is None:
-        return LineView(message="health: waiting for the first read", message_style="$text-muted")
+        return message("health: waiting for the first read")
     if not findings:
-        return LineView(message="✓ healthy: no health rule fires", message_style="bold $success")
-    return LineView(tuple(_finding_item(finding) for finding in findings))
-
-
-def _finding_item(finding: Finding) -> Item:
-    return ("", f"▲ {finding.text}", finding.severity)
+        return message("✓ healthy: no health rule fires", "good")
+    return tuple(("", f"▲ {finding.text}", finding.severity) for finding in findings)
 
 
 class HealthLine(PackedLine):
