@@ -30,31 +30,39 @@ from cockpit.timeutil import promql_duration
 
 @dataclass(frozen=True, slots=True)
 class FleetColumn:
-    """A column: its key in `FleetRow.values`, heading, and unit (None: not a number)."""
+    """A column: its key in `FleetRow.values`, heading, unit (None: not a number), and the
+    raw lane keys (or plan keys) whose reasons say why a discovered lane's value is missing."""
 
     key: str
     title: str
     unit: Unit | None
+    inputs: tuple[str, ...] = ()
 
 
 # Keys of the columns that aren't lane figures: the name, the engine's state, the seconds from
 # the lane's newest sample to the view's end, the trend of a numeric column.
 LANE, UP, AGE, TREND = "lane", "up", "age", "trend"
+# Plan keys besides the raw lane keys: the TTFT p95, present when it lies past the largest
+# finite bucket, the lane's newest presence sample, when its data starts (asked only of a lane
+# younger than the window), and vLLM's pre-0.12 KV gauge without the new one.
+TTFT_P95, TTFT_ABOVE, NEWEST, START, LEGACY = "ttft_p95", "ttft_above", "newest", "start", "legacy"
 
 FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(LANE, "Lane", None),
     FleetColumn(UP, "Engine", None),
-    FleetColumn("running_now", "Running", "number"),
-    FleetColumn("waiting_now", "Waiting", "number"),
-    FleetColumn("kv_usage_now", "KV", "share"),
-    FleetColumn("requests_per_s", "Req/s", "number"),
-    FleetColumn("generation_tok_s", "Gen tok/s", "tok/s"),
-    FleetColumn("prefix_cache_hit_rate", "Hit rate", "share"),
-    FleetColumn("mean_fresh_prefill", "Fresh prefill", "tokens"),
-    FleetColumn("ttft_p95", "TTFT p95", "seconds"),
-    FleetColumn("itl_mean", "Step", "seconds"),
-    FleetColumn("decode_share", "Decode", "share"),
-    FleetColumn(AGE, "Age", "seconds"),
+    FleetColumn("running_now", "Running", "number", ("running_now",)),
+    FleetColumn("waiting_now", "Waiting", "number", ("waiting_now",)),
+    FleetColumn("kv_usage_now", "KV", "share", ("kv_usage_now",)),
+    FleetColumn("requests_per_s", "Req/s", "number", ("requests",)),
+    FleetColumn("generation_tok_s", "Gen tok/s", "tok/s", ("generation_tokens",)),
+    FleetColumn(
+        "prefix_cache_hit_rate", "Hit rate", "share", ("prefix_cache_hits", "prefix_cache_queries")
+    ),
+    FleetColumn("mean_fresh_prefill", "Fresh prefill", "tokens", ("kv_computed_sum", "requests")),
+    FleetColumn(TTFT_P95, "TTFT p95", "seconds", ("ttft",)),
+    FleetColumn("itl_mean", "Step", "seconds", ("itl_sum", "itl_count")),
+    FleetColumn("decode_share", "Decode", "share", ("prefill_sum", "decode_sum")),
+    FleetColumn(AGE, "Age", "seconds", (NEWEST,)),
     FleetColumn(TREND, "Trend", None),
 )
 """Left to right. The numeric ones are lane figure keys (the same thresholds colour them)
@@ -174,10 +182,6 @@ RAW_KEYS: tuple[str, ...] = (
 )  # fmt: skip
 """The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
 histogram, whose p95 the server works out."""
-# Plan keys besides RAW_KEYS: the TTFT p95, present when it lies past the largest finite
-# bucket, the lane's newest presence sample, when its data starts (asked only of a lane
-# younger than the window), and vLLM's pre-0.12 KV gauge without the new one.
-TTFT_P95, TTFT_ABOVE, NEWEST, START, LEGACY = "ttft_p95", "ttft_above", "newest", "start", "legacy"
 SPECULATION = ("spec_drafts", "spec_accepted")
 """Asked of SGLang only (its step is per token × tokens per step; vLLM's the ITL mean)."""
 QUANTILE = 0.95
@@ -297,18 +301,6 @@ def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
     return "sglang" if any(fig in samples for fig in plan.figs["sglang"].values()) else ""
 
 
-_INPUTS: Mapping[str, tuple[str, ...]] = {
-    "running_now": ("running_now",), "waiting_now": ("waiting_now",),
-    "kv_usage_now": ("kv_usage_now",), "requests_per_s": ("requests",),
-    "generation_tok_s": ("generation_tokens",),
-    "prefix_cache_hit_rate": ("prefix_cache_hits", "prefix_cache_queries"),
-    "mean_fresh_prefill": ("kv_computed_sum", "requests"), "ttft_p95": ("ttft",),
-    "itl_mean": ("itl_sum", "itl_count"), "decode_share": ("prefill_sum", "decode_sum"),
-    AGE: (NEWEST,),
-}  # fmt: skip
-"""Column -> the raw keys whose reasons say why it is missing."""
-
-
 def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
     """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column as the
     lane panes define it; its state from its live series and scrape targets."""
@@ -361,7 +353,8 @@ def _reasons(
     elif TTFT_P95 not in raw:
         absent.setdefault("ttft", NO_SAMPLES)
     return {
-        key: merge_reasons(absent[k] for k in _INPUTS[key] if k in absent) or "no data in window"
+        key: merge_reasons(absent[k] for k in COLUMN_BY_KEY[key].inputs if k in absent)
+        or "no data in window"
         for key, value in values.items()
         if value is None
     }

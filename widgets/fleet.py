@@ -1,11 +1,9 @@
 """The overview: every lane of the fleet in one table, a row a lane, from one read per refresh.
 
-The screen polls the fleet while it is open (the lane's own polling stops meanwhile; opening a
-lane stops the fleet's): one exclusive worker per cycle, its snapshot posted as a message,
-the next cycle armed when it is handled. Rows sort by any column (`s`, `S` reverses), `/`
-filters them by name, `c` picks the column the trend follows, `enter` opens the lane's panes.
-Colours are the health rules' (`cockpit.health`, the thresholds of the lane panes). Lane
-names are data: never markup, control characters made visible.
+The screen polls the fleet while it is open, instead of the lane (one exclusive worker per
+cycle, its snapshot posted as a message, the next cycle armed when it is handled). `s`/`S`
+sort, `/` filters by name, `c` picks the trend's column, `enter` opens the lane's panes.
+Colours are the lane panes' health rules. Lane names are data: never markup.
 """
 
 from __future__ import annotations
@@ -229,12 +227,9 @@ class FleetScreen(Screen[None]):
         async def cycle() -> None:
             self.post_message(FleetRead(await poller.cycle(window), epoch))
 
+        description = f"read the fleet over {window}"
         self.run_worker(
-            cycle(),
-            group="fleet",
-            description=f"read the fleet over {window}",
-            exclusive=True,
-            exit_on_error=False,
+            cycle(), group="fleet", description=description, exclusive=True, exit_on_error=False
         )
 
     def _due(self) -> None:
@@ -271,34 +266,32 @@ class FleetScreen(Screen[None]):
         return sort_rows(view.rows, order.sort, order.reverse, order.trend) if view else []
 
     def show(self, rebuild: bool = False) -> None:
-        rows = filter_rows(self.rows(), self.order.filter)
         self.query_one("#fleet-status", Static).update(self.status())
         order = self.order
         seen = (self.snapshot, order.sort, order.reverse, order.filter, order.trend)
         if rebuild or seen != order.seen:
             order.seen = seen
+            rows = filter_rows(self.rows(), order.filter)
             stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
-            view = table_view(rows, order, self.thresholds, stale)
-            self.query_one(RowTable).show(view)
+            self.query_one(RowTable).show(table_view(rows, order, self.thresholds, stale))
 
     def status(self) -> Content:
-        snapshot = self.snapshot
+        snapshot, order = self.snapshot, self.order
         view = snapshot.view if snapshot is not None else None
-        order = self.order
-        parts = [Content.styled("Fleet", "bold $accent")]
+        parts: list[Content | str] = [Content.styled("Fleet", "bold $accent")]
         if view is not None:
             down = sum(1 for row in view.rows if row.up is False and not row.gone)
             gone = sum(1 for row in view.rows if row.gone)
             found = "listed" if view.label == LISTED else f"by {visible(view.label)}"
-            counts = f"{len(view.rows)} lanes {found}"
-            counts += f" · {down} down" if down else ""
-            counts += f" · {gone} gone" if gone else ""
-            parts += [Content(counts), Content(clock(view.end))]
-        parts.append(Content(self.host.window))
-        sorting = f"sort {COLUMN_BY_KEY[order.sort].title} {'▼' if order.reverse else '▲'}"
-        parts += [Content(sorting), Content(f"trend {COLUMN_BY_KEY[order.trend].title}")]
+            parts.append(f"{len(view.rows)} lanes {found}")
+            parts += [f"{down} down"] if down else []
+            parts += [f"{gone} gone"] if gone else []
+            parts.append(clock(view.end))
+        parts.append(self.host.window)
+        parts.append(f"sort {COLUMN_BY_KEY[order.sort].title} {'▼' if order.reverse else '▲'}")
+        parts.append(f"trend {COLUMN_BY_KEY[order.trend].title}")
         if order.filter:
-            parts.append(Content(f"filter “{visible(order.filter)}”"))
+            parts.append(f"filter “{visible(order.filter)}”")
         if self.host.paused:
             parts.append(Content.styled("paused", "bold $warning"))
         line = Content(" · ").join(parts)
