@@ -121,9 +121,6 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
     return f"{count} row{'' if count == 1 else 's'} skipped: {causes}"
 
 
-# --- money -------------------------------------------------------------------------------
-
-
 def priced(counts: TokenCounts) -> bool:
     """A model with a price: Hermes recorded a cost above 0 for it. One without (a local
     model, a subscription route, an unknown price) is kept apart, never summed as $0."""
@@ -173,9 +170,6 @@ def money_figures(totals: LedgerTotals, sql: str) -> list[Figure]:
         make_figure("unpriced_tokens", "Tokens of models without a price (local, included)",
                     tokens(unpriced.values()), "tokens", no_split, sql, unpriced_note),
     ]  # fmt: skip
-
-
-# --- a lane's own models ---------------------------------------------------------------
 
 
 def model_matches(name: str, key: str) -> bool:

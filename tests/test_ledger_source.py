@@ -180,7 +180,9 @@ async def test_ledger_set_from_profile_names(
     shutil.copyfile(hermes_v22, home / "state.db")
     shutil.copyfile(hermes_v11, home / "profiles" / "old" / "state.db")
     monkeypatch.setenv("HERMES_HOME", str(home))
-    ledgers = LedgerSet(LedgerTailer(resolve_ledger(a), profile_of(a)) for a in ("default", "old"))
+    ledgers = LedgerSet(
+        [LedgerTailer(resolve_ledger(a), profile_of(a)) for a in ("default", "old")]
+    )
     try:
         totals = await ledgers.refresh(120 * DAY, NOW)
     finally:

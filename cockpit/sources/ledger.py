@@ -31,8 +31,8 @@ import contextlib
 import json
 import sqlite3
 import time
-import urllib.parse
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,7 @@ from cockpit.sources.ledger_files import (
 )
 from cockpit.sources.ledger_sql import (
     CHANGED,
-    IN_RANGE,
-    KNOWN_CLOSED,
+    CLOSED_IN_RANGE,
     NO_START,
     VERSIONS,
     Col,
@@ -70,7 +69,6 @@ from cockpit.sources.ledger_sums import (
     Session,
     Sums,
     combine,
-    decode_text,
     missing_for,
     model_key,
     text_of,
@@ -82,9 +80,6 @@ __all__ = ["LedgerError", "LedgerSet", "LedgerTailer", "profile_of", "resolve_le
 BIG_LEDGER_ROWS = 100_000
 """A window summed afresh on a ledger with more sessions than this scans the table, and reads
 its session_model_usage in the background (see `LedgerTailer._full_read`)."""
-
-
-# --- the tailer ------------------------------------------------------------------------------
 
 
 class LedgerTailer:
@@ -126,9 +121,8 @@ class LedgerTailer:
         low, high = float(end) - float(window_s), float(end)
         try:
             reading = await self._refresh(window_s, low, high)
-        except asyncio.CancelledError:
-            # A refresh cut short (the user switched window) may leave half-moved sums.
-            self._bounds = None  # so the next one reads the window afresh
+        except asyncio.CancelledError:  # (a window switch) sums may be half-moved:
+            self._bounds = None  # the next refresh reads the window afresh
             raise
         except Exception as exc:  # whatever went wrong, nothing half-read is kept
             reason = describe_failure(self.path, exc, self._facts)
@@ -200,9 +194,9 @@ class LedgerTailer:
         return self._schema
 
     async def _connect(self) -> aiosqlite.Connection:
-        uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
         conn = await aiosqlite.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        conn.text_factory = decode_text
+        conn.text_factory = lambda data: data.decode("utf-8", "replace")  # not UTF-8: not refused
         return conn
 
     async def _fetch(
@@ -217,7 +211,7 @@ class LedgerTailer:
         return list(await conn.execute_fetchall(sql, tuple(params)))
 
     def _known_closed(self) -> list[Any]:
-        """The parameters of KNOWN_CLOSED and CHANGED."""
+        """The parameters of CHANGED, and the last two of CLOSED_IN_RANGE."""
         return [self._max_rowid, json.dumps(sorted(self._open))]
 
     async def _full_read(self, schema: Schema, low: float, high: float) -> None:
@@ -234,7 +228,7 @@ class LedgerTailer:
         self._add_groups(rows, 1)
         if not schema.has_usage:
             return
-        statement = usage_groups(schema, f"{IN_RANGE} AND {KNOWN_CLOSED}", scan=big)
+        statement = usage_groups(schema, CLOSED_IN_RANGE, scan=big)
         params = [low, high, *self._known_closed()]
         if not big:
             self._add_groups(await self._fetch(statement, params), 1)
@@ -247,9 +241,7 @@ class LedgerTailer:
     async def _read_changes(self, schema: Schema) -> None:
         """Re-read the open sessions and the rows added since the last read."""
         rows = await self._fetch(rows_statement(schema, CHANGED), self._known_closed())
-        seen = {int(row[Col.ROWID]) for row in rows if row[Col.KIND] == "R"}
-        for gone in set(self._open) - seen:  # deleted while open
-            del self._open[gone]
+        self._open = {}  # all read again: one deleted while open is gone
         self._take_rows(rows)
 
     async def _slide(self, schema: Schema, low: float, high: float) -> None:
@@ -262,14 +254,11 @@ class LedgerTailer:
         if sum(stop - start for _, start, stop in edges) >= (high - low) / 2:
             await self._full_read(schema, low, high)
             return
-        where = f"{IN_RANGE} AND {KNOWN_CLOSED}"
-        statement = session_groups(schema, where)
+        statement = session_groups(schema, CLOSED_IN_RANGE)
         if schema.has_usage:
-            statement = f"{statement} UNION ALL {usage_groups(schema, where)}"
+            statement = f"{statement} UNION ALL {usage_groups(schema, CLOSED_IN_RANGE)}"
         for sign, start, stop in edges:
             params = [start, stop, *self._known_closed()]
-            if schema.has_usage:
-                params += params
             self._add_groups(await self._fetch(statement, params), sign)
         self._bounds = (low, high)
 
@@ -332,11 +321,10 @@ class LedgerTailer:
             else:
                 session.add_usage(_usage_key(row), _counts(row, 0))
         for rowid, (session, closed) in sessions.items():
-            if not closed:
+            if closed:
+                self._add_session(session, self._closed)
+            else:
                 self._open[rowid] = session
-                continue
-            self._open.pop(rowid, None)
-            self._add_session(session, self._closed)
 
     def _add_session(self, session: Session, sums: Sums) -> None:
         """A session started inside the bounds; one with no start only as skipped."""
@@ -378,9 +366,7 @@ class LedgerTailer:
         return LedgerReading(totals, frozen_map(sums.counts("model_s")))
 
 
-# --- several ledgers --------------------------------------------------------------------
-
-
+@dataclass(frozen=True)
 class LedgerSet:
     """Several ledgers (one per Hermes profile) summed into one LedgerTotals.
 
@@ -388,10 +374,7 @@ class LedgerSet:
     silently missing one profile would look right and be wrong. The app marks the pane stale.
     """
 
-    def __init__(self, tailers: Iterable[LedgerTailer]) -> None:
-        self.tailers = tuple(tailers)
-        if not self.tailers:
-            raise LedgerError("no ledger given")
+    tailers: Sequence[LedgerTailer]
 
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
         if end is None:

@@ -28,9 +28,6 @@ class LedgerError(SourceFailure):
         super().__init__(" ".join(reason.split()) or "unknown error", unreachable=True)
 
 
-# --- paths --------------------------------------------------------------------------------
-
-
 def resolve_ledger(arg: str) -> Path:
     """A ledger path from a path or a Hermes profile name (`default`, `work`, ...) under
     Hermes's home (`HERMES_HOME`, else `~/.hermes`)."""
@@ -53,9 +50,6 @@ def profile_of(arg: str) -> str | None:
     if path.parent.parent.name == "profiles" and path.parent.name:
         return path.parent.name
     return None
-
-
-# --- the file before SQLite sees it --------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +130,6 @@ def look(path: Path) -> tuple[object, ...]:
             continue
         seen.append((stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_mode))
     return tuple(seen)
-
-
-# --- failures in words ---------------------------------------------------------------------
 
 
 def describe_failure(path: Path, exc: Exception, facts: FileFacts | None) -> str:

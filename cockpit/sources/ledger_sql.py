@@ -40,8 +40,6 @@ COST_COLUMNS = ("actual_cost_usd", "estimated_cost_usd")
 """Summed after the counters: a row's actual cost where Hermes recorded one, else its estimate
 (TokenCounts' `cost_actual` and `cost_estimated`)."""
 VALUE_COUNT = len(COUNTER_COLUMNS) + len(COST_COLUMNS)
-MAX_COST_USD = 1e9
-"""A row's cost above this is not read as a cost (and would not fit the integer sums)."""
 
 NO_START = "no start time"
 
@@ -114,15 +112,15 @@ _COLUMNS = (
 )
 VERSIONS = "SELECT * FROM pragma_data_version, pragma_schema_version"
 
-IN_RANGE = "s.started_at > ? AND s.started_at <= ?"
+IN_RANGE = "s.started_at > ?1 AND s.started_at <= ?2"
 """Started in (start, stop]: a started_at that is not a number is never inside."""
-KNOWN_CLOSED = "s.rowid <= ? AND s.rowid NOT IN (SELECT value FROM json_each(?))"
-"""Read before and closed then (parameters: the highest rowid read, the open rowids as JSON)."""
-CHANGED = "(s.rowid > ? OR s.rowid IN (SELECT value FROM json_each(?)))"
-"""Added since, or open when last read (the same parameters)."""
-
-
-# --- pieces ----------------------------------------------------------------------------------
+CLOSED_IN_RANGE = (
+    f"{IN_RANGE} AND s.rowid <= ?3 AND s.rowid NOT IN (SELECT value FROM json_each(?4))"
+)
+"""Known closed (read before and closed then) and in range (parameters: start, stop, the
+highest rowid read, the open rowids as JSON)."""
+CHANGED = "(s.rowid > ?1 OR s.rowid IN (SELECT value FROM json_each(?2)))"
+"""Added since, or open when last read (parameters: the highest rowid read, the open rowids)."""
 
 
 def _counters(present: frozenset[str], alias: str) -> list[str | None]:
@@ -162,10 +160,8 @@ def _problem(present: frozenset[str], alias: str, *, start: bool) -> str:
         negative = " OR ".join(f"{c} < 0" for c in columns)
         cases.append(f"WHEN {not_whole} THEN 'a token count that is not a whole number'")
         cases.append(f"WHEN {negative} THEN 'a negative token count'")
-    if has_costs(present):  # text and blobs sort above every number: > MAX_COST_USD
-        bad = " OR ".join(
-            f"{alias}.{c} < 0 OR {alias}.{c} > {MAX_COST_USD:.0f}" for c in COST_COLUMNS
-        )
+    if has_costs(present):  # above $1e9 would not fit the sums; text and blobs sort above it
+        bad = " OR ".join(f"{alias}.{c} < 0 OR {alias}.{c} > 1000000000" for c in COST_COLUMNS)
         cases.append(f"WHEN {bad} THEN 'a cost that is not a dollar amount'")
     return f"CASE {' '.join(cases)} END" if cases else "NULL"
 
@@ -227,9 +223,6 @@ _STARTLESS = (
     "AND s.ended_at IS NOT NULL"
 )
 """Closed sessions whose started_at is not a number (NULL, text or a blob: all sort above '')."""
-
-
-# --- statements ------------------------------------------------------------------------------
 
 
 def rows_statement(schema: Schema, where: str) -> str:

@@ -37,11 +37,6 @@ def text_of(value: object) -> str:
     return str(value)
 
 
-def decode_text(data: bytes) -> str:
-    """SQLite text that is not UTF-8 is read with replacement characters, not refused."""
-    return data.decode("utf-8", "replace")
-
-
 class Sums(dict[GroupKey, TokenCounts]):
     """TokenCounts per (dimension, name), added to and subtracted from exactly; a row skipped
     counts as a session of ("skipped", its reason)."""
@@ -128,18 +123,14 @@ def missing_for(schema: Schema, profile: str) -> dict[str, str]:
 def window_edges(
     old_low: float, old_high: float, low: float, high: float
 ) -> list[tuple[int, float, float]]:
-    """The slices that turn (old_low, old_high] into (low, high]: +1 to add, -1 to take away."""
-    if low >= old_high or high <= old_low:
-        return [(-1, old_low, old_high), (1, low, high)]
+    """The slices that turn (old_low, old_high] into (low, high]: +1 to add, -1 to take away.
+    Windows that do not overlap give edges as wide as the new one: the tailer reads it afresh."""
     edges = []
     if low != old_low:
         edges.append((-1, old_low, low) if low > old_low else (1, low, old_low))
     if high != old_high:
         edges.append((1, old_high, high) if high > old_high else (-1, high, old_high))
     return edges
-
-
-# --- several ledgers -------------------------------------------------------------------------
 
 
 def sum_maps(maps: Iterable[Mapping[str, TokenCounts]]) -> dict[str, TokenCounts]:
