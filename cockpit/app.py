@@ -111,8 +111,8 @@ class CockpitApp(FleetOverview):
     def __init__(
         self,
         config: Config,
-        lane_feeds: Sequence[LaneFeed],
-        ledger_feed: LedgerFeed | None,
+        lanes: Sequence[LaneFeed],
+        ledger: LedgerFeed | None,
         *,
         replay_at: float | None = None,
         refresh_s: float | None = None,
@@ -120,8 +120,9 @@ class CockpitApp(FleetOverview):
         clocks: Clocks | None = None,
         notice: str = "",
         fleet: FleetFeed | None = None,
-        first_lane: str | None = None,
+        lane: str | None = None,
     ) -> None:
+        """`lane`: the lane named on the command line, opened first (with a fleet)."""
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
         self.config = config
@@ -129,22 +130,22 @@ class CockpitApp(FleetOverview):
         self.replay_at = replay_at
         self.export_dir = export_dir
         self.clocks = clocks or Clocks()
-        self.lane_feeds = tuple(lane_feeds)
+        self.lane_feeds = tuple(lanes)
         self._notice = notice
         """Shown once, as a notification, when the cockpit starts."""
         self.lane_pollers = [
             LanePoller(feed, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
-            for feed in lane_feeds
+            for feed in lanes
         ]
         self.ledger_poller = (
             LedgerPoller(
-                ledger_feed,
+                ledger,
                 self.refresh_s,
                 prices=config.prices,
                 replay_at=replay_at,
                 clocks=self.clocks,
             )
-            if ledger_feed is not None
+            if ledger is not None
             else None
         )
         self.lane_index = 0
@@ -164,7 +165,7 @@ class CockpitApp(FleetOverview):
             else None
         )
         self._overview = None
-        self.first_lane = first_lane
+        self.first_lane = lane
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -230,18 +231,20 @@ class CockpitApp(FleetOverview):
         if not 0 <= index < len(self.lane_feeds) or index == self.lane_index:
             return
         self.lane_index = index
-        self.lane_snapshot = self._lane_seen.get((index, self.window))
-        self._show()
-        self._read_lane()
+        self._lane_changed()
 
     def select_window(self, window: str) -> None:
         if window == self.window:
             return
         self.window = window
-        self.lane_snapshot = self._lane_seen.get((self.lane_index, window))
         if self.config.ledger_window is None:
             self.ledger_snapshot = self._ledger_seen.get(window)
             self._read_ledger()
+        self._lane_changed()
+
+    def _lane_changed(self) -> None:
+        """The lane, window or model filter changed: their last figures at once, then a read."""
+        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
         self._show()
         self._read_lane()
 
@@ -256,12 +259,8 @@ class CockpitApp(FleetOverview):
         if self.lane_feeds:
             self.select_lane((self.lane_index + step) % len(self.lane_feeds))
 
-    @property
-    def windows(self) -> tuple[str, ...]:
-        return self.config.windows
-
     def action_step_window(self, step: int) -> None:
-        windows = self.windows
+        windows = self.config.windows
         index = windows.index(self.window) if self.window in windows else 0
         self.select_window(windows[(index + step) % len(windows)])
 
@@ -273,7 +272,7 @@ class CockpitApp(FleetOverview):
 
     def action_pause(self) -> None:
         self.paused = not self.paused
-        self._show_status()
+        self._show()
         if self.paused:
             self._lane.disarm()  # a cycle out still shows its answer, and arms no next one
             self._ledger.disarm()
@@ -296,9 +295,7 @@ class CockpitApp(FleetOverview):
             return
         feed.filter_model(model)
         self._lane_seen = {k: v for k, v in self._lane_seen.items() if k[0] != self.lane_index}
-        self.lane_snapshot = None
-        self._show()
-        self._read_lane()
+        self._lane_changed()
 
     def action_next_theme(self) -> None:
         self.theme = next_theme(self.theme)
@@ -359,7 +356,7 @@ class CockpitApp(FleetOverview):
             yield SystemCommand(
                 f"Lane: {escape(feed.name)}", f"Show lane {index + 1} of {count}", show_lane
             )
-        for window in self.windows:
+        for window in self.config.windows:
             show_window = partial(self.select_window, window)
             yield SystemCommand(f"Window: {window}", f"Figures over the last {window}", show_window)
         for name in THEME_NAMES:

@@ -97,10 +97,6 @@ class LanePanes(App[None]):
             coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
         )
 
-    def _show_status(self) -> None:
-        if self._home is not None:
-            self._home.query_one(StatusLine).show(self.status_view())
-
     def _show(self) -> None:
         """The status line and every pane, from the current snapshots. A pane whose view is
         unchanged is not redrawn."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from textual import on
 from textual.message import Message
@@ -25,27 +26,26 @@ from cockpit.poller import MAX_DELAY_S, LanePoller
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.widgets.fleet import FleetScreen
 
-
-@dataclass
-class LaneRead(Message):
-    """A lane cycle ended. A newer one replaces it if not handled yet."""
-
-    snapshot: LaneSnapshot
-    epoch: int
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LaneRead)
+SnapshotT = TypeVar("SnapshotT")
 
 
 @dataclass
-class LedgerRead(Message):
-    """A ledger cycle ended. A newer one replaces it if not handled yet."""
+class SourceRead(Message, Generic[SnapshotT]):
+    """A source's cycle ended. A newer one of the same source replaces it if not handled yet."""
 
-    snapshot: LedgerSnapshot
+    snapshot: SnapshotT
     epoch: int
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LedgerRead)
+        return type(message) is type(self)
+
+
+class LaneRead(SourceRead[LaneSnapshot]):
+    """A lane cycle ended."""
+
+
+class LedgerRead(SourceRead[LedgerSnapshot]):
+    """A ledger cycle ended."""
 
 
 @dataclass
@@ -103,8 +103,7 @@ class SourcePolling(LanePanes):
         self._run_cycle(cycle, "lane", f"read lane {poller.feed.name} over {window}")
 
     def _read_ledger(self) -> None:
-        epoch = self._ledger.restart()
-        poller = self.ledger_poller
+        epoch, poller = self._ledger.restart(), self.ledger_poller
         if poller is None:
             return
         window = self.ledger_window
@@ -149,16 +148,13 @@ class SourcePolling(LanePanes):
         self._ledger.disarm()
         self._ledger.timer = self.set_timer(delay, self._read_ledger)
 
-    @property
-    def _lane_reading(self) -> bool:
-        return any(worker.group == "lane" and worker.is_running for worker in self.workers)
-
     def on_ledger_read(self, message: LedgerRead) -> None:
         if message.epoch != self._ledger.epoch or self.ledger_poller is None:
             return
         snapshot = self.ledger_snapshot = message.snapshot
         self._ledger_seen[snapshot.window] = snapshot
-        if not self._lane_reading:  # else shown with the lane's answer, in one repaint
+        lane_reading = any(worker.group == "lane" and worker.is_running for worker in self.workers)
+        if not lane_reading:  # else shown with the lane's answer, in one repaint
             self._show()
         self._probe_refresh()
         delay = self.ledger_poller.delay
@@ -194,9 +190,7 @@ class SourcePolling(LanePanes):
             markup=False,
         )
         self._show()  # a ledger answer held for this lane cycle's
-        if self.paused:
-            return
         if worker.group == "lane":
-            self._lane.timer = self.set_timer(MAX_DELAY_S, self._read_lane)
+            self._arm(self._lane, MAX_DELAY_S, self._read_lane, fresh=False)
         elif worker.group == "ledger":
-            self._ledger.timer = self.set_timer(MAX_DELAY_S, self._read_ledger)
+            self._arm(self._ledger, MAX_DELAY_S, self._read_ledger, fresh=False)

@@ -25,7 +25,7 @@ from cockpit.poller import (
     warning_note,
 )
 from cockpit.promql import selector_with
-from cockpit.roofline import Hardware, ModelProfile
+from cockpit.roofline import Hardware
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
@@ -52,68 +52,60 @@ def read_secret(auth: Auth) -> str:
     return lines[0].strip()
 
 
-def _selector(lane: LaneConfig, model: str | None) -> str:
-    """The lane's matchers, plus `model_name` (escaped) when a model filter is set."""
-    return selector_with(lane.selector, model_name=model) if model else lane.selector
-
-
-def _lane_hardware(lane: LaneConfig) -> Hardware | None:
-    """The lane's GPUs as one roof (ideal tensor parallelism)."""
-    return lane.hardware.scaled(lane.gpus) if lane.hardware else None
-
-
 @dataclass(eq=False)
-class PrometheusLaneFeed:
-    """A lane read with PromQL from a Prometheus-compatible server."""
+class ConfiguredLane:
+    """What a lane feed answers from its config, and the model filter it reads with."""
 
     lane: LaneConfig
-    source: PrometheusSource | None
-    servers: _Servers | None = None
-    setup_error: str = ""
-    """Why the source could not be built (a missing secret): every read says so."""
-    model_filter: str | None = None
+    model_filter: str | None = field(default=None, kw_only=True)
 
     def filter_model(self, model: str | None) -> None:
         self.model_filter = model or None
 
-    @property
-    def name(self) -> str:
-        return self.lane.name
+    name = property(lambda self: self.lane.name)
+    gpus = property(lambda self: self.lane.gpus)
+    model = property(lambda self: self.lane.model)
+    host_kv_tokens = property(lambda self: self.lane.host_kv_tokens)
+    chunk_tokens = property(lambda self: self.lane.chunk_tokens)
 
     @property
     def hardware(self) -> Hardware | None:
-        return _lane_hardware(self.lane)
+        """The lane's GPUs as one roof (ideal tensor parallelism)."""
+        return self.lane.hardware.scaled(self.lane.gpus) if self.lane.hardware else None
 
     @property
-    def gpus(self) -> int:
-        return self.lane.gpus
+    def dialect(self) -> str | None:
+        return None if self.lane.engine == "auto" else self.lane.engine
 
     @property
-    def model(self) -> ModelProfile | None:
-        return self.lane.model
+    def selector(self) -> str:
+        """The lane's matchers, plus `model_name` (escaped) when a model filter is set."""
+        model, lane = self.model_filter, self.lane.selector
+        return selector_with(lane, model_name=model) if model else lane
 
-    @property
-    def host_kv_tokens(self) -> float:
-        return self.lane.host_kv_tokens
 
-    @property
-    def chunk_tokens(self) -> int | None:
-        return self.lane.chunk_tokens
+@dataclass(eq=False)
+class PrometheusLaneFeed(ConfiguredLane):
+    """A lane read with PromQL from a Prometheus-compatible server."""
 
-    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+    source: PrometheusSource | None
+    servers: _Servers | None = None
+    setup_error: str = ""
+    """Why the source could not be built (a missing secret): every read says so."""
+
+    def _source(self) -> PrometheusSource:
         if self.source is None:
             raise SourceError(self.setup_error or "closed")
-        dialect = None if self.lane.engine == "auto" else self.lane.engine
-        selector = _selector(self.lane, self.model_filter)
-        return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
+        return self.source
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        return await self._source().read_lane(self.name, self.dialect, self.selector, window_s, end)
 
     async def model_names(self) -> list[str]:
         """The lane's `model_name` values, whatever the model filter (the `m` filter offers
         them)."""
-        if self.source is None:
-            raise SourceError(self.setup_error or "closed")
-        dialect = None if self.lane.engine == "auto" else self.lane.engine
-        return await self.source.label_values("model_name", self.name, dialect, self.lane.selector)
+        source, selector = self._source(), self.lane.selector
+        return await source.label_values("model_name", self.name, self.dialect, selector)
 
     def forget(self) -> None:
         """The next read evaluates the window anew, not reusing a long window's totals."""
@@ -132,30 +124,16 @@ class PrometheusLaneFeed:
 
 
 @dataclass(eq=False)
-class ScrapeLaneFeed:
+class ScrapeLaneFeed(ConfiguredLane):
     """A lane read by scraping the engine's /metrics directly (no Prometheus)."""
 
-    lane: LaneConfig
     source: ScrapeSource
-    model_filter: str | None = None
-
-    def filter_model(self, model: str | None) -> None:
-        self.model_filter = model or None
-
-    name = property(lambda self: self.lane.name)
-    hardware = property(lambda self: _lane_hardware(self.lane))
-    gpus = property(lambda self: self.lane.gpus)
-    model = property(lambda self: self.lane.model)
-    host_kv_tokens = property(lambda self: self.lane.host_kv_tokens)
-    chunk_tokens = property(lambda self: self.lane.chunk_tokens)
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
         """Take a sample (each refresh is one scrape), then the window from the buffer."""
         if end is None:
             await self.source.poll()
-        dialect = None if self.lane.engine == "auto" else self.lane.engine
-        selector = _selector(self.lane, self.model_filter)
-        return await self.source.read_lane(self.lane.name, dialect, selector, window_s, end)
+        return await self.source.read_lane(self.name, self.dialect, self.selector, window_s, end)
 
     async def model_names(self) -> list[str]:
         """The `model_name` values of the lane's series scraped so far (one scrape if none)."""
@@ -231,8 +209,8 @@ class _Servers:
             await source.aclose()
 
 
-def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[LaneFeed]:
-    servers = servers or _Servers()
+def build_lane_feeds(config: Config) -> list[LaneFeed]:
+    servers = _Servers()
     feeds: list[LaneFeed] = []
     for lane in config.lanes:
         if lane.prometheus:
@@ -244,23 +222,9 @@ def build_lane_feeds(config: Config, servers: _Servers | None = None) -> list[La
             from cockpit.sources.scrape import ScrapeSource
 
             assert lane.metrics_url is not None
-            feeds.append(
-                ScrapeLaneFeed(
-                    lane,
-                    ScrapeSource(lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s),
-                )
-            )
+            source = ScrapeSource(lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s)
+            feeds.append(ScrapeLaneFeed(lane, source))
     return feeds
-
-
-def build_ledger_feed(config: Config) -> LedgerFeed | None:
-    if not config.ledgers:
-        return None
-    tailers = [
-        LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
-        for ledger in config.ledgers
-    ]
-    return LedgerSetFeed(LedgerSet(tailers))
 
 
 def build_feeds(
@@ -270,7 +234,11 @@ def build_feeds(
     lanes = build_lane_feeds(config)
     if first_lane:
         lanes.sort(key=lambda feed: feed.name != first_lane)
-    return lanes, build_ledger_feed(config)
+    tailers = [
+        LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
+        for ledger in config.ledgers
+    ]
+    return lanes, LedgerSetFeed(LedgerSet(tailers)) if tailers else None
 
 
 # --- headless: one read of everything -------------------------------------------------------
@@ -313,7 +281,7 @@ async def read_once(
     lanes, ledger = build_feeds(config, lane_name)
     errors: list[str] = []
     lane_snapshot = ledger_snapshot = None
-    window = lane_window = config.window
+    lane_window = config.window
     read_lane = bool(lanes)
     try:
         if lanes and from_start:
@@ -330,9 +298,8 @@ async def read_once(
             if lane_snapshot.freshness.state != "ok":
                 errors.append(f"lane {lanes[0].name}: {lane_snapshot.freshness.reason}")
         if ledger is not None:
-            ledger_window = config.ledger_window or window
             poller = LedgerPoller(ledger, config.refresh_s, prices=config.prices, replay_at=at)
-            ledger_snapshot = await poller.cycle(ledger_window)
+            ledger_snapshot = await poller.cycle(config.ledger_window or config.window)
             if ledger_snapshot.freshness.state != "ok":
                 errors.append(f"ledger: {ledger_snapshot.freshness.reason}")
     finally:

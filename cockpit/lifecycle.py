@@ -50,19 +50,10 @@ class Setup(NamedTuple):
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
     """The app on what `setup` returns, built with the garbage collector paused."""
     with collector_paused():
-        config, lanes, ledger, replay_at, refresh_s, notice, fleet, lane = setup()
+        arguments = setup()._asdict()
         from cockpit.app import make_app
 
-        return make_app(
-            config,
-            lanes,
-            ledger,
-            replay_at=replay_at,
-            refresh_s=refresh_s,
-            notice=notice,
-            fleet=fleet,
-            first_lane=lane,
-        )
+        return make_app(**arguments)
 
 
 @contextlib.contextmanager

@@ -34,7 +34,20 @@ MAX_DELAY_S = 60.0
 """The longest pause between two reads of a failing source."""
 
 
-class LaneFeed(Protocol):
+TotalsT = TypeVar("TotalsT")
+TotalsT_co = TypeVar("TotalsT_co", covariant=True)
+FiguresT = TypeVar("FiguresT")
+SnapshotT = TypeVar("SnapshotT")
+
+
+class Feed(Protocol[TotalsT_co]):
+    """What a poller reads: a window's totals up to `end` (None: now); raises SourceFailure
+    with the reason."""
+
+    async def read(self, window_s: float, end: float | None) -> TotalsT_co: ...
+
+
+class LaneFeed(Feed[LaneTotals], Protocol):
     """One lane's source, as the app sees it."""
 
     @property
@@ -64,19 +77,11 @@ class LaneFeed(Protocol):
         """Read only `model` from now on (None or empty: the whole lane)."""
         ...
 
-    async def read(self, window_s: float, end: float | None) -> LaneTotals:
-        """Window totals ending at `end` (None = now); raises SourceFailure with the reason."""
-        ...
-
     async def close(self) -> None: ...
 
 
-class LedgerFeed(Protocol):
-    """The agent ledger(s), as the app sees them."""
-
-    async def read(self, window_s: float, end: float | None) -> LedgerTotals:
-        """Totals of sessions started in the window; raises SourceFailure with the reason."""
-        ...
+class LedgerFeed(Feed[LedgerTotals], Protocol):
+    """The agent ledger(s), as the app sees them: totals of the sessions started in the window."""
 
     async def close(self) -> None: ...
 
@@ -94,14 +99,14 @@ def failure_reason(error: BaseException) -> str:
     return first_line(str(error)) or type(error).__name__
 
 
+@dataclass
 class Backoff:
-    """Refresh interval on success; after failures refresh, ×2, ×4 … capped at `max_s`."""
+    """Refresh interval on success; after failures refresh, ×2, ×4 … capped at MAX_DELAY_S
+    (or the refresh interval, if longer)."""
 
-    def __init__(self, refresh_s: float, max_s: float = MAX_DELAY_S) -> None:
-        self.refresh_s = refresh_s
-        self.max_s = max(max_s, refresh_s)
-        self.failures = 0
-        self.retry_after: float | None = None
+    refresh_s: float
+    failures: int = 0
+    retry_after: float | None = None
 
     def succeeded(self) -> None:
         self.failures = 0
@@ -115,7 +120,7 @@ class Backoff:
     def delay(self) -> float:
         if self.failures == 0:
             return self.refresh_s
-        delay = min(self.refresh_s * 2.0 ** (self.failures - 1), self.max_s)
+        delay = min(self.refresh_s * 2.0 ** (self.failures - 1), max(MAX_DELAY_S, self.refresh_s))
         if self.retry_after is not None:
             delay = max(delay, self.retry_after)
         return delay
@@ -129,23 +134,12 @@ def warning_note(warnings: tuple[str, ...]) -> str:
     return f"{first}{more}"
 
 
-def as_failure(error: Exception) -> SourceFailure:
-    """The error as a SourceFailure: itself, or (a bug in a feed) its message, no retry hints."""
-    return error if isinstance(error, SourceFailure) else SourceFailure(failure_reason(error))
-
-
 @dataclass(frozen=True, slots=True)
 class Clocks:
-    """Wall time (for `updated_at`, `stale since`) and a monotonic clock (for latency)."""
+    """Wall time (for `stale since`) and a monotonic clock (for latency)."""
 
     wall: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.perf_counter
-
-
-TotalsT = TypeVar("TotalsT")
-TotalsT_co = TypeVar("TotalsT_co", covariant=True)
-FiguresT = TypeVar("FiguresT")
-SnapshotT = TypeVar("SnapshotT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +149,6 @@ class Good(Generic[TotalsT, FiguresT]):
     totals: TotalsT
     figures: FiguresT
     read_at: float
-
-
-class Feed(Protocol[TotalsT_co]):
-    """What a poller reads: a window's totals up to `end` (None: now)."""
-
-    async def read(self, window_s: float, end: float | None) -> TotalsT_co: ...
 
 
 class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
@@ -175,11 +163,9 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         *,
         replay_at: float | None = None,
         clocks: Clocks | None = None,
-        max_delay_s: float = MAX_DELAY_S,
     ) -> None:
         self.replay_at = replay_at
-        self.backoff = Backoff(refresh_s, max_delay_s)
-        self._read: Callable[[float, float | None], Awaitable[TotalsT]] = feed.read
+        self.backoff = Backoff(refresh_s)
         self._clocks = clocks or Clocks()
         self._probe: Callable[[], Awaitable[bool]] | None = getattr(feed, "probe", None)
         """The feed's cheap check that its source answers again, when it has one."""
@@ -236,12 +222,14 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
             self.backoff.succeeded()  # it answers again: whatever comes next starts afresh
         started = self._clocks.monotonic()
         try:
-            totals = await self._read(parse_duration(window), self.replay_at)
+            totals = await self.feed.read(parse_duration(window), self.replay_at)
         # The feed is the I/O boundary and raises SourceFailure; anything else is a bug in it,
         # shown all the same (its message, read again later) rather than ending the polling.
         except Exception as error:
             latency = self._clocks.monotonic() - started
-            return self._failed(window, key, as_failure(error), latency)
+            if not isinstance(error, SourceFailure):  # a bug in the feed: its message, no hints
+                error = SourceFailure(failure_reason(error))
+            return self._failed(window, key, error, latency)
         latency = self._clocks.monotonic() - started
         good = Good(totals, self.figures(totals), self._clocks.wall())
         self._good[key] = good
@@ -318,7 +306,6 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
             model=self.feed.model,
             freshness=freshness,
             latency_s=latency_s,
-            updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
             gpus=self.feed.gpus,
             chunk_tokens=self.feed.chunk_tokens,
@@ -347,11 +334,8 @@ class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
         prices: Prices | None = None,
         replay_at: float | None = None,
         clocks: Clocks | None = None,
-        max_delay_s: float = MAX_DELAY_S,
     ) -> None:
-        super().__init__(
-            feed, refresh_s, replay_at=replay_at, clocks=clocks, max_delay_s=max_delay_s
-        )
+        super().__init__(feed, refresh_s, replay_at=replay_at, clocks=clocks)
         self.prices = prices or Prices()
 
     def figures(self, totals: LedgerTotals) -> LedgerFigures:
@@ -370,6 +354,5 @@ class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
             figures=good.figures if good else None,
             freshness=freshness,
             latency_s=latency_s,
-            updated_at=good.read_at if good else None,
             replay_at=self.replay_at,
         )

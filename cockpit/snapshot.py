@@ -23,8 +23,6 @@ class LaneSnapshot:
     freshness: Freshness = FRESH
     latency_s: float | None = None
     """Wall time of the last query, client and server."""
-    updated_at: float | None = None
-    """When the figures were last read successfully."""
     replay_at: float | None = None
     """Set when the cockpit replays a past moment (`--at`)."""
     gpus: int = 1
@@ -53,5 +51,4 @@ class LedgerSnapshot:
     figures: LedgerFigures | None
     freshness: Freshness = FRESH
     latency_s: float | None = None
-    updated_at: float | None = None
     replay_at: float | None = None

@@ -46,7 +46,6 @@ async def test_a_good_read_gives_fresh_figures_from_the_totals() -> None:
     assert snapshot.figures is not None
     assert snapshot.figures.value("prefix_cache_hit_rate") == pytest.approx(18_320_000 / 20_000_000)
     assert snapshot.latency_s == pytest.approx(0.25)
-    assert snapshot.updated_at == EVAL_AT + 5
     assert snapshot.hardware is feed.hardware and snapshot.model is feed.model
     assert poller.delay == 5.0
 
@@ -74,11 +73,10 @@ async def test_a_failure_after_a_good_read_keeps_the_figures_marked_stale() -> N
         assert stale.freshness.since == 1010.0
         assert stale.freshness.reason == "connection refused (127.0.0.1:9090)"
         assert stale.figures == good.figures
-        assert stale.updated_at == 1000.0
     feed.failure = None
     wall.now = 1060.0
     recovered = await poller.cycle("1h")
-    assert recovered.freshness.state == "ok" and recovered.updated_at == 1060.0
+    assert recovered.freshness == Freshness("ok")
 
 
 async def test_a_source_that_never_answered_is_missing_with_its_reason() -> None:
@@ -129,7 +127,7 @@ async def test_a_window_never_read_is_missing_not_the_other_windows_figures() ->
 
 async def test_back_off_doubles_up_to_the_cap_and_resets_on_success() -> None:
     feed = ScriptedLaneFeed("lane-a", failure=SourceDown("down"))
-    poller = LanePoller(feed, 5.0, max_delay_s=60.0)
+    poller = LanePoller(feed, 5.0)
     delays = []
     for _ in range(6):
         await poller.cycle("1h")
@@ -145,7 +143,7 @@ async def test_a_lane_not_there_yet_is_asked_again_every_refresh() -> None:
     reason to back off: the lane must show at the first refresh after it comes up."""
     not_yet = SourceFailure("no vllm: or sglang: metrics found for this lane", engine_absent=True)
     feed = ScriptedLaneFeed("lane-a", failure=SourceDown("503 service unavailable"))
-    poller = LanePoller(feed, 5.0, max_delay_s=60.0)
+    poller = LanePoller(feed, 5.0)
     await poller.cycle("1h")
     await poller.cycle("1h")
     assert poller.delay == 10.0
@@ -169,7 +167,7 @@ async def test_retry_after_on_the_error_is_honoured() -> None:
 
 
 def test_backoff_cap_is_never_below_the_refresh_interval() -> None:
-    backoff = Backoff(refresh_s=120.0, max_s=60.0)
+    backoff = Backoff(refresh_s=120.0)  # the cap is 60 s
     backoff.failed()
     backoff.failed()
     assert backoff.delay == 120.0
