@@ -53,8 +53,7 @@ _SI_UNITS = {"flop/s": "FLOP/s", "bytes/s": "B/s", "bytes": "B"}
 
 
 def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
-    """How a figure reads on screen and in receipts; `—` when missing; `> 60 s` for a lower
-    bound (`above`)."""
+    """How a figure reads on screen and in receipts: `—` when missing, `> 60 s` if `above`."""
     if value is None:
         return "—"
     if above:

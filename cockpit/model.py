@@ -11,7 +11,6 @@ from typing import Literal, TypeVar
 
 from cockpit.timeutil import clock
 
-FreshnessState = Literal["ok", "stale", "missing"]
 FailureCause = Literal["", "source", "engine"]
 
 
@@ -19,7 +18,7 @@ FailureCause = Literal["", "source", "engine"]
 class Freshness:
     """How current a source's figures are: `ok`, `stale since HH:MM:SS UTC`, `missing: why`."""
 
-    state: FreshnessState
+    state: Literal["ok", "stale", "missing"]
     since: float | None = None
     """When the failing began (epoch seconds)."""
     reason: str = ""
@@ -260,7 +259,6 @@ TREND_KEYS: tuple[str, ...] = (
 @dataclass(frozen=True, slots=True)
 class Trend:
     """A lane's figures at a fixed step, oldest point first.
-
     Point `i` covers (t - step, t] for t = `end - (n - 1 - i) * step`; None is a gap, never a
     zero. Counters are increases within each step, so a reset does not spike."""
 

@@ -69,8 +69,7 @@ class RoofPoint:
 
     @property
     def above_roof(self) -> bool:
-        """Faster than the roof allows: the hardware or model profile (or the engine's
-        counters) must be wrong."""
+        """Faster than the roof allows: a profile (or the engine's counters) must be wrong."""
         return self.roof_fraction > 1.0 + ROOF_SLACK
 
 
@@ -180,16 +179,9 @@ def decode_step(
     flops = tokens * model.flops_per_token(context)
     weights = model.weight_bytes_read(tokens)
     kv = batch * model.kv_bytes(context)
+    seconds = _timed(hw, flops, weights + kv, seconds)
     return DecodePoint(
-        flops=flops,
-        bytes_moved=weights + kv,
-        seconds=_timed(hw, flops, weights + kv, seconds),
-        hw=hw,
-        batch=batch,
-        context=context,
-        tokens_per_step=tokens_per_step,
-        weight_bytes=weights,
-        kv_bytes=kv,
+        flops, weights + kv, seconds, hw, batch, context, tokens_per_step, weights, kv
     )
 
 
@@ -333,11 +325,5 @@ def operating_points(
     decode, ceiling, decode_reason = _operating_decode(load, hw, model)
     measured, measured_reason = _operating_measured(load, hw, prefill, decode)
     return OperatingPoints(
-        prefill=prefill,
-        decode=decode,
-        decode_ceiling_tokens_per_s=ceiling,
-        measured=measured,
-        prefill_reason=prefill_reason,
-        decode_reason=decode_reason,
-        measured_reason=measured_reason,
+        prefill, decode, ceiling, measured, prefill_reason, decode_reason, measured_reason
     )
