@@ -15,18 +15,15 @@ from cockpit.quantiles import histogram_quantile
 
 
 class Latency(NamedTuple):
-    """A latency the tails show: its histogram's percentiles beside that histogram's mean."""
+    """A latency the tails show: its raw `histogram` key (percentile figures are
+    `<histogram>_p<percentile>`) beside the figure of its `mean`, what it times (`label`, as
+    figures and receipts name it), and the tails pane's `row` (`short` where there is no room)."""
 
     histogram: str
-    """Raw histogram key; its percentile figures are `<histogram>_p<percentile>`."""
     mean: str
-    """The figure of the same histogram's mean (its sum / count)."""
     label: str
-    """What it times, as the figures and the receipt name it."""
     row: str
-    """The tails pane's row."""
     short: str
-    """The row where the pane has no room for `row`."""
 
 
 LATENCIES: tuple[Latency, ...] = (

@@ -1,15 +1,12 @@
 """A lane's trend: its figures at a fixed step across the window. Pure: no I/O.
 
-The step is the window's sixtieth rounded up to a nice step (`trend_step`); points sit on its
-multiples, point t covering (t - step, t]. Per step the raw keys the window's figures read are
-taken again (a counter's increase within the step, a gauge's mean in it) and the trend keys
-are worked out from them as `figures.py` and `decode_pace.py` work out the window's, so a point
-is that figure over its step. Prometheus answers them as one range query (`trend_query`, read
-back with `matrix_values`); a direct scrape works them out of its buffer (`buffer.BufferTrend`).
-A step without data is None, never 0; counters are increases, so a reset does not spike.
-On Prometheus a step shorter than a few scrape intervals holds too few samples for an increase:
-its counters are then read over `rate_range` (at least `RATE_SCRAPES` scrape intervals, as
-Grafana's `$__rate_interval`), their rate over that range times the step, and the trend says so.
+Points sit on the multiples of the step (`trend_step`), point t covering (t - step, t]. Per
+step the raw keys are read again (a counter's increase in it, a gauge's mean) and the trend keys
+worked out from them as the window's figures are. Prometheus answers one range query
+(`trend_query`, read back by `matrix_values`); a direct scrape reads its buffer
+(`buffer.BufferTrend`). A step without data is None, never 0; a reset does not spike. A step
+shorter than a few scrape intervals has its counters read over `rate_range` (as Grafana's
+`$__rate_interval`), their rate times the step, and the trend says so.
 """
 
 from __future__ import annotations

@@ -146,10 +146,6 @@ class Buffer:
                 track.append(at, value, born)
         self._trim(at)
 
-    def read_window(self, window_s: float) -> None:
-        """Note a window read (series that stopped appearing are kept as long as the longest)."""
-        self.longest_window_s = max(self.longest_window_s or 0.0, window_s)
-
     def _trim(self, now: float) -> None:
         aged = 0
         while len(self.scrapes) - aged > 1 and (
@@ -157,9 +153,8 @@ class Buffer:
         ):
             aged += 1
         self._drop_scrapes(aged)
-        while self.size > self.max_bytes and len(self.scrapes) > 1:
-            per_scrape = self.size / len(self.scrapes)
-            excess = math.ceil((self.size - self.max_bytes) / per_scrape)
+        while (size := self.size) > self.max_bytes and len(self.scrapes) > 1:
+            excess = math.ceil((size - self.max_bytes) * len(self.scrapes) / size)
             self._drop_scrapes(min(max(excess, 1), len(self.scrapes) - 1))
         if self.longest_window_s is not None:
             self._evict_dead(now - self.longest_window_s)
@@ -223,8 +218,7 @@ class Window:
     ) -> None:
         self.buffer = buffer
         self.carry_after = carry_after
-        """A counter's increase starts at its last point before the window when that point is
-        later than this (a trend's step then counts from the step before it)."""
+        """An increase starts at the point before the window when it is later than this."""
         self.matchers = matchers
         self.start = start
         self.end = end
@@ -415,18 +409,13 @@ def _by(found: list[tuple[LabelKey, T]], label: str) -> dict[str, list[T]]:
 def _total(found: list[float | Missing | None]) -> float | Missing:
     """The sum of the series' increases; None marks a series with no point in the window."""
     present = [f for f in found if f is not None]
-    if not present:
-        return NO_SAMPLES
     numbers = [f for f in present if not isinstance(f, Missing)]
-    if not numbers:
-        return present[0]
-    return sum(numbers)
+    return sum(numbers) if numbers else present[0] if present else NO_SAMPLES
 
 
 class BufferTrend:
-    """A direct scrape's trend, worked out of its buffer's points. A step is worked out once
-    it is over (a scrape after it is in the buffer, and the one before it still is); only the
-    lane's current matchers and step are kept."""
+    """A direct scrape's trend from its buffer. A step is kept once over (a scrape after it is
+    in the buffer, and the one before it still is), for the lane's current matchers and step."""
 
     def __init__(self) -> None:
         self._kept: dict[tuple[object, ...], dict[float, trends.StepValues]] = {}

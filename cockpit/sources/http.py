@@ -27,7 +27,6 @@ CONNECT_TIMEOUT_S = 5.0
 """At most this long to open a connection (the whole request has `timeout`)."""
 MAX_BYTES = 64_000_000
 """The largest answer read (a runaway query or label would otherwise fill the memory)."""
-MASK = "***"
 
 
 class SourceError(SourceFailure):
@@ -75,7 +74,7 @@ def mask(text: str, secrets: Iterable[str]) -> str:
     """`text` with each secret replaced by ***."""
     for secret in secrets:
         if secret in text:
-            text = text.replace(secret, MASK)
+            text = text.replace(secret, "***")
     return text
 
 
@@ -156,6 +155,7 @@ class HttpClient:
         self.requests = 0
         """Requests sent so far."""
         self._secrets = secret_forms(bearer, basic)
+        """Every form the credentials take on the wire: masked in reasons and answers."""
         sent = dict(headers or {})
         if bearer:
             sent["Authorization"] = f"Bearer {bearer}"
@@ -168,10 +168,6 @@ class HttpClient:
                 connect=min(timeout, CONNECT_TIMEOUT_S), read=timeout, write=timeout, pool=timeout
             ),
         )
-
-    def mask(self, text: str) -> str:
-        """`text` with this client's credentials (in any form sent) replaced by ***."""
-        return mask(text, self._secrets)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -193,34 +189,27 @@ class HttpClient:
     ) -> Reply:
         self.requests += 1
         try:
-            async with asyncio.timeout(self.timeout):
-                request = self._client.build_request(method, path, params=params, data=data)
-                response = await self._client.send(request, stream=True)
-                try:
-                    body = await self._body(response)
-                finally:
-                    await response.aclose()
+            async with (
+                asyncio.timeout(self.timeout),
+                self._client.stream(method, path, params=params, data=data) as response,
+            ):
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > self.max_bytes:
+                        raise SourceError(
+                            f"{self.url}: answer over {self.max_bytes / 1e6:g} MB refused "
+                            "(a runaway query or label?)"
+                        )
         except (TimeoutError, httpx.HTTPError, httpx.InvalidURL, UnicodeError, OSError) as exc:
             raise self._failure(exc) from None
         text = body.decode(response.encoding or "utf-8", errors="replace")
         return Reply(
             response.status_code,
-            self.mask(response.reason_phrase),
+            mask(response.reason_phrase, self._secrets),
             response.headers,
-            self.mask(text),
+            mask(text, self._secrets),
         )
-
-    async def _body(self, response: httpx.Response) -> bytes:
-        """The whole body, or SourceError once it grows past `max_bytes`."""
-        body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > self.max_bytes:
-                raise SourceError(
-                    f"{self.url}: answer over {self.max_bytes / 1e6:g} MB refused (a runaway "
-                    "query or label?)"
-                )
-        return bytes(body)
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""
@@ -235,7 +224,7 @@ class HttpClient:
             return SourceError(
                 f"{self.url}: request not sendable: a header or the URL has characters HTTP forbids"
             )
-        reason = f"{self.url}: {self.mask(transport_reason(exc))}"
+        reason = f"{self.url}: {mask(transport_reason(exc), self._secrets)}"
         error = SourceError(reason, unreachable=isinstance(exc, httpx.TransportError | OSError))
         error.connect_failed = isinstance(exc, httpx.ConnectError)
         return error

@@ -41,10 +41,8 @@ NOT_IN_LAST_SCRAPE = Missing("not in the last scrape")
 
 
 class ScrapeSource:
-    """One engine's `/metrics`, polled into a buffer.
-
-    `selector`: the lane's own matchers; series they don't match are not kept (a model filter
-    or a narrower selector at read time picks among the kept ones)."""
+    """One engine's `/metrics`, polled into a buffer that keeps the series `selector` matches
+    (a model filter or a narrower selector at read time picks among them)."""
 
     def __init__(
         self,
@@ -74,9 +72,6 @@ class ScrapeSource:
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: dict[str, Series] = {}
-
-    def __repr__(self) -> str:
-        return f"ScrapeSource({self.url!r})"
 
     @property
     def requests(self) -> int:
@@ -151,8 +146,6 @@ class ScrapeSource:
         ]  # NaN (no `_created`) is the one value unequal to itself
         return min(born, default=None)
 
-    # --- reading the buffer -------------------------------------------------------------
-
     async def read_lane(
         self,
         lane: str,
@@ -173,7 +166,7 @@ class ScrapeSource:
         dialect = self.dialect or "vllm"
         end = self.buffer.scrapes[-1] if end is None and self.buffer.scrapes else end
         end = time.time() if end is None else end
-        self.buffer.read_window(window_s)
+        self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
         specs = dialects.lane_specs(dialect, self.escaped)
         counters = _counter_names(specs.values())
