@@ -314,13 +314,8 @@ class PrometheusSource:
         partial = body.get("isPartial") is True
         if partial:
             warned.append(PARTIAL)
-        return Answer(
-            result=result,
-            warnings=tuple(warned),
-            client_seconds=client_seconds,
-            eval_seconds=_float(_dict(stats.get("timings")).get("evalTotalTime")),
-            partial=partial,
-        )
+        eval_seconds = _float(_dict(stats.get("timings")).get("evalTotalTime"))
+        return Answer(result, tuple(warned), client_seconds, eval_seconds, partial)
 
     async def label_values(
         self, label: str, lane: str, dialect: str | None, selector: str
