@@ -214,12 +214,12 @@ async def refresh_costs(url: str) -> dict[str, Any]:
         floor: list[float] = []
         lean: list[float] = []
         for _ in range(READS):
-            before = fleet.requests
+            before = fleet.source.requests
             started, used = time.perf_counter(), time.process_time()
             view = await fleet.read(WINDOW_S)
             wall = time.perf_counter() - started
             cpu.append(time.process_time() - used)
-            requests.append(fleet.requests - before)
+            requests.append(fleet.source.requests - before)
             server.append(view.eval_seconds or 0.0)
             client.append(wall - (view.eval_seconds or 0.0))
             started = time.perf_counter()

@@ -1,6 +1,5 @@
-"""The fleet's overview as the app wires it: the cockpit opens on it (with a fleet feed),
-enter opens a lane's panes (that lane alone polled until escape brings the overview back), and
-lanes the fleet finds while the cockpit runs get feeds of their own."""
+"""The fleet's overview as the app wires it: the cockpit opens on it, enter opens a lane's panes
+(that lane alone polled until escape), lanes found while it runs get feeds of their own."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class FleetOverview(SourcePolling):
     """The lane named on the command line (`--lane`): the cockpit opens on its panes."""
 
     def open_on_overview(self) -> None:
-        """With a fleet feed: the overview, over the panes, from the start (a lane named on
-        the command line: its panes, escape opens the overview)."""
+        """With a fleet feed, open on the overview (or on the lane named by `--lane`)."""
         if self.fleet_poller is None:
             return
         folder = self.export_dir or receipts_folder(self.config.export_dir)
@@ -64,8 +62,7 @@ class FleetOverview(SourcePolling):
         self._probe_refresh()
 
     def add_lanes(self, names: Sequence[str]) -> None:
-        """Lanes the fleet found that the cockpit has no feed for yet (discovered while it
-        runs): each gets one, on the discovery's server, after the lanes already there."""
+        """A feed, on the discovery's server, for each lane found that has none yet."""
         discover, known = self.config.discover, {feed.name for feed in self.lane_feeds}
         found = [name for name in names if name not in known]
         if discover is None or not found:

@@ -1,8 +1,5 @@
-"""The overview's refresh cycle (one fleet read per refresh) and its receipt file. No Textual.
-
-The fleet is polled like a lane, by the generic `Poller`: back-off while the server fails, a
-cheap probe while it can't be reached, the last good view kept (marked stale) meanwhile.
-"""
+"""The overview's refresh cycle and its receipt file. No Textual. The fleet is polled like a
+lane, by the generic `Poller` (back-off, probe, the last good view kept while failing)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Lanes listed one by one (no label to find them by) as the overview's fleet: each lane read
 as its panes read it, all at once, its row made of the same figures (`figures.lane_figures`).
 
-This costs a lane's own request(s) per lane and refresh: one query for the whole fleet needs
-the label the lanes are found by (`discover:`, `--lanes-by`), which `sources.fleet` asks.
-Listed lanes beside discovery are read beside its one query, their rows with its rows.
-A listed lane's age is the time from its figures' read (a scraped lane's newest scrape, a
-Prometheus lane's evaluation: the newest time its query saw) to the overview's end.
+That costs each lane's own request(s) per refresh (one query for the whole fleet needs a label
+to find lanes by: `sources.fleet`). Listed lanes beside discovery are read beside its query.
+A listed lane's age runs from its figures' read (newest scrape, or evaluation) to the view's end.
 """
 
 from __future__ import annotations
@@ -44,9 +42,10 @@ class ListedFleet:
         """Every lane over the window ending at `end` (None: now); a listed lane whose read
         fails is a down row saying why, a failed discovery read fails the whole read."""
         at = time.time() if end is None else end
-        found = self.found.read(window_s, end) if self.found else _none_found(window_s, at)
+        found = [self.found.read(window_s, end)] if self.found else []
         reads = (feed.read(window_s, end) for feed in self.feeds)
-        *results, view = await asyncio.gather(*reads, found, return_exceptions=True)
+        results = await asyncio.gather(*reads, *found, return_exceptions=True)
+        view = results.pop() if found else FleetView((), window_s, at, label=LISTED)
         if isinstance(view, BaseException):
             raise view
         assert isinstance(view, FleetView)
@@ -88,8 +87,3 @@ def _where(result: object) -> str:
     if isinstance(result, LaneTotals):
         return f"{result.selector or 'every series'} on {result.server}"
     return f"not read: {failure_reason(result)}" if isinstance(result, Exception) else ""
-
-
-async def _none_found(window_s: float, end: float) -> FleetView:
-    """The view listed lanes' rows go into when no lane is found by a label."""
-    return FleetView((), window_s, end, label=LISTED)

@@ -88,9 +88,9 @@ async def _views(url: str) -> tuple[FleetView, FleetView, int]:
     fleet = FleetSource(PrometheusSource(url), "job")
     try:
         first = await fleet.read(WINDOW_S, FIRST)
-        before = fleet.requests
+        before = fleet.source.requests
         second = await fleet.read(WINDOW_S, END)
-        return first, second, fleet.requests - before
+        return first, second, fleet.source.requests - before
     finally:
         await fleet.aclose()
 

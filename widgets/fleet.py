@@ -1,7 +1,7 @@
 """The overview: every lane of the fleet in one table, a row a lane, from one read per refresh.
 
 The screen polls the fleet while it is open, instead of the lane (one exclusive worker per
-cycle, its snapshot posted as a message, the next cycle armed when it is handled). `s`/`S`
+cycle, which shows its snapshot and arms the next cycle). `s`/`S`
 sort, `/` filters by name, `c` picks the trend's column, `enter` opens the lane's panes.
 Colours are the lane panes' health rules. Lane names are data: never markup.
 """
@@ -18,7 +18,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
@@ -72,17 +71,6 @@ class FleetHost(Protocol):
 
 
 @dataclass
-class FleetRead(Message):
-    """A fleet cycle ended. A newer one replaces it if not handled yet."""
-
-    snapshot: FleetSnapshot
-    epoch: int
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, FleetRead)
-
-
-@dataclass
 class FleetOrder:
     """How the overview shows the rows: sort column and direction, filter, trend column."""
 
@@ -90,8 +78,6 @@ class FleetOrder:
     reverse: bool = False
     filter: str = ""
     trend: str = DEFAULT_TREND
-    seen: tuple[object, ...] = ()
-    """What the table was last built from (nothing is rebuilt when it is unchanged)."""
 
 
 def next_key(keys: Sequence[str], current: str, step: int = 1) -> str:
@@ -206,7 +192,7 @@ class FleetScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _: self.show(rebuild=True))
+        self.app.theme_changed_signal.subscribe(self, lambda _: self.show())
         self.show()
 
     # --- polling ------------------------------------------------------------------------------
@@ -225,7 +211,9 @@ class FleetScreen(Screen[None]):
         epoch, window, poller = self.epoch, self.host.window, self.poller
 
         async def cycle() -> None:
-            self.post_message(FleetRead(await poller.cycle(window), epoch))
+            snapshot = await poller.cycle(window)
+            if epoch == self.epoch:  # else a newer cycle was started: this answer is dropped
+                self._read(snapshot)
 
         description = f"read the fleet over {window}"
         self.run_worker(
@@ -239,10 +227,8 @@ class FleetScreen(Screen[None]):
         else:
             self.show()  # says paused
 
-    def on_fleet_read(self, message: FleetRead) -> None:
-        if message.epoch != self.epoch:
-            return
-        snapshot = self.snapshot = message.snapshot
+    def _read(self, snapshot: FleetSnapshot) -> None:
+        self.snapshot = snapshot
         if snapshot.view is not None:
             self.host.add_lanes([row.lane for row in snapshot.view.rows])
         self.show()
@@ -265,15 +251,11 @@ class FleetScreen(Screen[None]):
         order = self.order
         return sort_rows(view.rows, order.sort, order.reverse, order.trend) if view else []
 
-    def show(self, rebuild: bool = False) -> None:
+    def show(self) -> None:
         self.query_one("#fleet-status", Static).update(self.status())
-        order = self.order
-        seen = (self.snapshot, order.sort, order.reverse, order.filter, order.trend)
-        if rebuild or seen != order.seen:
-            order.seen = seen
-            rows = filter_rows(self.rows(), order.filter)
-            stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
-            self.query_one(RowTable).show(table_view(rows, order, self.thresholds, stale))
+        rows = filter_rows(self.rows(), self.order.filter)
+        stale = self.snapshot is not None and self.snapshot.freshness.state != "ok"
+        self.query_one(RowTable).show(table_view(rows, self.order, self.thresholds, stale))
 
     def status(self) -> Content:
         snapshot, order = self.snapshot, self.order

@@ -166,9 +166,3 @@ class RowTable(Widget, can_focus=True):
 
     def on_mouse_scroll_up(self) -> None:
         self.action_move(-3)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()

@@ -22,11 +22,6 @@ class FleetSource:
         self.match = match
         self.discovery = Discovery()
 
-    @property
-    def requests(self) -> int:
-        """HTTP requests sent so far."""
-        return self.source.requests
-
     async def read(self, window_s: float, end: float | None = None) -> FleetView:
         """Every lane's row over (end - window, end] (now by default), from one request;
         SourceError when the server can't answer."""
