@@ -94,7 +94,7 @@ class LedgerTailer:
         self._conn: aiosqlite.Connection | None = None
         self._usage_conn: aiosqlite.Connection | None = None
         """A second connection, opened for session_model_usage read in the background."""
-        self._usage_read: asyncio.Task[list[Any]] | None = None
+        self._usage_read: asyncio.Task[Iterable[Any]] | None = None
         """That read, while it runs: per model comes from sessions.model meanwhile."""
         self._facts: FileFacts | None = None
         self._schema: Schema | None = None
@@ -199,16 +199,10 @@ class LedgerTailer:
         conn.text_factory = lambda data: data.decode("utf-8", "replace")  # not UTF-8: not refused
         return conn
 
-    async def _fetch(
-        self,
-        sql: str,
-        params: Sequence[Any] = (),
-        conn: aiosqlite.Connection | None = None,
-    ) -> list[Any]:
+    async def _fetch(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one statement."""
-        conn = conn or self._conn
-        assert conn is not None
-        return list(await conn.execute_fetchall(sql, tuple(params)))
+        assert self._conn is not None
+        return list(await self._conn.execute_fetchall(statement, params))
 
     def _known_closed(self) -> list[Any]:
         """The parameters of CHANGED, and the last two of CLOSED_IN_RANGE."""
@@ -235,7 +229,7 @@ class LedgerTailer:
             return
         if self._usage_conn is None:
             self._usage_conn = await self._connect()
-        usage = self._fetch(statement, params, self._usage_conn)
+        usage = self._usage_conn.execute_fetchall(statement, params)
         self._usage_read = asyncio.ensure_future(usage)
 
     async def _read_changes(self, schema: Schema) -> None:
@@ -279,59 +273,51 @@ class LedgerTailer:
             ("model_s", model_key(text_of(row[Col.PROVIDER]), text_of(row[Col.MODEL]))),
         )
 
-    def _add_groups(self, rows: Iterable[Sequence[Any]], sign: int) -> None:
+    def _add_groups(self, rows: Iterable[Any], sign: int) -> None:
         """Summed rows ('S', 'U') into the closed sums; other kinds are passed over."""
         for row in rows:
-            if row[Col.KIND] not in ("S", "U"):
-                continue
-            count = int(row[Col.COUNT])
-            problem = row[Col.PROBLEM]
-            table = "sessions" if row[Col.KIND] == "S" else "session_model_usage"
-            if problem:
-                self._closed.skip(f"{table}: {problem}", count, sign)
-                continue
-            keys = self._session_keys(row) if row[Col.KIND] == "S" else (_usage_key(row),)
-            for key in keys:
-                self._closed.add(key, _counts(row, count), sign)
+            if row[Col.KIND] in ("S", "U"):
+                self._add_row(self._closed, row, sign)
+
+    def _add_row(self, sums: Sums, row: Sequence[Any], sign: int = 1) -> None:
+        """A row of sessions ('S', 'R') or of their usage ('U', 'V'), or its rows skipped."""
+        count, problem = int(row[Col.COUNT]), row[Col.PROBLEM]
+        of_sessions = row[Col.KIND] in ("S", "R")
+        if problem:
+            table = "sessions" if of_sessions else "session_model_usage"
+            sums.skip(f"{table}: {problem}", count, sign)
+            return
+        for key in self._session_keys(row) if of_sessions else (_usage_key(row),):
+            sums.add(key, _counts(row, count), sign)
 
     def _take_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """The mark ('M'), and session rows ('R') with their usage rows ('V'): open ones kept,
+        """The mark ('M'), and session rows ('R') with their usage ('V'): open ones kept,
         closed ones summed."""
-        sessions: dict[int, tuple[Session, bool]] = {}
+        sessions: dict[int, Session] = {}
         for row in rows:
             if row[Col.KIND] == "M":
                 self._max_rowid = int(row[Col.ROWID] or 0)
                 first = row[Col.STARTED]
                 self._first_started = float(first) if isinstance(first, int | float) else None
             elif row[Col.KIND] == "R":
-                problem = row[Col.PROBLEM]
-                session = Session(
-                    started_at=None if problem == NO_START else float(row[Col.STARTED]),
-                    keys=self._session_keys(row),
-                    problem=problem,
-                    counts=_counts(row, 1),
-                )
-                sessions[int(row[Col.ROWID])] = (session, bool(row[Col.CLOSED]))
-        for row in rows:
-            if row[Col.KIND] != "V":
-                continue
-            session = sessions[int(row[Col.ROWID])][0]
-            if row[Col.PROBLEM]:
-                session.usage_problems[row[Col.PROBLEM]] += 1
-            else:
-                session.add_usage(_usage_key(row), _counts(row, 0))
-        for rowid, (session, closed) in sessions.items():
-            if closed:
+                started = None if row[Col.PROBLEM] == NO_START else float(row[Col.STARTED])
+                session = Session(started, closed=bool(row[Col.CLOSED]))
+                self._add_row(session.sums, row)
+                sessions[int(row[Col.ROWID])] = session
+        for row in rows:  # a session in no window is only its row skipped
+            if row[Col.KIND] == "V" and sessions[int(row[Col.ROWID])].started_at is not None:
+                self._add_row(sessions[int(row[Col.ROWID])].sums, row)
+        for rowid, session in sessions.items():
+            if session.closed:
                 self._add_session(session, self._closed)
             else:
                 self._open[rowid] = session
 
     def _add_session(self, session: Session, sums: Sums) -> None:
-        """A session started inside the bounds; one with no start only as skipped."""
-        if session.started_at is None:
-            sums.skip(f"sessions: {NO_START}")
-        elif self._bounds and self._bounds[0] < session.started_at <= self._bounds[1]:
-            session.add_to(sums)
+        """A session started inside the bounds, or one with no start (its row skipped)."""
+        bounds = self._bounds
+        if session.started_at is None or (bounds and bounds[0] < session.started_at <= bounds[1]):
+            sums.merge(session.sums)
 
     def _build(self, schema: Schema, window_s: float, end: float) -> LedgerReading:
         sums = Sums(self._closed)

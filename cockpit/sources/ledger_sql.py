@@ -3,10 +3,11 @@
 Every statement returns rows of one layout (see `Col`), tagged by kind:
 
 - `M` mark: the highest rowid and the first `started_at`, in the statement's own snapshot;
-- `R` one session row, `V` one session_model_usage row (of a session read as `R`);
+- `R` one session row;
 - `S` sessions summed per (source, profile, model, provider, problem), or the closed sessions
   without a numeric started_at counted (they are in no window);
-- `U` session_model_usage summed per (model, provider, main loop?, problem).
+- `U` session_model_usage summed per (model, provider, main loop?, problem); `V` the same for
+  one session read as `R`.
 
 Each row read is judged here, by one rule (`_problem`): a counter that is not a whole number or
 is negative, a cost that is not a dollar amount, or a session without a numeric `started_at`,
@@ -63,7 +64,7 @@ class Col(IntEnum):
     PROBLEM = 9
     """Why the row can't be read, or NULL."""
     COUNT = 10
-    """S: sessions; U: distinct sessions (rows when PROBLEM is set); R, V: 1."""
+    """S: sessions; U, V: distinct sessions (rows when PROBLEM is set); R: 1."""
     VALUES = 11
     """COUNTER_COLUMNS then the two costs (in billionths), each as its high and low 32 bits."""
 
@@ -189,22 +190,10 @@ def _sums(present: frozenset[str], alias: str) -> str:
     return ", ".join(counters + costs)
 
 
-def _optional(schema: Schema, column: str) -> str:
-    return f"s.{column}" if column in schema.columns else "NULL"
-
-
 def _names(schema: Schema) -> str:
-    """A session's source, profile, model and provider."""
+    """A session's source, profile, model and provider (NULL where this schema lacks one)."""
     columns = ("profile_name", "model", "billing_provider")
-    return ", ".join(["s.source", *(_optional(schema, column) for column in columns)])
-
-
-def _usage_optional(schema: Schema, column: str) -> str:
-    return f"u.{column}" if column in schema.usage_columns else "''"
-
-
-def _main(schema: Schema) -> str:
-    return "(u.task = '' OR u.task IS NULL)" if "task" in schema.usage_columns else "1"
+    return ", ".join(["s.source", *(f"s.{c}" if c in schema.columns else "NULL" for c in columns)])
 
 
 def _short_model(column: str) -> str:
@@ -239,13 +228,7 @@ def rows_statement(schema: Schema, where: str) -> str:
         f"{_VALUE_NAMES} FROM chosen",
     ]
     if schema.has_usage:
-        provider = _usage_optional(schema, "billing_provider")
-        parts.append(
-            f"SELECT 'V', c.rid, NULL, NULL, u.model, {provider}, "
-            f"{_main(schema)}, NULL, NULL, {_problem(schema.usage_columns, 'u', start=False)}, 1, "
-            f"{_values(schema.usage_columns, 'u')} "
-            "FROM chosen AS c JOIN session_model_usage AS u ON u.session_id = c.id"
-        )
+        parts.append(_usage_groups(schema, "'V', s.rid", "chosen AS s", "1", "s.rid, "))
     return chosen + " UNION ALL ".join(parts)
 
 
@@ -276,13 +259,18 @@ def first_read(schema: Schema, *, scan: bool) -> str:
 def usage_groups(schema: Schema, where: str, *, scan: bool = False) -> str:
     """Usage of the sessions `where` selects: per short model and provider for the main loop,
     all side calls together; sessions counted once per group."""
-    main = _main(schema)
+    return _usage_groups(schema, "'U', NULL", _sessions(scan), where, "")
+
+
+def _usage_groups(schema: Schema, head: str, sessions: str, where: str, by: str) -> str:
+    main = "(u.task = '' OR u.task IS NULL)" if "task" in schema.usage_columns else "1"
     model = f"CASE WHEN {main} THEN {_short_model('u.model')} ELSE '' END"
-    provider = f"CASE WHEN {main} THEN {_usage_optional(schema, 'billing_provider')} ELSE '' END"
+    provider = "u.billing_provider" if "billing_provider" in schema.usage_columns else "''"
+    provider = f"CASE WHEN {main} THEN {provider} ELSE '' END"
     problem = _problem(schema.usage_columns, "u", start=False)
     count = f"CASE WHEN {problem} IS NULL THEN COUNT(DISTINCT u.session_id) ELSE COUNT(*) END"
     return (
-        f"SELECT 'U', NULL, NULL, NULL, {model} AS m, {provider} AS v, {main} AS k, NULL, NULL, "
-        f"{problem} AS p, {count}, {_sums(schema.usage_columns, 'u')} FROM {_sessions(scan)} "
-        f"JOIN session_model_usage AS u ON u.session_id = s.id WHERE {where} GROUP BY m, v, k, p"
+        f"SELECT {head}, NULL, NULL, {model} AS m, {provider} AS v, {main} AS k, NULL, NULL, "
+        f"{problem} AS p, {count}, {_sums(schema.usage_columns, 'u')} FROM {sessions} JOIN "
+        f"session_model_usage AS u ON u.session_id = s.id WHERE {where} GROUP BY {by}m, v, k, p"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cockpit.model import LedgerTotals, TokenCounts, frozen_map
 from cockpit.sources.ledger_sql import COUNTER_COLUMNS, Schema, has_costs
@@ -58,6 +58,10 @@ class Sums(dict[GroupKey, TokenCounts]):
     def total(self, dimension: str = "total") -> TokenCounts:
         return self.get((dimension, ""), NONE)
 
+    def merge(self, other: Sums) -> None:
+        for key, counts in other.items():
+            self.add(key, counts)
+
 
 @dataclass(slots=True)
 class Session:
@@ -65,26 +69,9 @@ class Session:
 
     started_at: float | None
     """None when started_at is not a number: the session belongs to no window."""
-    keys: tuple[GroupKey, ...]
-    problem: str | None
-    counts: TokenCounts
-    usage: dict[GroupKey, TokenCounts] = field(default_factory=dict)
-    usage_problems: Counter[str] = field(default_factory=Counter)
-
-    def add_usage(self, key: GroupKey, counts: TokenCounts) -> None:
-        """One usage row; the session counts once per key."""
-        self.usage[key] = replace(self.usage.get(key, NONE) + counts, sessions=1)
-
-    def add_to(self, sums: Sums) -> None:
-        if self.problem:
-            sums.skip(f"sessions: {self.problem}")
-        else:
-            for key in self.keys:
-                sums.add(key, self.counts)
-        for key, counts in self.usage.items():
-            sums.add(key, counts)
-        for problem, rows in self.usage_problems.items():
-            sums.skip(f"session_model_usage: {problem}", rows)
+    closed: bool
+    sums: Sums = field(default_factory=Sums)
+    """What it adds: its counts, its usage, or its rows skipped."""
 
 
 @dataclass(frozen=True, slots=True)
