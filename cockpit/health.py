@@ -136,10 +136,8 @@ def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Findi
     if streak < thresholds.queue_refreshes:
         return None
     count = f"{format_figure(waiting)} " if _present(waiting) else ""
-    text = (
-        f"queue building: {count}waiting for {streak} refreshes in a row "
-        f"(alert at ≥ {thresholds.queue_refreshes})"
-    )
+    alert = f"alert at ≥ {thresholds.queue_refreshes}"
+    text = f"queue building: {count}waiting for {streak} refreshes in a row ({alert})"
     return Finding("queue_building", "waiting_now", text, "warn")
 
 
@@ -154,10 +152,8 @@ def _over(limit: _Limit, figure: Figure | None, thresholds: Thresholds) -> Findi
     if not fires:
         return None
     words = f"{limit.words} now" if figure.key.endswith("_now") else limit.words
-    text = (
-        f"{words}: {format_figure(figure)} "
-        f"(alert at {limit.compare} {_threshold(value, limit.unit)})"
-    )
+    alert = f"alert at {limit.compare} {_threshold(value, limit.unit)}"
+    text = f"{words}: {format_figure(figure)} ({alert})"
     return Finding(limit.rule, figure.key, text, limit.severity)
 
 

@@ -6,15 +6,8 @@ import math
 
 from cockpit.figures import SI_PREFIXES
 from cockpit.profiles import hardware_profiles, model_profiles
-from cockpit.roofline import (
-    DecodePoint,
-    Hardware,
-    ModelProfile,
-    PrefillPoint,
-    decode_step,
-    prefill_pass,
-)
-from cockpit.specs import roof_for
+from cockpit.roofline import DecodePoint, PrefillPoint, decode_step, prefill_pass
+from cockpit.specs import Hardware, ModelProfile, roof_for
 
 LABEL_WIDTH = 20
 
