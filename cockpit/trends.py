@@ -4,7 +4,7 @@ Points sit on the multiples of the step (`trend_step`), point t covering (t - st
 step the raw keys are read again (a counter's increase in it, a gauge's mean) and the trend keys
 worked out from them as the window's figures are. Prometheus answers one range query
 (`trend_query`, read back by `matrix_values`); a direct scrape reads its buffer
-(`buffer.BufferTrend`). A step without data is None, never 0; a reset does not spike. A step
+(`buffer.step_values`). A step without data is None, never 0; a reset does not spike. A step
 shorter than a few scrape intervals has its counters read over `rate_range` (as Grafana's
 `$__rate_interval`), their rate times the step, and the trend says so.
 """

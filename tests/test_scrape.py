@@ -352,7 +352,7 @@ async def test_live_exporter_with_restarts(exporter: Exporter) -> None:
     assert totals.values["kv_usage"] == pytest.approx((0.5 + 0.5 + 0.9) / 3)
     assert dict(totals.histograms["prompt_len"]) == {10.0: 1.0, 100.0: 2.0, float("inf"): 2.0}
     assert totals.missing["prefix_cache_queries"].startswith("not exposed by this engine")
-    assert source.requests == 4
+    assert source.http.requests == 4
 
 
 async def test_unreachable_engine(tmp_path: Path) -> None:
@@ -437,7 +437,7 @@ async def test_a_keep_alive_engine_is_scraped_over_one_connection(exporter: Expo
         for _ in range(3):
             await source.poll()
         totals = await source.read_lane("live", None, '{model_name="m"}', 3600)
-        assert source.requests == 3 and len(connections) == 1
+        assert source.http.requests == 3 and len(connections) == 1
         assert "prompt_tokens" in totals.values
         assert not source.escaped, "asked for the classic format: names keep their colon"
     finally:

@@ -12,8 +12,7 @@ its own birth (absent, so zero, before). One series' start never applies to anot
 
 Bounds: scrape count, age and an approximate size (points × 32 bytes + series × 700 bytes);
 a series that stopped appearing is let go once no window read reaches it. A non-finite sample
-(NaN, ±Inf) is left out and counted. Trend (`BufferTrend`): a step's increase runs from the
-series' last point in the step before (after a gap, its first in the step) to its last in it.
+(NaN, ±Inf) is left out and counted. A trend's step reads its own window (`step_values`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cockpit import dialects, promql, trends
-from cockpit.model import Bucket, Missing, Trend
+from cockpit.model import Bucket, Missing
 from cockpit.quantiles import histogram_quantile
 from cockpit.timeutil import promql_duration
 
@@ -413,52 +412,15 @@ def _total(found: list[float | Missing | None]) -> float | Missing:
     return sum(numbers) if numbers else present[0] if present else NO_SAMPLES
 
 
-class BufferTrend:
-    """A direct scrape's trend from its buffer. A step is kept once over (a scrape after it is
-    in the buffer, and the one before it still is), for the lane's current matchers and step."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[object, ...], dict[float, trends.StepValues]] = {}
-
-    def read(
-        self,
-        buffer: Buffer,
-        matchers: list[promql.Matcher],
-        dialect: str,
-        exposed: frozenset[str],
-        window_s: float,
-        end: float,
-    ) -> Trend:
-        """The trend of the window ending at `end`."""
-        wanted = trends.step_specs(dialect, exposed)
-        step = trends.trend_step(window_s)
-        key = (*matchers, dialect, step)
-        kept = self._kept.get(key, {})
-        self._kept = {key: kept}
-        last_scrape = buffer.scrapes[-1] if buffer.scrapes else -math.inf
-        held_from = buffer.known_from or math.inf
-        steps: dict[float, trends.StepValues] = {}
-        for t in trends.point_times(window_s, end):
-            if t in kept:
-                steps[t] = kept[t]
-            elif t < held_from:
-                steps[t] = {}  # it ends before the buffer's first point: a gap, read for nothing
-            else:
-                steps[t] = _step_values(buffer, matchers, wanted, t, step)
-                if t < last_scrape and t - 2 * step >= held_from:
-                    kept[t] = steps[t]
-        for old in [t for t in kept if t < end - window_s]:
-            del kept[old]
-        return trends.make_trend(dialect, window_s, end, steps)
-
-
-def _step_values(
+def step_values(
     buffer: Buffer,
     matchers: list[promql.Matcher],
     wanted: Mapping[str, dialects.Spec],
     t: float,
     step: float,
 ) -> trends.StepValues:
+    """The step inputs over the step (t - step, t], from the series' last point in the step
+    before (after a gap, their first in this step) to their last in it."""
     start = math.nextafter(t - step, math.inf)  # (t - step, t]
     window = Window(buffer, matchers, start, t, (), carry_after=t - 2 * step)
     values: dict[str, float] = {}

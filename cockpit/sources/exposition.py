@@ -134,12 +134,9 @@ def read_scrape(
     keep: list[promql.Matcher],
     known: Mapping[str, Series] | None = None,
 ) -> Scrape:
-    """The figures' samples of one exposition (pure: safe to run off the event loop).
-
-    `dialect`: the lane's engine when forced (else detected from this scrape); `seen`: engine
-    names exposed by earlier scrapes (an OpenMetrics answer escapes them all or none);
-    `keep`: the lane's matchers: other series are not kept; `known`: the last scrape's series.
-    """
+    """The figures' samples of one exposition. `dialect`: the lane's engine when forced (else
+    detected from this scrape); `seen`: engine names of earlier scrapes (an OpenMetrics answer
+    escapes them all or none); `keep`: the lane's matchers; `known`: the last scrape's series."""
     lines = engine_lines(text)
     names = frozenset(lines)
     try:

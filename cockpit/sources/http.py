@@ -41,8 +41,7 @@ class Reply(NamedTuple):
 
     status: int
     reason: str
-    headers: Mapping[str, str]
-    """Case-insensitive names."""
+    headers: Mapping[str, str]  # case-insensitive names
     text: str
 
 
@@ -73,8 +72,7 @@ def secret_forms(bearer: str | None, basic: tuple[str, str] | None) -> tuple[str
 def mask(text: str, secrets: Iterable[str]) -> str:
     """`text` with each secret replaced by ***."""
     for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "***")
+        text = text.replace(secret, "***")
     return text
 
 
@@ -121,10 +119,8 @@ def transport_reason(exc: BaseException) -> str:
 
 
 def tls_context(url: str, verify: bool | str) -> bool | ssl.SSLContext:
-    """What httpx verifies with: the system's CAs, a `ca_file`'s, or none (verify=False).
-
-    A plain-http URL never uses TLS (redirects are not followed), so it gets a strict context
-    with no CA loaded: loading the system's CAs costs ~70 ms per client."""
+    """What httpx verifies with: the system's CAs, a `ca_file`'s, or none (verify=False); a
+    plain-http URL (no TLS, redirects not followed) skips loading CAs, ~70 ms per client."""
     if isinstance(verify, str):
         return ssl.create_default_context(cafile=verify)
     if verify and urlsplit(url).scheme == "http":

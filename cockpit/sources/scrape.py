@@ -10,22 +10,23 @@ series carry `_created` ("since engine start"); else it "needs a second scrape".
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from cockpit import dialects, promql
-from cockpit.model import LAST_MINUTE_S, LaneTotals, Missing, frozen_map
+from cockpit import dialects, promql, trends
+from cockpit.model import LAST_MINUTE_S, LaneTotals, Missing, Trend, frozen_map
 from cockpit.sources.buffer import (
     NO_SAMPLES,
     SECOND_SCRAPE,
     Buffer,
-    BufferTrend,
     Read,
     Window,
     one_rank,
+    step_values,
 )
 from cockpit.sources.exposition import Scrape, Series, lane_matchers, read_scrape
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
@@ -67,16 +68,12 @@ class ScrapeSource:
         )
         self.dialect: str | None = None
         self.buffer = Buffer(max_scrapes, max_age_s, max_bytes)
-        self.trends = BufferTrend()
+        self._steps: dict[tuple[object, ...], dict[float, trends.StepValues]] = {}
+        """The trend's steps worked out, for the lane's current matchers, dialect and step."""
         self._keep = lane_matchers(selector)
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: dict[str, Series] = {}
-
-    @property
-    def requests(self) -> int:
-        """HTTP requests sent so far."""
-        return self.http.requests
 
     @property
     def escaped(self) -> bool:
@@ -204,8 +201,34 @@ class ScrapeSource:
             server=self.url,
             selector=selector,
             warnings=window.warnings(),
-            trend=self.trends.read(self.buffer, matchers, dialect, self._exposed, window_s, end),
+            trend=self._trend(matchers, dialect, window_s, end),
         )
+
+    def _trend(
+        self, matchers: list[promql.Matcher], dialect: str, window_s: float, end: float
+    ) -> Trend:
+        """The trend of the window ending at `end`. A step is kept once over (a scrape after it
+        is in the buffer, and the one before it still is)."""
+        wanted = trends.step_specs(dialect, self._exposed)
+        step = trends.trend_step(window_s)
+        key = (*matchers, dialect, step)
+        kept = self._steps.get(key, {})
+        self._steps = {key: kept}
+        last_scrape = self.buffer.scrapes[-1] if self.buffer.scrapes else -math.inf
+        held_from = self.buffer.known_from or math.inf
+        steps: dict[float, trends.StepValues] = {}
+        for t in trends.point_times(window_s, end):
+            if t in kept:
+                steps[t] = kept[t]
+            elif t < held_from:
+                steps[t] = {}  # it ends before the buffer's first point: a gap, read for nothing
+            else:
+                steps[t] = step_values(self.buffer, matchers, wanted, t, step)
+                if t < last_scrape and t - 2 * step >= held_from:
+                    kept[t] = steps[t]
+        for old in [t for t in kept if t < end - window_s]:
+            del kept[old]
+        return trends.make_trend(dialect, window_s, end, steps)
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
         if dialect == "sglang":
@@ -230,17 +253,13 @@ def _read(
     if isinstance(spec, dialects.Now):
         found = now.read(spec.of)
         return NOT_IN_LAST_SCRAPE if found == NO_SAMPLES else found
-    if isinstance(spec, dialects.LastMinute):
-        return _whole_minute(minute, minute.read(spec.of))
-    return window.read(spec)
-
-
-def _whole_minute(minute: Window, increase: Read) -> Read:
-    """The increase over the part of the minute its scrapes span, scaled to the whole minute
-    (as Prometheus's `increase()` extrapolates to its range)."""
+    if not isinstance(spec, dialects.LastMinute):
+        return window.read(spec)
+    # The increase over the part of the minute its scrapes span, scaled to the whole minute
+    # (as Prometheus's `increase()` extrapolates to its range).
+    increase, observed = minute.read(spec.of), minute.observed_s()
     if not isinstance(increase, float):
         return increase
-    observed = minute.observed_s()
     return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
 
 
