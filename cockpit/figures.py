@@ -180,6 +180,9 @@ def bucket_share(
     return (1 - share if above else share), bound
 
 
+_MFU_AT_REST = "MFU counters exposed but not moving in the window"
+
+
 def _length_label(key: str, bound: float, above: bool) -> str:
     return f"Requests with {_length_noun(key)} {'>' if above else '≤'} {bound:,.0f} tokens"
 
@@ -190,12 +193,12 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
     q = totals.queries.get
     gone = totals.missing.get
 
-    def why(*keys: str) -> str:
-        return merge_reasons(gone(key) or "" for key in keys if gone(key)) or "no data in window"
+    def why(*keys: str, empty: str = "no data in window") -> str:
+        """The keys' missing reasons, else `empty`."""
+        return merge_reasons(gone(key) or "" for key in keys if gone(key)) or empty
 
     def derived(key: str, label: str, d: Derived, unit: Unit, query: str = "") -> Figure:
-        absent = merge_reasons(gone(k) or "" for k in d.inputs if gone(k))
-        return make_figure(key, label, d.value, unit, absent or d.empty, query, d.note)
+        return make_figure(key, label, d.value, unit, why(*d.inputs, empty=d.empty), query, d.note)
 
     def raw(key: str, label: str, unit: Unit, of: str = "", per: float | None = None) -> Figure:
         """Raw key `of` (default `key`) as it was read, or per second over `per` seconds."""
@@ -292,11 +295,12 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
         raw("running_now", "Running requests (now)", "number"),
         raw("waiting_now", "Waiting requests (now)", "number"),
         raw("kv_usage_now", "KV cache usage (now)", "share"),
+        # Bytes count only while FLOPs move: their reasons name the FLOP counter too.
         make_figure("measured_flops", "Measured FLOP/s per GPU (engine estimate)",
-                    divide(flops, window), "flop/s", _mfu_reason(totals, "flops")),
+                    divide(flops, window), "flop/s", why("flops", empty=_MFU_AT_REST)),
         make_figure("measured_bytes", "Measured bytes/s per GPU (engine estimate)",
                     divide(bytes_moved, window), "bytes/s",
-                    _mfu_reason(totals, "read_bytes", "write_bytes", "flops")),
+                    why("read_bytes", "write_bytes", "flops", empty=_MFU_AT_REST)),
     ]  # fmt: skip
     rows.extend(_length_shares(totals))
     rows.extend(tail_figures(totals))
@@ -356,13 +360,6 @@ def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
     if flops is None or flops <= 0:
         return None, None
     return flops, _sum(v("read_bytes"), v("write_bytes")) or None
-
-
-def _mfu_reason(totals: LaneTotals, *keys: str) -> str:
-    """Why a measured figure is missing: its counters' reasons (bytes count only while FLOPs
-    move, so theirs name the FLOP counter too), else counters at rest."""
-    reasons = merge_reasons(totals.missing[key] for key in keys if key in totals.missing)
-    return reasons or "MFU counters exposed but not moving in the window"
 
 
 def _length_shares(totals: LaneTotals) -> list[Figure]:
