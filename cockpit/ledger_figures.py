@@ -1,9 +1,6 @@
-"""Pure arithmetic for the agent ledger: session totals in, the seed's section-1 figures out,
-with USD for the window (priced models apart from unpriced ones) and a lane's own models
-(`narrow`).
-
-Definitions follow DESIGN.md ("Figures", ledger). The TUI and `cockpit report` both use them.
-"""
+"""Pure arithmetic for the agent ledger: session totals in, the seed's section-1 figures out
+(as DESIGN.md defines them, for the TUI and `cockpit report`), with USD for the window (priced
+models apart from unpriced ones) and a lane's own models (`narrow`)."""
 
 from __future__ import annotations
 

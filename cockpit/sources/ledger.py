@@ -285,7 +285,7 @@ class LedgerTailer:
         of_sessions = row[Col.KIND] in ("S", "R")
         if problem:
             table = "sessions" if of_sessions else "session_model_usage"
-            sums.skip(f"{table}: {problem}", count, sign)
+            sums.add(("skipped", f"{table}: {problem}"), TokenCounts(count), sign)
             return
         for key in self._session_keys(row) if of_sessions else (_usage_key(row),):
             sums.add(key, _counts(row, count), sign)
@@ -304,9 +304,12 @@ class LedgerTailer:
                 session = Session(started, closed=bool(row[Col.CLOSED]))
                 self._add_row(session.sums, row)
                 sessions[int(row[Col.ROWID])] = session
-        for row in rows:  # a session in no window is only its row skipped
-            if row[Col.KIND] == "V" and sessions[int(row[Col.ROWID])].started_at is not None:
-                self._add_row(sessions[int(row[Col.ROWID])].sums, row)
+        for row in rows:
+            if row[Col.KIND] != "V":
+                continue
+            session = sessions[int(row[Col.ROWID])]
+            if session.started_at is not None:  # one in no window is only its row skipped
+                self._add_row(session.sums, row)
         for rowid, session in sessions.items():
             if session.closed:
                 self._add_session(session, self._closed)

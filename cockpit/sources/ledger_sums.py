@@ -45,9 +45,6 @@ class Sums(dict[GroupKey, TokenCounts]):
         prior = self.get(key, NONE)
         self[key] = prior + counts if sign > 0 else prior - counts
 
-    def skip(self, reason: str, rows: int = 1, sign: int = 1) -> None:
-        self.add(("skipped", reason), TokenCounts(rows), sign)
-
     def counts(self, dimension: str) -> dict[str, TokenCounts]:
         return {
             name: counts
