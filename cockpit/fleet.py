@@ -99,9 +99,6 @@ class FleetRow:
     refreshes: tuple[Mapping[str, float | None], ...] = ()
     """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
 
-    def value(self, key: str) -> float | None:
-        return self.values.get(key)
-
     def history(self, key: str) -> tuple[float | None, ...]:
         """Column `key` at the last refreshes, oldest first (the trend draws one)."""
         return tuple(values.get(key) for values in self.refreshes)
@@ -125,9 +122,6 @@ class FleetView:
     """Server-side evaluation time, when the server reports query stats."""
     listed: Mapping[str, str] = field(default_factory=frozen_map)
     """Lane listed in the config -> where its own query read it, or why it wasn't."""
-
-    def row(self, lane: str) -> FleetRow | None:
-        return next((row for row in self.rows if row.lane == lane), None)
 
 
 def sort_rows(
@@ -392,8 +386,7 @@ def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, 
 
 
 def lane_config(discover: Discover, lane: str) -> LaneConfig:
-    """The discovered lane as a normal lane: the discovery's server and settings, its selector
-    narrowed by `<label>="<lane>"` (so opening it asks for that lane alone)."""
+    """The discovered lane as a normal lane: the discovery's server, narrowed to `label="lane"`."""
     selector = selector_with(discover.server.selector, **{discover.label: lane})
     return replace(discover.server, name=lane, selector=selector[1:-1])
 

@@ -103,11 +103,11 @@ def test_a_row_holds_the_lane_panes_figures(
     row = lane_row(plan, index_answer(answer(dialect, {"a": raw}), "job")["a"], "a", dialect, END)
     figures = lane_figures(totals(dialect, raw, covered))
     for key in FIGURE_COLUMNS:
-        assert row.value(key) == figures.value(key), key
+        assert row.values[key] == figures.value(key), key
         assert (key in row.above) == figures[key].above, key
         if figures[key].missing:
             assert row.reasons[key] == figures[key].reason, key
-    assert row.value(AGE) == END - raw[NEWEST]
+    assert row.values[AGE] == END - raw[NEWEST]
     assert row.up and not row.gone and row.dialect == dialect
 
 

@@ -30,7 +30,7 @@ from cockpit.cli import main
 from cockpit.config import LaneConfig
 from cockpit.feeds import prometheus_source
 from cockpit.figures import lane_figures
-from cockpit.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetView
+from cockpit.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetRow, FleetView
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.prometheus import PARTIAL, PrometheusSource
 
@@ -95,6 +95,11 @@ async def _views(url: str) -> tuple[FleetView, FleetView, int]:
         await fleet.aclose()
 
 
+def row_of(view: FleetView, lane: str) -> FleetRow | None:
+    """The view's row of `lane`, if it has one."""
+    return next((row for row in view.rows if row.lane == lane), None)
+
+
 async def test_lanes_found_added_and_gone(server: PromServer) -> None:
     first, second, requests = await _views(server.url)
     assert requests == 1  # the whole fleet, one request
@@ -111,7 +116,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
         "lane-new": (True, False),
         "lane-old": (False, True),  # kept, said gone
     }
-    down = second.row("lane-down")
+    down = row_of(second, "lane-down")
     assert down is not None and "up == 0" in down.down_reason
     assert {row.lane: row.dialect for row in second.rows if row.up} == {
         "lane-a": "vllm", "lane-b": "vllm", "lane-c": "sglang", "lane-new": "sglang",
@@ -127,7 +132,7 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
 @pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-legacy", "lane-new"])
 async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: str) -> None:
     _, view, _ = await _views(server.url)
-    row = view.row(lane)
+    row = row_of(view, lane)
     assert row is not None
     source = PrometheusSource(server.url)
     try:
@@ -139,13 +144,13 @@ async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: s
     for key in FIGURE_COLUMNS:
         expected = figures[key]
         if key == "decode_share" and totals.dialect == "sglang":  # it has no decode time
-            assert row.value(key) is None and expected.value is None
+            assert row.values[key] is None and expected.value is None
             assert row.reasons[key] == expected.reason  # missing in both, and why
             continue
         assert expected.value is not None, f"{key}: {expected.reason}"
-        assert row.value(key) == pytest.approx(expected.value, rel=1e-9), key
+        assert row.values[key] == pytest.approx(expected.value, rel=1e-9), key
         assert (key in row.above) == expected.above, key
-    age = row.value(AGE)
+    age = row.values[AGE]
     assert age is not None and math.isclose(age, END - LAST_SAMPLE[lane])
 
 
@@ -196,13 +201,13 @@ async def test_victoria_metrics_increase_does_not_extrapolate(
     _, on_prometheus, _ = await _views(prometheus.url)
     _, on_victoria, _ = await _views(victoria.url)
     for lane in ("lane-a", "lane-b", "lane-c"):
-        a, b = on_prometheus.row(lane), on_victoria.row(lane)
+        a, b = row_of(on_prometheus, lane), row_of(on_victoria, lane)
         assert a is not None and b is not None
         for key in ("requests_per_s", "generation_tok_s"):
-            assert a.value(key) != b.value(key)  # they do differ...
-            assert b.value(key) == pytest.approx(a.value(key), rel=0.01)  # ...by an interval
+            assert a.values[key] != b.values[key]  # they do differ...
+            assert b.values[key] == pytest.approx(a.values[key], rel=0.01)  # ...by an interval
         for key in ("running_now", "waiting_now", "kv_usage_now"):  # gauges: the same sample
-            assert b.value(key) == pytest.approx(a.value(key), rel=1e-9)
+            assert b.values[key] == pytest.approx(a.values[key], rel=1e-9)
 
 
 @pytest.mark.parametrize("form", ["md", "json"])

@@ -362,10 +362,10 @@ async def test_listed_lanes_open_on_the_overview_read_together_their_rows_the_pa
         await settle(pilot)
         assert not isinstance(app.screen, FleetScreen) and app.lane_name == "lane-b"
         assert [len(feed.reads) for feed in feeds] == [1, 2, 1]
-        snapshot, row = app.lane_snapshot, view.row("lane-b")
+        snapshot, row = app.lane_snapshot, live.row_of(view, "lane-b")
         assert snapshot is not None and snapshot.figures is not None and row is not None
         for key in FIGURE_COLUMNS:
-            assert row.value(key) == snapshot.figures.figures[key].value, key
+            assert row.values[key] == snapshot.figures.figures[key].value, key
         await pilot.press("1")  # the lane keys switch lanes in the panes
         await settle(pilot)
         assert app.lane_name == "lane-a" and [len(feed.reads) for feed in feeds] == [2, 2, 1]
@@ -408,7 +408,7 @@ class EarlierFeed(ScriptedLaneFeed):
 async def test_a_listed_lanes_age_is_the_time_since_its_figures_were_read() -> None:
     fleet = ListedFleet([EarlierFeed("lane-a", before_s=7.0), EarlierFeed("lane-b")])
     view = await fleet.read(3600.0, EVAL_AT)
-    assert {row.lane: row.value(AGE) for row in view.rows} == {"lane-a": 7.0, "lane-b": 0.0}
+    assert {row.lane: row.values[AGE] for row in view.rows} == {"lane-a": 7.0, "lane-b": 0.0}
     assert all(AGE not in row.reasons for row in view.rows)
 
 
@@ -458,12 +458,12 @@ async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_i
         for lane in ("lane-a", "lane-c", "lane-new"):
             await pilot.press("slash", *lane, "enter", "enter")
             await settle(pilot)
-            snapshot, row = app.lane_snapshot, view.row(lane)
+            snapshot, row = app.lane_snapshot, live.row_of(view, lane)
             assert app.lane_name == lane and snapshot is not None and row is not None
             assert snapshot.figures is not None, snapshot.freshness
             for key in FIGURE_COLUMNS:
                 figure = snapshot.figures.figures[key]
-                assert row.value(key) == pytest.approx(figure.value, rel=1e-9), key
+                assert row.values[key] == pytest.approx(figure.value, rel=1e-9), key
             await pilot.press("escape", "escape")  # the overview, its filter cleared
             await settle(pilot)
     assert fleet.source.requests == 4  # one per visit of the overview, none while a lane is open
@@ -497,12 +497,12 @@ async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_the
         for lane in ("lane-a", "lane-c"):
             await pilot.press("slash", *lane, "enter", "enter")
             await settle(pilot)
-            snapshot, row = app.lane_snapshot, view.row(lane)
+            snapshot, row = app.lane_snapshot, live.row_of(view, lane)
             assert app.lane_name == lane and snapshot is not None and row is not None
             assert snapshot.figures is not None, snapshot.freshness
             for key in FIGURE_COLUMNS:  # VictoriaMetrics sums in no fixed order
                 figure = snapshot.figures.figures[key]
-                assert row.value(key) == pytest.approx(figure.value, rel=1e-9), key
+                assert row.values[key] == pytest.approx(figure.value, rel=1e-9), key
             await pilot.press("escape", "escape")
             await settle(pilot)
 

@@ -90,8 +90,7 @@ def waiting_streak(row: FleetRow) -> int:
 
 
 def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
-    """Column key -> `good`/`warn`/`bad`: the health rules the lane panes apply, on the row's
-    figures (KV use, hit rate, queue building); a down engine is `bad`, a live one `good`."""
+    """Column key -> `good`/`warn`/`bad` by the lane panes' health rules; a down engine `bad`."""
     if row.gone or row.up is None:
         return {}
     if row.up is False:
@@ -110,8 +109,7 @@ def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
 
 
 def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
-    """What a cell says: the figure as the panes format it, DOWN for a down engine, the trend
-    column as a sparkline of the row's last refreshes."""
+    """A cell as the panes format its figure, DOWN for a down engine, the trend a sparkline."""
     if column.key == TREND:
         points = row.history(trend)[-TREND_CELLS:]
         return sparkline(tuple(points), len(points)).rjust(TREND_CELLS)
@@ -123,8 +121,8 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
 def table_view(
     rows: Sequence[FleetRow], order: FleetOrder, thresholds: Thresholds, stale: bool
 ) -> TableView:
-    """The rows as the table draws them: titles (the sort's arrow, the trend's column), each
-    cell's text and tone, gone lanes (and a stale fleet) dimmed."""
+    """The rows as the table draws them: titles with the sort's arrow, gone lanes (and a stale
+    fleet) dimmed."""
     arrow = " ▼" if order.reverse else " ▲"
     titles = tuple(
         (f"Trend {COLUMN_BY_KEY[order.trend].title}" if c.key == TREND else c.title)
@@ -319,11 +317,9 @@ class FleetScreen(Screen[None]):
         self.query_one(RowTable).focus()
 
     def action_clear_filter(self) -> None:
-        self.query_one(Input).value = ""
-        self.order.filter = ""
+        self.query_one(Input).value = ""  # the field's change clears the filter
         self.remove_class("-filtering")
         self.query_one(RowTable).focus()
-        self.show()
 
     def action_export(self) -> None:
         snapshot = self.snapshot

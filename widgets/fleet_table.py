@@ -33,10 +33,8 @@ class TableView:
 
 
 def column_widths(view: TableView) -> list[int]:
-    widths = [cell_len(title) for title in view.titles]
-    for row in view.rows:
-        widths = [max(width, cell_len(text)) for width, (text, _) in zip(widths, row, strict=True)]
-    return widths
+    columns = zip(view.titles, *((text for text, _ in row) for row in view.rows), strict=True)
+    return [max(map(cell_len, column)) for column in columns]
 
 
 def fit(text: str, width: int, right: bool) -> str:
