@@ -9,7 +9,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
@@ -114,9 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lane-cockpit {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="command", title="commands")
+    commands = parser.add_subparsers(metavar="command", title="commands")
     sources = _source_options()
     run = commands.add_parser("run", parents=[sources], help="the cockpit (the default)")
+    run.set_defaults(handler=command_run)
     run.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period (default 5)")
     demo = commands.add_parser(
         "demo", help="the cockpit on an embedded simulated lane and ledger: nothing to set up"
@@ -127,10 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a real Prometheus scraping the simulated lanes (needs prometheus)",
     )
     demo.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period")
+    demo.set_defaults(handler=command_demo)
     report = commands.add_parser(
         "report", parents=[sources], help="the receipts, headless: markdown or JSON tables"
     )
     report.add_argument("--format", choices=("md", "json"), default="md")
+    report.set_defaults(handler=command_report)
     report.add_argument("--fleet", action="store_true", help="the overview: one row per "
                         "lane found (--lanes-by, or the config's discover)")  # fmt: skip
     _sample_option(report)
@@ -139,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     roofline = commands.add_parser(
         "roofline", help="the roofline back-of-envelope for a GPU and a model"
     )
+    roofline.set_defaults(handler=command_roofline)
     add = roofline.add_argument
     add("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
     add("--model", metavar="ID", help="e.g. llama-3.1-8b")
@@ -150,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
     )
+    check.set_defaults(handler=command_check)
     _sample_option(check)
     return parser  # fmt: skip
 
@@ -432,19 +437,11 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-HANDLERS = {
-    "run": command_run,
-    "demo": command_demo,
-    "report": command_report,
-    "roofline": command_roofline,
-    "check": command_check,
-}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    command: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return HANDLERS[args.command](args)
+        return command(args)
     except ConfigError as error:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2

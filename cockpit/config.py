@@ -114,6 +114,8 @@ class Config:
 T = TypeVar("T")
 Readers = dict[str, Callable[[Node, str], Any]]
 """An option's name -> how its value is read (its node, its key path for messages)."""
+Profiles = tuple[Mapping[str, T], Mapping[str, T]]
+"""Profiles by id: the known ones (profiles.yaml), the config's own."""
 
 REFRESH_BOUNDS_S = (0.1, 86400.0)
 """The refresh period, from the config or `--refresh`: faster spins a core, slower is stale."""
@@ -137,6 +139,8 @@ _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
     "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
 )  # fmt: skip
+_PRICE_KEYS = tuple(f.name for f in fields(Prices))
+_HEALTH_KEYS = tuple(f.name for f in fields(Thresholds))
 _FIELDS = {"refresh": "refresh_s", "timeout": "timeout_s", "match": "selector"}
 """The options whose field is named otherwise."""
 
@@ -158,24 +162,19 @@ def parse_config(
     collecting = gc.isenabled()
     gc.disable()  # the node tree is garbage-free: collecting while it grows makes a big config
     try:  # (10,000 lanes) cost twice as much, and more the bigger it is
-        return _parse(YamlReader(source, text), hardware or {}, models or {})
+        reader = YamlReader(source, text)
+        root = reader.root()
+        if root is None:
+            return Config(source=source)
+        items = reader.mapping(root, "", _TOP_KEYS)
+        # the config's own profiles first: its lanes may name them
+        custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
+        custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
+        readers = _readers(reader, (hardware or {}, custom_hw), (models or {}, custom_models))
+        config = Config(source, **_read(items, readers, ""))
     finally:
         if collecting:
             gc.enable()
-
-
-def _parse(
-    reader: YamlReader, hardware: Mapping[str, Hardware], models: Mapping[str, ModelProfile]
-) -> Config:
-    root = reader.root()
-    if root is None:
-        return Config(source=reader.source)
-    items = reader.mapping(root, "", _TOP_KEYS)
-    # the config's own profiles first: its lanes may name them
-    custom_hw = _custom(reader, items, "hardware_profiles", hardware_from_mapping)
-    custom_models = _custom(reader, items, "model_profiles", model_from_mapping)
-    readers = _readers(reader, (hardware, custom_hw), (models, custom_models))
-    config = Config(reader.source, **_read(items, readers, ""))
     windows = sorted({*config.windows, config.window}, key=parse_duration)  # the window joins
     return replace(config, windows=tuple(windows))
 
@@ -189,25 +188,24 @@ def _read(items: dict[str, tuple[Node, Node]], readers: Readers, prefix: str) ->
 
 
 def _readers(
-    reader: YamlReader,
-    hardware: tuple[Mapping[str, Hardware], Mapping[str, Hardware]],
-    models: tuple[Mapping[str, ModelProfile], Mapping[str, ModelProfile]],
+    reader: YamlReader, hardware: Profiles[Hardware], models: Profiles[ModelProfile]
 ) -> Readers:
-    """How each option is read: at the top level, in a lane, in `discover:`. `hardware` and
-    `models`: the known profiles and the config's own."""
+    """How each option is read, in every section of the config. `hardware` and `models`: the
+    known profiles and the config's own."""
     low, high = REFRESH_BOUNDS_S
     readers: Readers = {
         "lanes": lambda n, k: _lanes(reader, n, k, readers),
         "ledgers": lambda n, k: _each(reader, n, k, _ledger),
-        "prices": lambda n, k: _prices(reader, n, k),
+        "prices": lambda n, k: Prices(**_section(reader, n, k, _PRICE_KEYS, readers)),
         "refresh": lambda n, k: number(reader, n, k, high, least=low),
         "window": lambda n, k: _window(reader, n, k),
         "windows": lambda n, k: _windows(reader, n, k),
         "ledger_window": lambda n, k: _window(reader, n, k),
         "theme": lambda n, k: choice(reader, n, k, THEME_NAMES),
-        "health": lambda n, k: _thresholds(reader, n, k),
+        "health": lambda n, k: Thresholds(**_section(reader, n, k, _HEALTH_KEYS, readers)),
         "export_dir": lambda n, k: text(reader, n, k),  # `~` is expanded where it is used
         "discover": lambda n, k: _discover(reader, n, k, readers),
+        # a lane, and `discover:`
         "name": lambda n, k: text(reader, n, k),
         "prometheus": lambda n, k: _url(reader, n, k),
         "metrics_url": lambda n, k: _url(reader, n, k),
@@ -215,8 +213,8 @@ def _readers(
         "match": lambda n, k: _selector(reader, n, k),
         "label": lambda n, k: _label(reader, n, k),
         "engine": lambda n, k: choice(reader, n, k, ENGINES),
-        "hardware": lambda n, k: _profile(reader, n, k, *hardware, "hardware"),
-        "model": lambda n, k: _profile(reader, n, k, *models, "model"),
+        "hardware": lambda n, k: _profile(reader, n, k, hardware, "hardware"),
+        "model": lambda n, k: _profile(reader, n, k, models, "model"),
         "gpus": lambda n, k: integer(reader, n, k, MAX_GPUS),
         "host_kv_tokens": lambda n, k: number(reader, n, k, MAX_TOKENS, zero=True),
         "chunk_tokens": lambda n, k: integer(reader, n, k, int(MAX_TOKENS)),
@@ -226,8 +224,25 @@ def _readers(
         "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
         "ledger_models": lambda n, k: tuple(dict.fromkeys(_each(reader, n, k, text))),
         "tenant": lambda n, k: text(reader, n, k),
+        # `prices:` (spend units per token)
+        **dict.fromkeys(_PRICE_KEYS, lambda n, k: number(reader, n, k, MAX_PRICE, zero=True)),
+        # `health:`; a KV threshold of 0 would always fire, the other shares' 0 is a choice
+        "queue_refreshes": lambda n, k: integer(reader, n, k, MAX_QUEUE_REFRESHES),
+        "kv_usage": lambda n, k: number(reader, n, k, 1.0),
+        "hit_rate": lambda n, k: number(reader, n, k, 1.0, zero=True),
+        "failed_share": lambda n, k: number(reader, n, k, 1.0, zero=True),
+        "ttft_p99_slo": lambda n, k: (  # null: no SLO
+            None if reader.scalar(n, k) is None else number(reader, n, k, MAX_TIMEOUT_S)
+        ),
     }
     return readers
+
+
+def _section(
+    reader: YamlReader, node: Node, key: str, allowed: tuple[str, ...], readers: Readers
+) -> dict[str, Any]:
+    """A section's options, each read by its reader."""
+    return _read(reader.mapping(node, key, allowed), readers, f"{key}.")
 
 
 def _each(
@@ -310,7 +325,7 @@ def _windows(reader: YamlReader, node: Node, key: str) -> tuple[str, ...]:
 
 
 def _selector(reader: YamlReader, node: Node, key: str) -> str:
-    value = text(reader, node, key).strip().strip("{}").strip()
+    value = text(reader, node, key).strip("{}").strip()
     if not _MATCHERS.fullmatch(value):
         reader.fail(node, key, f'expected label matchers such as job="lane-a", got {value!r}')
     return value
@@ -340,14 +355,8 @@ def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
     return Auth("basic", got["username"], got.get("password_env", ""), got.get("password_file", ""))
 
 
-def _profile(
-    reader: YamlReader,
-    node: Node,
-    key: str,
-    known: Mapping[str, T],
-    custom: Mapping[str, T],
-    kind: str,
-) -> T:
+def _profile(reader: YamlReader, node: Node, key: str, profiles: Profiles[T], kind: str) -> T:
+    known, custom = profiles
     ident = text(reader, node, key)
     if normalize_id(ident) in custom:
         return custom[normalize_id(ident)]
@@ -369,31 +378,6 @@ def _ledger(reader: YamlReader, node: Node, key: str) -> LedgerConfig:
         text(reader, items["path"][1], f"{key}.path"),
         text(reader, profile[1], f"{key}.profile") if profile else None,
     )
-
-
-def _prices(reader: YamlReader, node: Node, key: str) -> Prices:
-    items = reader.mapping(node, key, tuple(f.name for f in fields(Prices)))
-    return Prices(
-        **{
-            name: number(reader, value, f"{key}.{name}", MAX_PRICE, zero=True)
-            for name, (_, value) in items.items()
-        }
-    )
-
-
-def _thresholds(reader: YamlReader, node: Node, key: str) -> Thresholds:
-    items = reader.mapping(node, key, tuple(f.name for f in fields(Thresholds)))
-    values: dict[str, Any] = {}
-    for name, (_, value) in items.items():
-        path = f"{key}.{name}"
-        if name == "queue_refreshes":
-            values[name] = integer(reader, value, path, MAX_QUEUE_REFRESHES)
-        elif name == "ttft_p99_slo":  # null: no SLO
-            slo = reader.scalar(value, path) is not None
-            values[name] = number(reader, value, path, MAX_TIMEOUT_S) if slo else None
-        else:  # shares; a KV threshold of 0 would always fire, the others' 0 is a choice
-            values[name] = number(reader, value, path, 1.0, zero=name != "kv_usage")
-    return Thresholds(**values)
 
 
 def _custom(

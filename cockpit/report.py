@@ -1,8 +1,5 @@
-"""Receipts: the cockpit's figures as markdown or JSON tables, with provenance.
-
-`cockpit report` and the TUI's `e` export both call these, on the same snapshots, so the
-screen and the receipt can't disagree.
-"""
+"""Receipts: the cockpit's figures as markdown or JSON tables, with provenance. `cockpit report`
+and the TUI's `e` export both call these, on the same snapshots: screen and receipt agree."""
 
 from __future__ import annotations
 
@@ -133,8 +130,7 @@ def ledger_markdown(
             # An old schema credits its sessions to its ledger's profile: the rows are real,
             # the note says how they were grouped.
             lines += ["", f"Note: {note}"]
-    if totals.side_calls is not None and totals.side_calls.api_calls:
-        side = totals.side_calls
+    if (side := totals.side_calls) is not None and side.api_calls:
         calls = "call" if side.api_calls == 1 else "calls"
         lines += [
             "",
