@@ -134,8 +134,7 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("waiting_now_", "Requests waiting at the evaluation time because of {}: "
      "`waiting_by_reason_now`."),
     ("finished_", "Requests that finished with reason {} in the window: `finished`."),
-    ("waiting_", "Requests waiting because of {}, averaged over the window: "
-     "`waiting_by_reason`."),
+    ("waiting_", "Requests waiting because of {}, averaged over the window: `waiting_by_reason`."),
     ("cached_", "Prompt tokens served from the {} cache tier: `cached_by_source`."),
     ("prompt_from_", "Prompt tokens from {}: `prompt_by_source`."),
     ("draft_acceptance_pos_", "Share of drafts accepted at draft position {}: "

@@ -53,9 +53,6 @@ class ProfileTable(Mapping[str, T], Generic[T]):
     def __getitem__(self, profile_id: str) -> T:
         return self._profiles[self.canonical_id(profile_id)]
 
-    def __contains__(self, profile_id: object) -> bool:
-        return isinstance(profile_id, str) and normalize_id(profile_id) in self._index
-
     def __iter__(self) -> Iterator[str]:
         return iter(self._profiles)
 

@@ -23,8 +23,6 @@ from cockpit.specs import Hardware as Hardware
 from cockpit.specs import ModelProfile as ModelProfile
 from cockpit.specs import roof_for
 
-Bound = Literal["memory", "compute"]
-
 ROOF_SLACK = 0.005
 """How far above its roof a point may sit and still show as 100 %: rounding, not a fault."""
 
@@ -47,7 +45,7 @@ class RoofPoint:
         return self.flops / self.bytes_moved if self.bytes_moved > 0 else float("inf")
 
     @property
-    def bound(self) -> Bound:
+    def bound(self) -> Literal["memory", "compute"]:
         return "memory" if self.intensity < self.hw.ridge else "compute"
 
     @property

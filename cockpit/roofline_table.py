@@ -9,8 +9,6 @@ from cockpit.profiles import hardware_profiles, model_profiles
 from cockpit.roofline import DecodePoint, PrefillPoint, decode_step, prefill_pass
 from cockpit.specs import Hardware, ModelProfile, roof_for
 
-LABEL_WIDTH = 20
-
 
 def si(value: float, unit: str) -> str:
     """Three significant digits with a metric prefix: `33.2 TFLOP`, `16.1 GB`."""
@@ -66,7 +64,7 @@ def percent_text(share: float) -> str:
 
 
 def _row(label: str, value: str) -> str:
-    return f"  {label:<{LABEL_WIDTH}}{value}"
+    return f"  {label:<20}{value}"
 
 
 def _each(hw: Hardware, value: float, unit: str) -> str:
