@@ -22,7 +22,6 @@ class FleetOverview(SourcePolling):
     clocks: Clocks
     export_dir: Path | None
     first_lane: str | None
-    """The lane named on the command line (`--lane`): the cockpit opens on its panes."""
 
     def open_on_overview(self) -> None:
         """With a fleet feed, open on the overview (or on the lane named by `--lane`)."""

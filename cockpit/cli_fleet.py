@@ -41,9 +41,8 @@ def discover_of(
 
 
 def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | None:
-    """What the overview reads, if the cockpit opens on it: the lanes found by a label (one
-    query), the listed `lanes` (the app's feeds, read at once) when more than one, or both;
-    None for one listed lane (its panes) or none."""
+    """What the overview reads: the lanes found by a label, the listed `lanes` (the app's feeds)
+    when more than one, or both; None for one listed lane (the cockpit opens on its panes)."""
     found = None
     if (discover := config.discover) is not None:
         from cockpit.feeds import prometheus_source
@@ -63,8 +62,7 @@ def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | No
 
 
 def report_fleet(args: argparse.Namespace, config: Config, at: float | None) -> int:
-    """`cockpit report --fleet`: the overview's rows at `at`, read through the app's fleet
-    feed (the lanes found by a label, the listed lanes, or both; one listed lane alone too)."""
+    """`cockpit report --fleet`: the overview's rows at `at` (one listed lane alone too)."""
     from cockpit.feeds import build_feeds
     from cockpit.fleet_report import fleet_json, fleet_markdown
     from cockpit.listed_fleet import ListedFleet

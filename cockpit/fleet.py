@@ -1,10 +1,8 @@
 """The fleet: every lane of one Prometheus-API server in one table, from one query. Pure: no I/O.
 
-`fleet_plan` builds the ONE instant query asking every lane's figures at once (`sum by
-(<label>)` of the lane panes' own PromQL, vLLM and SGLang together); `Discovery.rows` turns its
-answer into a `FleetRow` per lane, each column worked out as `figures.lane_figures` works it out
-(tests hold the two equal on real servers), in a few milliseconds for 100 lanes where building
-every lane figure would take about 20. A lane whose series vanish stays, marked gone.
+`fleet_plan` asks every lane's figures at once (`sum by (<label>)` of the lane panes' PromQL);
+`Discovery.rows` makes a `FleetRow` per lane, each column as `figures.lane_figures` works it
+out, but for 100 lanes in a few ms rather than its 20. A lane whose series vanish stays, gone.
 """
 
 from __future__ import annotations
@@ -65,8 +63,7 @@ FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(AGE, "Age", "seconds", (NEWEST,)),
     FleetColumn(TREND, "Trend", None),
 )
-"""Left to right. The numeric ones are lane figure keys (the same thresholds colour them)
-and `age`."""
+"""Left to right; the numeric ones are lane figure keys (the same thresholds colour them)."""
 
 FIGURE_COLUMNS: tuple[str, ...] = tuple(
     c.key for c in FLEET_COLUMNS if c.unit is not None and c.key != AGE
@@ -82,10 +79,9 @@ HISTORY_POINTS = 60
 class FleetRow:
     """One lane of the overview, as one refresh read it.
 
-    `values[key]` for every NUMERIC_COLUMNS key: a number, or None (then `reasons[key]` says
-    why; never shown as 0). `up`: a live engine sample and not every scrape target down; False:
-    down (`down_reason` says why). `gone`: the server no longer has the lane's series; the row
-    stays so a vanished lane is seen, its window figures kept while the window holds them."""
+    `values[key]` for every NUMERIC_COLUMNS key: a number, or None (`reasons[key]` says why).
+    `up`: a live engine sample and not every scrape target down (else `down_reason`). `gone`:
+    the server no longer has the lane's series; the row stays so a vanished lane is seen."""
 
     lane: str
     up: bool | None
@@ -199,13 +195,10 @@ class FleetPlan:
 
 @lru_cache(maxsize=16)
 def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
-    """Every lane's raw keys in one expression: each spec of each dialect as `sum by
-    (<label>) (...)` (`promql.spec_expression`), `fig`-labelled as `combined_query` does,
-    narrowed by `match`; the TTFT p95 is the server's `histogram_quantile`.
-
-    The answer is most of a refresh's cost, so a fig is a short number (every sample repeats
-    it) and nothing is asked that tells nothing (vLLM's draft counters, the data start of a
-    lane older than the window, targets up unless all are down)."""
+    """Every lane's raw keys in one expression, each spec of each dialect `sum by (<label>)`,
+    `fig`-labelled as `combined_query` does; the TTFT p95 is the server's `histogram_quantile`.
+    The answer is most of a refresh's cost: a fig is a short number (every sample repeats it)
+    and nothing is asked that tells nothing (vLLM's draft counters, old lanes' data start)."""
     window = promql_duration(window_s)
     figs_of: dict[str, str] = {}  # expression -> its fig: asked once when dialects share it
 
@@ -397,11 +390,9 @@ class Discovery:
     HISTORY_POINTS refreshes (a label whose values churn, pods, doesn't grow the table)."""
 
     def __init__(self) -> None:
-        self.dialects: dict[str, str] = {}
-        """Lane -> its engine, as last seen live."""
+        self.dialects: dict[str, str] = {}  # lane -> its engine, as last seen live
         self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
-        self.gone_for: dict[str, int] = {}
-        """Lane -> refreshes in a row it has been gone."""
+        self.gone_for: dict[str, int] = {}  # lane -> refreshes in a row it has been gone
 
     def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""

@@ -60,9 +60,6 @@ class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
         )
 
 
-# --- the receipt ------------------------------------------------------------------------
-
-
 def write_fleet_receipt(snapshot: FleetSnapshot, rows: Sequence[FleetRow], target: Path) -> Path:
     """The overview's markdown receipt (`fleet_report`, its rows in the screen's order, a
     stale view said so), written to `target` (or beside it); OSError."""

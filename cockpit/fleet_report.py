@@ -1,8 +1,6 @@
-"""The overview's receipt: every lane's row as markdown or JSON, with the one query asked
-of the lanes found by a label and where each lane listed in the config was read.
-
-`cockpit report --fleet` and the overview's `e` both call these on a `FleetView`, so the
-screen and the receipt can't disagree. Pure: no I/O.
+"""The overview's receipt: every lane's row as markdown or JSON, the one query asked of the
+lanes found by a label, where each listed lane was read. Pure: no I/O. `cockpit report --fleet`
+and the overview's `e` both call these on a `FleetView`, so screen and receipt agree.
 """
 
 from __future__ import annotations

@@ -27,11 +27,8 @@ LISTED = "config"
 
 
 class ListedFleet:
-    """The listed lanes' rows, read together (and `found`'s, the discovered lanes, beside
-    them); each keeps its last refreshes for the trend.
-
-    The feeds are the app's own lane feeds (their clients shared, not opened again): the app
-    closes them, `aclose` only closes `found`."""
+    """The listed lanes' rows, read together (and the discovered lanes', `found`, beside them).
+    The feeds are the app's own lane feeds, which the app closes: `aclose` closes `found`."""
 
     def __init__(self, feeds: Sequence[LaneFeed], found: FleetFeed | None = None) -> None:
         self.feeds = list(feeds)

@@ -1,7 +1,6 @@
 """The overview: every lane of the fleet in one table, a row a lane, from one read per refresh.
 
-The screen polls the fleet while it is open, instead of the lane (one exclusive worker per
-cycle, which shows its snapshot and arms the next cycle). `s`/`S`
+While open it polls the fleet instead of the lane (one exclusive worker per cycle). `s`/`S`
 sort, `/` filters by name, `c` picks the trend's column, `enter` opens the lane's panes.
 Colours are the lane panes' health rules. Lane names are data: never markup.
 """
@@ -52,8 +51,7 @@ from cockpit.timeutil import clock
 from .fleet_table import Cell, RowTable, TableView
 from .pane import TONE_STYLE, freshness_note, sparkline
 
-TREND_CELLS = 12
-"""Refreshes the trend column draws, a character each (newest at the right)."""
+TREND_CELLS = 12  # refreshes the trend column draws, a character each (newest at the right)
 
 
 class FleetHost(Protocol):
@@ -121,8 +119,7 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
 def table_view(
     rows: Sequence[FleetRow], order: FleetOrder, thresholds: Thresholds, stale: bool
 ) -> TableView:
-    """The rows as the table draws them: titles with the sort's arrow, gone lanes (and a stale
-    fleet) dimmed."""
+    """The rows as the table draws them, gone lanes (and a stale fleet) dimmed."""
     arrow = " ▼" if order.reverse else " ▲"
     titles = tuple(
         (f"Trend {COLUMN_BY_KEY[order.trend].title}" if c.key == TREND else c.title)

@@ -22,8 +22,7 @@ Cell = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class TableView:
-    """What the table shows: column titles, which are right-aligned, a key per row, cells,
-    a style for each whole row ("" for none)."""
+    """What the table shows: titles, which columns are right-aligned, keys, cells, row styles."""
 
     titles: tuple[str, ...] = ()
     right: tuple[bool, ...] = ()

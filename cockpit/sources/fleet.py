@@ -1,8 +1,5 @@
-"""Every lane of one Prometheus-API server (Prometheus, Thanos, Mimir, VictoriaMetrics) in
-one `/api/v1/query` per refresh: `fleet.fleet_plan`'s query, asked through the lane's own
-`PrometheusSource` (its client, auth, tenant header, error handling); the server's warnings
-and a partial answer go into the `FleetView`, never hidden.
-"""
+"""Every lane of one Prometheus-API server in one `/api/v1/query` per refresh (`fleet_plan`'s),
+asked through a lane's own `PrometheusSource` (client, auth, tenant, errors, warnings)."""
 
 from __future__ import annotations
 
