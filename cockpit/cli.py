@@ -204,7 +204,6 @@ def _attach_relative_times(argv: Sequence[str]) -> list[str]:
 
 
 def _refused(flag: str, problem: str) -> ConfigError:
-    """A mistake on the command line, named by its flag."""
     return ConfigError("<command line>", None, flag, problem)
 
 

@@ -241,14 +241,12 @@ def _readers(
 def _section(
     reader: YamlReader, node: Node, key: str, allowed: tuple[str, ...], readers: Readers
 ) -> dict[str, Any]:
-    """A section's options, each read by its reader."""
     return _read(reader.mapping(node, key, allowed), readers, f"{key}.")
 
 
 def _each(
     reader: YamlReader, node: Node, key: str, read: Callable[[YamlReader, Node, str], T]
 ) -> tuple[T, ...]:
-    """A list's items, each read by `read`."""
     items = reader.sequence(node, key)
     return tuple(read(reader, item, f"{key}[{index}]") for index, item in enumerate(items))
 

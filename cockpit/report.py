@@ -34,9 +34,7 @@ def markdown_table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> 
 
 
 def _value(figure: Figure) -> str:
-    if figure.missing:
-        return f"— ({figure.reason})" if figure.reason else "—"
-    text = format_figure(figure)
+    text = format_figure(figure)  # `—` when missing
     return f"{text} ({figure.reason})" if figure.reason else text
 
 
