@@ -443,7 +443,6 @@ async def test_escaped_label_values_match_exactly(
 
 async def test_stats_and_timing_recorded(source: PrometheusSource) -> None:
     totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    assert totals.query_seconds is not None and totals.query_seconds > 0
     assert totals.eval_seconds is not None and totals.eval_seconds >= 0
     assert totals.server == source.url
     assert "label_replace" not in totals.queries["requests"]

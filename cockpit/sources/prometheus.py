@@ -54,7 +54,6 @@ class Answer:
 
     result: list[dict[str, Any]]
     warnings: tuple[str, ...]
-    client_seconds: float
     eval_seconds: float | None
     partial: bool = False
     """The server said some of its stores did not answer (VictoriaMetrics' `isPartial`)."""
@@ -206,7 +205,6 @@ class PrometheusSource:
             missing=frozen_map({**_stale(old.missing), **read.missing}),
             groups=frozen_map({**_stale(old.groups), **read.groups}),
             warnings=(*last.warnings, *note),
-            query_seconds=answer.client_seconds,  # this refresh's request
             eval_seconds=answer.eval_seconds,
         )
 
@@ -256,7 +254,6 @@ class PrometheusSource:
             server=self.url,
             selector=ask.selector,
             warnings=(*answer.warnings, *note),
-            query_seconds=answer.client_seconds,
             eval_seconds=answer.eval_seconds,
         )
         return _Evaluated(plan.query, totals, answer.warnings, down)
@@ -297,9 +294,7 @@ class PrometheusSource:
         form = {"query": expr, "time": f"{at:.3f}"}
         if self.stats:
             form["stats"] = "all"
-        started = time.perf_counter()
         body = await self._api("POST", "/api/v1/query", form)
-        client_seconds = time.perf_counter() - started
         data = body.get("data")
         if not isinstance(data, dict) or data.get("resultType") != "vector":
             raise SourceError(f"{self.url}: answer is not an instant vector")
@@ -315,7 +310,7 @@ class PrometheusSource:
         if partial:
             warned.append(PARTIAL)
         eval_seconds = _float(_dict(stats.get("timings")).get("evalTotalTime"))
-        return Answer(result, tuple(warned), client_seconds, eval_seconds, partial)
+        return Answer(result, tuple(warned), eval_seconds, partial)
 
     async def label_values(
         self, label: str, lane: str, dialect: str | None, selector: str
