@@ -21,12 +21,9 @@ from cockpit.model import Bucket
 
 
 def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool] | None:
-    """The `q`-quantile (0 ≤ q ≤ 1) of cumulative `(le, count)` buckets and whether it is only
-    a lower bound (past the largest finite bucket).
-
-    None where Prometheus answers NaN: no observations, fewer than two distinct bounds, no
-    `+Inf` bucket, or `q` not a number. ValueError for `q` outside [0, 1] (Prometheus: ±Inf).
-    """
+    """The `q`-quantile of cumulative `(le, count)` buckets and whether it is only a lower bound
+    (past the largest finite bucket). None where Prometheus answers NaN: no observations, fewer
+    than two distinct bounds, no `+Inf` bucket, `q` NaN; ValueError for `q` outside [0, 1]."""
     if math.isnan(q) or not buckets:
         return None
     if not 0 <= q <= 1:

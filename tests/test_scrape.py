@@ -391,7 +391,8 @@ def test_names_escaped_by_an_openmetrics_answer() -> None:
 
 
 def test_buffer_is_bounded_and_long_windows_are_partial() -> None:
-    source = ScrapeSource("http://127.0.0.1:1/metrics", max_scrapes=3, max_age_s=3600)
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.buffer.max_scrapes, source.buffer.max_age_s = 3, 3600
     for i in range(5):
         body = f'vllm:prompt_tokens_total{{engine="0"}} {100 * i}\nvllm:num_requests_running 1\n'
         source.ingest(body, 1000.0 + 10 * i)

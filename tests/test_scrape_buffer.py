@@ -159,7 +159,8 @@ def test_series_that_stopped_appearing_are_let_go() -> None:
 def test_the_buffer_stays_within_its_size_bound() -> None:
     text = fixture_text("metrics_real.txt")
     bound = 200_000
-    source = ScrapeSource(URL, max_bytes=bound)
+    source = ScrapeSource(URL)
+    source.buffer.max_bytes = bound
     for k in range(100):
         source.ingest(with_value(text, PROMPT, str(100 * k)), 1000.0 + 5 * k)
         assert source.buffer.size <= bound
@@ -182,7 +183,8 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 
 async def test_an_answer_over_the_size_cap_is_refused_with_its_reason(served: str) -> None:
-    source = ScrapeSource(served, max_response_bytes=10_000)
+    source = ScrapeSource(served)
+    source.http.max_bytes = 10_000
     try:
         with pytest.raises(SourceFailure) as refused:
             await source.poll()

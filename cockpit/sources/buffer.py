@@ -82,16 +82,8 @@ class Track:
         for column in (self.times, self.values, self.born, self.run):
             del column[:cut]
 
-    def window(self, start: float, end: float) -> tuple[int, int]:
-        """Index range [first, stop) of the points with start <= time <= end."""
-        return bisect_left(self.times, start), bisect_right(self.times, end)
-
     def dropped_in(self, start: float, end: float) -> int:
         return bisect_right(self.dropped, end) - bisect_left(self.dropped, start)
-
-    @property
-    def empty(self) -> bool:
-        return not self.times and not self.dropped
 
     @property
     def last_seen(self) -> float:
@@ -108,16 +100,15 @@ Samples = Mapping[str, Mapping[LabelKey, tuple[float, float]]]
 class Buffer:
     """Series-major ring buffer, bounded by scrape count, age and size."""
 
-    max_scrapes: int
-    max_age_s: float
-    max_bytes: int
+    max_scrapes: int = 1440
+    max_age_s: float = 86400.0
+    max_bytes: int = 16_000_000
     scrapes: deque[float] = field(default_factory=deque)
     series: dict[str, dict[LabelKey, Track]] = field(default_factory=dict)
     complete_since: float = -math.inf
     """Series last seen before this were let go: a window reaching back further is partial."""
     longest_window_s: float | None = None
-    """A series that stopped appearing is kept as long as the longest window read (no window
-    read yet: all are kept)."""
+    """Series that stopped appearing are kept as long as the longest window read (all, before)."""
 
     @property
     def size(self) -> int:
@@ -167,7 +158,7 @@ class Buffer:
         for family in self.series.values():
             for labels, track in list(family.items()):
                 track.drop_before(oldest)
-                if track.empty:
+                if not track.times and not track.dropped:
                     del family[labels]
 
     def _evict_dead(self, before: float) -> None:
@@ -254,14 +245,12 @@ class Window:
         if not self.buffer.scrapes:
             return 0.0, "nothing watched yet"
         covered = max(self.end - self.since, 0.0)
-        window = self.end - self.start
         if self.since < self.lo:
             return covered, f"since engine start ({span(covered)})"
-        return covered, f"watched {span(covered)} of {promql_duration(window)}"
+        return covered, f"watched {span(covered)} of {promql_duration(self.end - self.start)}"
 
     def observed_s(self) -> float:
-        """Seconds the window's increases span: from its first watched scrape (or the engine
-        start it counts from) to its last."""
+        """Seconds the increases span: the first watched scrape (or engine start) to the last."""
         scrapes = self.buffer.scrapes
         first, stop = bisect_left(scrapes, self.lo), bisect_right(scrapes, self.end)
         if first >= stop:
@@ -280,13 +269,14 @@ class Window:
     def _tracks(
         self, name: str, extra: tuple[tuple[str, str], ...] = ()
     ) -> Iterator[tuple[LabelKey, Track, int, int]]:
-        """Matching series with the index range of their points inside the window."""
+        """Matching series with the index range [first, stop) of their points in the window."""
         matchers = [*self.matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
         for labels, track in self.buffer.matching(name, matchers):
             dropped = track.dropped_in(self.lo, self.end)
             if dropped:
                 self.dropped[(name, labels)] = dropped
-            yield (labels, track, *track.window(self.lo, self.end))
+            first, stop = bisect_left(track.times, self.lo), bisect_right(track.times, self.end)
+            yield labels, track, first, stop
 
     def read(self, spec: dialects.Spec) -> Read:
         """A counter's increase, a gauge's mean over the scrapes, a histogram's increase per
@@ -332,18 +322,14 @@ class Window:
     def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
         """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
         if first >= stop:
-            dropped = track.dropped_in(self.lo, self.end)
-            return ONLY_NON_FINITE if dropped else None
+            return ONLY_NON_FINITE if track.dropped_in(self.lo, self.end) else None
         if self.carry_after is not None and first and track.times[first - 1] > self.carry_after:
             first -= 1
-        total = 0.0
-        counted = False
-        if self.since <= track.born[first] <= track.times[first]:  # NaN (no `_created`) never is
-            total, counted = track.values[first], True
-        if stop - first >= 2:
-            total += track.run[stop - 1] - track.run[first]
-            counted = True
-        return total if counted else SECOND_SCRAPE
+        # Born since counting starts: it went from 0 at birth (NaN, no `_created`, never is).
+        born = self.since <= track.born[first] <= track.times[first]
+        if not born and stop - first < 2:
+            return SECOND_SCRAPE
+        return (track.values[first] if born else 0.0) + (track.run[stop - 1] - track.run[first])
 
     def gauge(self, spec: dialects.Gauge) -> float | dict[str, float] | Missing:
         per_scrape: dict[float, list[tuple[LabelKey, float]]] = {}

@@ -73,11 +73,9 @@ class Scrape:
 
 
 def engine_lines(text: str) -> dict[str, list[str]]:
-    """The engine's sample lines by sample name; comments and other processes' samples are
-    left out."""
+    """The engine's sample lines by name (not comments, not other processes' samples)."""
     lines: dict[str, list[str]] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
+    for line in map(str.strip, text.splitlines()):
         if line.startswith(ENGINE_PREFIXES):
             name = _SAMPLE_NAME.match(line)
             lines.setdefault(name.group() if name else line, []).append(line)

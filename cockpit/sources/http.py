@@ -97,8 +97,7 @@ def status_error(url: str, reply: Reply) -> SourceError:
 
 
 def one_line(text: str) -> str:
-    """The first line of a server's `text`, stripped, its control characters made visible
-    (ESC as ␛): an escape sequence from a server never reaches the terminal."""
+    """The first line of a server's `text`, control characters made visible (ESC as ␛)."""
     return visible(first_line(text))
 
 

@@ -33,7 +33,6 @@ from cockpit.sources.http import HttpClient, SourceError, redact_url, status_err
 
 OFF_LOOP_CHARS = 1_000_000
 """A scrape text longer than this is parsed in a worker thread (the screen stays responsive)."""
-MAX_BUFFER_BYTES = 16_000_000
 MAX_RESPONSE_BYTES = 16_000_000
 """A larger answer is refused: no engine's /metrics is that big, a runaway label is."""
 CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
@@ -45,17 +44,7 @@ class ScrapeSource:
     """One engine's `/metrics`, polled into a buffer that keeps the series `selector` matches
     (a model filter or a narrower selector at read time picks among them)."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        selector: str = "",
-        max_scrapes: int = 1440,
-        max_age_s: float = 86400.0,
-        max_bytes: int = MAX_BUFFER_BYTES,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        timeout: float = 5.0,
-    ) -> None:
+    def __init__(self, url: str, *, selector: str = "", timeout: float = 5.0) -> None:
         self.url = redact_url(url)
         parts = urlsplit(url)
         self._path = parts.path or "/"
@@ -64,10 +53,10 @@ class ScrapeSource:
             urlunsplit((parts.scheme, parts.netloc, "", "", "")),
             timeout=timeout,
             headers={"Accept": CLASSIC_TEXT},
-            max_bytes=max_response_bytes,  # a bigger answer stops streaming there, with the reason
+            max_bytes=MAX_RESPONSE_BYTES,  # a bigger answer stops streaming there, with the reason
         )
         self.dialect: str | None = None
-        self.buffer = Buffer(max_scrapes, max_age_s, max_bytes)
+        self.buffer = Buffer()
         self._steps: dict[tuple[object, ...], dict[float, trends.StepValues]] = {}
         """The trend's steps worked out, for the lane's current matchers, dialect and step."""
         self._keep = lane_matchers(selector)
@@ -152,8 +141,7 @@ class ScrapeSource:
         end: float | None = None,
     ) -> LaneTotals:
         """Window totals from the buffer (polls once first if it is empty)."""
-        if dialect is not None:
-            self.dialect = dialect
+        self.dialect = dialect or self.dialect
         if not self.buffer.scrapes:
             await self.poll()
         return self.totals(lane, selector, window_s, end)
