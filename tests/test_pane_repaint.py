@@ -14,7 +14,7 @@ from tests.test_roofline_pane import Counting
 
 
 class Boxed(Pane, Counting):
-    TITLE = "boxed"
+    BORDER_TITLE = "boxed"
 
 
 class OnePane(App[None]):

@@ -12,73 +12,64 @@ from pathlib import Path
 from textual.theme import Theme
 
 STYLESHEET = Path(__file__).with_name("cockpit.tcss")
-"""The app's stylesheet (CSS_PATH)."""
 
-COCKPIT_DARK = Theme(
-    name="cockpit-dark",
-    primary="#4FA3E0",
-    secondary="#7FB4CA",
-    accent="#C594C5",
-    warning="#E5B84B",
-    error="#F06A62",
-    success="#57AB5A",
-    foreground="#D4D7DC",
-    background="#111418",
-    surface="#181C22",
-    panel="#232831",
-    dark=True,
+THEMES: tuple[Theme, ...] = (
+    Theme(
+        name="cockpit-dark",
+        primary="#4FA3E0",
+        secondary="#7FB4CA",
+        accent="#C594C5",
+        warning="#E5B84B",
+        error="#F06A62",
+        success="#57AB5A",
+        foreground="#D4D7DC",
+        background="#111418",
+        surface="#181C22",
+        panel="#232831",
+    ),
+    Theme(
+        name="cockpit-light",
+        primary="#1A5F99",
+        secondary="#33637F",
+        accent="#6E3FC8",
+        warning="#805700",
+        error="#C62828",
+        success="#18733A",
+        foreground="#1F2328",
+        background="#F6F8FA",
+        surface="#FFFFFF",
+        panel="#E3E8EE",
+        dark=False,
+    ),
+    Theme(
+        name="cockpit-high-contrast",
+        primary="#FFFF00",
+        secondary="#00FFFF",
+        accent="#FF00FF",
+        warning="#FFFF00",
+        error="#FF5555",
+        success="#00FF00",
+        foreground="#FFFFFF",
+        background="#000000",
+        surface="#000000",
+        panel="#1C1C1C",
+        luminosity_spread=0.05,
+        text_alpha=1.0,
+    ),
 )
-
-COCKPIT_LIGHT = Theme(
-    name="cockpit-light",
-    primary="#1A5F99",
-    secondary="#33637F",
-    accent="#6E3FC8",
-    warning="#805700",
-    error="#C62828",
-    success="#18733A",
-    foreground="#1F2328",
-    background="#F6F8FA",
-    surface="#FFFFFF",
-    panel="#E3E8EE",
-    dark=False,
-)
-
-COCKPIT_HIGH_CONTRAST = Theme(
-    name="cockpit-high-contrast",
-    primary="#FFFF00",
-    secondary="#00FFFF",
-    accent="#FF00FF",
-    warning="#FFFF00",
-    error="#FF5555",
-    success="#00FF00",
-    foreground="#FFFFFF",
-    background="#000000",
-    surface="#000000",
-    panel="#1C1C1C",
-    dark=True,
-    luminosity_spread=0.05,
-    text_alpha=1.0,
-)
-
-THEMES: tuple[Theme, ...] = (COCKPIT_DARK, COCKPIT_LIGHT, COCKPIT_HIGH_CONTRAST)
 THEME_NAMES: tuple[str, ...] = tuple(theme.name for theme in THEMES)
 """The same names, in the same order, as `cockpit.config.THEME_NAMES`, which a config's
 `theme:` is checked against without loading Textual (a test holds the two together)."""
-DEFAULT_THEME = COCKPIT_DARK.name
+DEFAULT_THEME = THEME_NAMES[0]
 
 
 def next_theme(current: str) -> str:
     """The cockpit theme after `current`, wrapping; unknown themes start at the first."""
-    if current not in THEME_NAMES:
-        return THEME_NAMES[0]
-    return THEME_NAMES[(THEME_NAMES.index(current) + 1) % len(THEME_NAMES)]
+    after = THEME_NAMES.index(current) + 1 if current in THEME_NAMES else 0
+    return THEME_NAMES[after % len(THEME_NAMES)]
 
 
 def ansi_color_setting() -> bool | None:
-    """The App's `ansi_color`: True under NO_COLOR, so Textual strips colour instead of greying.
-
-    With native ANSI colours Textual's NO_COLOR filter resets every colour to the terminal's
-    default (bold, dim and reverse stay); otherwise it would draw the themes in greys.
-    """
+    """The App's `ansi_color`: True under NO_COLOR, so that Textual's NO_COLOR filter resets
+    every colour to the terminal's default (bold, dim and reverse stay), not to greys."""
     return True if "NO_COLOR" in os.environ else None

@@ -5,19 +5,7 @@ from __future__ import annotations
 from cockpit.figures import format_value, si
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 
-from .pane import (
-    Bar,
-    Line,
-    Note,
-    Pane,
-    PaneView,
-    Row,
-    Segment,
-    Source,
-    Tone,
-    lane_source,
-    ledger_source,
-)
+from .pane import Bar, Note, Pane, PaneView, Row, Segment, Source, Tone, lane_source, ledger_source
 
 LOW = 0.70
 """Below this the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
@@ -27,7 +15,7 @@ HIGH = 0.90
 class CacheGauge(Pane):
     """Hit rate gauge (red under `low`, green above 90 %), hits / queries, the ledger's share."""
 
-    TITLE = "Prefix cache"
+    BORDER_TITLE = "Prefix cache"
 
     def show(
         self,
@@ -79,7 +67,7 @@ def cache_view(
     rate = engine.value("prefix_cache_hit_rate")
     tone, words = band(rate, low)
     figure = engine.get("prefix_cache_hit_rate")
-    lines: tuple[Line, ...] = (
+    lines = (
         Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
         Note(words or (figure.reason if figure else engine.absent), tone),
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
@@ -89,5 +77,5 @@ def cache_view(
     if not ledger_configured:  # no ledger: its row is folded away, not a dash
         return PaneView(lines, (("lane", engine.freshness),))
     agent = ledger_source(ledger, ledger_configured)
-    lines += (agent.row("cache_read_share", "Ledger cache-read share"),)
-    return PaneView(lines, (("lane", engine.freshness), ("ledger", agent.freshness)))
+    ledger_row = agent.row("cache_read_share", "Ledger cache-read share")
+    return PaneView((*lines, ledger_row), (("lane", engine.freshness), ("ledger", agent.freshness)))

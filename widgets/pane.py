@@ -79,14 +79,13 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """A horizontal bar of segments (fractions of the full width), then a caption."""
+    """A horizontal bar: segments (fractions of the width), the rest in `░`, then a caption."""
 
     segments: tuple[Segment, ...]
     caption: str = ""
     stale: bool = False
 
     def content(self, width: int) -> Content:
-        """The bar's runs of cells, the rest in `░`, then its caption."""
         caption = f" {visible(self.caption)}" if self.caption else ""
         room = max(width - cell_len(caption), 4)
         cells = _apportion([segment.fraction for segment in self.segments], room)
@@ -187,14 +186,13 @@ class Spark:
     value: str
     top: float | None = None
     """The value drawn as a full block; None: the largest point."""
-    tone: Tone = "primary"
     stale: bool = False
 
     def content(self, width: int) -> Content:
         value = visible(self.value)
         label = Content(visible(self.label)).truncate(SPARK_LABEL, ellipsis=True, pad=True)
         line = sparkline(self.points, width - SPARK_LABEL - cell_len(value) - 2, self.top)
-        style = _style(self.tone, self.stale)
+        style = _style("primary", self.stale)
         return Content.assemble(label, " ", (line, style), " ", (value, "bold")).truncate(width)
 
 
@@ -298,17 +296,12 @@ class Pane(LinesWidget):
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
-    view: reactive[PaneView] = reactive(PaneView(()), repaint=False, init=False)
+    view: reactive[PaneView] = reactive(
+        PaneView((Note("waiting for the first read…"),)), repaint=False
+    )
     """What the pane shows; set by `show()`. Views are frozen: setting an equal one does
     nothing, a new one repaints the pane, and lays the screen out again only when it has
     more or fewer lines."""
-
-    TITLE = ""
-
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.border_title = Content(self.TITLE)
-        self.view = PaneView((Note("waiting for the first read…"),))
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
         self.refresh(layout=len(old.lines) != len(view.lines))
@@ -374,18 +367,16 @@ class Source:
 
 
 def lane_source(snapshot: LaneSnapshot | None, configured: bool = True) -> Source:
-    return _source("lane", snapshot, configured, NO_LANE)
+    return _source("lane", snapshot, configured)
 
 
 def ledger_source(snapshot: LedgerSnapshot | None, configured: bool = True) -> Source:
-    return _source("ledger", snapshot, configured, NO_LEDGER)
+    return _source("ledger", snapshot, configured)
 
 
-def _source(
-    name: str, snapshot: LaneSnapshot | LedgerSnapshot | None, configured: bool, off: Freshness
-) -> Source:
-    if snapshot is None:
-        freshness = Freshness("missing", reason=WAITING) if configured else off
-        return Source(name, {}, freshness, freshness.reason)
+def _source(name: str, snapshot: LaneSnapshot | LedgerSnapshot | None, configured: bool) -> Source:
+    if snapshot is None:  # not configured: as NO_LANE or NO_LEDGER
+        reason = WAITING if configured else f"no {name} configured"
+        return Source(name, {}, Freshness("missing", reason=reason), reason)
     figures = snapshot.figures.figures if snapshot.figures else {}
     return Source(name, figures, snapshot.freshness, snapshot.freshness.reason or WAITING)

@@ -18,7 +18,7 @@ has its own glyph as well as its colour, so the bar reads in monochrome."""
 class PhaseBar(Pane):
     """Queue / prefill / decode per-request means, TTFT, step, tokens per step, tok/s."""
 
-    TITLE = "Phases & decode"
+    BORDER_TITLE = "Phases & decode"
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         self.view = phase_view(lane, lane_configured)

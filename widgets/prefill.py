@@ -18,7 +18,7 @@ LENGTH_SHARES: tuple[tuple[str, str], ...] = (
 class PrefillPane(Pane):
     """Effective prefill rate, prompt vs fresh prefill, cache-off time, TTFT, lengths, KV."""
 
-    TITLE = "Prefill"
+    BORDER_TITLE = "Prefill"
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         self.view = prefill_view(lane, lane_configured)

@@ -16,7 +16,7 @@ NAME_WIDTH = 12
 class RatiosPane(Pane):
     """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
 
-    TITLE = "Token ratios"
+    BORDER_TITLE = "Token ratios"
 
     def show(
         self,

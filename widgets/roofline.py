@@ -1,7 +1,5 @@
 """The mini roofline pane: the plot (roofplot.py) above a caption, or the caption alone when
-the pane is too small to plot. It draws from a `RooflineView` only; an equal view draws
-nothing, and the caption lays the screen out again only when its number of lines changes.
-"""
+the pane is too small to plot. An equal `RooflineView` draws nothing."""
 
 from __future__ import annotations
 
@@ -169,7 +167,6 @@ class RooflinePane(Widget):
         yield self.caption
 
     def show(self, view: RooflineView | None) -> None:
-        """Draw this view (a no-op when it equals the one on screen)."""
         self.view = view
 
     def watch_view(self, old: RooflineView | None, view: RooflineView | None) -> None:
@@ -184,10 +181,6 @@ class RooflinePane(Widget):
         self.set_class(narrow if self.own_height else is_text_only(size), "-text-only")
         self.draw()
 
-    @property
-    def text_only(self) -> bool:
-        return self.has_class("-text-only")
-
     def draw(self) -> None:
         """The caption and the plot of the view at the pane's size."""
         lines = caption_at(self.view, self.outer_size, self.own_height)
@@ -195,7 +188,7 @@ class RooflinePane(Widget):
         self.plot.show(self.view)
         if self.own_height:
             height = self.plot.styles.height
-            plot_rows = 0 if self.text_only or height is None else height.cells or 0
+            plot_rows = 0 if self.has_class("-text-only") or height is None else height.cells or 0
             rows = plot_rows + len(lines) + BORDER_ROWS
             self.styles.height = rows
             self.styles.row_span = rows  # in the cockpit's grid of one-cell rows

@@ -1,9 +1,6 @@
-"""The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext.
-
-A textual-plotext `PlotextPlot`, cleared and plotted again only when its `PlotSpec` changes:
-the roofs, the axes, the layout, the theme's colours, or a point moving to another spot of a
-grid finer than the plot's cells. A point moving a little within its spot draws nothing.
-"""
+"""The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext,
+cleared and plotted again only when its `PlotSpec` changes: the roofs, the axes, the layout,
+the theme's colours, or a point moving to another spot of a grid finer than the plot's cells."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ from cockpit.roofline import RooflineView, RoofPoint
 from cockpit.roofline_table import intensity_text
 
 TITLE_MIN_HEIGHT = 20
-"""Below this pane height the plot keeps the rows: no axis labels (and no roofs line in the
-caption)."""
+"""Below this pane height, no axis labels (and no roofs line in the caption): rows are short."""
 
 LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
 """Each point's letter, in the order of the operating points."""

@@ -21,7 +21,7 @@ class SpendPane(Pane):
     """Spend split as a stacked bar, each bucket's share, prompt-side share ± caching; USD,
     and the tokens of priced and unpriced models; the lane's own models when narrowed."""
 
-    TITLE = "Spend split"
+    BORDER_TITLE = "Spend split"
 
     def show(self, ledger: LedgerSnapshot | None, ledger_configured: bool = True) -> None:
         self.view = spend_view(ledger, ledger_configured)

@@ -9,8 +9,6 @@ from cockpit.snapshot import LedgerSnapshot
 from .pane import Cells, Line, Note, Pane, PaneView, ledger_source
 
 HEADER = ("sessions", "calls", "prompt", "output", "P:O", "fresh:O", "cache rd")
-"""Sessions, API calls, prompt and output tokens, prompt : output, fresh prefill : output,
-cache-read share of the prompt."""
 COLUMN = 10
 NAME_CELLS = 24
 
@@ -51,7 +49,7 @@ def tables_view(ledger: LedgerSnapshot | None, configured: bool = True) -> PaneV
 class LedgerTables(Pane):
     """Sessions, API calls, prompt and output tokens, ratios and cache-read share per group."""
 
-    TITLE = "Ledger tables"
+    BORDER_TITLE = "Ledger tables"
 
     def show(self, ledger: LedgerSnapshot | None, configured: bool = True) -> None:
         self.view = tables_view(ledger, configured)

@@ -26,7 +26,7 @@ FULL_WIDTH = Cells("", ()).min_label + (COLUMN - 1) * (1 + len(QUANTILES))
 class TailsPane(Pane):
     """Mean, p50, p90 and p99 of TTFT, inter-token, end-to-end and queue time."""
 
-    TITLE = "Latency tails"
+    BORDER_TITLE = "Latency tails"
     compact: PaneView | None = None
     """The view in compact cells, drawn where the full ones would leave the mean out."""
 

@@ -35,11 +35,11 @@ def step_text(step_s: float) -> str:
 class TrendsPane(Pane):
     """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use."""
 
-    TITLE = "Trends"
+    BORDER_TITLE = "Trends"
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         trend = lane.totals.trend if lane is not None and lane.totals is not None else None
-        title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.TITLE
+        title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.BORDER_TITLE
         if trend is not None and trend.rates_over_s is not None:
             title += f" · rates over {step_text(trend.rates_over_s).removeprefix('step ')}"
         if str(self.border_title) != title:
@@ -60,7 +60,6 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
 
 
 def _spark(trend: Trend, key: str, label: str, unit: Unit, top: float | None, stale: bool) -> Spark:
-    """The series' sparkline, its latest point beside it."""
     points = trend.series.get(key, ())
     latest = next((point for point in reversed(points) if point is not None), None)
     return Spark(label, tuple(points), format_value(latest, unit), top, stale=stale)

@@ -1,10 +1,6 @@
-"""The lane's vital signs and its health, at the top of the screen, on every refresh.
-
-The vital strip: running and waiting requests now, KV use now, request and token rates (over
-the window and the last minute), how requests finished, preemptions, admission rejections.
-`engine DOWN` (or `source unreachable` / `failing`), with the time, when a read fails. The
-health line: each rule that fires, naming its figure and threshold, or `healthy`.
-"""
+"""The lane's vital signs and its health, at the top of the screen: the vital strip (what the
+engine does now and over the window, or what is down since when) and the health line (each
+rule that fires, naming its figure and threshold, or `healthy`)."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_so
 from .status import pack_items
 
 Item = tuple[str, str, Tone]
-"""(label, value, tone): one item of a line, `label value`; without a label, the value alone
-(a message such as `engine DOWN since …` is one such item)."""
+"""(label, value, tone): `label value`, or the value alone (a message: `engine DOWN since …`)."""
 
 
 def message(text: str, tone: Tone = "muted") -> tuple[Item, ...]:
@@ -56,12 +51,10 @@ class PackedLine(LinesWidget):
     }
     """
 
-    view: reactive[tuple[Item, ...]] = reactive((), repaint=False, init=False)
+    view: reactive[tuple[Item, ...]] = reactive(
+        message("waiting for the first read…"), repaint=False, init=False
+    )
     """Frozen: an equal view draws nothing."""
-
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.view = message("waiting for the first read…")
 
     def watch_view(self, old: tuple[Item, ...], view: tuple[Item, ...]) -> None:
         width = self.content_size.width or DEFAULT_WIDTH
