@@ -7,6 +7,7 @@ keys among them (`app_panes`), the sources' polling (`app_polling`), the fleet's
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -122,7 +123,6 @@ class CockpitApp(FleetOverview):
         fleet: FleetFeed | None = None,
         lane: str | None = None,
     ) -> None:
-        """`lane`: the lane named on the command line, opened first (with a fleet)."""
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
         self.config = config
@@ -137,34 +137,23 @@ class CockpitApp(FleetOverview):
             LanePoller(feed, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
             for feed in lanes
         ]
-        self.ledger_poller = (
-            LedgerPoller(
-                ledger,
-                self.refresh_s,
-                prices=config.prices,
-                replay_at=replay_at,
-                clocks=self.clocks,
+        self.ledger_poller = None
+        if ledger is not None:
+            prices = config.prices
+            self.ledger_poller = LedgerPoller(
+                ledger, self.refresh_s, prices=prices, replay_at=replay_at, clocks=self.clocks
             )
-            if ledger is not None
-            else None
-        )
-        self.lane_index = 0
         self.window = config.window
-        self.paused = False
-        self.lane_snapshot = None
-        self.ledger_snapshot = None
         self._lane_seen = {}
         self._ledger_seen = {}
         self._lane = Polling()
         self._ledger = Polling()
         self._probe = Probe.from_env()
-        self._home = None
         self.fleet_poller = (
             FleetPoller(fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
             if fleet is not None
             else None
         )
-        self._overview = None
         self.first_lane = lane
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
@@ -323,27 +312,21 @@ class CockpitApp(FleetOverview):
         moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
         folder = self.export_dir or receipts_folder(self.config.export_dir)
         target = folder / receipt_name(self.lane_name, self.window, moment)
-        self.run_worker(
-            lambda: self._write_receipt(lane, ledger, target),
-            name="export",
-            group="export",
-            description=f"export the receipt to {target}",
-            thread=True,
-            exit_on_error=False,
-        )
+        description = f"export the receipt to {target}"
+        export = self._export(lane, ledger, target)
+        self.run_worker(export, group="export", description=description, exit_on_error=False)
 
-    def _write_receipt(
+    async def _export(
         self, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, target: Path
     ) -> None:
-        try:
-            written = write_receipt(lane, ledger, self.config.prices, target)
+        prices = self.config.prices
+        try:  # a slow disk must not hold the keys
+            written = await asyncio.to_thread(write_receipt, lane, ledger, prices, target)
         except OSError as error:
             reason = f"{target}: {error.strerror or error}"
-            self.call_from_thread(
-                self.notify, reason, title="export failed", severity="error", markup=False
-            )
+            self.notify(reason, title="export failed", severity="error", markup=False)
         else:
-            self.call_from_thread(self.notify, str(written), title="receipt exported", markup=False)
+            self.notify(str(written), title="receipt exported", markup=False)
 
     # --- command palette ----------------------------------------------------------------------
 

@@ -48,14 +48,14 @@ class LanePanes(App[None]):
 
     config: Config
     lane_feeds: tuple[LaneFeed, ...]
-    lane_index: int
+    lane_index: int = 0
     window: str
-    paused: bool
+    paused: bool = False
     replay_at: float | None
-    lane_snapshot: LaneSnapshot | None
-    ledger_snapshot: LedgerSnapshot | None
+    lane_snapshot: LaneSnapshot | None = None
+    ledger_snapshot: LedgerSnapshot | None = None
     ledger_poller: LedgerPoller | None
-    _home: Screen[object] | None
+    _home: Screen[object] | None = None
     """The panes' screen (under the help or the model filter when they are open)."""
 
     @property

@@ -72,7 +72,7 @@ class SourcePolling(LanePanes):
 
     lane_pollers: list[LanePoller]
     fleet_poller: FleetPoller | None
-    _overview: FleetScreen | None
+    _overview: FleetScreen | None = None
     """The fleet's overview (with a fleet feed): the cockpit opens on it."""
     _lane_seen: dict[tuple[int, str], LaneSnapshot]
     _ledger_seen: dict[str, LedgerSnapshot]

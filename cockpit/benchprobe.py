@@ -12,21 +12,20 @@ import asyncio
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-ENV = "COCKPIT_BENCH_PROBE"
 
-
+@dataclass
 class Probe:
     """Appends one short line per event to the probe file."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.first_frame_seen = False
+    path: Path
+    first_frame_seen: bool = False
 
     @classmethod
     def from_env(cls) -> Probe | None:
-        path = os.environ.get(ENV)
+        path = os.environ.get("COCKPIT_BENCH_PROBE")
         return cls(Path(path)) if path else None
 
     def _write(self, line: str) -> None:

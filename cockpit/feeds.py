@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,6 +182,10 @@ def prometheus_source(lane: LaneConfig) -> PrometheusSource:
     )
 
 
+SERVER_KEY = attrgetter("prometheus", "auth", "ca_file", "verify_tls", "timeout_s", "tenant")
+"""What makes lanes share one server's client."""
+
+
 @dataclass
 class _Servers:
     """One PrometheusSource per (server, credentials, TLS): lanes on one server share it."""
@@ -189,14 +194,7 @@ class _Servers:
     users: dict[int, int] = field(default_factory=dict)
 
     def get(self, lane: LaneConfig) -> PrometheusSource:
-        key = (
-            lane.prometheus,
-            lane.auth,
-            lane.ca_file,
-            lane.verify_tls,
-            lane.timeout_s,
-            lane.tenant,
-        )
+        key = SERVER_KEY(lane)
         if key not in self.by_key:
             self.by_key[key] = prometheus_source(lane)
         source = self.by_key[key]
@@ -311,7 +309,7 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
     """Reach every source once over the config's window; a line each, as `cockpit check`
     prints them (direct-scrape lanes sampled over `sample_s`, see `first_samples`)."""
     results: list[tuple[bool, str]] = []
-    lanes, ledger = build_feeds(config)
+    lanes = build_lane_feeds(config)
     window_s = parse_duration(config.window)
     try:
         await first_samples(lanes, sample_s)
@@ -336,7 +334,7 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
         for ledger_config in config.ledgers:
             results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
     finally:
-        await close_all(lanes, ledger)
+        await close_all(lanes, None)
     return results
 
 

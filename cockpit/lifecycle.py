@@ -31,7 +31,7 @@ killed and their folder removed."""
 
 
 class Setup(NamedTuple):
-    """What the cockpit runs on: its config, feeds, the moment replayed and the refresh."""
+    """What the cockpit runs on: `make_app`'s arguments, by name."""
 
     config: Config
     lanes: Sequence[LaneFeed]
@@ -74,16 +74,9 @@ def collector_paused() -> Iterator[None]:
 
 
 def run_app(app: CockpitApp, last_words: Callable[[], None] | None = None) -> int:
-    """Run the app to its end; its exit code."""
-    with quit_on_hangup(app, last_words):
-        app.run()
-    return app.return_code or 0
-
-
-@contextlib.contextmanager
-def quit_on_hangup(app: CockpitApp, last_words: Callable[[], None] | None = None) -> Iterator[None]:
-    """SIGTERM or a closed terminal (SIGHUP) quits the app the normal way, so feeds close and
-    the demo removes its temporary files, instead of the process dying where it stands.
+    """Run the app to its end; its exit code. SIGTERM or a closed terminal (SIGHUP) quits the
+    app the normal way, so feeds close and the demo removes its temporary files, instead of the
+    process dying where it stands.
 
     Should that exit stall for `STALL_S` seconds, `last_words` (the demo's clean-up) runs and
     the process ends itself: a cockpit whose terminal is gone must not live on unseen."""
@@ -104,12 +97,13 @@ def quit_on_hangup(app: CockpitApp, last_words: Callable[[], None] | None = None
 
     previous = {sig: signal.signal(sig, quit_app) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        app.run()
     finally:
         for timer in armed:
             timer.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return app.return_code or 0
 
 
 def resume_only_after_suspend() -> None:

@@ -64,10 +64,7 @@ class LaneFeed(Feed[LaneTotals], Protocol):
     @property
     def chunk_tokens(self) -> int | None: ...
     @property
-    def gpus(self) -> int:
-        """GPUs behind the lane; `hardware` is already all of them together."""
-        ...
-
+    def gpus(self) -> int: ...
     @property
     def model_filter(self) -> str | None:
         """Only series with this `model_name` (None: the whole lane)."""
@@ -97,33 +94,6 @@ async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> Non
 def failure_reason(error: BaseException) -> str:
     """The error's own one-line message, or its type when it has none."""
     return first_line(str(error)) or type(error).__name__
-
-
-@dataclass
-class Backoff:
-    """Refresh interval on success; after failures refresh, ×2, ×4 … capped at MAX_DELAY_S
-    (or the refresh interval, if longer)."""
-
-    refresh_s: float
-    failures: int = 0
-    retry_after: float | None = None
-
-    def succeeded(self) -> None:
-        self.failures = 0
-        self.retry_after = None
-
-    def failed(self, retry_after: float | None = None) -> None:
-        self.failures += 1
-        self.retry_after = retry_after
-
-    @property
-    def delay(self) -> float:
-        if self.failures == 0:
-            return self.refresh_s
-        delay = min(self.refresh_s * 2.0 ** (self.failures - 1), max(MAX_DELAY_S, self.refresh_s))
-        if self.retry_after is not None:
-            delay = max(delay, self.retry_after)
-        return delay
 
 
 def warning_note(warnings: tuple[str, ...]) -> str:
@@ -165,7 +135,11 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         clocks: Clocks | None = None,
     ) -> None:
         self.replay_at = replay_at
-        self.backoff = Backoff(refresh_s)
+        self.refresh_s = refresh_s
+        self.failures = 0
+        """Failed reads in a row."""
+        self._retry_after: float | None = None
+        """The source's own word on when to ask again (429 or 503 with Retry-After)."""
         self._clocks = clocks or Clocks()
         self._probe: Callable[[], Awaitable[bool]] | None = getattr(feed, "probe", None)
         """The feed's cheap check that its source answers again, when it has one."""
@@ -175,7 +149,6 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         self._failing_since: float | None = None
         self._failure: tuple[SourceFailure, float | None] | None = None
         """The last failure and its latency, while failing."""
-        self._unreachable = False
         self._retry_at = 0.0
         """When (monotonic) the backed-off full read is due."""
 
@@ -196,30 +169,36 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         return None
 
     @property
-    def failures(self) -> int:
-        return self.backoff.failures
-
-    @property
     def probing(self) -> bool:
         """Failing because the source can't be reached, and it can be probed cheaply."""
-        return self._probe is not None and self._unreachable
+        failure = self._failure
+        return self._probe is not None and failure is not None and failure[0].unreachable
+
+    @property
+    def _backoff_s(self) -> float:
+        """The refresh interval; after failures, it ×1, ×2, ×4 … up to MAX_DELAY_S (or the
+        refresh interval, if longer), and no sooner than the source asked."""
+        if self.failures == 0:
+            return self.refresh_s
+        cap = max(MAX_DELAY_S, self.refresh_s)
+        return max(min(self.refresh_s * 2.0 ** (self.failures - 1), cap), self._retry_after or 0)
 
     @property
     def delay(self) -> float:
         """Seconds to the next cycle: the back-off, or one refresh while probing."""
-        if self.probing:
-            return min(self.backoff.delay, self.backoff.refresh_s)
-        return self.backoff.delay
+        return self.refresh_s if self.probing else self._backoff_s
+
+    def _succeeded(self) -> None:
+        self.failures, self._retry_after = 0, None
 
     async def cycle(self, window: str) -> SnapshotT:
         """One read of `window` (or one probe while the source is unreachable), as a snapshot."""
         key = (window, self.scope())
         if self.probing and self._clocks.monotonic() < self._retry_at:
-            assert self._probe is not None
+            assert self._probe is not None and self._failure is not None
             if not await self._probe():
-                error, latency = self._failure or (SourceFailure("unreachable"), None)
-                return self._failing(window, key, error, latency)
-            self.backoff.succeeded()  # it answers again: whatever comes next starts afresh
+                return self._failing(window, key, *self._failure)
+            self._succeeded()  # it answers again: whatever comes next starts afresh
         started = self._clocks.monotonic()
         try:
             totals = await self.feed.read(parse_duration(window), self.replay_at)
@@ -233,8 +212,8 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         latency = self._clocks.monotonic() - started
         good = Good(totals, self.figures(totals), self._clocks.wall())
         self._good[key] = good
-        self._failing_since, self._failure, self._unreachable = None, None, False
-        self.backoff.succeeded()
+        self._failing_since, self._failure = None, None
+        self._succeeded()
         return self.snapshot(window, good, FRESH, latency)
 
     def _failed(
@@ -243,12 +222,12 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
         if error.engine_absent:
-            self.backoff.succeeded()  # asking each refresh costs nothing: no back-off
+            self._succeeded()  # asking each refresh costs nothing: no back-off
         else:
+            self.failures += 1
             retry_after = error.retry_after
-            self.backoff.failed(retry_after if retry_after and retry_after > 0 else None)
-        self._unreachable = error.unreachable
-        self._retry_at = self._clocks.monotonic() + self.backoff.delay
+            self._retry_after = retry_after if retry_after and retry_after > 0 else None
+        self._retry_at = self._clocks.monotonic() + self._backoff_s
         self._failure = (error, latency)
         return self._failing(window, key, error, latency)
 

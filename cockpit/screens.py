@@ -64,7 +64,6 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 )  # fmt: skip
 """Every key, by what it acts on; the footer shows the most used of them."""
 
-KEY_HELP: tuple[tuple[str, str], ...] = tuple(row for _, rows in KEY_GROUPS for row in rows)
 KEY_COLUMN = 32
 """The narrowest column of keys: two side by side from 80 terminal columns."""
 
@@ -98,8 +97,19 @@ Block = tuple[Content, bool]
 """A paragraph of a text screen, and whether it is indented (its wrapped lines too)."""
 
 
-class TextScreen(ModalScreen[None]):
-    """A box of text over the cockpit, scrolled with the arrows; escape or q closes it."""
+class Overlay(ModalScreen[None]):
+    """A screen over the cockpit's panes; escape or q closes it."""
+
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "close", show=False),
+        Binding("q", "dismiss", "close", show=False),
+    ]
+
+
+class TextScreen(Overlay):
+    """A box of text over the cockpit, scrolled with the arrows."""
 
     DEFAULT_CSS = """
     TextScreen {
@@ -119,13 +129,6 @@ class TextScreen(ModalScreen[None]):
     }
     """
 
-    AUTO_FOCUS = "*"  # the app's own names its panes' body
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "close", show=False),
-        Binding("q", "dismiss", "close", show=False),
-    ]
-
     def __init__(self, title: str, blocks: Sequence[Block]) -> None:
         super().__init__()
         self.title_text, self.blocks = title, blocks
@@ -144,9 +147,6 @@ class TextScreen(ModalScreen[None]):
         for block, indented in self.blocks:
             yield Static(block, classes="indented" if indented else "")
 
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
-
 
 class HelpScreen(TextScreen):
     """Every key first, its groups side by side when wide enough, then the health rules and
@@ -160,7 +160,7 @@ class HelpScreen(TextScreen):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("question_mark", "dismiss", "close", show=False),
+        Binding("question_mark", "dismiss", "close", show=False)
     ]
 
     def __init__(self, rules: Sequence[str] = ()) -> None:
@@ -177,7 +177,7 @@ class DetailsScreen(TextScreen):
     """A pane's figures: value, definition, query, evaluation time, why one is missing."""
 
 
-class LedgerTablesScreen(ModalScreen[None]):
+class LedgerTablesScreen(Overlay):
     """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
 
     DEFAULT_CSS = """
@@ -191,13 +191,7 @@ class LedgerTablesScreen(ModalScreen[None]):
     }
     """
 
-    AUTO_FOCUS = "*"  # the app's own names its panes' body
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "close", show=False),
-        Binding("q", "dismiss", "close", show=False),
-        Binding("l", "dismiss", "close", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "dismiss", "close", show=False)]
 
     def __init__(self, snapshot: LedgerSnapshot | None, configured: bool) -> None:
         super().__init__()
@@ -209,9 +203,6 @@ class LedgerTablesScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one(LedgerTables).show(self.snapshot, self.configured)
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
 
 
 # --- a pane's details -----------------------------------------------------------------------
@@ -358,7 +349,7 @@ class ModelFilterScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "*"  # the app's own names its panes' body
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "cancel", show=False),
+        Binding("escape", "dismiss", "cancel", show=False),
         Binding("down", "to_names", "names", show=False),
     ]
 
@@ -405,6 +396,3 @@ class ModelFilterScreen(ModalScreen[str | None]):
         if options.option_count:
             options.focus()
             options.highlighted = options.highlighted or 0
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -23,7 +23,7 @@ from cockpit.app import CockpitApp, LaneRead, LedgerRead, make_app
 from cockpit.config import Config, LaneConfig, LedgerConfig
 from cockpit.health import rule_lines
 from cockpit.poller import Clocks
-from cockpit.screens import KEY_HELP, HelpScreen
+from cockpit.screens import KEY_GROUPS, HelpScreen
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, SpendPane, StatusLine
 from cockpit.widgets.pane import Pane
@@ -343,7 +343,7 @@ async def test_question_mark_opens_help_listing_every_key() -> None:
         assert {"tab", "w", "W", "r", "p", "e", "t", "m", "question_mark", "q"} <= shown
         rules = rule_lines(app.config.health)
         assert rules and all(rule in text for rule in rules)  # each names figure and threshold
-        helped = " ".join(key for key, _ in KEY_HELP).split()
+        helped = " ".join(key for _, rows in KEY_GROUPS for key, _ in rows).split()
         arrows = {"question_mark": "?", "down": "↓", "right": "→", "up": "↑", "left": "←"}
         for binding in app.BINDINGS:
             for key in getattr(binding, "key", "").split(","):
@@ -359,7 +359,7 @@ async def test_at_80x24_the_help_shows_every_key_and_scrolls_to_the_health_rules
         await pilot.press("question_mark")
         await pilot.pause()
         shown = screen_text(app)
-        for key, text in KEY_HELP:
+        for key, text in (row for _, rows in KEY_GROUPS for row in rows):
             assert re.search(rf"{re.escape(key)} +{re.escape(text)}", shown), (key, shown)
         last_rule = rule_lines(app.config.health)[-1]
         assert last_rule not in shown

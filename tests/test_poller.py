@@ -10,7 +10,7 @@ from cockpit.config import Config, LaneConfig
 from cockpit.feeds import build_lane_feeds
 from cockpit.health import Thresholds, check
 from cockpit.model import Freshness, SourceFailure
-from cockpit.poller import Backoff, Clocks, LanePoller, LedgerPoller, close_all, failure_reason
+from cockpit.poller import Clocks, LanePoller, LedgerPoller, close_all, failure_reason
 from cockpit.widgets.vitals import down_message
 from tests.promharness import free_port, start_prometheus
 from tests.test_app_feeds import (
@@ -166,11 +166,11 @@ async def test_retry_after_on_the_error_is_honoured() -> None:
     assert poller.delay == 45.0
 
 
-def test_backoff_cap_is_never_below_the_refresh_interval() -> None:
-    backoff = Backoff(refresh_s=120.0)  # the cap is 60 s
-    backoff.failed()
-    backoff.failed()
-    assert backoff.delay == 120.0
+async def test_backoff_cap_is_never_below_the_refresh_interval() -> None:
+    poller = LanePoller(ScriptedLaneFeed("lane-a", failure=SourceDown("down")), 120.0)
+    for _ in range(3):
+        await poller.cycle("1h")
+        assert poller.delay == 120.0  # the cap is 60 s
 
 
 async def test_replay_reads_end_at_the_replayed_moment() -> None:
