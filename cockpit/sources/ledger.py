@@ -355,7 +355,7 @@ class LedgerTailer:
         return LedgerReading(totals, frozen_map(sums.counts("model_s")))
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class LedgerSet:
     """Several ledgers (one per Hermes profile) summed into one LedgerTotals.
 
