@@ -64,9 +64,7 @@ class LanePanes(App[None]):
 
     @property
     def lane_name(self) -> str:
-        if not self.lane_feeds:
-            return "no lane"
-        return self.lane_feeds[self.lane_index].name
+        return self.lane_feeds[self.lane_index].name if self.lane_feeds else "no lane"
 
     def lane_ledger(self) -> LedgerSnapshot | None:
         """The ledger as the lane's panes show it: the lane's own models only (its config's

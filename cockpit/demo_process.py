@@ -58,7 +58,7 @@ class DemoProcess:
 
     def __init__(self, command: Sequence[str]) -> None:
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115  closed by stop()
-        self._process = subprocess.Popen(
+        self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -72,14 +72,6 @@ class DemoProcess:
     def start(cls, *, prometheus: bool = False) -> DemoProcess:
         command = [sys.executable, "-m", "cockpit.demo"]
         return cls([*command, "--prometheus"] if prometheus else command)
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._process.poll()
 
     def ready(self, timeout: float = READY_TIMEOUT_S) -> DemoReady:
         """The simulators' config, once they serve it; DemoProcessError if they can't."""
@@ -102,7 +94,7 @@ class DemoProcess:
             ) from None
 
     def _read_line(self, timeout: float) -> str:
-        stdout = self._process.stdout
+        stdout = self.process.stdout
         assert stdout is not None
         deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
@@ -119,7 +111,7 @@ class DemoProcess:
 
     def _why_it_ended(self) -> str:
         try:
-            ended = f"exit {self._process.wait(STOP_TIMEOUT_S)}"
+            ended = f"exit {self.process.wait(STOP_TIMEOUT_S)}"
         except subprocess.TimeoutExpired:
             ended = "its stdout closed"
         self._errors.seek(0)
@@ -130,15 +122,15 @@ class DemoProcess:
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Close their stdin, so they stop and remove their folder. Should that stall, they
         and what they started (Prometheus) are killed and the folder removed from here."""
-        if self._process.stdin is not None:
-            self._process.stdin.close()  # nothing was written to it: closing can't fail
+        if self.process.stdin is not None:
+            self.process.stdin.close()  # nothing was written to it: closing can't fail
         try:
-            self._process.wait(timeout)
+            self.process.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self._process.pid, signal.SIGKILL)  # their own session: their group
-            self._process.wait()
+            os.killpg(self.process.pid, signal.SIGKILL)  # their own session: their group
+            self.process.wait()
             if self._folder is not None:
                 shutil.rmtree(self._folder, ignore_errors=True)
-        if self._process.stdout is not None:
-            self._process.stdout.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         self._errors.close()

@@ -285,7 +285,6 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
             model=self.feed.model,
             freshness=freshness,
             latency_s=latency_s,
-            replay_at=self.replay_at,
             gpus=self.feed.gpus,
             chunk_tokens=self.feed.chunk_tokens,
         )
@@ -333,5 +332,4 @@ class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
             figures=good.figures if good else None,
             freshness=freshness,
             latency_s=latency_s,
-            replay_at=self.replay_at,
         )

@@ -23,8 +23,6 @@ class LaneSnapshot:
     freshness: Freshness = FRESH
     latency_s: float | None = None
     """Wall time of the last query, client and server."""
-    replay_at: float | None = None
-    """Set when the cockpit replays a past moment (`--at`)."""
     gpus: int = 1
     """GPUs behind the lane; `hardware` is already all of them together."""
     chunk_tokens: int | None = None
@@ -51,4 +49,3 @@ class LedgerSnapshot:
     figures: LedgerFigures | None
     freshness: Freshness = FRESH
     latency_s: float | None = None
-    replay_at: float | None = None

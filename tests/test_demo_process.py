@@ -74,7 +74,7 @@ def test_config_handed_over_reads_as_the_cockpits_and_stdin_closed_cleans_up(
     finally:
         simulators.stop()
     assert demo_folders(tmpdir_env) == [], "stdin closed: the simulators removed their folder"
-    assert simulators.returncode == 0
+    assert simulators.process.returncode == 0
 
 
 def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
@@ -86,7 +86,7 @@ def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
             from cockpit.demo_process import DemoProcess
             simulators = DemoProcess.start()
             simulators.ready()
-            print(simulators.pid, flush=True)
+            print(simulators.process.pid, flush=True)
             time.sleep(60)
         """),
         stdout=subprocess.PIPE,
@@ -112,11 +112,11 @@ def test_sigterm_stops_the_simulators_cleanly(tmpdir_env: Path) -> None:
     simulators = DemoProcess.start()
     try:
         simulators.ready()
-        os.kill(simulators.pid, signal.SIGTERM)
+        os.kill(simulators.process.pid, signal.SIGTERM)
         assert wait_until(lambda: not demo_folders(tmpdir_env))
     finally:
         simulators.stop()
-    assert simulators.returncode == 128 + signal.SIGTERM
+    assert simulators.process.returncode == 128 + signal.SIGTERM
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_simulators_not_ready_in_time_say_so() -> None:
             simulators.ready(timeout=0.3)
     finally:
         simulators.stop()
-    assert simulators.returncode == 0
+    assert simulators.process.returncode == 0
 
 
 def test_simulators_that_do_not_stop_are_killed_with_what_they_started(tmp_path: Path) -> None:
@@ -172,7 +172,7 @@ def test_simulators_that_do_not_stop_are_killed_with_what_they_started(tmp_path:
     started = time.monotonic()
     simulators.stop(timeout=0.5)
     assert time.monotonic() - started < 5
-    assert simulators.returncode == -signal.SIGKILL
+    assert simulators.process.returncode == -signal.SIGKILL
     assert wait_until(lambda: ended(child)), "the simulators' child was killed too"
     assert not folder.exists()
 
