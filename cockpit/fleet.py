@@ -239,8 +239,7 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
 
 
 def _past_buckets(buckets: str, label: str) -> str:
-    """Lanes whose quantile rank lies past every finite bucket: Prometheus then answers the
-    largest finite bound, a lower bound (`quantiles.histogram_quantile`'s flag)."""
+    """Lanes whose quantile lies past every finite bucket (Prometheus answers its bound)."""
     total = f"sum by ({label}) ({buckets} and on (le) {_INF})"
     finite = f"max by ({label}) ({buckets} unless on (le) {_INF})"
     return f"{total} * {QUANTILE} > {finite}"
@@ -279,8 +278,7 @@ def _number(samples: Samples, fig: str) -> float | None:
 
 
 def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
-    """A lane's engine by the series it has now, else SGLang when its window has SGLang's
-    (empty: not known from this answer)."""
+    """A lane's engine by its live series, else SGLang if its window has SGLang's ("": unknown)."""
     if plan.figs["sglang"][NEWEST] in samples:
         return "sglang"
     if plan.figs["vllm"][NEWEST] in samples:

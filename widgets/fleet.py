@@ -98,11 +98,9 @@ def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
         for key in FIGURE_COLUMNS
         if (unit := COLUMN_BY_KEY[key].unit) is not None
     }
-    lane = LaneFigures(frozen_map(figures))
-    snapshot = LaneSnapshot(
-        row.lane, "", None, lane, None, None, waiting_streak=waiting_streak(row)
-    )
-    tones = {finding.figure_key: str(finding.severity) for finding in check(snapshot, thresholds)}
+    panes = LaneFigures(frozen_map(figures))
+    lane = LaneSnapshot(row.lane, "", None, panes, None, None, waiting_streak=waiting_streak(row))
+    tones = {finding.figure_key: str(finding.severity) for finding in check(lane, thresholds)}
     return {UP: "good", **tones}
 
 
@@ -336,8 +334,9 @@ class FleetScreen(Screen[None]):
                     self.notify, reason, title="export failed", severity="error", markup=False
                 )
             else:
-                said = str(written)
-                self.app.call_from_thread(self.notify, said, title="receipt exported", markup=False)
+                self.app.call_from_thread(
+                    self.notify, str(written), title="receipt exported", markup=False
+                )
 
         description = f"export the fleet receipt to {target}"
         self.run_worker(
