@@ -313,8 +313,7 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
     window_s = parse_duration(config.window)
     try:
         await first_samples(lanes, sample_s)
-        for feed in lanes:
-            lane: LaneConfig = feed.lane  # type: ignore[attr-defined]
+        for lane, feed in zip(config.lanes, lanes, strict=True):  # a feed per lane, in order
             where = lane.prometheus or lane.metrics_url
             started = time.perf_counter()
             try:
