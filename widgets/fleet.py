@@ -7,6 +7,7 @@ Colours are the lane panes' health rules. Lane names are data: never markup.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -325,20 +326,14 @@ class FleetScreen(Screen[None]):
         moment = snapshot.replay_at if snapshot.replay_at is not None else self.wall()
         target = self.folder / receipt_name("fleet", snapshot.window, moment)
 
-        def write() -> None:
-            try:
-                written = write_fleet_receipt(snapshot, rows, target)
+        async def export() -> None:
+            try:  # a slow disk must not hold the keys
+                written = await asyncio.to_thread(write_fleet_receipt, snapshot, rows, target)
             except OSError as error:
                 reason = f"{target}: {error.strerror or error}"
-                self.app.call_from_thread(
-                    self.notify, reason, title="export failed", severity="error", markup=False
-                )
+                self.notify(reason, title="export failed", severity="error", markup=False)
             else:
-                self.app.call_from_thread(
-                    self.notify, str(written), title="receipt exported", markup=False
-                )
+                self.notify(str(written), title="receipt exported", markup=False)
 
         description = f"export the fleet receipt to {target}"
-        self.run_worker(
-            write, group="export", description=description, thread=True, exit_on_error=False
-        )
+        self.run_worker(export(), group="export", description=description, exit_on_error=False)
