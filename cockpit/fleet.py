@@ -81,7 +81,7 @@ class FleetRow:
 
     `values[key]` for every NUMERIC_COLUMNS key: a number, or None (`reasons[key]` says why).
     `up`: a live engine sample and not every scrape target down (else `down_reason`). `gone`:
-    the server no longer has the lane's series; the row stays so a vanished lane is seen."""
+    the server has no series of it now; its row stays (now-figures None): a vanished lane shows."""
 
     lane: str
     up: bool | None
@@ -110,6 +110,7 @@ class FleetView:
     warnings: tuple[str, ...] = ()
     """The server's warnings and a partial answer's note, one line each, shown, never hidden."""
     server: str = ""
+    """The server's URL, without credentials."""
     label: str = "job"
     """The label lanes are found by (`listed_fleet.LISTED`: only lanes listed in the config)."""
     partial: bool = False
@@ -395,7 +396,7 @@ class Discovery:
     def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
         found = index_answer(result, plan.label)
-        state = set(plan.state.values())
+        state = set(plan.state.values())  # scrape targets alone don't make a lane
         engines = {lane for lane, samples in found.items() if not samples.keys() <= state}
         rows: list[FleetRow] = []
         for lane in sorted(engines | set(self.dialects)):
