@@ -36,13 +36,13 @@ def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapsho
 
         totals = replace(totals, values=frozen_map({**totals.values, **changes}))
     return LaneSnapshot(
-        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012, EVAL_AT
+        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012
     )
 
 
 def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
     totals = ledger_totals()
-    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004, EVAL_AT)
+    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004)
 
 
 def priced_ledger(*models: str) -> LedgerSnapshot | None:
@@ -57,7 +57,7 @@ def priced_ledger(*models: str) -> LedgerSnapshot | None:
         total=paid + local,
         by_model=frozen_map({"anthropic/claude-sonnet-4": paid, "custom/qwen3-32b": local}),
     )
-    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004, EVAL_AT)
+    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004)
     return for_lane(snapshot, models)
 
 

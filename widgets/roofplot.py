@@ -176,16 +176,14 @@ def draw_spec(plt: Plot, spec: PlotSpec) -> None:
 class RoofPlot(PlotextPlot):
     """The roofs and points, plotted again only when the spec at the current size changes."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    view: RooflineView | None = None
+    plotted: PlotSpec | None = None
+    """The spec plotext holds now."""
+
+    def on_mount(self) -> None:
         # "clear" leaves background and text to the pane's styles, which follow the app
         # theme; the roofs and points take the theme's colours when plotted.
         self.theme = "clear"
-        self.view: RooflineView | None = None
-        self.plotted: PlotSpec | None = None
-        """The spec plotext holds now."""
-
-    def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
 
     def show(self, view: RooflineView | None) -> None:
@@ -204,7 +202,6 @@ class RoofPlot(PlotextPlot):
         spec = self.spec()
         if spec != self.plotted:
             self.plotted = spec
-            self.plt.clear_data()
             self.plt.clear_figure()
             if spec is not None:
                 draw_spec(self.plt, spec)
