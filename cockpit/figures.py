@@ -284,13 +284,13 @@ def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures
                     divide(v("prompt_tokens"), window), "tok/s", why("prompt_tokens")),
         make_figure("generation_tok_s", "Generated tok/s (window mean)",
                     divide(v("generation_tokens"), window), "tok/s", why("generation_tokens")),
-        raw("requests_per_s", "Requests/s (window mean)", "number", "requests", window),
-        raw("requests_per_s_1m", "Requests/s (last minute)", "number", "requests_1m",
-            LAST_MINUTE_S),
-        raw("prompt_tok_s_1m", "Prompt tok/s (last minute)", "tok/s", "prompt_tokens_1m",
-            LAST_MINUTE_S),
+        raw("requests_per_s", "Requests/s (window mean)", "number", of="requests", per=window),
+        raw("requests_per_s_1m", "Requests/s (last minute)", "number", of="requests_1m",
+            per=LAST_MINUTE_S),
+        raw("prompt_tok_s_1m", "Prompt tok/s (last minute)", "tok/s", of="prompt_tokens_1m",
+            per=LAST_MINUTE_S),
         raw("generation_tok_s_1m", "Generated tok/s (last minute)", "tok/s",
-            "generation_tokens_1m", LAST_MINUTE_S),
+            of="generation_tokens_1m", per=LAST_MINUTE_S),
         raw("running_now", "Running requests (now)", "number"),
         raw("waiting_now", "Waiting requests (now)", "number"),
         raw("kv_usage_now", "KV cache usage (now)", "share"),
@@ -356,7 +356,7 @@ def _measured(totals: LaneTotals) -> tuple[float | None, float | None]:
     """FLOPs and bytes from the engine's MFU counters, only when they moved in the window."""
     v = totals.values.get
     flops = v("flops")
-    if flops is None or flops <= 0:
+    if flops is None or not flops > 0:  # NaN isn't moving either
         return None, None
     return flops, _sum(v("read_bytes"), v("write_bytes")) or None
 

@@ -300,7 +300,6 @@ class LaneTotals:
     selector: str = ""
     warnings: tuple[str, ...] = ()
     """The server's warnings on its answer (e.g. partial results)."""
-    """Client-side wall time of the refresh's HTTP request(s)."""
     eval_seconds: float | None = None
     """Server-side evaluation time, when the server reports query stats."""
     trend: Trend | None = None

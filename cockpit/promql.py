@@ -194,6 +194,7 @@ def capacity_expression(
     """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
     `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
     """
+    dialects.lane_specs(dialect)  # an unknown dialect raises
     metric = dialects.capacity_metric(dialect, escaped)
     if dialect == "sglang":
         series = metric + selector_with(selector)

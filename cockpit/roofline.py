@@ -179,7 +179,15 @@ def decode_step(
     kv = batch * model.kv_bytes(context)
     seconds = _timed(hw, flops, weights + kv, seconds)
     return DecodePoint(
-        flops, weights + kv, seconds, hw, batch, context, tokens_per_step, weights, kv
+        flops,
+        weights + kv,
+        seconds,
+        hw,
+        batch=batch,
+        context=context,
+        tokens_per_step=tokens_per_step,
+        weight_bytes=weights,
+        kv_bytes=kv,
     )
 
 
@@ -323,5 +331,11 @@ def operating_points(
     decode, ceiling, decode_reason = _operating_decode(load, hw, model)
     measured, measured_reason = _operating_measured(load, hw, prefill, decode)
     return OperatingPoints(
-        prefill, decode, ceiling, measured, prefill_reason, decode_reason, measured_reason
+        prefill,
+        decode,
+        ceiling,
+        measured,
+        prefill_reason=prefill_reason,
+        decode_reason=decode_reason,
+        measured_reason=measured_reason,
     )

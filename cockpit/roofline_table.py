@@ -187,8 +187,12 @@ def roofline_table(
     """The roofs, a prefill of `prompt` tokens and a decode step at `batch` and `context`
     (the prompt length by default), as plain text. `hw` may be a tensor-parallel group
     (`Hardware.scaled`); its peak is the one of the model's compute number format."""
+    if prompt < 1:
+        raise ValueError("prompt must be at least 1 token")
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
     decode_context = prompt if context is None else context
-    if decode_context < 0:  # a prompt or batch under 1 is refused by the roofline itself
+    if decode_context < 0:
         raise ValueError("context must not be negative")
     hw = roof_for(hw, model)
     prefill = prefill_pass(hw, model, prompt)
