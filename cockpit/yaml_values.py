@@ -136,7 +136,10 @@ def shown(value: object) -> str:
 def e_notation(value: Any) -> Any:
     """YAML 1.1 reads `8.9e14` (no exponent sign) as text; people mean the number."""
     if isinstance(value, str) and _E_NOTATION.fullmatch(value.strip()):
-        return float(value)
+        try:
+            return float(value)
+        except ValueError:  # strip() drops \x1c-\x1f, which float() refuses
+            return value
     return value
 
 

@@ -109,6 +109,13 @@ def test_e_notation_without_sign_is_a_number() -> None:
     assert hardware is not None and hardware.ridge == 500.0
 
 
+@pytest.mark.parametrize("separator", ["\\x1c", "\\x1f"])
+def test_a_number_with_a_separator_byte_is_refused_by_name(separator: str) -> None:
+    # str.strip() drops these bytes but float() refuses them: still a config error, no traceback.
+    error = error_of(f'refresh: "{separator}1e5"\n')
+    assert "refresh" in str(error) and "expected" in str(error)
+
+
 def test_profile_ids_are_case_insensitive() -> None:
     config = parse(
         "lanes:\n  - {name: a, metrics_url: 'http://x/m', hardware: H100, model: LLAMA-3.1-8B}\n"
