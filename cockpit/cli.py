@@ -247,6 +247,10 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
         return None
     import yaml
 
+    for option, value in _lane_flags(args).items():
+        # argv bytes that aren't UTF-8 arrive as surrogates, which no config text can hold
+        if isinstance(value, str) and value.encode(errors="replace").decode() != value:
+            raise _refused("--" + option.replace("_", "-"), "is not UTF-8 text")
     lane = {"name": _adhoc_name(args.selector), "engine": args.engine, **_lane_flags(args)}
     try:
         return _parse(yaml.safe_dump({"lanes": [lane]}, sort_keys=False), "<command line>").lanes[0]

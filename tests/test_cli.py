@@ -159,6 +159,7 @@ def test_lane_flags_without_a_lane_are_refused(hermes_v22: Path, flags: list[str
         (["--metrics-url", "http://127.0.0.1:9/metrics", "--hardware", "h900"], "--hardware"),
         (["--prometheus", "http://u:p@127.0.0.1:9"], "--prometheus"),
         (["--prometheus", "http://127.0.0.1:9", "--selector", "job=x"], "--selector"),
+        (["--prometheus", "http://127.0.0.1:9", "--model", os.fsdecode(b"m\xff")], "--model"),
         (
             ["--prometheus", "http://127.0.0.1:9", "--metrics-url", "http://127.0.0.1:9/metrics"],
             "--prometheus, --metrics-url",
