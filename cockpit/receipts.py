@@ -31,6 +31,8 @@ def receipt_name(lane: str, window: str, moment: float) -> str:
 def write_new_file(target: Path, text: str) -> Path:
     """Writes `text` to `target`, or to `name-2.md`, `name-3.md`… if it exists (two exports of
     one replayed moment, or of one second): an export never replaces another. The path used."""
+    if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
+        target.parent.mkdir(parents=True, exist_ok=True)
     path, number = target, 1
     while True:
         try:
@@ -48,6 +50,4 @@ def write_receipt(
     """The markdown receipt of these snapshots, written to `target` (or beside it); OSError."""
     from cockpit.report import markdown_receipt
 
-    if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
-        target.parent.mkdir(parents=True, exist_ok=True)
     return write_new_file(target, markdown_receipt(lane, ledger, prices))
