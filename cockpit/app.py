@@ -231,12 +231,6 @@ class CockpitApp(FleetOverview):
             self._read_ledger()
         self._lane_changed()
 
-    def _lane_changed(self) -> None:
-        """The lane, window or model filter changed: their last figures at once, then a read."""
-        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
-        self._show()
-        self._read_lane()
-
     def action_lane(self, number: int) -> None:
         count = len(self.lane_feeds)
         if number > count:

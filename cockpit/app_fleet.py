@@ -52,9 +52,7 @@ class FleetOverview(SourcePolling):
         if self._overview is not None and self.screen is self._overview:
             self.pop_screen()
         self.lane_index = names.index(name)
-        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
-        self._show()
-        self._read_lane()
+        self._lane_changed()
 
     def fleet_shown(self) -> None:
         """The overview drew a fleet read (for the bench probe, as a lane's read does)."""

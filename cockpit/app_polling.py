@@ -86,6 +86,12 @@ class SourcePolling(LanePanes):
         overview = self._overview
         return self.fleet_poller is not None and (overview is None or overview in self.screen_stack)
 
+    def _lane_changed(self) -> None:
+        """The lane, window or model filter changed: their last figures at once, then a read."""
+        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
+        self._show()
+        self._read_lane()
+
     def _read_lane(self) -> None:
         """Start a lane cycle now; one still out for an older state is cancelled."""
         epoch = self._lane.restart()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.config import Auth, Config, LaneConfig
 from cockpit.figures import split_reason
-from cockpit.model import LaneTotals, LedgerTotals, SourceFailure
+from cockpit.model import LaneTotals, SourceFailure
 from cockpit.poller import (
     LaneFeed,
     LanePoller,
@@ -146,21 +146,6 @@ class ScrapeLaneFeed(ConfiguredLane):
         await self.source.aclose()
 
 
-@dataclass(eq=False)
-class LedgerSetFeed:
-    ledgers: LedgerSet
-
-    async def read(self, window_s: float, end: float | None) -> LedgerTotals:
-        return await self.ledgers.refresh(window_s, end)
-
-    async def probe(self) -> bool:
-        """Cheaply, after a failure: has a ledger file changed since?"""
-        return await self.ledgers.probe()
-
-    async def close(self) -> None:
-        await self.ledgers.close()
-
-
 def prometheus_source(lane: LaneConfig) -> PrometheusSource:
     """A source for the lane's server: its auth (the secret read now), TLS, timeout, tenant."""
     assert lane.prometheus is not None
@@ -236,7 +221,7 @@ def build_feeds(
         LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
         for ledger in config.ledgers
     ]
-    return lanes, LedgerSetFeed(LedgerSet(tailers)) if tailers else None
+    return lanes, LedgerSet(tailers) if tailers else None
 
 
 # --- headless: one read of everything -------------------------------------------------------

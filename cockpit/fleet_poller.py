@@ -12,7 +12,7 @@ from cockpit.fleet import FleetRow, FleetView
 from cockpit.fleet_report import fleet_markdown
 from cockpit.model import FRESH, Freshness
 from cockpit.poller import Good, Poller, warning_note
-from cockpit.receipts import receipts_folder, write_new_file
+from cockpit.receipts import write_new_file
 from cockpit.text import visible
 
 
@@ -68,6 +68,4 @@ def write_fleet_receipt(snapshot: FleetSnapshot, rows: Sequence[FleetRow], targe
     if snapshot.freshness.state != "ok":
         said = visible(snapshot.freshness.describe())
         rest = f"\n> **Fleet {said}**: the rows are its last good read.\n{rest}"
-    if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
-        target.parent.mkdir(parents=True, exist_ok=True)
     return write_new_file(target, f"{heading}\n{rest}")

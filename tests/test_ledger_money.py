@@ -126,7 +126,7 @@ async def test_in_a_set_a_ledger_without_costs_leaves_usd_missing_naming_it(
         db.execute("ALTER TABLE sessions DROP COLUMN actual_cost_usd")
     ledgers = LedgerSet([LedgerTailer(hermes_v22), LedgerTailer(hermes_v11)])
     try:
-        figures = ledger_figures(await ledgers.refresh(30 * DAY, NOW))
+        figures = ledger_figures(await ledgers.read(30 * DAY, NOW))
     finally:
         await ledgers.close()
     assert figures["cost_usd"].value is None

@@ -184,7 +184,7 @@ async def test_ledger_set_from_profile_names(
         [LedgerTailer(resolve_ledger(a), profile_of(a)) for a in ("default", "old")]
     )
     try:
-        totals = await ledgers.refresh(120 * DAY, NOW)
+        totals = await ledgers.read(120 * DAY, NOW)
     finally:
         await ledgers.close()
     assert [(i.path, i.profile) for i in totals.ledgers] == [
@@ -198,7 +198,7 @@ async def test_ledger_set_from_profile_names(
 async def test_ledger_set_sums_and_keeps_ledgers_apart(hermes_v22: Path, hermes_v11: Path) -> None:
     ledgers = LedgerSet([LedgerTailer(hermes_v22, "a"), LedgerTailer(hermes_v11, "b")])
     try:
-        totals = await ledgers.refresh(30 * DAY, NOW)
+        totals = await ledgers.read(30 * DAY, NOW)
     finally:
         await ledgers.close()
     one = recount(hermes_v22, NOW - 30 * DAY, NOW, profile="a")
@@ -221,7 +221,7 @@ async def test_ledger_set_names_the_failing_file(hermes_v22: Path, tmp_path: Pat
     missing = tmp_path / "gone" / "state.db"
     ledgers = LedgerSet([LedgerTailer(hermes_v22), LedgerTailer(missing, "gone")])
     with pytest.raises(LedgerError, match=str(missing)):
-        await ledgers.refresh(DAY, NOW)
+        await ledgers.read(DAY, NOW)
     await ledgers.close()
 
 

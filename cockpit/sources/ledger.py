@@ -365,7 +365,7 @@ class LedgerSet:
 
     tailers: Sequence[LedgerTailer]
 
-    async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
+    async def read(self, window_s: float, end: float | None = None) -> LedgerTotals:
         if end is None:
             end = _now()
         readings = [await tailer.read(window_s, end) for tailer in self.tailers]
