@@ -205,7 +205,10 @@ def build_lane_feeds(config: Config) -> list[LaneFeed]:
             from cockpit.sources.scrape import ScrapeSource
 
             assert lane.metrics_url is not None
-            source = ScrapeSource(lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s)
+            verify = lane.ca_file or lane.verify_tls
+            source = ScrapeSource(
+                lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s, verify=verify
+            )
             feeds.append(ScrapeLaneFeed(lane, source))
     return feeds
 

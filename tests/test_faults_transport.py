@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import VLLM_FIXTURES
 from faultlane import (
     FAILURES,
     JOB,
@@ -209,6 +210,45 @@ def test_cockpit_check_gives_each_failure_its_one_line_reason(
     for index, case in enumerate(proxies):
         line = by_lane[f"case{index}"]
         assert line.startswith("FAIL") and FAILURES[case][1] in line, (case, line)
+
+
+class _Exposition(BaseHTTPRequestHandler):
+    body = (VLLM_FIXTURES / "metrics_real.txt").read_bytes()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+def test_a_direct_scrape_over_https_trusts_its_ca_file_or_verify_tls(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = QuietServer(("127.0.0.1", 0), _Exposition)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/metrics"
+    try:
+        lanes: list[dict[str, Any]] = [
+            {"name": "untrusted", "metrics_url": url},
+            {"name": "ca", "metrics_url": url, "ca_file": str(cert)},
+            {"name": "unverified", "metrics_url": url, "verify_tls": False},
+        ]
+        result = run_cockpit("check", "--config", str(write_config(tmp_path / "c.yaml", lanes)))
+    finally:
+        server.shutdown()
+        server.server_close()
+    said = {line.split()[2].rstrip(":"): line for line in result.stdout.splitlines()
+            if line.startswith(("ok", "FAIL"))}  # fmt: skip
+    assert said["untrusted"].startswith("FAIL") and said["untrusted"].endswith(TLS_REASON)
+    assert said["ca"].startswith("ok ") and said["unverified"].startswith("ok "), result.stdout
 
 
 UNKNOWN_HOST_SCRIPT = """

@@ -44,7 +44,9 @@ class ScrapeSource:
     """One engine's `/metrics`, polled into a buffer that keeps the series `selector` matches
     (a model filter or a narrower selector at read time picks among them)."""
 
-    def __init__(self, url: str, *, selector: str = "", timeout: float = 5.0) -> None:
+    def __init__(
+        self, url: str, *, selector: str = "", timeout: float = 5.0, verify: bool | str = True
+    ) -> None:
         self.url = redact_url(url)
         parts = urlsplit(url)
         self._path = parts.path or "/"
@@ -52,6 +54,7 @@ class ScrapeSource:
         self.http = HttpClient(
             urlunsplit((parts.scheme, parts.netloc, "", "", "")),
             timeout=timeout,
+            verify=verify,
             headers={"Accept": CLASSIC_TEXT},
             max_bytes=MAX_RESPONSE_BYTES,  # a bigger answer stops streaming there, with the reason
         )
