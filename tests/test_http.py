@@ -21,6 +21,7 @@ from cockpit.sources.http import (
     mask,
     retry_after,
     secret_forms,
+    transport_reason,
 )
 
 Answer = Callable[[int], bytes | None]
@@ -236,3 +237,18 @@ async def test_an_answer_over_the_size_cap_is_refused_with_a_reason(serve: Start
     http.max_bytes = 5000
     assert len((await http.get("/metrics")).text) == 5000
     await http.aclose()
+
+
+def test_a_host_whose_every_address_refuses_says_connection_refused() -> None:
+    """`localhost` as ::1 and 127.0.0.1, both closed: anyio raises one OSError from a group of
+    the attempts' errors (anyio/_core/_sockets.py); the reason is theirs when they agree."""
+    refused = [ConnectionRefusedError(111, "refused ::1"), ConnectionRefusedError(111, "127")]
+    mixed = [ConnectionRefusedError(111, "refused"), TimeoutError("timed out")]
+    for attempts, said in ((refused, "connection refused"), (mixed, "OSError: All connection")):
+        try:
+            try:
+                raise ExceptionGroup("multiple connection attempts failed", attempts)
+            except ExceptionGroup as group:
+                raise OSError("All connection attempts failed") from group
+        except OSError as error:
+            assert transport_reason(error).startswith(said)

@@ -113,6 +113,10 @@ def transport_reason(exc: BaseException) -> str:
             return "unknown host"
         if isinstance(cause, ConnectionRefusedError):
             return "connection refused"
+        if isinstance(cause, BaseExceptionGroup):  # every address of a host tried (anyio)
+            reasons = {transport_reason(one) for one in cause.exceptions}
+            if len(reasons) == 1:
+                return reasons.pop()
         cause = cause.__cause__ or cause.__context__
     return f"{type(exc).__name__}: {one_line(str(exc)) or 'request failed'}"
 
