@@ -262,3 +262,39 @@ async def test_every_read_under_a_writer_is_a_committed_state_despite_bad_rows(
     finally:
         await tailer.close()
         writer.close()
+
+
+async def test_an_open_session_s_bad_usage_row_is_skipped_while_open_and_after(
+    hermes_v22: Path,
+) -> None:
+    """Two main-loop usage rows of one model and provider, one with a negative count: the bad
+    one is skipped while the session is open, when it closes, and once the window slides past."""
+    writer = sqlite3.connect(hermes_v22, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("DELETE FROM session_model_usage")
+    writer.execute("DELETE FROM sessions")
+    writer.execute(
+        "INSERT INTO sessions (id, source, model, started_at, input_tokens) "
+        "VALUES ('a', 'cli', 'm', ?, 100)",
+        (NOW - 10,),
+    )
+    for tokens, url in ((100, "https://one"), (-5, "https://other")):
+        writer.execute(
+            "INSERT INTO session_model_usage (session_id, model, billing_provider, "
+            "billing_base_url, task, input_tokens, output_tokens) "
+            "VALUES ('a', 'm', 'p', ?, '', ?, 7)",
+            (url, tokens),
+        )
+    tailer = LedgerTailer(hermes_v22)
+    try:
+        ends = (NOW, None, NOW + 1800, NOW + 3595)  # None: the session closes first
+        for end in ends:
+            if end is None:
+                writer.execute("UPDATE sessions SET ended_at = ? WHERE id = 'a'", (NOW,))
+                end = NOW
+            totals = await tailer.refresh(3600, end)
+            assert_matches(totals, recount(hermes_v22, end - 3600, end))
+        assert sum(totals.skipped.values()) == 0 and not totals.by_model
+    finally:
+        await tailer.close()
+        writer.close()

@@ -215,16 +215,18 @@ _STARTLESS = (
 
 
 def rows_statement(schema: Schema, where: str) -> str:
-    """The mark, the sessions `where` selects (on `s`), and their usage rows: one snapshot."""
+    """The mark, the sessions `where` selects (on `s`), and their usage rows: one snapshot.
+    No column of `chosen` may share a name with the usage groups' aliases (m, v, k, p): SQLite
+    binds a GROUP BY name to a FROM column before a result alias."""
     chosen = (
-        "WITH chosen(rid, id, source, profile, model, provider, started, closed, p, "
+        "WITH chosen(rid, id, source, profile, model, provider, started, closed, problem, "
         f"{_VALUE_NAMES}) AS MATERIALIZED (SELECT s.rowid, s.id, {_names(schema)}, "
         f"s.started_at, s.ended_at IS NOT NULL, {_problem(schema.columns, 's', start=True)}, "
         f"{_values(schema.columns, 's')} FROM sessions AS s WHERE {where}) "
     )
     parts = [
         _MARK,
-        "SELECT 'R', rid, source, profile, model, provider, NULL, started, closed, p, 1, "
+        "SELECT 'R', rid, source, profile, model, provider, NULL, started, closed, problem, 1, "
         f"{_VALUE_NAMES} FROM chosen",
     ]
     if schema.has_usage:
