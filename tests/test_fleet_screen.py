@@ -216,6 +216,30 @@ async def test_a_fleet_that_fails_after_a_read_keeps_its_rows_dimmed_and_says_so
         assert all(lane in screen for lane in LANES)
 
 
+async def test_a_fleet_cycle_that_raises_is_said_and_the_overview_keeps_going() -> None:
+    """A bug in a cycle (not a source failure) is notified, not left a silently frozen table."""
+    app, _, fleet = cockpit()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        assert app.fleet_poller is not None
+        cycle, calls, reads = app.fleet_poller.cycle, [], len(fleet.reads)
+
+        async def broken(window: str) -> object:
+            calls.append(window)
+            raise RuntimeError("a bug in the cycle")
+
+        app.fleet_poller.cycle = broken  # type: ignore[method-assign,assignment]
+        await pilot.press("r")
+        await settle(pilot)
+        await on_screen(pilot, "refresh failed", "a bug in the cycle")
+        assert calls and app.is_running
+        app.fleet_poller.cycle = cycle  # type: ignore[method-assign]
+        await pilot.press("r")
+        await settle(pilot)
+        await on_screen(pilot, *LANES)
+        assert len(fleet.reads) == reads + 1  # read again once the cycle works
+
+
 async def test_a_fleet_never_read_says_why() -> None:
     app, _, _ = cockpit(ScriptedFleetFeed([SourceDown("connection refused (127.0.0.1:9090)")]))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -206,8 +206,7 @@ class FleetScreen(Screen[None]):
 
         async def cycle() -> None:
             snapshot = await poller.cycle(window)
-            if epoch == self.epoch:  # else a newer cycle was started: this answer is dropped
-                self._read(snapshot)
+            self.call_next(self._read, snapshot, epoch)  # drawn outside the worker
 
         description = f"read the fleet over {window}"
         self.run_worker(
@@ -221,7 +220,9 @@ class FleetScreen(Screen[None]):
         else:
             self.show()  # says paused
 
-    def _read(self, snapshot: FleetSnapshot) -> None:
+    def _read(self, snapshot: FleetSnapshot, epoch: int) -> None:
+        if epoch != self.epoch:  # a newer cycle was started: this answer is dropped
+            return
         self.snapshot = snapshot
         if snapshot.view is not None:
             self.host.add_lanes([row.lane for row in snapshot.view.rows])
@@ -233,8 +234,13 @@ class FleetScreen(Screen[None]):
 
     @on(Worker.StateChanged)
     def _cycle_failed(self, event: Worker.StateChanged) -> None:
-        """A cycle that raised (a bug, not a source failure; the app says so): try again."""
-        if event.worker.group == "fleet" and event.state == WorkerState.ERROR and self.polling:
+        """A cycle that raised (a bug, not a source failure): say so and try again."""
+        worker = event.worker
+        if worker.group != "fleet" or event.state != WorkerState.ERROR:
+            return
+        message = f"{worker.description}: {worker.error}"
+        self.notify(message, title="refresh failed", severity="error", markup=False)
+        if self.polling:
             self.timer = self.set_timer(MAX_DELAY_S, self._due)
 
     # --- drawing ------------------------------------------------------------------------------
