@@ -165,8 +165,7 @@ async def render_costs(config_path: str, renders: int) -> dict[str, Any]:
         times: list[float] = []
 
         def show() -> None:
-            app._show_lane()
-            app._show_ledger()
+            app._show()
 
         with counting_renders() as counts:
             for i in range(renders):

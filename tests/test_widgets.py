@@ -279,6 +279,26 @@ def test_status_reasons_fit_their_line_and_give_way_before_the_other_items() -> 
     assert "/srv/ledgers" not in wide
 
 
+def test_the_status_line_shows_control_bytes_in_names_and_reasons_as_symbols() -> None:
+    """A lane named by a Prometheus label, a model filter, a server's reason: none may reach
+    the terminal as an escape sequence (ESC ] 0 ; … BEL sets the terminal's title)."""
+    from cockpit.widgets.status import StatusLine, status_lines
+
+    osc = "\x1b]0;pwned\x07"
+    failed = Freshness("stale", since=EVAL_AT, reason=f"http://h:1: refused {osc}")
+    warned = Freshness("ok", reason=f"partial {osc}")
+    view = StatusView(
+        f"lane{osc}", 1, 2, "1h", evaluated_at=EVAL_AT, model_filter=f"m{osc}",
+        sources=(SourceStatus("lane", failed, 3.0), SourceStatus("ledger", warned, 0.2)),
+    )  # fmt: skip
+    text = "\n".join(line.plain for line in status_lines(view, 158))
+    assert "\x1b" not in text and "\x07" not in text
+    assert text.count("␛]0;pwned␇") == 4, text  # lane, filter, both reasons
+    line = StatusLine()
+    line.watch_view(None, view)
+    assert line.tooltip is not None and "\x1b" not in str(line.tooltip)
+
+
 def test_a_lane_not_configured_is_said_first_on_the_status_line() -> None:
     view = StatusView("no lane", 0, 0, "1h", sources=(SourceStatus("ledger", Freshness("ok")),))
     assert [item.plain for item in status_items(view)][:2] == ["no lane configured", "1h"]

@@ -13,6 +13,7 @@ from textual.reactive import reactive
 from cockpit.figures import format_value
 from cockpit.model import FRESH, Freshness
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.text import visible
 from cockpit.timeutil import clock, stamp
 
 from .pane import DEFAULT_WIDTH, LinesWidget, short_reason, stale_since
@@ -71,7 +72,9 @@ def _source_item(source: SourceStatus, width: int, most: int | None) -> Content:
         return Content.styled(f"{source.name} reading…", "$text-muted")
     latency = "" if source.latency_s is None else f" {format_value(source.latency_s, 'seconds')}"
     if freshness.state == "ok" and freshness.reason:
-        return Content.styled(f"{source.name} ok{latency} · {freshness.reason}", "$warning")
+        return Content.styled(
+            f"{source.name} ok{latency} · {visible(freshness.reason)}", "$warning"
+        )
     if freshness.state == "ok":
         return Content.styled(f"{source.name} ok{latency}", "$success")
     stale = freshness.state == "stale"
@@ -80,7 +83,7 @@ def _source_item(source: SourceStatus, width: int, most: int | None) -> Content:
     rest = cell_len(head + separator + tail)
     room = max(MIN_REASON_CELLS, min(max(REASON_CELLS, width // 2), width - rest))
     room = room if most is None else min(room, most)
-    reason = short_reason(freshness.reason, room) if room else ""
+    reason = short_reason(visible(freshness.reason), room) if room else ""
     text = f"{head}{separator}{reason}{tail}" if reason else head + tail
     return Content.styled(text, "$warning" if stale else "$error")
 
@@ -89,10 +92,12 @@ def status_items(
     view: StatusView, width: int = DEFAULT_WIDTH, reason_cells: int | None = None
 ) -> list[Content]:
     """The line's items; failure reasons fit `width`, and at most `reason_cells` (0: none)."""
-    lane = f"{view.lane} ({view.index}/{view.count})" if view.count else "no lane configured"
+    lane = (
+        f"{visible(view.lane)} ({view.index}/{view.count})" if view.count else "no lane configured"
+    )
     items = [Content.styled(lane, "bold $primary")]
     if view.model_filter:
-        items.append(Content.styled(f"model '{view.model_filter}'", "bold $accent"))  # as typed
+        items.append(Content.styled(f"model '{visible(view.model_filter)}'", "bold $accent"))
     window = view.window
     if view.ledger_window not in (None, view.window):
         window += f" · ledger {view.ledger_window}"
@@ -158,7 +163,7 @@ class StatusLine(LinesWidget):
         if view is None:
             return
         reasons = [
-            f"{source.name}: {source.freshness.describe()}"
+            visible(f"{source.name}: {source.freshness.describe()}")
             for source in view.sources
             if source.freshness.state != "ok" or source.freshness.reason
         ]
