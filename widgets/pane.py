@@ -320,6 +320,9 @@ class Pane(LinesWidget):
     def lines_at(self, width: int) -> Sequence[Content]:
         return [line.content(width) for line in self.view.lines]
 
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.view.lines)  # a line each, at any width: no need to draw them to count
+
 
 # --- reading snapshots ----------------------------------------------------------------------
 
