@@ -7,6 +7,7 @@ from a Config, and the real `cockpit check` command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import subprocess
@@ -100,21 +101,28 @@ class _Anything(BaseHTTPRequestHandler):
     do_POST = do_GET
 
 
-@pytest.fixture(scope="module")
-def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An HTTPS server on loopback with a self-signed certificate."""
-    require = pytest.importorskip("conftest").require_binary
-    require("openssl")
-    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
+@contextlib.contextmanager
+def serving_tls(folder: Path, handler: type[BaseHTTPRequestHandler]) -> Iterator[tuple[str, Path]]:
+    """An HTTPS server on loopback with a self-signed certificate: its URL and the cert."""
+    pytest.importorskip("conftest").require_binary("openssl")
+    cert, key = self_signed(folder)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server = QuietServer(("127.0.0.1", 0), _Anything)
+    server = QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"https://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", cert
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving_tls(tmp_path_factory.mktemp("tls"), _Anything) as (url, _):
+        yield url
 
 
 TLS_REASON = "TLS certificate not trusted (self-signed? set ca_file)"
@@ -227,24 +235,13 @@ class _Exposition(BaseHTTPRequestHandler):
 
 
 def test_a_direct_scrape_over_https_trusts_its_ca_file_or_verify_tls(tmp_path: Path) -> None:
-    cert, key = self_signed(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server = QuietServer(("127.0.0.1", 0), _Exposition)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    url = f"https://127.0.0.1:{server.server_address[1]}/metrics"
-    try:
+    with serving_tls(tmp_path, _Exposition) as (url, cert):
         lanes: list[dict[str, Any]] = [
-            {"name": "untrusted", "metrics_url": url},
-            {"name": "ca", "metrics_url": url, "ca_file": str(cert)},
-            {"name": "unverified", "metrics_url": url, "verify_tls": False},
+            {"name": "untrusted", "metrics_url": f"{url}/metrics"},
+            {"name": "ca", "metrics_url": f"{url}/metrics", "ca_file": str(cert)},
+            {"name": "unverified", "metrics_url": f"{url}/metrics", "verify_tls": False},
         ]
         result = run_cockpit("check", "--config", str(write_config(tmp_path / "c.yaml", lanes)))
-    finally:
-        server.shutdown()
-        server.server_close()
     said = {line.split()[2].rstrip(":"): line for line in result.stdout.splitlines()
             if line.startswith(("ok", "FAIL"))}  # fmt: skip
     assert said["untrusted"].startswith("FAIL") and said["untrusted"].endswith(TLS_REASON)
