@@ -232,15 +232,12 @@ def test_every_engines_trend_query_is_one_the_server_evaluates(
     assert answer["status"] == "success", answer.get("error")
 
 
-async def test_a_cockpit_opened_on_an_hours_history_shows_that_hour_in_its_first_frame(
-    server: PromServer,
-) -> None:
-    """The cockpit at END (`--at`: the history ends there) draws the whole hour from its first
-    lane read: the trend's step stated, every minute a block but the gap's, left blank."""
+async def first_frame(server: PromServer, window: str) -> str:
+    """The screen of a cockpit at END (`--at`) on the test lane, once its first read is drawn."""
     config = Config(
         source="<test>",
         lanes=(LaneConfig("lane-t", prometheus=server.url, selector=SELECTOR),),
-        window="1h",
+        window=window,
         refresh_s=60.0,
     )
     lanes, ledger = build_feeds(config)
@@ -249,7 +246,15 @@ async def test_a_cockpit_opened_on_an_hours_history_shows_that_hour_in_its_first
         while app.lane_snapshot is None:
             await pilot.pause(0.02)
         await pilot.pause()
-        screen = screen_text(app)
+        return screen_text(app)
+
+
+async def test_a_cockpit_opened_on_an_hours_history_shows_that_hour_in_its_first_frame(
+    server: PromServer,
+) -> None:
+    """The cockpit at END (`--at`: the history ends there) draws the whole hour from its first
+    lane read: the trend's step stated, every minute a block but the gap's, left blank."""
+    screen = await first_frame(server, "1h")
     assert "Trends · step 1 min" in screen, screen
     line = next(row for row in screen.splitlines() if "Gen tok/s" in row)
     spark = re.search(r"Gen tok/s +([▁-█][▁-█ ]*[▁-█]) +\S+ tok/s", line)
@@ -311,17 +316,5 @@ async def test_one_minute_steps_on_one_minute_scrapes_read_rates_over_four_minut
 async def test_the_trends_title_says_the_range_its_rates_are_read_over(
     server: PromServer,
 ) -> None:
-    config = Config(
-        source="<test>",
-        lanes=(LaneConfig("lane-t", prometheus=server.url, selector=SELECTOR),),
-        window="5m",
-        refresh_s=60.0,
-    )
-    lanes, ledger = build_feeds(config)
-    app = make_app(config, lanes, ledger, refresh_s=config.refresh_s, replay_at=END)
-    async with app.run_test(size=(160, 48)) as pilot:
-        while app.lane_snapshot is None:
-            await pilot.pause(0.02)
-        await pilot.pause()
-        screen = screen_text(app)
+    screen = await first_frame(server, "5m")
     assert "Trends · step 15 s · rates over 1 min" in screen, screen
