@@ -14,17 +14,17 @@ import sys
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, Static
 
-from cockpit.benchprobe import Probe
+from cockpit.app.benchprobe import Probe
 
 LIBRARIES = ("yaml", "httpx", "aiosqlite", "plotext", "textual_plotext")
 """What the cockpit imports on its start-up path besides Textual and the standard library."""
 MODULES = (
-    "cockpit.cli",
-    "cockpit.lifecycle",
-    "cockpit.feeds",
+    "cockpit.cli.main",
+    "cockpit.app.lifecycle",
+    "cockpit.runtime.feeds",
     "cockpit.sources.prometheus",
     "cockpit.sources.ledger",
-    "cockpit.app",
+    "cockpit.app.app",
 )
 """The cockpit's own modules on its start-up path (they import the rest of what it loads)."""
 

@@ -64,7 +64,12 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def warm_bytecode() -> None:
     """Import everything once so later runs load `.pyc` files, as an installed copy does."""
     subprocess.run(
-        [PYTHON, "-c", "import cockpit.cli, cockpit.app, cockpit.demo, cockpit.feeds, bench._bare"],
+        [
+            PYTHON,
+            "-c",
+            "import cockpit.cli.main, cockpit.app.app, cockpit.demo, cockpit.runtime.feeds, "
+            "bench._bare",
+        ],
         env=child_env(),
         cwd=REPO,
         check=True,

@@ -54,7 +54,7 @@ from bench.common import (  # noqa: E402
     tmux_server,
     wait_first_frame,
 )
-from cockpit.fleet import RAW_KEYS  # noqa: E402
+from cockpit.core.fleet import RAW_KEYS  # noqa: E402
 
 LANES = 100
 INSTANCES = 3

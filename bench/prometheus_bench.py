@@ -35,9 +35,10 @@ from promharness import (  # noqa: E402
     start_prometheus,
 )
 
-from cockpit import dialects, promql  # noqa: E402
+from cockpit.core import promql  # noqa: E402
+from cockpit.core.timeutil import promql_duration  # noqa: E402
+from cockpit.engines import dialects  # noqa: E402
 from cockpit.sources.prometheus import PrometheusSource, reevaluation_interval  # noqa: E402
-from cockpit.timeutil import promql_duration  # noqa: E402
 
 END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
 SELECTOR = '{job="lane-long"}'

@@ -79,7 +79,7 @@ async def prometheus_client(url: str, selector: str, refreshes: int) -> dict[str
     Wall time minus the server's `evalTotalTime`, and the CPU time of the thread that runs the
     event loop (the client's; the demo's simulator threads in this process are left out).
     """
-    from cockpit.poller import LanePoller
+    from cockpit.runtime.poller import LanePoller
     from cockpit.sources.prometheus import PrometheusSource
 
     feed = BenchFeed(PrometheusSource(url, stats=True), selector)
@@ -146,9 +146,9 @@ async def _until(check: Callable[[], bool], pilot: Any, timeout: float = 20.0) -
 
 
 async def render_costs(config_path: str, renders: int) -> dict[str, Any]:
-    from cockpit.app import make_app
-    from cockpit.cli import read_config
-    from cockpit.feeds import build_feeds
+    from cockpit.app.app import make_app
+    from cockpit.cli.main import read_config
+    from cockpit.runtime.feeds import build_feeds
 
     config = read_config(Path(config_path))
     lanes, ledger = build_feeds(config)

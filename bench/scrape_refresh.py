@@ -40,7 +40,7 @@ def texts(count: int) -> list[str]:
 
 
 def run(refreshes: int = REFRESHES) -> dict[str, Any]:
-    from cockpit.figures import lane_figures
+    from cockpit.core.figures import lane_figures
     from cockpit.sources.scrape import ScrapeSource
 
     load_before = load_average()

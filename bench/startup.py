@@ -7,7 +7,7 @@ demo's simulators in this process, read through a real Prometheus and by direct 
 config listing both lanes opens on their overview (its first frame: the first fleet read on
 screen), one listing one lane on its panes (every pane with data).
 The time is taken here just before tmux starts the process; the app writes the moment of its
-first full frame with `COCKPIT_BENCH_PROBE` (see cockpit/benchprobe.py), and the screen is then
+first full frame with `COCKPIT_BENCH_PROBE` (see cockpit/app/benchprobe.py), and the screen is then
 captured until no placeholder is left (the last run's time to that is shown too: tmux
 draws the frame a moment after the app composed it). Ratios to the bare app are taken
 within each run.

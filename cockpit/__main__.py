@@ -1,3 +1,3 @@
-from cockpit.cli import main
+from cockpit.cli.main import main
 
 raise SystemExit(main())

@@ -30,7 +30,7 @@ import lab  # noqa: E402
 from promharness import ScrapeJob, free_port, start_prometheus  # noqa: E402
 
 from cockpit import __version__ as cockpit_version  # noqa: E402
-from cockpit.figures import lane_figures  # noqa: E402
+from cockpit.core.figures import lane_figures  # noqa: E402
 from cockpit.sources.scrape import ScrapeSource  # noqa: E402
 
 REQUESTS = 48

@@ -28,9 +28,9 @@ from prometheus_client.exposition import MetricsHandler
 from promharness import PromServer, ScrapeJob, start_prometheus
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.config import Config, LaneConfig, LedgerConfig
-from cockpit.feeds import build_feeds
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.config.schema import Config, LaneConfig, LedgerConfig
+from cockpit.runtime.feeds import build_feeds
 from cockpit.widgets import CacheGauge, StatusLine
 
 JOB = "fault-lane"

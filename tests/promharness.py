@@ -323,7 +323,7 @@ BOUNDS = ("0.1", "0.5", "1.0", "2.5", "+Inf")
 
 def _leaves(spec: object) -> list[object]:
     """The metric specs a raw key reads: a choice's first option, both sides of a difference."""
-    from cockpit import dialects
+    from cockpit.engines import dialects
 
     if isinstance(spec, dialects.Either):
         return _leaves(spec.options[0])
@@ -348,7 +348,7 @@ class Series:
 
 def engine_series(dialect: str, keys: Iterable[str]) -> list[Series]:
     """What one engine instance of `dialect` exposes for the raw keys (each spec's series)."""
-    from cockpit import dialects
+    from cockpit.engines import dialects
 
     specs = dialects.lane_specs(dialect)
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}

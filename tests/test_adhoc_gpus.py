@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.cli import effective_config, main, parse_args
-from cockpit.feeds import build_lane_feeds
-from cockpit.profiles import find_hardware
+from cockpit.cli.main import effective_config, main, parse_args
+from cockpit.roofline.profiles import find_hardware
+from cockpit.runtime.feeds import build_lane_feeds
 
 LANE = ["--metrics-url", "http://127.0.0.1:9/metrics", "--hardware", "h100",
         "--model", "llama-3.1-8b"]  # fmt: skip

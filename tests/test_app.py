@@ -19,12 +19,12 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from cockpit.app import CockpitApp, LaneRead, LedgerRead, make_app
-from cockpit.config import Config, LaneConfig, LedgerConfig
-from cockpit.health import rule_lines
-from cockpit.poller import Clocks
-from cockpit.screens import KEY_GROUPS, HelpScreen
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.app.app import CockpitApp, LaneRead, LedgerRead, make_app
+from cockpit.app.screens import KEY_GROUPS, HelpScreen
+from cockpit.config.schema import Config, LaneConfig, LedgerConfig
+from cockpit.core.health import rule_lines
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.runtime.poller import Clocks
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, SpendPane, StatusLine
 from cockpit.widgets.pane import Pane
 from tests.test_app_feeds import (

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cockpit.config import Config, LaneConfig
-from cockpit.model import (
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.model import (
     Bucket,
     LaneTotals,
     LedgerTotals,
@@ -21,8 +21,8 @@ from cockpit.model import (
     Trend,
     frozen_map,
 )
-from cockpit.poller import Clocks
-from cockpit.roofline import Hardware, ModelProfile
+from cockpit.roofline.model import Hardware, ModelProfile
+from cockpit.runtime.poller import Clocks
 
 INF = float("inf")
 EVAL_AT = 1_790_000_000.0

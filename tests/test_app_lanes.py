@@ -10,12 +10,12 @@ from pathlib import Path
 from textual.content import Content
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.cli_fleet import fleet_feed
-from cockpit.config import Config, LaneConfig
-from cockpit.health import Thresholds
-from cockpit.lifecycle import Setup, build_app
-from cockpit.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.lifecycle import Setup, build_app
+from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.cli.fleet import fleet_feed
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.health import Thresholds
 from cockpit.widgets.fleet import FleetScreen
 from cockpit.widgets.trends import TrendsPane
 from tests.test_app import on_screen, settle

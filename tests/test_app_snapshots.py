@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp, make_app
+from cockpit.app.app import CockpitApp, make_app
 from tests.test_app_feeds import (
     ScriptedLaneFeed,
     ScriptedLedgerFeed,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cockpit import __version__
-from cockpit.cli import main
-from cockpit.lifecycle import Setup, build_app, collector_paused
+from cockpit.app.lifecycle import Setup, build_app, collector_paused
+from cockpit.cli.main import main
 from tests.conftest import REPO
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -214,7 +214,10 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
     assert top_level == {"cockpit"}
     assert "cockpit/widgets/__init__.py" in names
     assert "cockpit/themes/__init__.py" in names
-    assert "cockpit/profiles.yaml" in names
+    assert "cockpit/roofline/profiles.yaml" in names
+    packages = {f"{path.parent.relative_to(REPO).as_posix()}/__init__.py"
+                for path in (REPO / "cockpit").rglob("__init__.py")}  # fmt: skip
+    assert packages - set(names) == set()
     assert "cockpit/demo/hermes_schema_v22.sql" in names
     assert "cockpit/themes/cockpit.tcss" in names
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.config import ConfigError, parse_config
-from cockpit.health import Thresholds
-from cockpit.profiles import hardware_profiles, model_profiles
+from cockpit.config.schema import ConfigError, parse_config
+from cockpit.core.health import Thresholds
+from cockpit.roofline.profiles import hardware_profiles, model_profiles
 from tests.conftest import REPO
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
@@ -130,7 +130,7 @@ def test_window_outside_the_list_joins_it() -> None:
 
 def test_example_shows_every_option() -> None:
     """Every option the loader accepts appears in config.example.yaml (set or commented)."""
-    from cockpit import config as module
+    from cockpit.config import schema as module
 
     text = (REPO / "config.example.yaml").read_text()
     options = [

@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cockpit.config import _LANE_KEYS, _TOP_KEYS, Config, ConfigError, parse_config
-from cockpit.profiles import hardware_profiles, model_profiles
+from cockpit.config.schema import _LANE_KEYS, _TOP_KEYS, Config, ConfigError, parse_config
+from cockpit.roofline.profiles import hardware_profiles, model_profiles
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 SOURCE = "fuzz.yaml"

@@ -27,7 +27,7 @@ from cockpit.demo import (
     demo_config_data,
     demo_config_yaml,
 )
-from cockpit.profiles import hardware_profiles, model_profiles
+from cockpit.roofline.profiles import hardware_profiles, model_profiles
 from tests.conftest import require_binary
 
 # Default bounds from the reference's table (vllm/v1/metrics/buckets.py), typed from the doc.

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.config import parse_config
-from cockpit.demo_process import DemoProcess, DemoProcessError
-from cockpit.feeds import build_feeds
-from cockpit.model import LaneTotals
-from cockpit.profiles import hardware_profiles, model_profiles
+from cockpit.config.schema import parse_config
+from cockpit.core.model import LaneTotals
+from cockpit.roofline.profiles import hardware_profiles, model_profiles
+from cockpit.runtime.demo_process import DemoProcess, DemoProcessError
+from cockpit.runtime.feeds import build_feeds
 from tests.conftest import REPO
 from tests.test_demo import Scrape, get
 from tests.tmux import ended
@@ -83,7 +83,7 @@ def test_simulators_outlive_no_killed_cockpit(tmpdir_env: Path) -> None:
     parent = subprocess.Popen(
         python("""
             import time
-            from cockpit.demo_process import DemoProcess
+            from cockpit.runtime.demo_process import DemoProcess
             simulators = DemoProcess.start()
             simulators.ready()
             print(simulators.process.pid, flush=True)

@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 from screentext import screen_text
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.figures import lane_figures
-from cockpit.glossary import lane_definition, ledger_definition, trend_definition
-from cockpit.ledger_figures import ledger_figures
-from cockpit.model import TREND_KEYS, LaneTotals, frozen_map
-from cockpit.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.core.figures import lane_figures
+from cockpit.core.glossary import lane_definition, ledger_definition, trend_definition
+from cockpit.core.ledger_figures import ledger_figures
+from cockpit.core.model import TREND_KEYS, LaneTotals, frozen_map
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
 from tests.test_app import on_screen, settle

@@ -9,9 +9,10 @@ from conftest import VLLM_FIXTURES, require_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cockpit import dialects, promql
-from cockpit.decode_pace import NO_SPECULATION, decode_pace
-from cockpit.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.core import promql
+from cockpit.core.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.engines import dialects
+from cockpit.engines.decode_pace import NO_SPECULATION, decode_pace
 
 ALL_KEYS = set(LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS)
 

@@ -9,7 +9,7 @@ import asyncio
 import os
 import time
 
-from cockpit.app import CockpitApp
+from cockpit.app.app import CockpitApp
 from tests.conftest import REPO
 from tests.screentext import screen_text, svg_text
 from tests.test_app_snapshots import cockpit, settled

@@ -12,9 +12,9 @@ from conftest import FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
+from cockpit.core.figures import lane_figures
+from cockpit.core.model import LaneTotals
 from cockpit.demo import SimulatedLane
-from cockpit.figures import lane_figures
-from cockpit.model import LaneTotals
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.model import SourceFailure as SourceError
+from cockpit.core.model import SourceFailure as SourceError
 from cockpit.sources.exposition import LabelKey, read_scrape
 
 URL = "http://127.0.0.1:1/metrics"

@@ -18,7 +18,7 @@ import yaml
 from faultlane import lane_config, lane_state, running_app, start_exporter, status_text, wait_until
 from promharness import PromServer, ScrapeJob, start_prometheus
 
-from cockpit.app import CockpitApp
+from cockpit.app.app import CockpitApp
 from cockpit.sources.prometheus import STALE, PrometheusSource, SourceError
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from faultlane import error_notices, running_app, screen_text, share_text, wait_until
 
-from cockpit.app import CockpitApp
-from cockpit.config import Config, LedgerConfig
+from cockpit.app.app import CockpitApp
+from cockpit.config.schema import Config, LedgerConfig
 from cockpit.widgets import RatiosPane
 from tests.conftest import HERMES_FIXTURES, require_fixture
 

@@ -43,8 +43,8 @@ from promharness import PromServer
 from textual.message import Message
 from textual.pilot import Pilot
 
-from cockpit.app import CockpitApp, LaneRead
-from cockpit.timeutil import clock
+from cockpit.app.app import CockpitApp, LaneRead
+from cockpit.core.timeutil import clock
 from cockpit.widgets import CacheGauge
 
 pytestmark = pytest.mark.prometheus

@@ -10,18 +10,18 @@ import pytest
 from conftest import VLLM_FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.figures import (
+from cockpit.core.figures import (
     bucket_share,
     format_value,
     lane_figures,
     lane_load,
     merge_reasons,
 )
-from cockpit.ledger_figures import Prices, ledger_figures, ratio_range
-from cockpit.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
-from cockpit.report import lane_markdown
-from cockpit.roofline import Hardware, ModelProfile, operating_points
-from cockpit.roofline_table import percent_text
+from cockpit.core.ledger_figures import Prices, ledger_figures, ratio_range
+from cockpit.core.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
+from cockpit.roofline.model import Hardware, ModelProfile, operating_points
+from cockpit.roofline.table import percent_text
+from cockpit.runtime.report import lane_markdown
 from cockpit.sources.scrape import ScrapeSource
 
 SEED_LEDGER = TokenCounts(

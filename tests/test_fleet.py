@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from cockpit.cli import effective_config, main, parse_args
-from cockpit.config import ConfigError, Discover, LaneConfig, parse_config
-from cockpit.dialects import lane_specs, missing_reason
-from cockpit.figures import format_value, lane_figures
-from cockpit.fleet import (
+from cockpit.cli.main import effective_config, main, parse_args
+from cockpit.config.schema import ConfigError, Discover, LaneConfig, parse_config
+from cockpit.core.figures import format_value, lane_figures
+from cockpit.core.fleet import (
     AGE,
     FIGURE_COLUMNS,
     FLEET_COLUMNS,
@@ -32,10 +31,11 @@ from cockpit.fleet import (
     lane_row,
     sort_rows,
 )
-from cockpit.fleet_report import fleet_json, fleet_markdown
-from cockpit.model import LaneTotals, frozen_map
-from cockpit.promql import TARGETS, TARGETS_UP
-from cockpit.quantiles import histogram_quantile
+from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.core.promql import TARGETS, TARGETS_UP
+from cockpit.core.quantiles import histogram_quantile
+from cockpit.engines.dialects import lane_specs, missing_reason
+from cockpit.runtime.fleet_report import fleet_json, fleet_markdown
 
 END = 1_790_000_000.0
 WINDOW_S = 3600.0

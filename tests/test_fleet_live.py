@@ -26,11 +26,11 @@ from promharness import (
     start_victoria_metrics,
 )
 
-from cockpit.cli import main
-from cockpit.config import LaneConfig
-from cockpit.feeds import prometheus_source
-from cockpit.figures import lane_figures
-from cockpit.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetRow, FleetView
+from cockpit.cli.main import main
+from cockpit.config.schema import LaneConfig
+from cockpit.core.figures import lane_figures
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetRow, FleetView
+from cockpit.runtime.feeds import prometheus_source
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.prometheus import PARTIAL, PrometheusSource
 

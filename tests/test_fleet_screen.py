@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.cli import effective_config, main, parse_args
-from cockpit.cli_fleet import fleet_feed
-from cockpit.config import Discover, LaneConfig
-from cockpit.feeds import PrometheusLaneFeed, build_feeds
-from cockpit.figures import lane_figures
-from cockpit.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
-from cockpit.fleet_report import fleet_markdown
-from cockpit.lifecycle import Setup, build_app
-from cockpit.listed_fleet import ListedFleet
-from cockpit.model import LaneTotals, frozen_map
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.lifecycle import Setup, build_app
+from cockpit.cli.fleet import fleet_feed
+from cockpit.cli.main import effective_config, main, parse_args
+from cockpit.config.schema import Discover, LaneConfig
+from cockpit.core.figures import lane_figures
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
+from cockpit.runtime.fleet_report import fleet_markdown
+from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.widgets.fleet import FleetScreen
 from tests import test_fleet_live as live

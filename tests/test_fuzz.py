@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from ledger_writer import recount
 from test_config_fuzz import documents
 
-from cockpit.cli import main
+from cockpit.cli.main import main
 
 FUZZ = settings(
     max_examples=60,

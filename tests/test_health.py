@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from cockpit.config import parse_config
-from cockpit.figures import LaneFigures
-from cockpit.health import Thresholds, check, rule_lines
-from cockpit.model import (
+from cockpit.config.schema import parse_config
+from cockpit.core.figures import LaneFigures
+from cockpit.core.health import Thresholds, check, rule_lines
+from cockpit.core.model import (
     FRESH,
     FailureCause,
     Figure,
@@ -19,7 +19,7 @@ from cockpit.model import (
     frozen_map,
     make_figure,
 )
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.snapshot import LaneSnapshot
 
 EVAL_AT = 1_790_000_000.0
 """2026-09-21 14:13:20 UTC."""

@@ -17,7 +17,7 @@ import pytest
 from conftest import HERMES_FIXTURES, require_fixture
 from ledger_writer import HermesLikeWriter, Usage
 
-from cockpit.cli import main
+from cockpit.cli.main import main
 
 FIXTURE_NOW = 1794700800  # the fixtures' README: nothing starts after it
 HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x1b[2J|cell\nline\x9b1m\r\x00"
@@ -117,9 +117,9 @@ def test_no_output_carries_a_raw_control_byte(
     assert code == 1 and "FAIL" in out
     assert_no_raw_control(out + err, "check")
 
-    from cockpit.config import Config, LedgerConfig
-    from cockpit.feeds import read_once
-    from cockpit.receipts import write_receipt
+    from cockpit.config.schema import Config, LedgerConfig
+    from cockpit.runtime.feeds import read_once
+    from cockpit.runtime.receipts import write_receipt
 
     config = Config(ledgers=(LedgerConfig(str(hostile_ledger)),), window="7d")
     _, ledger, _ = asyncio.run(read_once(config, None, FIXTURE_NOW))

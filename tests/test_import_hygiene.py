@@ -1,76 +1,134 @@
-"""The core never imports Textual: only the app (and its parts), its screens, the panes and the
-themes do; and nothing uses a private part of Textual, plotext or rich."""
+"""The layers hold: no module imports another in a circle (lazy and TYPE_CHECKING imports
+count), nothing outside `cockpit.app`, the panes and the themes imports Textual, and nothing uses
+a private part of Textual, plotext or rich."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import textual
 from textual.app import App
 from textual.screen import Screen
 from textual.widget import Widget
 
 REPO = Path(__file__).resolve().parent.parent
-CORE = REPO / "cockpit"
-APP_MODULES = ("app.py", "app_panes.py", "app_polling.py", "app_fleet.py", "screens.py")
-"""The app, its parts (each a base of the app's class) and its screens."""
-ALLOWED = {CORE / name for name in APP_MODULES}
-UI_PACKAGES = {"widgets", "themes"}
-"""cockpit.widgets and cockpit.themes (widgets/, themes/ through package-dir) are UI."""
+PACKAGE_DIRS = {"cockpit": REPO / "cockpit", "cockpit.widgets": REPO / "widgets",
+                "cockpit.themes": REPO / "themes"}  # fmt: skip
+"""Each installed package and its folder (widgets/ and themes/ install through package-dir)."""
+UI_PACKAGES = ("cockpit.app", "cockpit.widgets", "cockpit.themes")
+"""The only packages that may import Textual."""
+STARTS_WITHOUT_TEXTUAL = ("cockpit.app.lifecycle",)
+"""Of the app package, what the command line imports before it decides to draw anything."""
 
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
+def package_modules(dirs: dict[str, Path]) -> dict[str, Path]:
+    """Module name -> file, for every module under each package folder."""
+    found: dict[str, Path] = {}
+    for package, folder in dirs.items():
+        for path in folder.rglob("*.py"):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported_names(path: Path, module: str) -> Iterator[str]:
+    """Every name an import in the file can load, at any depth of the file (lazy imports and
+    `if TYPE_CHECKING:` ones too), relative imports made absolute."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a package importing its own parts is no edge)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for name in imported_names(path, module):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module and not name.startswith(module + "."):
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One circle of imports, empty when there is none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_module_imports_in_a_circle() -> None:
+    assert import_cycle(import_graph(package_modules(PACKAGE_DIRS))) == []
+
+
+def test_the_cycle_check_sees_a_lazy_and_a_type_checking_cycle(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("def f():\n    from pkg.sub import b\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import f\n"
+    )
+    cycle = import_cycle(import_graph(package_modules({"pkg": tmp_path / "pkg"})))
+    assert set(cycle) == {"pkg.a", "pkg.sub.b"}
 
 
 def textual_importers() -> list[str]:
     offenders = []
-    for path in sorted(CORE.rglob("*.py")):
-        if path in ALLOWED or path.relative_to(CORE).parts[0] in UI_PACKAGES:
+    for module, path in sorted(package_modules(PACKAGE_DIRS).items()):
+        if module.startswith(UI_PACKAGES) and module not in STARTS_WITHOUT_TEXTUAL:
             continue
-        modules = imported_modules(path)
-        if any(m == "textual" or m.startswith(("textual.", "textual_plotext")) for m in modules):
-            offenders.append(str(path.relative_to(REPO)))
+        names = imported_names(path, module)
+        if any(name.split(".")[0] in ("textual", "textual_plotext") for name in names):
+            offenders.append(module)
     return offenders
 
 
-def test_no_core_module_imports_textual() -> None:
+def test_nothing_outside_the_app_and_the_panes_imports_textual() -> None:
     assert textual_importers() == []
 
 
-def test_the_check_sees_a_textual_import(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line", ["from textual.widget import Widget", "import textual_plotext"])
+def test_the_check_sees_a_textual_import(tmp_path: Path, line: str) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from textual.widget import Widget\nimport os\n", encoding="utf-8")
-    assert "textual.widget" in imported_modules(sample)
+    sample.write_text(f"def f():\n    {line}\n", encoding="utf-8")
+    assert any(name.startswith("textual") for name in imported_names(sample, "sample"))
 
 
-def core_modules() -> list[str]:
-    names = ["cockpit.figures", "cockpit.ledger_figures", "cockpit.engine_figures",
-             "cockpit.dialects", "cockpit.decode_pace", "cockpit.promql", "cockpit.text",
-             "cockpit.yaml_values",
-             "cockpit.roofline", "cockpit.config", "cockpit.model",
-             "cockpit.poller", "cockpit.snapshot", "cockpit.timeutil", "cockpit.lifecycle",
-             "cockpit.cli"]  # fmt: skip
-    for path in sorted((CORE / "sources").glob("*.py")):
-        names.append(
-            "cockpit.sources" if path.stem == "__init__" else f"cockpit.sources.{path.stem}"
-        )
-    return names
+def headless_modules() -> list[str]:
+    """Every module that must load without Textual (the demo's simulators among them); a
+    `__main__` runs its command when imported."""
+    modules = package_modules(PACKAGE_DIRS)
+    return sorted(
+        module for module in modules
+        if not module.endswith(".__main__")
+        and (not module.startswith(UI_PACKAGES) or module in STARTS_WITHOUT_TEXTUAL)
+    )  # fmt: skip
 
 
-def test_importing_the_core_leaves_textual_unloaded() -> None:
-    modules = core_modules()
+def test_importing_everything_but_the_ui_leaves_textual_unloaded() -> None:
+    modules = headless_modules()
+    assert "cockpit.cli.main" in modules and "cockpit.core.figures" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
@@ -85,7 +143,7 @@ def test_importing_the_core_leaves_textual_unloaded() -> None:
 
 
 def test_importing_the_app_does_load_textual() -> None:
-    code = "import sys, cockpit.app; print('textual' in sys.modules)"
+    code = "import sys, cockpit.app.app; print('textual' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )

@@ -10,10 +10,10 @@ from screentext import screen_text
 from textual.pilot import Pilot
 from textual.widgets import Footer, OptionList
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.config import Config, LaneConfig
-from cockpit.screens import ModelFilterScreen
-from cockpit.text import visible
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.screens import ModelFilterScreen
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.text import visible
 from tests.test_app import on_screen, settle
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 

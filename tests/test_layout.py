@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.screens import HelpScreen
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.screens import HelpScreen
 from cockpit.widgets.cache_gauge import hits_of_queries
 from cockpit.widgets.pane import Pane
 from tests.test_app import settle

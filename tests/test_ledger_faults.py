@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.model import SourceFailure
+from cockpit.core.model import SourceFailure
 from cockpit.sources.ledger import LedgerError, LedgerTailer
 
 NOW = 1794700800.0

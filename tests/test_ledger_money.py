@@ -14,9 +14,9 @@ import pytest
 from ledger_writer import Cost, HermesLikeWriter, Usage
 from test_ledger_source import make_wal
 
-from cockpit.app import make_app
-from cockpit.config import Config, LaneConfig
-from cockpit.ledger_figures import (
+from cockpit.app.app import make_app
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.ledger_figures import (
     LedgerFigures,
     Prices,
     lane_models,
@@ -24,8 +24,8 @@ from cockpit.ledger_figures import (
     model_matches,
     narrow,
 )
-from cockpit.model import LedgerTotals
-from cockpit.report import spend_markdown
+from cockpit.core.model import LedgerTotals
+from cockpit.runtime.report import spend_markdown
 from cockpit.sources.ledger import LedgerSet, LedgerTailer
 from cockpit.widgets import SpendPane
 from tests.test_app import settle

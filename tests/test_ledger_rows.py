@@ -17,7 +17,7 @@ import pytest
 from ledger_writer import HermesLikeWriter, Usage, recount
 from test_ledger_source import assert_matches, make_wal
 
-from cockpit.ledger_figures import ledger_figures
+from cockpit.core.ledger_figures import ledger_figures
 from cockpit.sources.ledger import LedgerTailer
 
 NOW = 1794700800.0

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from ledger_writer import HermesLikeWriter, Recount, Usage, recount
 
-from cockpit.ledger_figures import ledger_figures
-from cockpit.model import LedgerTotals, TokenCounts
+from cockpit.core.ledger_figures import ledger_figures
+from cockpit.core.model import LedgerTotals, TokenCounts
 from cockpit.sources.ledger import (
     BIG_LEDGER_ROWS,
     LedgerError,

@@ -14,9 +14,9 @@ import time
 
 from prometheus_client.core import Metric
 
-from cockpit.config import Config, LaneConfig
+from cockpit.config.schema import Config, LaneConfig
 from cockpit.demo.lane import SimulatedLane, serve_metrics
-from cockpit.feeds import read_once
+from cockpit.runtime.feeds import read_once
 from cockpit.sources.buffer import span
 
 WINDOW = "5m"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from cockpit.model import FRESH, Freshness
-from cockpit.text import visible
+from cockpit.core.model import FRESH, Freshness
+from cockpit.core.text import visible
 from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
 from tests.screentext import screen_text
 from tests.test_roofline_pane import Counting

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.config import Config, LaneConfig
-from cockpit.feeds import build_lane_feeds
-from cockpit.health import Thresholds, check
-from cockpit.model import Freshness, SourceFailure
-from cockpit.poller import Clocks, LanePoller, LedgerPoller, close_all, failure_reason
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.health import Thresholds, check
+from cockpit.core.model import Freshness, SourceFailure
+from cockpit.runtime.feeds import build_lane_feeds
+from cockpit.runtime.poller import Clocks, LanePoller, LedgerPoller, close_all, failure_reason
 from cockpit.widgets.vitals import down_message
 from tests.promharness import free_port, start_prometheus
 from tests.test_app_feeds import (
@@ -181,7 +181,7 @@ async def test_replay_reads_end_at_the_replayed_moment() -> None:
 
 
 async def test_ledger_figures_use_the_configured_prices() -> None:
-    from cockpit.ledger_figures import Prices
+    from cockpit.core.ledger_figures import Prices
 
     prices = Prices(input=1.0, cache_read=0.5, cache_write=1.0, output=2.0)
     snapshot = await LedgerPoller(ScriptedLedgerFeed(), 5.0, prices=prices).cycle("1h")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cockpit.profiles import (
+from cockpit.roofline.profiles import (
     ProfileFieldError,
     find_hardware,
     find_model,

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
-from cockpit.figures import lane_figures
+from cockpit.core.figures import lane_figures
 from cockpit.sources.prometheus import STALE, PrometheusSource
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]

@@ -434,7 +434,7 @@ async def test_sglang_lane(source: PrometheusSource, history: History) -> None:
 async def test_escaped_label_values_match_exactly(
     source: PrometheusSource, model: str, value: float
 ) -> None:
-    from cockpit.promql import selector_with
+    from cockpit.core.promql import selector_with
 
     selector = selector_with('{job="lane-esc"}', model_name=model)
     totals = await source.read_lane("esc", "vllm", selector, WINDOW, END)

@@ -17,9 +17,9 @@ from promharness import (
     start_prometheus,
 )
 
+from cockpit.core.timeutil import stamp
+from cockpit.core.trends import trend_step
 from cockpit.sources.prometheus import PrometheusSource
-from cockpit.timeutil import stamp
-from cockpit.trends import trend_step
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

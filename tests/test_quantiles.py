@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from cockpit.figures import format_figure, lane_figures
-from cockpit.model import Bucket, Figure, LaneTotals, frozen_map
-from cockpit.quantiles import histogram_quantile
-from cockpit.report import json_receipt, markdown_receipt
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.figures import format_figure, lane_figures
+from cockpit.core.model import Bucket, Figure, LaneTotals, frozen_map
+from cockpit.core.quantiles import histogram_quantile
+from cockpit.core.snapshot import LaneSnapshot
+from cockpit.runtime.report import json_receipt, markdown_receipt
 from cockpit.widgets.pane import Cells
 from cockpit.widgets.tails import tails_view
 

@@ -9,9 +9,9 @@ import pytest
 from screentext import screen_text
 from textual.pilot import Pilot
 
-from cockpit.app import make_app
-from cockpit.ledger_figures import Prices
-from cockpit.receipts import receipts_folder, write_receipt
+from cockpit.app.app import make_app
+from cockpit.core.ledger_figures import Prices
+from cockpit.runtime.receipts import receipts_folder, write_receipt
 from tests.test_app import settle
 from tests.test_app_feeds import EVAL_AT, ScriptedLaneFeed, config, fixed_clocks
 

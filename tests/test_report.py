@@ -24,10 +24,10 @@ import pytest
 from conftest import VLLM_FIXTURES, require_fixture
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.figures import lane_figures
-from cockpit.model import Freshness, LaneTotals
-from cockpit.report import markdown_receipt
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.figures import lane_figures
+from cockpit.core.model import Freshness, LaneTotals
+from cockpit.core.snapshot import LaneSnapshot
+from cockpit.runtime.report import markdown_receipt
 from tests.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 
 COCKPIT = str(Path(sys.executable).with_name("cockpit"))

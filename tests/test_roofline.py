@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cockpit.cli import main
-from cockpit.profiles import find_hardware, find_model
-from cockpit.roofline import (
+from cockpit.cli.main import main
+from cockpit.roofline.model import (
     Hardware,
     LaneLoad,
     ModelProfile,
@@ -23,7 +22,8 @@ from cockpit.roofline import (
     operating_points,
     prefill_pass,
 )
-from cockpit.roofline_table import profiles_listing, rate_text, roofline_table
+from cockpit.roofline.profiles import find_hardware, find_model
+from cockpit.roofline.table import profiles_listing, rate_text, roofline_table
 
 # The seed's inputs.
 P = 8.03e9

@@ -17,8 +17,8 @@ from textual.geometry import Region, Size
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
-from cockpit.profiles import find_hardware, find_model
-from cockpit.roofline import LaneLoad, RooflineView, operating_points
+from cockpit.roofline.model import LaneLoad, RooflineView, operating_points
+from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.widgets.roofline import Caption, RooflinePane, caption_at, caption_lines
 from cockpit.widgets.roofplot import RoofPlot, decade_label
 from tests.screentext import screen_text

@@ -21,9 +21,9 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import MetricsHandler
 
-from cockpit.feeds import missing_causes
-from cockpit.figures import lane_figures
-from cockpit.model import SourceFailure as SourceError
+from cockpit.core.figures import lane_figures
+from cockpit.core.model import SourceFailure as SourceError
+from cockpit.runtime.feeds import missing_causes
 from cockpit.sources.scrape import ScrapeSource
 
 LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -183,8 +183,8 @@ async def test_a_selector_matching_no_series_on_a_direct_scrape_is_said_so(
 async def test_a_model_filter_matching_no_series_on_a_direct_scrape_is_said_so(
     served_fixture: str,
 ) -> None:
-    from cockpit.config import LaneConfig
-    from cockpit.feeds import ScrapeLaneFeed
+    from cockpit.config.schema import LaneConfig
+    from cockpit.runtime.feeds import ScrapeLaneFeed
 
     text = fixture_text("metrics_real.txt")
     (served,) = model_names(text)
@@ -358,7 +358,7 @@ async def test_live_exporter_with_restarts(exporter: Exporter) -> None:
 async def test_unreachable_engine(tmp_path: Path) -> None:
     from promharness import free_port
 
-    from cockpit.model import SourceFailure as SourceError
+    from cockpit.core.model import SourceFailure as SourceError
 
     source = ScrapeSource(f"http://127.0.0.1:{free_port()}/metrics")
     with pytest.raises(SourceError, match="connection refused") as refused:

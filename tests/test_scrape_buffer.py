@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import VLLM_FIXTURES, require_fixture
 
-from cockpit.figures import lane_figures
-from cockpit.model import SourceFailure
+from cockpit.core.figures import lane_figures
+from cockpit.core.model import SourceFailure
 from cockpit.sources.scrape import ScrapeSource
 
 SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")

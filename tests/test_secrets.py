@@ -37,7 +37,7 @@ from faultlane import (
 from faultproxy import FaultProxy, http_answer, json_answer
 from promharness import PromServer
 
-from cockpit.config import Auth, Config, LaneConfig
+from cockpit.config.schema import Auth, Config, LaneConfig
 from cockpit.widgets import CacheGauge
 
 pytestmark = pytest.mark.prometheus
@@ -325,7 +325,7 @@ def test_every_secret_kind_over_http_and_https_stays_out_of_every_output(
 ) -> None:
     """In process through the real entry point: check, report md and json, stdout and
     stderr; the server quotes the very header it was sent."""
-    from cockpit.cli import main
+    from cockpit.cli.main import main
 
     context, cert = tls
     wire = AUTH_KINDS[kind][2] if "bearer" in kind else f"Basic {AUTH_KINDS[kind][2]}"

@@ -24,8 +24,8 @@ import pytest
 from conftest import FIXTURES, require_fixture
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 
-from cockpit.figures import format_figure, lane_figures
-from cockpit.model import LaneTotals
+from cockpit.core.figures import format_figure, lane_figures
+from cockpit.core.model import LaneTotals
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
 

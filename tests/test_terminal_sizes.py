@@ -13,7 +13,7 @@ import pytest
 from screentext import screen_text
 from textual.geometry import Region
 
-from cockpit.app import MIN_HEIGHT, MIN_WIDTH, CockpitApp, make_app
+from cockpit.app.app import MIN_HEIGHT, MIN_WIDTH, CockpitApp, make_app
 from cockpit.widgets.pane import Pane, Row
 from tests.test_app_feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config
 

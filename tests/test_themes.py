@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit import config
+from cockpit.config import schema as config
 from cockpit.themes import DEFAULT_THEME, THEMES, ansi_color_setting, next_theme
 
 TEXT_COLOURS = ("foreground", "primary", "secondary", "accent", "warning", "error", "success")

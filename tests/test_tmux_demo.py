@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.lifecycle import STALL_S
+from cockpit.app.lifecycle import STALL_S
 from tests.conftest import require_binary
 from tests.tmux import TmuxSession, ended
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from cockpit.quantiles import histogram_quantile
+from cockpit.core.quantiles import histogram_quantile
+from cockpit.core.trends import point_times, trend_step
 from cockpit.sources.scrape import ScrapeSource
-from cockpit.trends import point_times, trend_step
 
 HOUR = 3600
 END = 1_790_000_000 - (1_790_000_000 % HOUR)

@@ -18,13 +18,13 @@ from faultproxy import FaultProxy, json_answer
 from promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
 from screentext import screen_text
 
-from cockpit import dialects
-from cockpit.app import make_app
-from cockpit.config import Config, LaneConfig
-from cockpit.feeds import build_feeds
+from cockpit.app.app import make_app
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.trends import trend_query
+from cockpit.engines import dialects
+from cockpit.runtime.feeds import build_feeds
 from cockpit.sources.history import TREND
 from cockpit.sources.prometheus import PrometheusSource
-from cockpit.trends import trend_query
 
 pytestmark = pytest.mark.prometheus
 

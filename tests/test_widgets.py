@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from textual.app import App, ComposeResult
 
-from cockpit.figures import format_value, lane_figures
-from cockpit.ledger_figures import for_lane, ledger_figures
-from cockpit.model import FRESH, Freshness, frozen_map
-from cockpit.profiles import find_hardware, find_model
-from cockpit.roofline import RooflineView, operating_points
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.figures import format_value, lane_figures
+from cockpit.core.ledger_figures import ledger_figures
+from cockpit.core.model import FRESH, Freshness, frozen_map
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.roofline.model import RooflineView, operating_points
+from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
 from cockpit.widgets.cache_gauge import cache_view
@@ -32,7 +32,7 @@ def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapsho
     if changes:
         from dataclasses import replace
 
-        from cockpit.model import frozen_map
+        from cockpit.core.model import frozen_map
 
         totals = replace(totals, values=frozen_map({**totals.values, **changes}))
     return LaneSnapshot(

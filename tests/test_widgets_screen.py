@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from cockpit.app import CockpitApp, make_app
-from cockpit.health import Thresholds, check
-from cockpit.model import Trend
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.core.health import Thresholds, check
+from cockpit.core.model import Trend
 from cockpit.widgets.pane import SPARK_BLOCKS, short_reason, sparkline
 from cockpit.widgets.trends import step_text
 from cockpit.widgets.vitals import vital_items

@@ -10,7 +10,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from cockpit.model import FRESH, Freshness
+from cockpit.core.model import FRESH, Freshness
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
 from cockpit.widgets.status import SourceStatus, StatusView

@@ -58,7 +58,7 @@ THEMES: tuple[Theme, ...] = (
     ),
 )
 THEME_NAMES: tuple[str, ...] = tuple(theme.name for theme in THEMES)
-"""The same names, in the same order, as `cockpit.config.THEME_NAMES`, which a config's
+"""The same names, in the same order, as `cockpit.config.schema.THEME_NAMES`, which a config's
 `theme:` is checked against without loading Textual (a test holds the two together)."""
 DEFAULT_THEME = THEME_NAMES[0]
 

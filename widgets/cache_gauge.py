@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.figures import format_value, si
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.figures import format_value, si
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import Bar, Note, Pane, PaneView, Row, Segment, Source, Tone, lane_source, ledger_source
 

@@ -23,8 +23,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from cockpit.figures import LaneFigures
-from cockpit.fleet import (
+from cockpit.core.figures import LaneFigures
+from cockpit.core.fleet import (
     COLUMN_BY_KEY,
     DEFAULT_TREND,
     FIGURE_COLUMNS,
@@ -39,15 +39,14 @@ from cockpit.fleet import (
     format_cell,
     sort_rows,
 )
-from cockpit.fleet_poller import FleetPoller, FleetSnapshot, write_fleet_receipt
-from cockpit.health import Thresholds, check
-from cockpit.listed_fleet import LISTED
-from cockpit.model import Figure, frozen_map
-from cockpit.poller import MAX_DELAY_S
-from cockpit.receipts import receipt_name
-from cockpit.snapshot import LaneSnapshot
-from cockpit.text import visible
-from cockpit.timeutil import clock
+from cockpit.core.health import Thresholds, check
+from cockpit.core.model import Figure, frozen_map
+from cockpit.core.snapshot import LaneSnapshot
+from cockpit.core.text import visible
+from cockpit.core.timeutil import clock
+from cockpit.runtime.fleet_poller import FleetPoller, FleetSnapshot, write_fleet_receipt
+from cockpit.runtime.poller import MAX_DELAY_S
+from cockpit.runtime.receipts import receipt_name
 
 from .fleet_table import Cell, RowTable, TableView
 from .pane import TONE_STYLE, freshness_note, sparkline
@@ -264,7 +263,7 @@ class FleetScreen(Screen[None]):
         if view is not None:
             down = sum(1 for row in view.rows if row.up is False and not row.gone)
             gone = sum(1 for row in view.rows if row.gone)
-            found = "listed" if view.label == LISTED else f"by {visible(view.label)}"
+            found = "listed" if view.label is None else f"by {visible(view.label)}"
             parts.append(f"{len(view.rows)} lanes {found}")
             parts += [f"{down} down"] if down else []
             parts += [f"{gone} gone"] if gone else []

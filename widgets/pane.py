@@ -16,11 +16,11 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cockpit.figures import format_figure
-from cockpit.model import Figure, Freshness
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.text import visible
-from cockpit.timeutil import clock
+from cockpit.core.figures import format_figure
+from cockpit.core.model import Figure, Freshness
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.text import visible
+from cockpit.core.timeutil import clock
 
 Tone = Literal["plain", "good", "warn", "bad", "alarm", "muted", "primary", "secondary", "accent"]
 

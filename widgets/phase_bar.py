@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Bar, Line, Pane, PaneView, Row, Segment, Source, Tone, lane_source
 

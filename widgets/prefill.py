@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cockpit.figures import LENGTH_THRESHOLDS, format_value
-from cockpit.model import divide
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.figures import LENGTH_THRESHOLDS, format_value
+from cockpit.core.model import divide
+from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Line, Pane, PaneView, Row, Source, lane_source
 

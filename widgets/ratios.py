@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cockpit.figures import format_value
-from cockpit.ledger_figures import GroupRatio, ratio_range
-from cockpit.model import divide
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.figures import format_value
+from cockpit.core.ledger_figures import GroupRatio, ratio_range
+from cockpit.core.model import divide
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
 

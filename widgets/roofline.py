@@ -12,9 +12,9 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cockpit.roofline import MeasuredPoint, OperatingPoints, RooflineView, RoofPoint
-from cockpit.roofline_table import intensity_text, rate_text, si
-from cockpit.text import visible
+from cockpit.core.text import visible
+from cockpit.roofline.model import MeasuredPoint, OperatingPoints, RooflineView, RoofPoint
+from cockpit.roofline.table import intensity_text, rate_text, si
 
 from .pane import BORDER_ROWS, LinesWidget
 from .roofplot import TITLE_MIN_HEIGHT, RoofPlot

@@ -14,8 +14,8 @@ from textual.widget import Widget
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
-from cockpit.roofline import RooflineView, RoofPoint
-from cockpit.roofline_table import intensity_text
+from cockpit.roofline.model import RooflineView, RoofPoint
+from cockpit.roofline.table import intensity_text
 
 TITLE_MIN_HEIGHT = 20
 """Below this pane height, no axis labels (and no roofs line in the caption): rows are short."""

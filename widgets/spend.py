@@ -3,8 +3,8 @@ window's USD where the ledger records costs, with the tokens of unpriced (local)
 
 from __future__ import annotations
 
-from cockpit.figures import format_value
-from cockpit.snapshot import LedgerSnapshot
+from cockpit.core.figures import format_value
+from cockpit.core.snapshot import LedgerSnapshot
 
 from .pane import Bar, Line, Note, Pane, PaneView, Row, Segment, Tone, ledger_source
 

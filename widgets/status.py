@@ -10,11 +10,11 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.reactive import reactive
 
-from cockpit.figures import format_value
-from cockpit.model import FRESH, Freshness
-from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.text import visible
-from cockpit.timeutil import clock, stamp
+from cockpit.core.figures import format_value
+from cockpit.core.model import FRESH, Freshness
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.text import visible
+from cockpit.core.timeutil import clock, stamp
 
 from .pane import DEFAULT_WIDTH, LinesWidget, short_reason, stale_since
 

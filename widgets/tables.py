@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cockpit.figures import format_value
-from cockpit.ledger_figures import GroupRatio
-from cockpit.snapshot import LedgerSnapshot
+from cockpit.core.figures import format_value
+from cockpit.core.ledger_figures import GroupRatio
+from cockpit.core.snapshot import LedgerSnapshot
 
 from .pane import Cells, Line, Note, Pane, PaneView, ledger_source
 

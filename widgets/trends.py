@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from cockpit.figures import format_value
-from cockpit.model import Trend, Unit
-from cockpit.snapshot import LaneSnapshot
+from cockpit.core.figures import format_value
+from cockpit.core.model import Trend, Unit
+from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Line, Note, Pane, PaneView, Spark, lane_source
 

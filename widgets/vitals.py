@@ -9,13 +9,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from textual.content import Content
 from textual.reactive import reactive
 
-from cockpit.engine_figures import FINISH_REASONS, WAIT_REASONS
-from cockpit.figures import format_figure, format_value
-from cockpit.health import Finding, down_words
-from cockpit.model import Figure
-from cockpit.snapshot import LaneSnapshot
-from cockpit.text import visible
-from cockpit.timeutil import clock
+from cockpit.core.engine_figures import FINISH_REASONS, WAIT_REASONS
+from cockpit.core.figures import format_figure, format_value
+from cockpit.core.health import Finding, down_words
+from cockpit.core.model import Figure
+from cockpit.core.snapshot import LaneSnapshot
+from cockpit.core.text import visible
+from cockpit.core.timeutil import clock
 
 from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
 from .status import pack_items

@@ -23,8 +23,8 @@ from cockpit.demo.lane_presets import PRESETS, LanePreset
 from cockpit.demo.prometheus import DemoPrometheus
 
 if TYPE_CHECKING:
-    from cockpit.config import Config
-    from cockpit.roofline import Hardware, ModelProfile
+    from cockpit.config.schema import Config
+    from cockpit.roofline.model import Hardware, ModelProfile
 
 __all__ = [
     "PRESETS",
@@ -194,6 +194,6 @@ def demo_config(
     models: Mapping[str, ModelProfile] | None = None,
 ) -> Config:
     """The cockpit's config for the running demo, parsed like a config file would be."""
-    from cockpit.config import parse_config
+    from cockpit.config.schema import parse_config
 
     return parse_config(demo_config_yaml(demo), "<cockpit demo>", hardware, models)

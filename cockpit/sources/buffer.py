@@ -25,10 +25,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cockpit import dialects, promql, trends
-from cockpit.model import Bucket, Missing
-from cockpit.quantiles import histogram_quantile
-from cockpit.timeutil import promql_duration
+from cockpit.core import promql, trends
+from cockpit.core.model import Bucket, Missing
+from cockpit.core.quantiles import histogram_quantile
+from cockpit.core.timeutil import promql_duration
+from cockpit.engines import dialects
 
 LabelKey = tuple[tuple[str, str], ...]
 POINT_BYTES = 32

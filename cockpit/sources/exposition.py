@@ -20,7 +20,8 @@ from functools import lru_cache
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from cockpit import dialects, promql
+from cockpit.core import promql
+from cockpit.engines import dialects
 from cockpit.sources.http import SourceError
 
 LabelKey = tuple[tuple[str, str], ...]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from cockpit.fleet import Discovery, FleetView, fleet_plan
+from cockpit.core.fleet import Discovery, FleetView, fleet_plan
 from cockpit.sources.prometheus import PrometheusSource
 
 

@@ -1,4 +1,4 @@
-"""A lane's trend from Prometheus's own history (see `cockpit.trends`).
+"""A lane's trend from Prometheus's own history (see `cockpit.core.trends`).
 
 One `/api/v1/query_range` asks every trend input at the trend's step: over the whole window at
 a lane's first read (a cockpit opened mid-run shows the window's past at once), then only the
@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cockpit import trends
-from cockpit.model import LaneTotals, SourceFailure, Trend, frozen_map
+from cockpit.core import trends
+from cockpit.core.model import LaneTotals, SourceFailure, Trend, frozen_map
 
 Api = Callable[[str, str, Mapping[str, str]], Awaitable[dict[str, Any]]]
 """One Prometheus API call (method, path, form) -> its decoded `success` answer."""

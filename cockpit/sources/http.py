@@ -18,8 +18,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
-from cockpit.model import SourceFailure
-from cockpit.text import first_line, visible
+from cockpit.core.model import SourceFailure
+from cockpit.core.text import first_line, visible
 
 RETRY_AFTER_CAP_S = 60.0
 """The longest wait a server's Retry-After can ask for (the poller's back-off cap)."""

@@ -38,8 +38,8 @@ from typing import Any
 
 import aiosqlite
 
-from cockpit.ledger_figures import ledger_window_sql
-from cockpit.model import LedgerInfo, LedgerTotals, TokenCounts, frozen_map
+from cockpit.core.ledger_figures import ledger_window_sql
+from cockpit.core.model import LedgerInfo, LedgerTotals, TokenCounts, frozen_map
 from cockpit.sources.ledger_files import (
     BUSY_TIMEOUT_S,
     FileFacts,

@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit.model import SourceFailure
+from cockpit.core.model import SourceFailure
 
 BUSY_TIMEOUT_S = 0.25
 """How long a read waits for a lock before it gives up (Hermes's writers keep theirs short)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from cockpit.model import NANO_USD
+from cockpit.core.model import NANO_USD
 
 COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("api_calls", "api_call_count"),

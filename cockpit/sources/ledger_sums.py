@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cockpit.model import LedgerTotals, TokenCounts, frozen_map
+from cockpit.core.model import LedgerTotals, TokenCounts, frozen_map
 from cockpit.sources.ledger_sql import COUNTER_COLUMNS, Schema, has_costs
 
 GroupKey = tuple[str, str]

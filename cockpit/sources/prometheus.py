@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from cockpit import dialects, promql
-from cockpit.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
+from cockpit.core import promql
+from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
+from cockpit.engines import dialects
 from cockpit.sources.history import History
 from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
 

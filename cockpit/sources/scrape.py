@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from cockpit import dialects, promql, trends
-from cockpit.model import LAST_MINUTE_S, LaneTotals, Missing, Trend, frozen_map
+from cockpit.core import promql, trends
+from cockpit.core.model import LAST_MINUTE_S, LaneTotals, Missing, Trend, frozen_map
+from cockpit.engines import dialects
 from cockpit.sources.buffer import (
     NO_SAMPLES,
     SECOND_SCRAPE,

@@ -1,0 +1,398 @@
+"""Screens over the cockpit: the `?` help, a pane's figure details, the ledger tables and the
+model filter. Text from outside (names, queries, reasons) is shown as data, never as markup."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import ItemGrid, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widget import Widget
+from textual.widgets import Input, OptionList, Static
+
+from cockpit.core.engine_figures import FINISH_REASONS, WAIT_REASONS
+from cockpit.core.glossary import lane_definition, ledger_definition, raw_keys, trend_definition
+from cockpit.core.model import Figure, SourceFailure
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.tail_figures import LATENCIES
+from cockpit.core.text import first_line, visible
+from cockpit.core.timeutil import stamp
+from cockpit.widgets.pane import Pane, Row, lane_source
+from cockpit.widgets.tables import LedgerTables
+from cockpit.widgets.tails import QUANTILES, TailsPane
+from cockpit.widgets.trends import SERIES as TREND_SERIES
+from cockpit.widgets.trends import TrendsPane
+from cockpit.widgets.vitals import VitalStrip
+
+KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Lanes and windows", (
+        ("1 – 9", "show lane 1 to 9"),
+        ("tab", "next lane"),
+        ("shift+tab", "previous lane"),
+        ("w / W", "next / prev window"),
+        ("escape", "back to the overview"),
+    )),
+    ("Reading", (
+        ("r", "refresh now"),
+        ("p", "pause / resume polling"),
+        ("m", "filter the lane by model"),
+        ("e", "export the receipt"),
+    )),
+    ("Panes", (
+        ("↓ → / ↑ ←", "next / previous pane"),
+        ("enter / i", "the pane's details"),
+        ("l", "the ledger tables"),
+    )),
+    ("The cockpit", (
+        ("t", "next theme"),
+        ("ctrl+p", "command palette"),
+        ("?", "this help"),
+        ("q / ctrl+c", "quit"),
+    )),
+    ("The overview", (
+        ("enter", "open the lane's panes"),
+        ("s / S", "sort column / reverse"),
+        ("/", "filter lanes by name"),
+        ("c", "column the trend follows"),
+        ("escape", "clear the filter"),
+    )),
+)  # fmt: skip
+"""Every key, by what it acts on; the footer shows the most used of them."""
+
+KEY_COLUMN = 32
+"""The narrowest column of keys: two side by side from 80 terminal columns."""
+
+PANE_HELP: tuple[str, ...] = (
+    "A dim value is stale: its source failed, the last good value stays",
+    "and the border says why and since when. — is missing: enter or i on",
+    "its pane says why. Times are UTC, as in receipts and --at.",
+    "Roofline M: the point the engine's own FLOP and byte counters give;",
+    "its ×0.75: measured FLOP/s over modelled prefill + decode FLOP/s.",
+)
+
+
+def key_group(group: str, rows: Sequence[tuple[str, str]]) -> Content:
+    """A group's name, then its keys, one a line, with what each does."""
+    width = max(len(key) for key, _ in rows)
+    lines = [Content.styled(group, "bold $primary")]
+    for key, text in rows:
+        lines.append(Content.assemble((key.ljust(width), "bold $accent"), "  ", text))
+    return Content("\n").join(lines)
+
+
+def help_notes(rules: Sequence[str] = ()) -> Content:
+    """The health rules (as data: they name configured values), then what the marks mean."""
+    lines = [Content.styled("Health rules", "bold $primary")] if rules else []
+    lines += [Content(visible(rule)) for rule in rules]
+    lines += [Content(""), *(Content.styled(line, "$text-muted") for line in PANE_HELP)]
+    return Content("\n").join(lines)
+
+
+Block = tuple[Content, bool]
+"""A paragraph of a text screen, and whether it is indented (its wrapped lines too)."""
+
+
+class Overlay(ModalScreen[None]):
+    """A screen over the cockpit's panes; escape or q closes it."""
+
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "close", show=False),
+        Binding("q", "dismiss", "close", show=False),
+    ]
+
+
+class TextScreen(Overlay):
+    """A box of text over the cockpit, scrolled with the arrows."""
+
+    DEFAULT_CSS = """
+    TextScreen {
+        align: center middle;
+    }
+    TextScreen > VerticalScroll {
+        width: 90%;
+        height: auto;
+        max-height: 90%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    TextScreen .indented {
+        padding-left: 2;
+    }
+    """
+
+    def __init__(self, title: str, blocks: Sequence[Block]) -> None:
+        super().__init__()
+        self.title_text, self.blocks = title, blocks
+
+    @property
+    def text(self) -> str:
+        """What the screen says, as plain text."""
+        return "\n".join(block.plain for block, _ in self.blocks)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = Content(visible(self.title_text))
+            yield from self.body()
+
+    def body(self) -> ComposeResult:
+        for block, indented in self.blocks:
+            yield Static(block, classes="indented" if indented else "")
+
+
+class HelpScreen(TextScreen):
+    """Every key first, its groups side by side when wide enough, then the health rules and
+    what the panes' marks mean; the arrows and page keys scroll it, escape, q or ? close it."""
+
+    DEFAULT_CSS = """
+    HelpScreen ItemGrid {
+        grid-gutter: 0 2;
+        margin-bottom: 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "dismiss", "close", show=False)
+    ]
+
+    def __init__(self, rules: Sequence[str] = ()) -> None:
+        keys = [(key_group(group, rows), False) for group, rows in KEY_GROUPS]
+        super().__init__("lane-cockpit keys", [*keys, (help_notes(rules), False)])
+
+    def body(self) -> ComposeResult:
+        groups = [Static(block) for block, _ in self.blocks[: len(KEY_GROUPS)]]
+        yield ItemGrid(*groups, min_column_width=KEY_COLUMN)
+        yield from (Static(block) for block, _ in self.blocks[len(KEY_GROUPS) :])
+
+
+class DetailsScreen(TextScreen):
+    """A pane's figures: value, definition, query, evaluation time, why one is missing."""
+
+
+class LedgerTablesScreen(Overlay):
+    """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
+
+    DEFAULT_CSS = """
+    LedgerTablesScreen {
+        align: center middle;
+    }
+    LedgerTablesScreen > VerticalScroll {
+        width: 100%;
+        height: auto;
+        max-height: 100%;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "dismiss", "close", show=False)]
+
+    def __init__(self, snapshot: LedgerSnapshot | None, configured: bool) -> None:
+        super().__init__()
+        self.snapshot, self.configured = snapshot, configured
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield LedgerTables(id="ledger-tables")
+
+    def on_mount(self) -> None:
+        self.query_one(LedgerTables).show(self.snapshot, self.configured)
+
+
+# --- a pane's details -----------------------------------------------------------------------
+
+
+def _field(name: str, text: str) -> Content:
+    return Content.assemble((f"{name:<8}", "$text-muted"), visible(text))
+
+
+def _figure_fields(
+    figure: Figure, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
+) -> list[Content]:
+    """What one figure is and where it came from: its source is the snapshot that holds it."""
+    lane_figures = lane.figures.figures if lane is not None and lane.figures else {}
+    lane_totals = lane.totals if lane is not None else None
+    if lane_totals is not None and lane_figures.get(figure.key) == figure:
+        definition = lane_definition(figure.key)
+        queries = [figure.query] if figure.query else []
+        from_raw = (lane_totals.queries.get(key) for key in raw_keys(definition))
+        queries += [query for query in from_raw if query and query not in queries]
+        end: float | None = lane_totals.end
+    else:
+        totals = ledger.totals if ledger is not None else None
+        definition = ledger_definition(figure.key)
+        queries = [figure.query] if figure.query else list(totals.queries if totals else ())
+        end = totals.end if totals is not None else None
+    lines = [Content.styled(definition, "italic")] if definition else []
+    lines += [_field("query", query) for query in queries]
+    if end is not None:
+        lines.append(_field("at", stamp(end)))
+    if figure.missing:
+        lines.append(_field("missing", figure.reason or "no reason given"))
+    elif figure.reason:
+        lines.append(_field("note", figure.reason))
+    return lines
+
+
+VITAL_KEYS: tuple[str, ...] = (
+    "running_now", "waiting_now", *(f"waiting_now_{reason}" for reason in WAIT_REASONS),
+    "kv_usage_now", "requests_per_s", "requests_per_s_1m", "prompt_tok_s", "prompt_tok_s_1m",
+    "generation_tok_s", "generation_tok_s_1m", *(f"finished_{reason}" for reason in FINISH_REASONS),
+    "preemptions", "admission_rejections",
+)  # fmt: skip
+"""The vital strip's figures (it packs them into items, not rows)."""
+TAIL_KEYS: tuple[str, ...] = tuple(
+    key
+    for prefix, mean, *_ in LATENCIES
+    for key in (mean, *(f"{prefix}_{quantile}" for quantile in QUANTILES))
+)
+"""The latency tails' figures (a table of cells, not rows)."""
+
+
+def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
+    """The figures a widget shows, as rows: the lane's by key where its lines are not rows."""
+    keys = VITAL_KEYS if isinstance(widget, VitalStrip) else TAIL_KEYS
+    if isinstance(widget, VitalStrip | TailsPane):
+        engine = lane_source(lane)
+        return [engine.row(key) for key in keys if engine.get(key) is not None]
+    lines = widget.view.lines if isinstance(widget, Pane) else ()
+    return [line for line in lines if isinstance(line, Row)]
+
+
+def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
+    """Each trend series: what it follows, its step and span, its gaps."""
+    trend = lane.totals.trend if lane is not None and lane.totals is not None else None
+    if trend is None:
+        return [(Content("no trend read yet"), False)]
+    blocks: list[Block] = []
+    for key, label, _, _ in TREND_SERIES:
+        points = trend.series.get(key, ())
+        gaps = sum(point is None for point in points)
+        every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
+        fields = [
+            Content.styled(trend_definition(key), "italic"),
+            _field("points", f"{every}; {gaps} without data (blank)"),
+        ]
+        blocks += [(Content.styled(label, "bold"), False), (Content("\n").join(fields), True)]
+    return blocks
+
+
+def details_blocks(
+    widget: Widget, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
+) -> list[Block]:
+    """Every figure a widget shows, with what the screen has no room for."""
+    sources = (
+        widget.view.sources
+        if isinstance(widget, Pane)
+        else (("lane", lane_source(lane).freshness),)
+    )
+    blocks: list[Block] = [
+        (_field(name, freshness.describe()), False)
+        for name, freshness in sources
+        if freshness.state != "ok" or freshness.reason
+    ]
+    for line in _rows(widget, lane):
+        head = Content.assemble((visible(line.label), "bold"), "  ", visible(line.value))
+        if line.figure is not None:
+            fields = _figure_fields(line.figure, lane, ledger)
+        else:
+            fields = [_field("missing", line.reason)] if line.reason else []
+        blocks.append((head, False))
+        if fields:
+            blocks.append((Content("\n").join(fields), True))
+    if isinstance(widget, TrendsPane):
+        blocks += _trend_blocks(lane)
+    return blocks or [(Content("no figures here yet"), False)]
+
+
+# --- the model filter -----------------------------------------------------------------------
+
+NamesLoader = Callable[[], Awaitable[Sequence[str]]]
+
+
+class ModelFilterScreen(ModalScreen[str | None]):
+    """Asks for a `model_name` to filter the lane by, offering those the lane has: enter
+    applies what is typed, a chosen name applies it, escape cancels."""
+
+    DEFAULT_CSS = """
+    ModelFilterScreen {
+        align: center middle;
+    }
+    ModelFilterScreen > Vertical {
+        width: 60;
+        max-width: 90%;
+        height: auto;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    ModelFilterScreen OptionList {
+        height: auto;
+        max-height: 12;
+        display: none;
+    }
+    ModelFilterScreen OptionList.-offered {
+        display: block;
+    }
+    ModelFilterScreen #model-names-note {
+        color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    AUTO_FOCUS = "*"  # the app's own names its panes' body
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "cancel", show=False),
+        Binding("down", "to_names", "names", show=False),
+    ]
+
+    def __init__(self, current: str | None, names: NamesLoader | None = None) -> None:
+        super().__init__()
+        self.current = current or ""
+        self.load_names = names
+        self.names: tuple[str, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "filter the lane by model"
+            yield Input(self.current, placeholder="model_name (empty: the whole lane)")
+            if self.load_names is not None:
+                yield Static("reading the lane's model names…", id="model-names-note")
+            yield OptionList()
+
+    def on_mount(self) -> None:
+        if self.load_names is not None:
+            self.run_worker(self._offer_names(self.load_names), exit_on_error=False)
+
+    async def _offer_names(self, load: NamesLoader) -> None:
+        note = self.query_one("#model-names-note", Static)
+        try:
+            self.names = tuple(await load())
+        except SourceFailure as error:
+            note.update(Content(f"model names: {visible(first_line(str(error)))}"))
+            return
+        options = self.query_one(OptionList)
+        options.add_options(Content(visible(name)) for name in self.names)
+        options.set_class(bool(self.names), "-offered")
+        self.query_one(Input).suggester = SuggestFromList(self.names)
+        note.update("the lane's model names (↓ to choose):" if self.names else
+                    "no model_name on the lane's series")  # fmt: skip
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.names[event.option_index])
+
+    def action_to_names(self) -> None:
+        options = self.query_one(OptionList)
+        if options.option_count:
+            options.focus()
+            options.highlighted = options.highlighted or 0

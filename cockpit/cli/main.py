@@ -1,0 +1,452 @@
+"""`cockpit`: the command line. Everything heavy is imported only by the command that needs it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn
+
+from cockpit import __version__
+from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
+from cockpit.config.schema import (
+    ENGINES,
+    REFRESH_BOUNDS_S,
+    Config,
+    ConfigError,
+    LaneConfig,
+    LedgerConfig,
+    parse_config,
+)
+from cockpit.config.yaml_values import did_you_mean
+from cockpit.core.text import visible
+from cockpit.core.timeutil import TimeParseError, parse_duration, parse_time, stamp
+
+COMMANDS = ("run", "demo", "report", "roofline", "check")
+
+DESCRIPTION = """\
+A terminal cockpit for an LLM inference lane and the agents that feed it: token ratios,
+the prefix-cache hit rate, where each request's time goes, the spend split and a mini
+roofline, from the engine's Prometheus counters and the Hermes agent's state.db.
+Read-only: it never writes to what it watches.
+"""
+
+EPILOG = """\
+`cockpit COMMAND --help` shows a command's options; `run` is the default command, so
+`cockpit --prometheus URL ...` runs the cockpit. Config: ~/.config/lane-cockpit/config.yaml
+or --config FILE (every option: config.example.yaml).
+
+examples:
+  cockpit demo
+  cockpit --prometheus http://127.0.0.1:9090 --selector 'job="lane-a"' --ledger ~/.hermes/state.db
+  cockpit report --lane lane-a --window 7d --at 2026-10-26T11:19:00Z --format md
+  cockpit roofline --hardware h100 --model llama-3.1-8b --prompt 2000 --batch 64
+"""
+
+
+# --- arguments ------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its refusals quoting the command line with control characters made visible."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(visible(message))
+
+
+def _source_options() -> _Parser:
+    common = _Parser(add_help=False)
+    add = common.add_argument_group("sources").add_argument
+    add("--config", metavar="PATH", help="config file (default: %(default)s)")
+    add("--lane", metavar="NAME", help="the lane to show first / report")
+    add("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
+    add("--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
+    add(
+        "--prometheus",
+        metavar="URL",
+        help="ad-hoc lane: a Prometheus (or compatible) server, no config needed",
+    )
+    add("--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly")
+    add(
+        "--selector",
+        metavar="MATCHERS",
+        default="",
+        help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'",
+    )
+    add(
+        "--engine",
+        default="auto",
+        choices=ENGINES,
+        help="ad-hoc lane's engine dialect (default: detect)",
+    )
+    add(
+        "--lanes-by",
+        metavar="LABEL",
+        help="every lane on the --prometheus server, one per value of LABEL (e.g. job) among "
+        "the engines' series; --selector narrows the series",
+    )
+    add("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
+    add("--model", metavar="ID", help="ad-hoc lane's model profile")
+    add("--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group")
+    add(
+        "--ledger",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="a Hermes state.db or profile name (repeatable)",
+    )
+    return common  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="cockpit",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lane-cockpit {__version__}")
+    commands = parser.add_subparsers(metavar="command", title="commands")
+    sources = _source_options()
+    run = commands.add_parser("run", parents=[sources], help="the cockpit (the default)")
+    run.set_defaults(handler=command_run)
+    run.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period (default 5)")
+    demo = commands.add_parser(
+        "demo", help="the cockpit on an embedded simulated lane and ledger: nothing to set up"
+    )
+    demo.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="run a real Prometheus scraping the simulated lanes (needs prometheus)",
+    )
+    demo.add_argument("--refresh", type=float, metavar="SECONDS", help="refresh period")
+    demo.set_defaults(handler=command_demo)
+    report = commands.add_parser(
+        "report", parents=[sources], help="the receipts, headless: markdown or JSON tables"
+    )
+    report.add_argument("--format", choices=("md", "json"), default="md")
+    report.set_defaults(handler=command_report)
+    report.add_argument("--fleet", action="store_true", help="the overview: one row per "
+                        "lane found (--lanes-by, or the config's discover)")  # fmt: skip
+    _sample_option(report)
+    report.add_argument("--since-start", action="store_true", help="a lane read by direct "
+                        "scrape: over its engine's life (from _created), not --window")  # fmt: skip
+    roofline = commands.add_parser(
+        "roofline", help="the roofline back-of-envelope for a GPU and a model"
+    )
+    roofline.set_defaults(handler=command_roofline)
+    add = roofline.add_argument
+    add("--hardware", metavar="ID", help="e.g. h100, a100, gb300")
+    add("--model", metavar="ID", help="e.g. llama-3.1-8b")
+    add("--prompt", type=int, default=2000, metavar="N", help="prompt tokens")
+    add("--batch", type=int, default=1, metavar="B", help="decode batch")
+    add("--context", type=int, metavar="C", help="decode context tokens")
+    add("--gpus", type=int, default=1, metavar="N", help="GPUs in one tensor-parallel group")
+    add("--list", action="store_true", help="list the known profiles")
+    check = commands.add_parser(
+        "check", parents=[sources], help="validate the config and reach every source (exit 0/1)"
+    )
+    check.set_defaults(handler=command_check)
+    _sample_option(check)
+    return parser  # fmt: skip
+
+
+def _sample_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--sample", metavar="D", default="5s", help="a lane read by direct "
+                         "scrape is scraped twice, D apart, so its counters move over D "
+                         "(default 5s; 0: one scrape)")  # fmt: skip
+
+
+def sample_seconds(args: argparse.Namespace) -> float:
+    """The interval between a one-shot read's two scrapes of a direct-scrape lane."""
+    if args.sample.strip() in ("0", "0s"):
+        return 0.0
+    try:
+        return parse_duration(args.sample)
+    except TimeParseError as exc:
+        raise _refused("--sample", str(exc)) from None
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    argv = _attach_relative_times(argv)
+    parser = build_parser()
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        commands = f" (commands: {', '.join(COMMANDS)})"
+        parser.error(f"unknown command {argv[0]!r}{did_you_mean(argv[0], COMMANDS, commands)}")
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    wants_help = any(arg in ("-h", "--help", "--version") for arg in argv)
+    if first not in COMMANDS and not (wants_help and first is None):
+        argv.insert(0, "run")
+    return parser.parse_args(argv)
+
+
+def _attach_relative_times(argv: Sequence[str]) -> list[str]:
+    """`--at -2h` as `--at=-2h`: argparse takes any value that starts with a dash for an option
+    and would say `--at: expected one argument`."""
+    attached: list[str] = []
+    for arg in argv:
+        if attached and attached[-1] == "--at" and re.match(r"-\d", arg):
+            attached[-1] = f"--at={arg}"
+        else:
+            attached.append(arg)
+    return attached
+
+
+# --- config ---------------------------------------------------------------------------------
+
+
+def _refused(flag: str, problem: str) -> ConfigError:
+    return ConfigError("<command line>", None, flag, problem)
+
+
+def _parse(text: str, source: str) -> Config:
+    from cockpit.roofline.profiles import hardware_profiles, model_profiles
+
+    return parse_config(text, source, hardware_profiles(), model_profiles())
+
+
+def read_config(path: Path | None) -> Config:
+    """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
+    if path is None:
+        from platformdirs import user_config_dir
+
+        path = Path(user_config_dir("lane-cockpit")) / "config.yaml"
+        if not path.exists():
+            return Config(source="<no config file>")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
+    return _parse(text, str(path))
+
+
+def _lane_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The ad-hoc lane's options given on the command line, by their config key."""
+    options = ("prometheus", "metrics_url", "selector", "hardware", "model", "gpus")
+    given = {option: getattr(args, option) for option in options}
+    return {option: value for option, value in given.items() if value not in (None, "")}
+
+
+def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
+    if not (args.prometheus or args.metrics_url):
+        # alone, these would be ignored without a word
+        given = [f"--{option}" for option in _lane_flags(args)]  # no server among them
+        given += ["--engine"] if args.engine != "auto" else []
+        if given:
+            problem = "describes an ad-hoc lane: give --prometheus URL or --metrics-url URL with it"
+            raise _refused(given[0], f"{problem} (a config file's lanes set it in the file)")
+        return None
+    import yaml
+
+    for option, value in _lane_flags(args).items():
+        # argv bytes that aren't UTF-8 arrive as surrogates, which no config text can hold
+        if isinstance(value, str) and value.encode(errors="replace").decode() != value:
+            raise _refused("--" + option.replace("_", "-"), "is not UTF-8 text")
+    lane = {"name": _adhoc_name(args.selector), "engine": args.engine, **_lane_flags(args)}
+    try:
+        return _parse(yaml.safe_dump({"lanes": [lane]}, sort_keys=False), "<command line>").lanes[0]
+    except ConfigError as error:  # said by its flag rather than by the config it becomes
+        key = error.key.removeprefix("lanes[0]").removeprefix(".").split(".")[0]
+        if not key:
+            raise _refused("--prometheus, --metrics-url", "give one of the two, not both") from None
+        flag = "--selector" if key == "name" else "--" + key.replace("_", "-")
+        raise _refused(flag, error.problem) from None
+
+
+def _adhoc_name(selector: str) -> str:
+    for matcher in selector.split(","):
+        name, _, value = matcher.partition("=")
+        if name.strip() == "job" and value.strip().startswith('"'):
+            return value.strip().strip('"') or "lane"
+    return "lane"
+
+
+def effective_config(args: argparse.Namespace) -> Config:
+    """Config file + command-line sources. Ad-hoc sources replace the file's of their kind."""
+    config = read_config(Path(args.config).expanduser() if args.config else None)
+    discover = discover_of(args, config, functools.partial(_adhoc_lane, args))
+    adhoc = None if args.lanes_by else _adhoc_lane(args)
+    if discover is not None:
+        config = replace(config, discover=discover)
+    if adhoc is not None:
+        config = replace(config, lanes=(adhoc,))
+    if args.ledger:
+        config = replace(config, ledgers=tuple(LedgerConfig(path) for path in args.ledger))
+    if args.window:
+        try:
+            parse_duration(args.window)
+        except TimeParseError as exc:
+            raise _refused("--window", str(exc)) from None
+        config = replace(config, window=args.window)
+    if args.lane and args.lane not in [lane.name for lane in config.lanes] and not config.discover:
+        names = ", ".join(lane.name for lane in config.lanes) or "none configured"
+        raise ConfigError(config.source, None, "--lane", f"unknown lane {args.lane!r} ({names})")
+    return config
+
+
+FUTURE_SLACK_S = 60.0
+"""How far past this machine's clock `--at` may be (another server's clock may run ahead)."""
+
+
+def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float | None:
+    """The moment `--at` replays, if given; the `lanes` it will be read on must keep history."""
+    if not args.at:
+        return None
+    try:
+        at = parse_time(args.at)
+    except TimeParseError as exc:
+        raise _refused("--at", str(exc)) from None
+    if at > time.time() + FUTURE_SLACK_S:
+        raise _refused("--at", f"{stamp(at)} is in the future")
+    scraped = [lane.name for lane in lanes if lane.metrics_url]
+    if scraped:
+        raise _refused("--at", f"replays Prometheus's history, and lane {scraped[0]!r} is read "
+                       "from its /metrics, which has only the present")  # fmt: skip
+    return at
+
+
+def _require_sources(config: Config) -> None:
+    if not config.lanes and not config.ledgers and config.discover is None:
+        problem = ("no lane and no ledger to read: write a config (see config.example.yaml), or "
+                   "pass --prometheus URL --selector ... / --metrics-url URL / --ledger PATH, or "
+                   "try `cockpit demo`")  # fmt: skip
+        raise ConfigError(config.source, None, "", problem)
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def _check_refresh(args: argparse.Namespace) -> None:
+    low, high = REFRESH_BOUNDS_S
+    if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
+        expected = f"expected seconds from {low:g} to {high:g}, got {args.refresh:g}"
+        raise _refused("--refresh", expected)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    _check_refresh(args)
+
+    def setup() -> Setup:
+        config = effective_config(args)
+        _require_sources(config)
+        at = replay_time(args, config.lanes)
+        from cockpit.runtime.feeds import build_feeds
+
+        lanes, ledger = build_feeds(config, first_lane=args.lane)
+        fleet = fleet_feed(config, lanes)
+        return Setup(config, lanes, ledger, at, args.refresh, fleet=fleet, lane=args.lane)
+
+    return run_app(build_app(setup))
+
+
+def command_demo(args: argparse.Namespace) -> int:
+    _check_refresh(args)
+    from cockpit.runtime.demo_process import DemoProcess, DemoProcessError
+
+    simulators = DemoProcess.start(prometheus=args.prometheus)
+
+    def setup() -> Setup:
+        import cockpit.app.app  # noqa: F401  Textual loads while the simulators start on another core
+        from cockpit.runtime.feeds import build_feeds
+
+        ready = simulators.ready()
+        config = _parse(ready.config_text, "<cockpit demo>")
+        lanes, ledger = build_feeds(config)
+        ready.warm(lanes)  # the simulated warm start, as if scraped: the trend from the first frame
+        fleet = fleet_feed(config, lanes)
+        return Setup(config, lanes, ledger, refresh_s=args.refresh, notice=ready.note, fleet=fleet)
+
+    try:
+        app = build_app(setup)
+        return run_app(app, last_words=functools.partial(simulators.stop, timeout=LAST_WORDS_S))
+    except DemoProcessError as error:
+        print(f"cockpit demo: {visible(str(error))}", file=sys.stderr)
+        return 1
+    finally:
+        simulators.stop()
+
+
+def command_report(args: argparse.Namespace) -> int:
+    config = effective_config(args)
+    if args.fleet:
+        return report_fleet(args, config, replay_time(args, []))
+    _require_sources(config)
+    named = [lane for lane in config.lanes if lane.name == args.lane]
+    at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
+    from cockpit.runtime.feeds import read_once
+    from cockpit.runtime.report import json_receipt, markdown_receipt
+
+    read = read_once(config, args.lane, at, sample_seconds(args), args.since_start)
+    lane, ledger, errors = asyncio.run(read)
+    if args.format == "json":
+        print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
+    else:
+        print(markdown_receipt(lane, ledger, config.prices), end="")
+    for error in errors:
+        print(f"cockpit: {visible(error)}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def command_roofline(args: argparse.Namespace) -> int:
+    from cockpit.roofline.profiles import find_hardware, find_model
+    from cockpit.roofline.table import profiles_listing, roofline_table
+
+    if args.list:
+        print(profiles_listing())
+        return 0
+    if not args.hardware or not args.model:
+        raise _refused(
+            "roofline", "needs --hardware ID and --model ID (see cockpit roofline --list)"
+        )
+    for option in ("prompt", "batch", "context", "gpus"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            raise _refused(f"--{option}", "expected a whole number ≥ 1")
+    try:
+        hardware = find_hardware(args.hardware).scaled(args.gpus)
+        model = find_model(args.model)
+    except KeyError as exc:
+        raise _refused("roofline", str(exc.args[0])) from None
+    print(roofline_table(hardware, model, args.prompt, args.batch, args.context))
+    return 0
+
+
+def command_check(args: argparse.Namespace) -> int:
+    if args.at:
+        raise _refused(
+            "--at", "check reaches every source as it is now; --at is for run and report"
+        )
+    config = effective_config(args)
+    _require_sources(config)
+    from cockpit.runtime.feeds import check_sources
+
+    counts = f"{_count(len(config.lanes), 'lane')}, {_count(len(config.ledgers), 'ledger')}"
+    print(f"config: {visible(config.source)}: ok ({counts})")
+    results = asyncio.run(check_sources(config, sample_seconds(args)))
+    for ok, line in results:
+        print(f"{'ok  ' if ok else 'FAIL'} {visible(line)}")
+    return 0 if all(ok for ok, _ in results) else 1
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return command(args)
+    except ConfigError as error:
+        print(f"cockpit: {visible(str(error))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

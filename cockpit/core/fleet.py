@@ -1,0 +1,420 @@
+"""The fleet: every lane of one Prometheus-API server in one table, from one query. Pure: no I/O.
+
+`fleet_plan` asks every lane's figures at once (`sum by (<label>)` of the lane panes' PromQL);
+`Discovery.rows` makes a `FleetRow` per lane, each column as `figures.lane_figures` works it
+out, but for 100 lanes in a few ms rather than its 20. A lane whose series vanish stays, gone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from cockpit.config.schema import Discover, LaneConfig
+from cockpit.core import promql
+from cockpit.core.figures import format_value, merge_reasons
+from cockpit.core.model import Missing, Unit, divide, frozen_map
+from cockpit.core.promql import NO_SAMPLES, selector_with
+from cockpit.core.tail_figures import NO_REQUESTS
+from cockpit.core.timeutil import promql_duration
+from cockpit.engines.decode_pace import decode_pace
+from cockpit.engines.dialects import DIALECTS, Gauge, Unavailable, lane_specs, presence_metric
+
+# --- what the overview shows ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FleetColumn:
+    """A column: its key in `FleetRow.values`, heading, unit (None: not a number), and the
+    raw lane keys (or plan keys) whose reasons say why a discovered lane's value is missing."""
+
+    key: str
+    title: str
+    unit: Unit | None
+    inputs: tuple[str, ...] = ()
+
+
+# Keys of the columns that aren't lane figures: the name, the engine's state, the seconds from
+# the lane's newest sample to the view's end, the trend of a numeric column.
+LANE, UP, AGE, TREND = "lane", "up", "age", "trend"
+# Plan keys besides the raw lane keys: the TTFT p95, present when it lies past the largest
+# finite bucket, the lane's newest presence sample, when its data starts (asked only of a lane
+# younger than the window), and vLLM's pre-0.12 KV gauge without the new one.
+TTFT_P95, TTFT_ABOVE, NEWEST, START, LEGACY = "ttft_p95", "ttft_above", "newest", "start", "legacy"
+
+FLEET_COLUMNS: tuple[FleetColumn, ...] = (
+    FleetColumn(LANE, "Lane", None),
+    FleetColumn(UP, "Engine", None),
+    FleetColumn("running_now", "Running", "number", ("running_now",)),
+    FleetColumn("waiting_now", "Waiting", "number", ("waiting_now",)),
+    FleetColumn("kv_usage_now", "KV", "share", ("kv_usage_now",)),
+    FleetColumn("requests_per_s", "Req/s", "number", ("requests",)),
+    FleetColumn("generation_tok_s", "Gen tok/s", "tok/s", ("generation_tokens",)),
+    FleetColumn(
+        "prefix_cache_hit_rate", "Hit rate", "share", ("prefix_cache_hits", "prefix_cache_queries")
+    ),
+    FleetColumn("mean_fresh_prefill", "Fresh prefill", "tokens", ("kv_computed_sum", "requests")),
+    FleetColumn(TTFT_P95, "TTFT p95", "seconds", ("ttft",)),
+    FleetColumn("itl_mean", "Step", "seconds", ("itl_sum", "itl_count")),
+    FleetColumn("decode_share", "Decode", "share", ("prefill_sum", "decode_sum")),
+    FleetColumn(AGE, "Age", "seconds", (NEWEST,)),
+    FleetColumn(TREND, "Trend", None),
+)
+"""Left to right; the numeric ones are lane figure keys (the same thresholds colour them)."""
+
+FIGURE_COLUMNS: tuple[str, ...] = tuple(
+    c.key for c in FLEET_COLUMNS if c.unit is not None and c.key != AGE
+)
+NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, AGE)
+COLUMN_BY_KEY: Mapping[str, FleetColumn] = frozen_map({c.key: c for c in FLEET_COLUMNS})
+DEFAULT_TREND = "generation_tok_s"
+HISTORY_POINTS = 60
+"""How many refreshes the trend remembers per lane."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    """One lane of the overview, as one refresh read it.
+
+    `values[key]` for every NUMERIC_COLUMNS key: a number, or None (`reasons[key]` says why).
+    `up`: a live engine sample and not every scrape target down (else `down_reason`). `gone`:
+    the server has no series of it now; its row stays (now-figures None): a vanished lane shows."""
+
+    lane: str
+    up: bool | None
+    values: Mapping[str, float | None] = field(default_factory=frozen_map)
+    gone: bool = False
+    reasons: Mapping[str, str] = field(default_factory=frozen_map)
+    above: frozenset[str] = frozenset()
+    """Columns whose value is a lower bound (TTFT p95 past the largest bucket: `> 60 s`)."""
+    dialect: str = ""
+    down_reason: str = ""
+    refreshes: tuple[Mapping[str, float | None], ...] = ()
+    """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
+
+    def history(self, key: str) -> tuple[float | None, ...]:
+        """Column `key` at the last refreshes, oldest first (the trend draws one)."""
+        return tuple(values.get(key) for values in self.refreshes)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetView:
+    """The overview at one refresh: every lane's row, and what the server said of the answer."""
+
+    rows: tuple[FleetRow, ...]
+    window_s: float
+    end: float
+    warnings: tuple[str, ...] = ()
+    """The server's warnings and a partial answer's note, one line each, shown, never hidden."""
+    server: str = ""
+    """The server's URL, without credentials."""
+    label: str | None = "job"
+    """The label lanes are found by; None for a fleet of only the lanes listed in the config."""
+    partial: bool = False
+    query: str = ""
+    eval_seconds: float | None = None
+    """Server-side evaluation time, when the server reports query stats."""
+    listed: Mapping[str, str] = field(default_factory=frozen_map)
+    """Lane listed in the config -> where its own query read it, or why it wasn't."""
+
+
+def sort_rows(
+    rows: Iterable[FleetRow], column: str, reverse: bool = False, trend_key: str = DEFAULT_TREND
+) -> list[FleetRow]:
+    """Rows by a column: numbers ascending (descending with `reverse`), `lane` by name, `up`
+    trouble first (gone, down, up), `trend` by `trend_key` now. Rows without a value come last
+    either way; ties keep name order."""
+    by_name = sorted(rows, key=lambda row: row.lane)
+    if column == LANE:
+        return sorted(by_name, key=lambda row: row.lane, reverse=reverse)
+    column = trend_key if column == TREND else column
+    keyed = [(_sort_value(row, column), row) for row in by_name]
+    known = [(value, row) for value, row in keyed if value is not None]
+    ordered = sorted(known, key=lambda pair: pair[0], reverse=reverse)
+    return [row for _, row in ordered] + [row for value, row in keyed if value is None]
+
+
+def _sort_value(row: FleetRow, column: str) -> float | None:
+    if column == UP:
+        return 0.0 if row.gone else 1.0 if row.up is False else 2.0 if row.up else None
+    value = row.values.get(column)
+    return value if value is not None and not math.isnan(value) else None
+
+
+def filter_rows(rows: Iterable[FleetRow], text: str) -> list[FleetRow]:
+    """The rows whose lane name contains `text` (case-insensitive; blank keeps every row)."""
+    wanted = text.strip().casefold()
+    return [row for row in rows if wanted in row.lane.casefold()]
+
+
+def format_cell(row: FleetRow, column: FleetColumn) -> str:
+    """A cell's text as the lane panes format it (`> 60 s` for a lower bound), `—` when
+    missing; empty for the trend (the screen draws it)."""
+    if column.key == LANE:
+        return row.lane
+    if column.key == UP:
+        return "gone" if row.gone else "up" if row.up else "down" if row.up is False else "—"
+    if column.unit is None:
+        return ""
+    text = format_value(row.values.get(column.key), column.unit)
+    return f"> {text}" if column.key in row.above else text
+
+
+# --- the one query ---------------------------------------------------------------------
+
+RAW_KEYS: tuple[str, ...] = (
+    "running_now", "waiting_now", "kv_usage_now", "requests", "generation_tokens",
+    "prefix_cache_queries", "prefix_cache_hits", "prompt_computed", "kv_computed_sum",
+    "kv_computed_count", "itl_sum", "itl_count", "spec_drafts", "spec_accepted", "prefill_sum",
+    "decode_sum",
+)  # fmt: skip
+"""The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
+histogram, whose p95 the server works out."""
+SPECULATION = ("spec_drafts", "spec_accepted")
+"""Asked of SGLang only (its step is per token × tokens per step; vLLM's the ITL mean)."""
+QUANTILE = 0.95
+_INF = 'label_replace(vector(1), "le", "+Inf", "", "")'
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    """The fleet's one instant query and how to read it back."""
+
+    label: str
+    window_s: float
+    query: str
+    figs: Mapping[str, Mapping[str, str]]
+    """Dialect -> plan key -> the `fig` label of its sample (dialects reading alike share one)."""
+    unavailable: Mapping[str, Mapping[str, str]]
+    """Dialect -> raw key -> why the engine has no metric for it."""
+    state: Mapping[str, str]
+    """LEGACY, TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
+
+
+@lru_cache(maxsize=16)
+def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
+    """Every lane's raw keys in one expression, each spec of each dialect `sum by (<label>)`,
+    `fig`-labelled as `combined_query` does; the TTFT p95 is the server's `histogram_quantile`.
+    The answer is most of a refresh's cost: a fig is a short number (every sample repeats it)
+    and nothing is asked that tells nothing (vLLM's draft counters, old lanes' data start)."""
+    window = promql_duration(window_s)
+    figs_of: dict[str, str] = {}  # expression -> its fig: asked once when dialects share it
+
+    def ask(expression: str) -> str:
+        return figs_of.setdefault(expression, str(len(figs_of)))
+
+    figs: dict[str, Mapping[str, str]] = {}
+    unavailable: dict[str, Mapping[str, str]] = {}
+    for dialect in DIALECTS:
+        specs = lane_specs(dialect)
+        keys: dict[str, str] = {}
+        for key in RAW_KEYS:
+            if key in SPECULATION and dialect != "sglang":
+                continue
+            expression = promql.spec_expression(specs[key], match, window, by=label)
+            if expression is not None:
+                keys[key] = ask(expression)
+        buckets = promql.spec_expression(specs["ttft"], match, window, by=label)
+        if buckets is not None:
+            keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {buckets})")
+            keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
+        presence = presence_metric(dialect) + selector_with(match)
+        keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
+        start = promql.data_start_expression(dialect, match, window_s, by=label)
+        keys[START] = ask(f"{start} > time() - {window_s - promql.subquery_step(window_s):.3f}")
+        figs[dialect] = frozen_map(keys)
+        unavailable[dialect] = frozen_map(
+            {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
+        )
+    up = "up" + promql.selector_without(match, "model_name")
+    state = {
+        LEGACY: ask(_legacy(label, match)),
+        promql.TARGETS: ask(f"count by ({label}) ({up})"),
+        promql.TARGETS_UP: ask(f"sum by ({label}) ({up}) == 0"),
+    }
+    query = promql.combined_query({fig: expression for expression, fig in figs_of.items()})
+    return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
+
+
+def _past_buckets(buckets: str, label: str) -> str:
+    """Lanes whose quantile lies past every finite bucket (Prometheus answers its bound)."""
+    total = f"sum by ({label}) ({buckets} and on (le) {_INF})"
+    finite = f"max by ({label}) ({buckets} unless on (le) {_INF})"
+    return f"{total} * {QUANTILE} > {finite}"
+
+
+def _legacy(label: str, match: str) -> str:
+    old, new = (lane_specs(d)["kv_usage"] for d in ("vllm-legacy", "vllm"))
+    assert isinstance(old, Gauge) and isinstance(new, Gauge)
+    selector = selector_with(match)
+    return (
+        f"count by ({label}) ({old.metric}{selector})"
+        f" unless on ({label}) count by ({label}) ({new.metric}{selector})"
+    )
+
+
+# --- reading the answer -----------------------------------------------------------------
+
+Samples = Mapping[str, float | Missing]
+"""fig -> the value of its one sample (or why it is not a number)."""
+
+
+def index_answer(result: list[dict[str, Any]], label: str) -> Mapping[str, Samples]:
+    """The answer's values by lane and `fig` (series without the label are left out)."""
+    found: dict[str, dict[str, float | Missing]] = {}
+    for sample in result:
+        metric = sample.get("metric") or {}
+        lane = metric.get(label)
+        if lane is not None:
+            found.setdefault(lane, {})[metric.get("fig", "")] = promql.sample_value(sample)
+    return found
+
+
+def _number(samples: Samples, fig: str) -> float | None:
+    value = samples.get(fig)
+    return value if isinstance(value, float) else None
+
+
+def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
+    """A lane's engine by its live series, else SGLang if its window has SGLang's ("": unknown)."""
+    if plan.figs["sglang"][NEWEST] in samples:
+        return "sglang"
+    if plan.figs["vllm"][NEWEST] in samples:
+        return "vllm-legacy" if plan.state[LEGACY] in samples else "vllm"
+    return "sglang" if any(fig in samples for fig in plan.figs["sglang"].values()) else ""
+
+
+def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
+    """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column as the
+    lane panes define it; its state from its live series and scrape targets."""
+    raw = {key: samples[fig] for key, fig in plan.figs[dialect].items() if fig in samples}
+    v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
+    newest, start = v(NEWEST), v(START)
+    window = plan.window_s
+    if start is not None and start > end - window + promql.subquery_step(window):
+        window = max(end - start, 0.0) or window  # a lane younger than the window
+    values = {
+        "running_now": v("running_now"),
+        "waiting_now": v("waiting_now"),
+        "kv_usage_now": v("kv_usage_now"),
+        "requests_per_s": divide(v("requests"), window),
+        "generation_tok_s": divide(v("generation_tokens"), window),
+        "prefix_cache_hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
+        "mean_fresh_prefill": _fresh_prefill(v),
+        "ttft_p95": v(TTFT_P95),
+        "itl_mean": decode_pace(dialect, v).step_s.value,
+        "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
+        AGE: None if newest is None else max(end - newest, 0.0),
+    }
+    up, why = _state(plan, samples, newest is not None)
+    above = values["ttft_p95"] is not None and TTFT_ABOVE in raw
+    return FleetRow(
+        lane,
+        up=bool(up),
+        values=frozen_map(values),
+        gone=up is None,
+        reasons=frozen_map(_reasons(plan.unavailable[dialect], raw, values)),
+        above=frozenset({"ttft_p95"} if above else ()),
+        dialect=dialect,
+        down_reason=why,
+    )
+
+
+def _reasons(
+    unavailable: Mapping[str, str],
+    raw: Mapping[str, float | Missing],
+    values: Mapping[str, float | None],
+) -> dict[str, str]:
+    """Why each missing column is, as the lane panes say it: its inputs' reasons."""
+    if None not in values.values():
+        return {}
+    absent = {key: NO_SAMPLES for key in RAW_KEYS if key not in raw}
+    absent.update(unavailable)
+    absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
+    if isinstance(raw.get(TTFT_P95), Missing):
+        absent["ttft"] = NO_REQUESTS  # NaN: no observation in the window
+    elif TTFT_P95 not in raw:
+        absent.setdefault("ttft", NO_SAMPLES)
+    return {
+        key: merge_reasons(absent[k] for k in COLUMN_BY_KEY[key].inputs if k in absent)
+        or "no data in window"
+        for key, value in values.items()
+        if value is None
+    }
+
+
+def _fresh_prefill(v: Callable[[str], float | None]) -> float | None:
+    """Mean fresh prefill per request, as `figures.lane_figures` finds it."""
+    mean = divide(v("kv_computed_sum"), v("kv_computed_count"))
+    if mean is not None:
+        return mean
+    computed = v("prompt_computed")
+    queries, hits = v("prefix_cache_queries"), v("prefix_cache_hits")
+    if computed is None and queries is not None and hits:
+        computed = queries - hits
+    return divide(computed, v("requests"))
+
+
+def _decode_share(prefill: float | None, decode: float | None) -> float | None:
+    return None if prefill is None or decode is None else divide(decode, prefill + decode)
+
+
+def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, str]:
+    """Up (True), down (False, and why) or gone (None): no live sample and no scrape target."""
+    targets = _number(samples, plan.state[promql.TARGETS])
+    if targets and _number(samples, plan.state[promql.TARGETS_UP]) == 0:
+        return False, f"its {targets:.0f} scrape target(s) are down (up == 0)"
+    if live:
+        return True, ""
+    if targets:
+        return False, "no live sample of its engine (its series went stale)"
+    return None, "the server has no live series of it"
+
+
+# --- discovery -------------------------------------------------------------------------
+
+
+def lane_config(discover: Discover, lane: str) -> LaneConfig:
+    """The discovered lane as a normal lane: the discovery's server, narrowed to `label="lane"`."""
+    selector = selector_with(discover.server.selector, **{discover.label: lane})
+    return replace(discover.server, name=lane, selector=selector[1:-1])
+
+
+class Discovery:
+    """The lanes a fleet has shown, across refreshes: a lane appears with engine series under
+    its label value and keeps its row, gone once its series vanish, until gone for
+    HISTORY_POINTS refreshes (a label whose values churn, pods, doesn't grow the table)."""
+
+    def __init__(self) -> None:
+        self.dialects: dict[str, str] = {}  # lane -> its engine, as last seen live
+        self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
+        self.gone_for: dict[str, int] = {}  # lane -> refreshes in a row it has been gone
+
+    def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
+        """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
+        found = index_answer(result, plan.label)
+        state = set(plan.state.values())  # scrape targets alone don't make a lane
+        engines = {lane for lane, samples in found.items() if not samples.keys() <= state}
+        rows: list[FleetRow] = []
+        for lane in sorted(engines | set(self.dialects)):
+            samples = found.get(lane, {})
+            dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
+            self.dialects[lane] = dialect
+            row = lane_row(plan, samples, lane, dialect, end)
+            self.gone_for[lane] = self.gone_for.get(lane, 0) + 1 if row.gone else 0
+            if self.gone_for[lane] > HISTORY_POINTS:
+                for kept in (self.dialects, self.history, self.gone_for):
+                    del kept[lane]
+                continue
+            rows.append(remember(self.history, row))
+        return rows
+
+
+def remember(history: dict[str, tuple[Mapping[str, float | None], ...]], row: FleetRow) -> FleetRow:
+    """`row` with its trend: its values added to its lane's last HISTORY_POINTS refreshes."""
+    past = (*history.get(row.lane, ()), row.values)[-HISTORY_POINTS:]
+    history[row.lane] = past
+    return replace(row, refreshes=past)

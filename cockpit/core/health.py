@@ -1,0 +1,164 @@
+"""The health line: explicit rules over a lane's snapshot, each naming its figure and threshold.
+A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule,
+which is about the figures being there at all. No I/O."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeGuard
+
+from cockpit.core.figures import format_figure
+from cockpit.core.model import Figure, Freshness, Unit
+from cockpit.core.timeutil import clock
+
+if TYPE_CHECKING:
+    from cockpit.core.snapshot import LaneSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Where each health rule fires (config section `health:`)."""
+
+    queue_refreshes: int = 3
+    """Queue building: requests waiting for this many refreshes in a row."""
+    kv_usage: float = 0.9
+    """KV cache in use now at or above this share."""
+    hit_rate: float = 0.7
+    """Prefix-cache hit rate below this share."""
+    failed_share: float = 0.01
+    """Aborted and erred requests above this share of those finished."""
+    ttft_p99_slo: float | None = None
+    """TTFT p99 above this many seconds; None: no SLO, no rule."""
+
+
+Severity = Literal["bad", "warn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One rule that fired: its name, the figure it read, and what it says on the health line."""
+
+    rule: str
+    figure_key: str
+    text: str
+    severity: Severity
+
+
+Comparison = Literal[">", "≥", "<"]
+_COMPARE: dict[Comparison, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    "≥": operator.ge,
+    "<": operator.lt,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    """A rule that compares one figure with one threshold."""
+
+    rule: str
+    words: str
+    keys: tuple[str, ...]
+    """The figure read, then what stands in for it when it is missing."""
+    compare: Comparison
+    limit: Callable[[Thresholds], float | None]
+    """None: the rule is off."""
+    unit: Unit
+    severity: Severity
+    off: str = ""
+    """What the help says when the rule is off."""
+
+
+_LIMITS = (
+    _Limit("kv_full", "KV cache in use", ("kv_usage_now", "kv_usage"), "≥",
+           lambda t: t.kv_usage, "share", "warn"),
+    _Limit("preempting", "preemptions in the window", ("preemptions",), ">",
+           lambda t: 0.0, "count", "warn"),
+    _Limit("cache_misses", "prefix-cache hit rate", ("prefix_cache_hit_rate",), "<",
+           lambda t: t.hit_rate, "share", "warn"),
+    _Limit("failing", "aborted or erred share of finished", ("finished_failed_share",), ">",
+           lambda t: t.failed_share, "share", "bad"),
+    _Limit("ttft_slo", "TTFT p99", ("ttft_p99",), ">", lambda t: t.ttft_p99_slo, "seconds",
+           "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
+)  # fmt: skip
+"""In the order the health line shows them, after the down rule and queue building."""
+
+
+def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Finding, ...]:
+    """The rules that fire for this snapshot, in rule order. Nothing before the first read;
+    while the lane is down, only that (the figures kept are of before it went down)."""
+    if snapshot is None:
+        return ()
+    if snapshot.freshness.state != "ok":
+        return (_down(snapshot.freshness),)
+    figures = snapshot.figures.figures if snapshot.figures is not None else {}
+    findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
+    for limit in _LIMITS:
+        figure = next((figures[key] for key in limit.keys if _present(figures.get(key))), None)
+        findings.append(_over(limit, figure, thresholds))
+    return tuple(finding for finding in findings if finding is not None)
+
+
+def rule_lines(thresholds: Thresholds) -> list[str]:
+    """One line per rule, naming its figure and threshold (the `?` help lists them)."""
+    lines = [
+        "engine DOWN / source unreachable / failing: the lane's last read failed, and since when",
+        f"queue building: waiting_now > 0 for ≥ {thresholds.queue_refreshes} refreshes in a row",
+    ]
+    for limit in _LIMITS:
+        value = limit.limit(thresholds)
+        said = f"{limit.compare} {_threshold(value, limit.unit)}" if value is not None else ""
+        lines.append(f"{limit.words}: {' or '.join(limit.keys)} {said or limit.off}")
+    return lines
+
+
+def _present(figure: Figure | None) -> TypeGuard[Figure]:
+    return figure is not None and figure.value is not None
+
+
+def down_words(freshness: Freshness) -> str:
+    """What is down: the engine only when the source answers without it; else the source."""
+    if freshness.cause == "engine":
+        return "engine DOWN"
+    return "source unreachable" if freshness.cause == "source" else "source failing"
+
+
+def _down(freshness: Freshness) -> Finding:
+    since = f" since {clock(freshness.since)} UTC" if freshness.since is not None else ""
+    reason = f": {freshness.reason}" if freshness.reason else ""
+    rule = "engine_down" if freshness.cause == "engine" else "source_down"
+    return Finding(rule, "freshness", f"{down_words(freshness)}{since}{reason}", "bad")
+
+
+def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Finding | None:
+    if streak < thresholds.queue_refreshes:
+        return None
+    count = f"{format_figure(waiting)} " if _present(waiting) else ""
+    alert = f"alert at ≥ {thresholds.queue_refreshes}"
+    text = f"queue building: {count}waiting for {streak} refreshes in a row ({alert})"
+    return Finding("queue_building", "waiting_now", text, "warn")
+
+
+def _over(limit: _Limit, figure: Figure | None, thresholds: Thresholds) -> Finding | None:
+    value = limit.limit(thresholds)
+    if figure is None or figure.value is None or value is None:
+        return None
+    if figure.above:  # a lower bound: past the threshold only when the bound itself is
+        fires = limit.compare != "<" and figure.value >= value
+    else:
+        fires = _COMPARE[limit.compare](figure.value, value)
+    if not fires:
+        return None
+    words = f"{limit.words} now" if figure.key.endswith("_now") else limit.words
+    alert = f"alert at {limit.compare} {_threshold(value, limit.unit)}"
+    text = f"{words}: {format_figure(figure)} ({alert})"
+    return Finding(limit.rule, figure.key, text, limit.severity)
+
+
+def _threshold(value: float, unit: Unit) -> str:
+    """A threshold as set: `90%`, `1%`, `0.5%`, `2.5 s`, `0`."""
+    if unit == "share":
+        return f"{value * 100:g}%"
+    return f"{value:g} s" if unit == "seconds" else f"{value:g}"

@@ -1,0 +1,292 @@
+"""Pure arithmetic for the agent ledger: session totals in, the seed's section-1 figures out
+(as DESIGN.md defines them, for the TUI and `cockpit report`), with USD for the window (priced
+models apart from unpriced ones) and a lane's own models (`narrow`)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from cockpit.core.model import (
+    NANO_USD,
+    Figure,
+    LedgerTotals,
+    TokenCounts,
+    Unit,
+    divide,
+    frozen_map,
+    make_figure,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Spend-unit ratios per token bucket, input = 1 (the seed's public frontier-API set)."""
+
+    input: float = 1.0
+    cache_read: float = 0.1
+    cache_write: float = 1.25
+    output: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRatio:
+    """One row of a per-source / per-model / per-profile table."""
+
+    name: str
+    counts: TokenCounts
+    prompt_output: float | None
+    fresh_output: float | None
+    cache_read_share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRow:
+    bucket: str
+    tokens: int
+    units: float
+    share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerFigures:
+    figures: Mapping[str, Figure]
+    by_source: tuple[GroupRatio, ...]
+    by_model: tuple[GroupRatio, ...]
+    by_profile: tuple[GroupRatio, ...]
+    spend: tuple[SpendRow, ...]
+    busiest_source: str | None
+    """The source that carries most API calls."""
+    skipped: str = ""
+    """`3 rows skipped: …`: ledger rows that could not be read ('' when none)."""
+    narrowed: str = ""
+    """The lane's own models the figures are narrowed to, as the ledger names them
+    (`custom/Qwen3-32B`), or `no qwen3 in the window`; '' for the whole ledger."""
+
+    def __getitem__(self, key: str) -> Figure:
+        return self.figures[key]
+
+
+def group_ratios(groups: Mapping[str, TokenCounts]) -> tuple[GroupRatio, ...]:
+    """Per-group ratios, the group carrying most API calls first."""
+    ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
+    return tuple(
+        GroupRatio(
+            name,
+            c,
+            divide(c.prompt, c.output),
+            divide(c.fresh_prefill, c.output),
+            divide(c.cache_read, c.prompt),
+        )
+        for name, c in ordered
+    )
+
+
+def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] | None:
+    """The groups with the lowest and the highest prompt : output ratio."""
+    rated = [group for group in groups if group.prompt_output is not None]
+    if not rated:
+        return None
+    rated.sort(key=lambda group: group.prompt_output or 0.0)
+    return rated[0], rated[-1]
+
+
+def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
+    buckets = (
+        ("Input (fresh)", counts.input, prices.input),
+        ("Cache read", counts.cache_read, prices.cache_read),
+        ("Cache write", counts.cache_write, prices.cache_write),
+        ("Output", counts.output, prices.output),
+    )
+    total = sum(tokens * price for _, tokens, price in buckets)
+    return tuple(
+        SpendRow(name, tokens, tokens * price, divide(tokens * price, total))
+        for name, tokens, price in buckets
+    )
+
+
+def skipped_note(skipped: Mapping[str, int]) -> str:
+    """`3 rows skipped: sessions: a negative token count ×2, …`, or '' when none were."""
+    count = sum(skipped.values())
+    if not count:
+        return ""
+    causes = ", ".join(f"{reason} ×{rows}" for reason, rows in skipped.items())
+    return f"{count} row{'' if count == 1 else 's'} skipped: {causes}"
+
+
+def priced(counts: TokenCounts) -> bool:
+    """A model with a price: Hermes recorded a cost above 0 for it. One without (a local
+    model, a subscription route, an unknown price) is kept apart, never summed as $0."""
+    return counts.cost_actual + counts.cost_estimated > 0
+
+
+def _usd(nano: int) -> float:
+    return nano / NANO_USD
+
+
+def _cost_note(counts: TokenCounts, side_calls: TokenCounts | None) -> str:
+    actual, estimated = _usd(counts.cost_actual), _usd(counts.cost_estimated)
+    if actual and estimated:
+        note = f"actual ${actual:,.2f} + estimated ${estimated:,.2f}"
+    else:
+        note = "actual, as billed" if actual else "estimated by Hermes, no actual cost recorded"
+    if side_calls is not None and side_calls.cost_usd:
+        note += f"; side calls cost ${side_calls.cost_usd:,.4f} more (not included)"
+    return note
+
+
+def money_figures(totals: LedgerTotals, sql: str) -> list[Figure]:
+    """USD for the window (the actual cost where recorded, else the estimate) and the tokens
+    of priced models apart from those of unpriced ones."""
+    counts, no_cost = totals.total, totals.missing.get("cost_usd", "")
+    used = {name: c for name, c in totals.by_model.items() if c.prompt + c.output}
+    paid = [c for c in used.values() if priced(c)]
+    unpriced = {name: c for name, c in used.items() if not priced(c)}
+    no_split = no_cost or totals.missing.get("by_model", "")
+    unpriced_note = "models without a price: " + ", ".join(unpriced) if unpriced else ""
+    if not no_cost and not priced(counts):
+        no_cost = "no model with a price in the window"
+
+    def tokens(groups: Iterable[TokenCounts]) -> int | None:
+        return None if no_split else sum(c.prompt + c.output for c in groups)
+
+    return [
+        make_figure("cost_usd", "Cost (actual where recorded, else estimate)",
+                    None if no_cost else counts.cost_usd, "usd", no_cost, sql,
+                    _cost_note(counts, totals.side_calls)),
+        make_figure("cost_usd_actual", "of which actual", None if no_cost else
+                    _usd(counts.cost_actual), "usd", no_cost, sql),
+        make_figure("cost_usd_estimated", "of which estimated", None if no_cost else
+                    _usd(counts.cost_estimated), "usd", no_cost, sql),
+        make_figure("paid_tokens", "Tokens of priced models (prompt + output)", tokens(paid),
+                    "tokens", no_split, sql),
+        make_figure("unpriced_tokens", "Tokens of models without a price (local, included)",
+                    tokens(unpriced.values()), "tokens", no_split, sql, unpriced_note),
+    ]  # fmt: skip
+
+
+def model_matches(name: str, key: str) -> bool:
+    """A `provider/model` name matches that by_model key; a bare model name matches the key's
+    model under any provider. Case aside (`Qwen3-32B` is `qwen3-32b`)."""
+    name, key = name.casefold(), key.casefold()
+    return name == key or ("/" not in name and key.rsplit("/", 1)[-1] == name)
+
+
+def narrow(totals: LedgerTotals, models: Collection[str]) -> LedgerTotals:
+    """The ledger's figures for `models` only (a lane's own): their by_model sums become the
+    total. Per source, profile and ledger, and the side calls, are not split by model in the
+    ledger's sums, so they are left out and `missing` says why. On session_model_usage a
+    session that used two of the models counts once under each. No models: `totals` as is."""
+    if not models:
+        return totals
+    kept = {k: c for k, c in totals.by_model.items() if any(model_matches(m, k) for m in models)}
+    why = f"narrowed to models {', '.join(models)}: the ledger's sums per {{}} are not by model"
+    missing = {
+        **totals.missing,
+        **{k: why.format(k.removeprefix("by_")) for k in ("by_source", "by_profile", "by_ledger")},
+        "side_calls": why.format("side call"),
+    }
+    return replace(
+        totals,
+        total=sum(kept.values(), TokenCounts()),
+        by_model=frozen_map(kept),
+        by_source=frozen_map(),
+        by_profile=frozen_map(),
+        by_ledger=frozen_map(),
+        side_calls=None,
+        missing=frozen_map(missing),
+        narrowed_to=tuple(models),
+    )
+
+
+def lane_models(ledger_models: Collection[str], model_filter: str | None) -> tuple[str, ...]:
+    """The ledger models a lane's panes show: its `ledger_models`, else the `m` filter's model
+    (its last `/` part: the ledger names `Qwen/Qwen3-32B` as `Qwen3-32B`), else none (the
+    whole ledger)."""
+    if ledger_models:
+        return tuple(ledger_models)
+    return (model_filter.rsplit("/", 1)[-1],) if model_filter else ()
+
+
+def ledger_window_sql(start: float, end: float, models: Collection[str] = ()) -> str:
+    """A plain query that reproduces the ledger totals with the sqlite3 shell (read-only)."""
+    narrowed = f" -- then only the models {', '.join(models)}" if models else ""
+    return (
+        "SELECT COUNT(*) AS sessions, SUM(api_call_count) AS api_calls, "
+        "SUM(input_tokens) AS input, SUM(cache_read_tokens) AS cache_read, "
+        "SUM(cache_write_tokens) AS cache_write, SUM(output_tokens) AS output, "
+        "SUM(reasoning_tokens) AS reasoning FROM sessions "
+        f"WHERE started_at > {start:.3f} AND started_at <= {end:.3f}{narrowed}"
+    )
+
+
+def cost_sql(window_sql: str) -> str:
+    """The window's cost, as the sqlite3 shell would sum it (in floating point)."""
+    cost = (
+        "SUM(CASE WHEN actual_cost_usd <> 0 OR cost_status = 'actual' THEN actual_cost_usd "
+        "ELSE estimated_cost_usd END) AS cost_usd FROM sessions"
+    )
+    return "SELECT " + cost + window_sql.partition("FROM sessions")[2]
+
+
+def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> LedgerFigures:
+    prices = prices or Prices()
+    counts = totals.total
+    no_output = "no output tokens in window"
+    no_calls = "no API calls in window"
+    spend = spend_split(counts, prices)
+    prompt_units = sum(row.units for row in spend[:3])
+    output_units = spend[3].units
+    uncached_prompt_units = counts.prompt * prices.input
+    sql = ledger_window_sql(totals.end - totals.window_s, totals.end, totals.narrowed_to or ())
+
+    def counted(key: str, label: str, value: int, unit: Unit = "tokens") -> Figure:
+        return make_figure(key, label, value, unit, query=sql)
+
+    rows = [
+        counted("sessions", "Sessions", counts.sessions, "count"),
+        counted("api_calls", "API calls", counts.api_calls, "count"),
+        counted("prompt_tokens", "Prompt tokens (input + cache read + cache write)", counts.prompt),
+        counted("input_tokens", "Input tokens (uncached)", counts.input),
+        counted("cache_read_tokens", "of which cache read", counts.cache_read),
+        counted("cache_write_tokens", "Cache write", counts.cache_write),
+        make_figure("cache_read_share", "Cache-read share of prompt",
+                    divide(counts.cache_read, counts.prompt), "share",
+                    "no prompt tokens in window"),
+        counted("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
+                counts.fresh_prefill),
+        counted("output_tokens", "Output tokens (incl. reasoning)", counts.output),
+        make_figure("reasoning_tokens", "Reasoning tokens (subset of output)",
+                    None if "reasoning" in totals.missing else counts.reasoning, "tokens",
+                    totals.missing.get("reasoning", ""), sql),
+        make_figure("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
+                    "ratio", no_output),
+        make_figure("fresh_output", "Fresh prefill : output",
+                    divide(counts.fresh_prefill, counts.output), "ratio", no_output),
+        make_figure("mean_prompt_per_call", "Mean prompt tokens per API call",
+                    divide(counts.prompt, counts.api_calls), "tokens", no_calls),
+        make_figure("mean_output_per_call", "Mean output tokens per API call",
+                    divide(counts.output, counts.api_calls), "tokens", no_calls),
+        make_figure("spend_units", "Spend units", prompt_units + output_units, "units"),
+        make_figure("prompt_side_share", "Prompt-side share of spend (caching as measured)",
+                    divide(prompt_units, prompt_units + output_units), "share",
+                    "no tokens in window"),
+        make_figure("prompt_side_share_uncached",
+                    "Prompt-side share without caching (every prompt token at input price)",
+                    divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
+                    "no tokens in window"),
+        *money_figures(totals, cost_sql(sql)),
+    ]  # fmt: skip
+    by_source = group_ratios(totals.by_source)
+    return LedgerFigures(
+        figures=frozen_map({figure.key: figure for figure in rows}),
+        by_source=by_source,
+        by_model=group_ratios(totals.by_model),
+        by_profile=group_ratios(totals.by_profile),
+        spend=spend,
+        busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
+        skipped=skipped_note(totals.skipped),
+        narrowed=""
+        if totals.narrowed_to is None
+        else ", ".join(totals.by_model) or f"no {', '.join(totals.narrowed_to)} in the window",
+    )

@@ -1,0 +1,462 @@
+"""PromQL for a lane: selectors (escaping, parsing, matching), the expressions of specs, and
+reading the answer.
+
+Pure: no I/O. A lane's refresh asks every figure in one query (`lane_plan`, `combined_query`);
+`split_by_fig` and `read_key` take the answer apart again.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from cockpit.core.model import (
+    LANE_GROUPED,
+    LANE_HISTOGRAMS,
+    LANE_NOW,
+    LAST_MINUTE_S,
+    Bucket,
+    Missing,
+)
+from cockpit.core.timeutil import parse_duration, promql_duration, stamp
+from cockpit.engines import dialects
+
+# Keys of the expressions asked beside the figures'.
+KV_CAPACITY = "kv_capacity"
+"""The KV capacity (vLLM: info labels; SGLang: a gauge)."""
+DATA_START = "data_start"
+"""The timestamp of the lane's oldest sample in the window."""
+SCRAPES = "scrapes"
+"""How many samples the lane's presence series has in the last `SCRAPE_SPAN_S` (or the
+window, when shorter)."""
+TARGETS = "targets"
+"""How many scrape targets the lane has (`count(up)`)..."""
+TARGETS_UP = "targets_up"
+"""...and how many of them are up (`sum(up)`)."""
+SCRAPE_SPAN_S = 600.0
+SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
+"""The scrape intervals people set."""
+
+
+# --- selectors and escaping --------------------------------------------------------------
+
+
+def escape_label_value(value: str) -> str:
+    """A label value ready to sit between double quotes in PromQL."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _inner(selector: str) -> str:
+    text = selector.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return text.strip().rstrip(",").strip()
+
+
+def selector_with(selector: str, **labels: str) -> str:
+    """`{selector,label="value",...}` with the values escaped."""
+    parts = [_inner(selector)] if _inner(selector) else []
+    parts += [f'{name}="{escape_label_value(value)}"' for name, value in labels.items()]
+    return "{" + ",".join(parts) + "}"
+
+
+MatchOp = Literal["=", "!=", "=~", "!~"]
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One label matcher of a selector; regexes are fully anchored, as in PromQL."""
+
+    name: str
+    op: MatchOp
+    value: str
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        actual = labels.get(self.name, "")
+        if self.op in ("=", "!="):
+            hit = actual == self.value
+        else:
+            hit = re.fullmatch(self.value, actual) is not None
+        return hit if self.op in ("=", "=~") else not hit
+
+
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
+
+
+def parse_selector(selector: str) -> tuple[Matcher, ...]:
+    """The matchers of `{a="b",c=~"re"}` (braces optional); ValueError names the bad part."""
+    text = _inner(selector)
+    matchers: list[Matcher] = []
+    position = 0
+    while position < len(text):
+        match = _MATCHER.match(text, position)
+        if not match:
+            raise ValueError(f"cannot read selector {selector!r} at {text[position:]!r}")
+        op: MatchOp = match.group(2)  # type: ignore[assignment]
+        matchers.append(Matcher(match.group(1), op, _unescape(match.group(3))))
+        position = match.end()
+    return tuple(matchers)
+
+
+def selector_without(selector: str, *names: str) -> str:
+    """The selector with matchers on `names` dropped (`cache_config_info` has no model_name)."""
+    kept = [m for m in parse_selector(selector) if m.name not in names]
+    return "{" + ",".join(f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in kept) + "}"
+
+
+# --- PromQL -----------------------------------------------------------------------------
+
+
+def presence_series(dialect: str, selector: str, escaped: bool = False) -> str:
+    """The lane's series of its dialect's `presence_metric` (every lane has them)."""
+    return dialects.presence_metric(dialect, escaped) + selector_with(selector)
+
+
+def spec_expression(
+    spec: dialects.Spec,
+    selector: str,
+    window: str,
+    at: float | None = None,
+    step: float | None = None,
+    by: str = "",
+) -> str | None:
+    """One spec as PromQL returning a single sample (a `le` vector for histograms); with `by`,
+    one per value of that label (every sum keeps it: a fleet's lanes at once). `at` pins every
+    range to end at that epoch (the `@` modifier).
+
+    Gauges are the time average of the sum (or mean) across series, sampled every `step`
+    seconds (default `subquery_step` of the window), so series that replace each other within
+    the window (a container swap) are not added up as if they had run side by side.
+    """
+    pin = "" if at is None else f" @ {at:.3f}"
+
+    def part(other: dialects.Spec, over: str = window) -> str | None:
+        return spec_expression(other, selector, over, at, step, by)
+
+    if isinstance(spec, dialects.Counter):
+        increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
+        return f"{_sum('sum', spec.by, by)}({_one_rank(increase, spec.ranks)})"
+    if isinstance(spec, dialects.Difference):
+        return f"({part(spec.a)} - {part(spec.b)})"
+    if isinstance(spec, dialects.Either):
+        options = [e for o in spec.options if (e := part(o))]
+        # `le` vectors: one option's buckets only, not several options' mixed.
+        if isinstance(spec.options[0], dialects.Histogram):
+            options = [f"({o} unless on({by}) ({' or '.join(options[:k])}))" if k else o
+                       for k, o in enumerate(options)]  # fmt: skip
+        return f"({' or '.join(options)})"
+    if isinstance(spec, dialects.Now):
+        return _instant(spec.of, selector, pin, by)
+    if isinstance(spec, dialects.LastMinute):
+        return part(spec.of, promql_duration(LAST_MINUTE_S))
+    if isinstance(spec, dialects.Gauge):
+        step = subquery_step(parse_duration(window)) if step is None else step
+        sampled = f"[{window}:{promql_duration(step)}]{pin}"
+        mean = f"avg_over_time({_instant(spec, selector, '', by)}{sampled})"
+        # Data younger than the last subquery step: fall back to the value at the end.
+        return f"({mean} or {_instant(spec, selector, pin, by)})"
+    if isinstance(spec, dialects.Histogram):
+        buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
+        increase = _one_rank(f"increase({buckets})", spec.ranks)
+        return f"{_sum('sum', 'le', by)}({increase})"
+    return None
+
+
+def _instant(spec: dialects.Gauge | dialects.Either, selector: str, pin: str, by: str) -> str:
+    """A gauge's sum (or mean) across series at the evaluation time."""
+    if isinstance(spec, dialects.Either):
+        gauges = [o for o in spec.options if isinstance(o, dialects.Gauge)]
+        return f"({' or '.join(_instant(o, selector, pin, by) for o in gauges)})"
+    series = _series(spec.metric, selector) + pin
+    return f"{_sum(spec.across, spec.by, by)}({_one_rank(series, spec.ranks)})"
+
+
+def _series(metric: str, selector: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    return metric + selector_with(selector, **dict(extra))
+
+
+def _sum(how: str, *labels: str) -> str:
+    """`how`, or `how by (labels)` when any label is kept."""
+    kept = ", ".join(label for label in labels if label)
+    return f"{how} by ({kept}) " if kept else how
+
+
+def _one_rank(vector: str, ranks: str) -> str:
+    """Series that repeat one another across `ranks`: the largest stands for them."""
+    return f"max without ({ranks}) ({vector})" if ranks else vector
+
+
+def capacity_expression(
+    dialect: str, selector: str, escaped: bool = False, window: str | None = None
+) -> str:
+    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
+    `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
+    """
+    dialects.lane_specs(dialect)  # an unknown dialect raises
+    metric = dialects.capacity_metric(dialect, escaped)
+    if dialect == "sglang":
+        series = metric + selector_with(selector)
+        now = f"sum({_one_rank(series, dialects.RANK)})"
+        last = f"sum({_one_rank(f'last_over_time({series}[{window}])', dialects.RANK)})"
+    else:
+        now = metric + selector_without(selector, "model_name")
+        last = f"(last_over_time({now}[{window}]) unless on() {now})"
+    return now if window is None else f"({now} or {last})"
+
+
+def subquery_step(window_s: float) -> float:
+    """Subquery step for gauges and the data start: 15 s, or 1/2000 of long windows."""
+    return float(max(15, round(window_s / 2000)))
+
+
+GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
+"""Steps a long window's gauges may be sampled at when the lane's history is shorter."""
+
+
+def gauge_step(window_s: float, covered_s: float | None) -> float:
+    """The subquery step of a window's gauges: the window's own, or, when the lane's data
+    covers only `covered_s` of it, one fine enough for that history (rounded up to
+    `GAUGE_STEPS`, so a growing history changes the query rarely)."""
+    step = subquery_step(window_s)
+    if covered_s is None or covered_s >= window_s:
+        return step
+    wanted = subquery_step(max(covered_s, 0.0))
+    return min([s for s in GAUGE_STEPS if s >= wanted] + [step])
+
+
+FINE_STEP_S = 15.0
+"""The data start's precision when the lane's history is short."""
+SCAN_POINTS = 2000
+"""Points of a data-start scan: a span 2000 steps long, like a window's own step."""
+
+
+def data_start_expression(
+    dialect: str, selector: str, window_s: float, escaped: bool = False, by: str = ""
+) -> str:
+    """Epoch of the lane's oldest sample in the window, to within a step (with `by`, one per
+    value of that label).
+
+    Each subquery point is its own time when a sample is within the 5 m lookback (`m * 0 +
+    time()`: `timestamp()` in a subquery is ~25× slower), so the minimum is the first point
+    with data. A window's own step is coarse for a history much shorter than the window, so
+    shorter spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next
+    span 20 times longer and coarser); the first span whose data begins inside it answers.
+    """
+    metric = presence_series(dialect, selector, escaped)
+    window_step = subquery_step(window_s)
+    scans: list[str] = []
+    step = FINE_STEP_S
+    while step < window_step and (span := SCAN_POINTS * step) < window_s:
+        scan = _earliest(metric, span, step, by)
+        scans.append(f"({scan} > time() - {span - step:.0f})")
+        step *= 20
+    scans.append(_earliest(metric, window_s, window_step, by))
+    # Data younger than the last subquery step is only seen by the instant lookup.
+    scans.append(f"{_sum('min', by)}(timestamp({metric}))")
+    return f"({' or '.join(scans)})"
+
+
+def _earliest(metric: str, span_s: float, step_s: float, by: str = "") -> str:
+    return (
+        f"{_sum('min', by)}(min_over_time(({metric} * 0 + time())"
+        f"[{promql_duration(span_s)}:{promql_duration(step_s)}]))"
+    )
+
+
+def targets_expressions(selector: str) -> dict[str, str]:
+    """The lane's scrape targets and how many are up, from Prometheus's own `up` series.
+
+    `up` has no `model_name`: that matcher is dropped. A selector with no other matcher would
+    count every target of the server, so it asks nothing."""
+    kept = selector_without(selector, "model_name")
+    if kept == "{}":
+        return {}
+    return {TARGETS: f"count(up{kept})", TARGETS_UP: f"sum(up{kept})"}
+
+
+def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
+    """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
+    specs = dialects.lane_specs(dialect).items()
+    expressions = {key: e for key, spec in specs if (e := spec_expression(spec, selector, window))}
+    return {**expressions, KV_CAPACITY: capacity_expression(dialect, selector)}
+
+
+def combined_query(exprs: Mapping[str, str]) -> str:
+    """All expressions as one vector, each sample labelled `fig="<key>"`."""
+    return " or ".join(
+        f'label_replace({expr}, "fig", "{escape_label_value(key)}", "", "")'
+        for key, expr in exprs.items()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LanePlan:
+    """A lane's figures for one window: the raw keys asked (their `specs` and PromQL `exprs`),
+    the `extra` expressions (`kv_capacity`, and the lane's state when asked), why the other
+    keys are `missing` (unavailable, or a metric not exposed), and all as one `query`."""
+
+    specs: Mapping[str, dialects.Spec]
+    exprs: Mapping[str, str]
+    extra: Mapping[str, str]
+    missing: Mapping[str, str]
+    query: str
+
+
+@lru_cache(maxsize=64)
+def lane_plan(
+    dialect: str,
+    selector: str,
+    window_s: float,
+    names: frozenset[str] | None,
+    with_start: bool,
+    gauge_step: float | None = None,
+) -> LanePlan:
+    """The plan for a lane's refresh, built once (a lane asks the same query at every refresh).
+
+    `with_start` also asks the lane's state: its scrape targets (`targets_expressions`), when
+    its data starts and its scrapes. Gauges are sampled every `gauge_step` seconds (default:
+    the window's `subquery_step`).
+    """
+    escaped = dialects.names_escaped(names or ())
+    every = dialects.lane_specs(dialect, escaped)
+    reasons = {key: dialects.missing_reason(spec, names) for key, spec in every.items()}
+    missing = {key: reason for key, reason in reasons.items() if reason}
+    specs = {key: spec for key, spec in every.items() if key not in missing}
+    window = promql_duration(window_s)
+    exprs = {
+        k: e
+        for k, s in specs.items()
+        if (e := spec_expression(s, selector, window, None, gauge_step))
+    }
+    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped, window)}
+    if with_start:
+        extra.update(targets_expressions(selector))
+        extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
+        presence = presence_series(dialect, selector, escaped)
+        span = promql_duration(min(window_s, SCRAPE_SPAN_S))
+        extra[SCRAPES] = f"max(count_over_time({presence}[{span}]))"
+    return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
+
+
+# --- reading the answer -----------------------------------------------------------------
+
+NO_SAMPLES = "no samples in window"
+NO_SAMPLE_NOW = "no sample at the evaluation time"
+Samples = list[dict[str, Any]]
+"""An answer's samples (`{"metric": {labels}, "value": [time, "number"]}`)."""
+
+
+def split_by_fig(result: Samples) -> dict[str, Samples]:
+    """An answer's samples grouped by their `fig` label (see `combined_query`)."""
+    by_fig: dict[str, Samples] = {}
+    for sample in result:
+        by_fig.setdefault(str(sample.get("metric", {}).get("fig", "")), []).append(sample)
+    return by_fig
+
+
+def sample_value(sample: Mapping[str, Any]) -> float | Missing:
+    """The sample's number, or why it is not one."""
+    try:
+        number = float(sample["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return Missing("answer carried no readable value")
+    if math.isfinite(number):
+        return number
+    if math.isnan(number):
+        return Missing("not a number (NaN) in window")
+    return Missing("infinite value in window")
+
+
+def read_key(
+    samples: Samples | None, key: str
+) -> float | tuple[Bucket, ...] | dict[str, float] | Missing:
+    """A raw key's value (buckets for a histogram) from its samples, or why there is none."""
+    if not samples:
+        return Missing(NO_SAMPLE_NOW if key in LANE_NOW else NO_SAMPLES)
+    if key in LANE_HISTOGRAMS:
+        return _buckets(samples)
+    if key in LANE_GROUPED:
+        return _groups(samples)
+    return sample_value(samples[0])
+
+
+def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
+    pairs: list[Bucket] = []
+    for sample in samples:
+        number = sample_value(sample)
+        if isinstance(number, Missing):
+            return number
+        try:
+            pairs.append((dialects.parse_le(sample["metric"]["le"]), number))
+        except (KeyError, TypeError, ValueError):
+            return Missing("histogram bucket without a readable le")
+    return dialects.sorted_buckets(pairs)
+
+
+def _groups(samples: Samples) -> dict[str, float] | Missing:
+    """A `sum by (label)` answer as label value -> number (the one label beside `fig`)."""
+    groups: dict[str, float] = {}
+    for sample in samples:
+        number = sample_value(sample)
+        if isinstance(number, Missing):
+            return number
+        labels = [str(v) for k, v in sample.get("metric", {}).items() if k != "fig"]
+        groups[labels[0] if labels else ""] = number
+    return groups
+
+
+def capacity_from_samples(dialect: str, samples: Samples) -> float | None:
+    """KV capacity in tokens: SGLang's gauge, or the sum of vLLM's info series' labels."""
+    if not samples:
+        return None
+    if dialect == "sglang":
+        number = sample_value(samples[0])
+        return number if isinstance(number, float) and number > 0 else None
+    capacities = [dialects.capacity_from_info(sample.get("metric", {})) for sample in samples]
+    return None if None in capacities else sum(c for c in capacities if c is not None)
+
+
+def capacity_reason(dialect: str, seen: bool) -> str:
+    """Why a lane's KV capacity is unknown, as far as the sample (or its absence) says."""
+    metric = dialects.capacity_metric(dialect)
+    if not seen:
+        return f"no {metric} sample in the window"
+    return f"{metric} gives no usable capacity"
+
+
+def window_coverage(
+    samples: Samples | None, end: float, window_s: float
+) -> tuple[float | None, str]:
+    """Seconds of the window the lane's data covers and the words for it, when partial."""
+    start = sample_value(samples[0]) if samples else None
+    if not isinstance(start, float) or start <= end - window_s + subquery_step(window_s):
+        return None, ""
+    return max(end - start, 0.0), f"data since {stamp(start)}"
+
+
+def scrape_interval(
+    counted: Samples | None, start: Samples | None, end: float, window_s: float
+) -> float | None:
+    """The lane's scrape interval: its presence series' samples (`SCRAPES`) over the time they
+    span (the last `SCRAPE_SPAN_S` or the window, or since the lane's `DATA_START` when later),
+    as the nearest of `SCRAPE_INTERVALS` (a sample more or less changes neither it nor the
+    trend's query); None with fewer than two."""
+    count = sample_value(counted[0]) if counted else None
+    if not isinstance(count, float) or count < 2:
+        return None
+    span = min(window_s, SCRAPE_SPAN_S)
+    began = sample_value(start[0]) if start else None
+    if isinstance(began, float) and began > end - span + subquery_step(window_s):
+        found = (end - began) / (count - 1)
+    else:
+        found = span / count
+    return min(SCRAPE_INTERVALS, key=lambda interval: abs(math.log(interval / found)))

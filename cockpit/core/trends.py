@@ -1,0 +1,159 @@
+"""A lane's trend: its figures at a fixed step across the window. Pure: no I/O.
+
+Points sit on the multiples of the step (`trend_step`), point t covering (t - step, t]. Per
+step the raw keys are read again (a counter's increase in it, a gauge's mean) and the trend keys
+worked out from them as the window's figures are. Prometheus answers one range query
+(`trend_query`, read back by `matrix_values`); a direct scrape reads its buffer
+(`buffer.step_values`). A step without data is None, never 0; a reset does not spike. A step
+shorter than a few scrape intervals has its counters read over `rate_range` (as Grafana's
+`$__rate_interval`), their rate times the step, and the trend says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from cockpit.core import promql
+from cockpit.core.model import TREND_KEYS, Trend, divide, frozen_map
+from cockpit.core.timeutil import promql_duration
+from cockpit.engines import dialects
+from cockpit.engines.decode_pace import decode_pace
+
+POINTS = 60
+"""A window is cut into about this many steps."""
+NICE_STEPS_S: tuple[int, ...] = (
+    15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+)  # fmt: skip
+DAY_S = 86400
+STEP_INPUTS: tuple[str, ...] = (
+    "prefix_cache_hits", "prefix_cache_queries", "generation_tokens", "ttft_count",
+    "itl_sum", "itl_count", "spec_drafts", "spec_accepted", "running", "waiting", "kv_usage",
+)  # fmt: skip
+"""The raw lane keys the trend keys are worked out from, read per step."""
+TTFT = "ttft"
+"""The raw key of the TTFT histogram, read per step as its p95 (`TTFT_P95`)."""
+TTFT_P95 = "ttft_p95"
+QUANTILE = 0.95
+RATE_SCRAPES = 4
+"""A step's counters are read over at least this many scrape intervals."""
+
+StepValues = Mapping[str, float]
+"""Raw key -> its value within one step (absent: no data then), plus `ttft_p95`."""
+
+
+def trend_step(window_s: float) -> float:
+    """The trend's step for a window: a sixtieth of it rounded up to a nice step, ≥ 15 s."""
+    wanted = window_s / POINTS
+    nice = next((step for step in NICE_STEPS_S if step >= wanted), None)
+    return float(nice if nice is not None else math.ceil(wanted / DAY_S) * DAY_S)
+
+
+def point_times(window_s: float, end: float) -> tuple[float, ...]:
+    """The times of the trend's points, oldest first: the step's multiples in the window,
+    up to the last one at or before `end`."""
+    step = trend_step(window_s)
+    last = math.floor(end / step) * step
+    count = max(1, int(window_s // step))
+    return tuple(last - (count - 1 - i) * step for i in range(count))
+
+
+def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, float | None]:
+    """The trend keys over one step, as the window's figures define them."""
+    v = values.get
+    return {
+        "hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
+        "ttft_p95": v(TTFT_P95),
+        "itl_step": decode_pace(dialect, v).step_s.value,
+        "generation_tok_s": divide(v("generation_tokens"), step_s),
+        "running": v("running"),
+        "waiting": v("waiting"),
+        "kv_usage": v("kv_usage"),
+    }
+
+
+def make_trend(
+    dialect: str,
+    window_s: float,
+    end: float,
+    steps: Mapping[float, StepValues],
+    rates_over_s: float | None = None,
+) -> Trend:
+    """The trend of the window ending at `end` from each step's values (a step not given, or
+    given with no values, is a gap); `rates_over_s`: the range its counters were read over."""
+    times = point_times(window_s, end)
+    step = trend_step(window_s)
+    points = [trend_point(dialect, step, steps.get(t, {})) for t in times]
+    series = {key: tuple(point.get(key) for point in points) for key in TREND_KEYS}
+    longer = rates_over_s if rates_over_s is not None and rates_over_s > step else None
+    return Trend(step, times[-1], frozen_map(series), longer)
+
+
+def step_specs(dialect: str, exposed: frozenset[str]) -> dict[str, dialects.Spec]:
+    """The step inputs and the TTFT histogram the engine exposes, by raw key."""
+    specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
+    wanted = {key: specs[key] for key in (*STEP_INPUTS, TTFT)}
+    return {k: spec for k, spec in wanted.items() if not dialects.missing_reason(spec, exposed)}
+
+
+def rate_range(step_s: float, scrape_s: float) -> float:
+    """The range a step's counters are read over: the step, or `RATE_SCRAPES` scrape
+    intervals (whole seconds) when that is longer."""
+    return float(max(step_s, math.ceil(RATE_SCRAPES * scrape_s)))
+
+
+# --- Prometheus: one range query ---------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def trend_query(
+    dialect: str, selector: str, step_s: float, exposed: frozenset[str], scrape_s: float = 0.0
+) -> str:
+    """Every step input (and the TTFT p95) as one expression, each labelled `fig="<key>"`,
+    to be asked with `/api/v1/query_range` at the step (built once per lane and step);
+    `scrape_s`: the lane's scrape interval (0: ranges of the step itself)."""
+    exprs: dict[str, str] = {}
+    for key, spec in step_specs(dialect, exposed).items():
+        if expression := step_expression(spec, selector, step_s, scrape_s):
+            exprs[key] = expression
+    if TTFT in exprs:
+        exprs[TTFT_P95] = f"histogram_quantile({QUANTILE}, {exprs.pop(TTFT)})"
+    return promql.combined_query(exprs)
+
+
+def step_expression(
+    spec: dialects.Spec, selector: str, step_s: float, scrape_s: float = 0.0
+) -> str | None:
+    """A spec within each step: counters' increase over it (over `rate_range` scaled to the
+    step when that is longer); a gauge's samples in it (or in the last scrape interval, when
+    longer) averaged, so a step without samples has no value (no 5 m lookback filling a gap)."""
+    if isinstance(spec, dialects.Either) and isinstance(spec.options[0], dialects.Gauge):
+        options = (step_expression(option, selector, step_s, scrape_s) for option in spec.options)
+        return f"({' or '.join(o for o in options if o)})"
+    if isinstance(spec, dialects.Gauge):
+        within = promql_duration(max(step_s, math.ceil(scrape_s)))
+        series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{within}])"
+        if spec.ranks:
+            series = f"max without ({spec.ranks}) ({series})"
+        return f"{spec.across}({series})"
+    over = rate_range(step_s, scrape_s)
+    increase = promql.spec_expression(spec, selector, promql_duration(over))
+    return f"({increase} * {step_s:g} / {over:g})" if increase and over > step_s else increase
+
+
+def matrix_values(result: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, float]]:
+    """A range answer of `trend_query` as step time -> raw key -> value (NaN and infinities,
+    an empty step's quantile or a division by zero, left out)."""
+    steps: dict[float, dict[str, float]] = {}
+    for series in result:
+        key = str(series.get("metric", {}).get("fig", ""))
+        for point in series.get("values") or ():
+            try:
+                at, value = float(point[0]), float(point[1])
+            except (TypeError, ValueError, IndexError):
+                continue
+            if math.isfinite(value):
+                steps.setdefault(at, {})[key] = value
+    return steps

@@ -1,0 +1,365 @@
+"""Receipts: the cockpit's figures as markdown or JSON tables, with provenance. `cockpit report`
+and the TUI's `e` export both call these, on the same snapshots: screen and receipt agree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
+
+from cockpit.core.figures import (
+    LANE_TIMING_TABLE,
+    LANE_VOLUME_TABLE,
+    LaneFigures,
+    format_figure,
+    format_value,
+)
+from cockpit.core.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
+from cockpit.core.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.tail_figures import LATENCIES, PERCENTILES, tail_keys
+from cockpit.core.text import visible
+from cockpit.core.timeutil import stamp
+
+
+def _cell(text: str) -> str:
+    """A table cell from any text: a `|` or a line break in a name can't split the row."""
+    return visible(text).replace("|", "\\|")
+
+
+def markdown_table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> list[str]:
+    lines = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
+    return lines
+
+
+def _value(figure: Figure) -> str:
+    text = format_figure(figure)  # `—` when missing
+    return f"{text} ({figure.reason})" if figure.reason else text
+
+
+def _freshness_note(freshness: Freshness) -> list[str]:
+    if freshness.state == "ok":
+        return []
+    return [f"> **Source {freshness.describe()}** — figures are the last good read.", ""]
+
+
+# --- the ledger -----------------------------------------------------------------------------
+
+
+def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
+    f = figures.figures
+    calls = f["api_calls"]
+    reasoning = f["reasoning_tokens"]
+    output_label = "Output tokens"
+    if not reasoning.missing:
+        output_label += f" (incl. {format_figure(reasoning)} reasoning)"
+    share = f["cache_read_share"]
+    return [
+        ("Sessions / API calls", f"{format_figure(f['sessions'])} / {format_figure(calls)}"),
+        (f["prompt_tokens"].label, format_figure(f["prompt_tokens"])),
+        ("of which cache read", f"{format_figure(f['cache_read_tokens'])} ({_value(share)})"),
+        (f["fresh_prefill_tokens"].label, format_figure(f["fresh_prefill_tokens"])),
+        (output_label, format_figure(f["output_tokens"])),
+        ("Prompt : output", _value(f["prompt_output"])),
+        ("Fresh prefill : output (after provider caching)", _value(f["fresh_output"])),
+        (
+            "Mean per API call",
+            f"{_value(f['mean_prompt_per_call'])} prompt tokens in, "
+            f"{_value(f['mean_output_per_call'])} out",
+        ),
+    ]
+
+
+_GROUP_COLUMNS: tuple[tuple[str, str, Unit], ...] = (
+    ("sessions", "sessions", "count"),
+    ("api_calls", "API calls", "count"),
+    ("prompt_tokens", "prompt", "tokens"),
+    ("output_tokens", "output", "tokens"),
+    ("prompt_output", "prompt : output", "ratio"),
+    ("fresh_output", "fresh : output", "ratio"),
+    ("cache_read_share", "cache-read share", "share"),
+)
+"""A per-source/model/profile table's columns: JSON key, markdown header, unit."""
+
+
+def _group_values(group: GroupRatio) -> tuple[float | None, ...]:
+    """A group's values, in `_GROUP_COLUMNS`' order."""
+    counts = group.counts
+    return (counts.sessions, counts.api_calls, counts.prompt, counts.output,
+            group.prompt_output, group.fresh_output, group.cache_read_share)  # fmt: skip
+
+
+def _group_rows(groups: tuple[GroupRatio, ...]) -> list[tuple[str, ...]]:
+    units = [unit for _, _, unit in _GROUP_COLUMNS]
+    return [(g.name, *map(format_value, _group_values(g), units)) for g in groups]
+
+
+def _model_heading(totals: LedgerTotals) -> str:
+    if totals.model_basis == "session_model_usage":
+        return "### Per model (exact, from session_model_usage, main loop)"
+    return "### Per model (from sessions.model: a session that switched models counts as its first)"
+
+
+def ledger_markdown(
+    figures: LedgerFigures, totals: LedgerTotals, window: str, prices: Prices
+) -> list[str]:
+    lines = [f"## The agent ledger: sessions started in the {window} to {stamp(totals.end)}", ""]
+    if totals.narrowed_to is not None:
+        lines += [f"The lane's own models only: {', '.join(totals.narrowed_to)}.", ""]
+    lines += markdown_table((f"Metric ({window})", "Value"), _ledger_rows(figures))
+    if figures.skipped:
+        lines += ["", f"{figures.skipped} (not in the figures)."]
+    if figures.busiest_source:
+        lines += ["", f"Most API calls come from **{figures.busiest_source}**."]
+    for heading, groups, missing_key in (
+        ("### Per source", figures.by_source, "by_source"),
+        (_model_heading(totals), figures.by_model, ""),
+        ("### Per profile", figures.by_profile, "by_profile"),
+    ):
+        lines += ["", heading, ""]
+        note = totals.missing.get(missing_key, "") if missing_key else ""
+        if note and not groups:
+            lines.append(f"Missing: {note}")
+            continue
+        header = (heading.split()[2].capitalize(), *(title for _, title, _ in _GROUP_COLUMNS))
+        lines += markdown_table(header, _group_rows(groups))
+        if note:
+            # An old schema credits its sessions to its ledger's profile: the rows are real,
+            # the note says how they were grouped.
+            lines += ["", f"Note: {note}"]
+    if (side := totals.side_calls) is not None and side.api_calls:
+        calls = "call" if side.api_calls == 1 else "calls"
+        lines += [
+            "",
+            f"Side calls outside the main loop (title generation, …): "
+            f"{format_value(side.api_calls, 'count')} {calls}, "
+            f"{format_value(side.prompt, 'tokens')} prompt, "
+            f"{format_value(side.output, 'tokens')} output (not in the totals above).",
+        ]
+    lines += ["", *spend_markdown(figures, prices)]
+    return lines
+
+
+def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
+    ratios = ", ".join(
+        f"{name.replace('_', ' ')} {ratio:g}" for name, ratio in asdict(prices).items()
+    )
+    lines = [f"## Where the money goes (spend units: {ratios})", ""]
+    lines += markdown_table(
+        ("Bucket", "Tokens", "Share of spend units"),
+        [
+            (row.bucket, format_value(row.tokens, "tokens"), format_value(row.share, "share"))
+            for row in figures.spend
+        ],
+    )
+    cached = figures["prompt_side_share"]
+    uncached = figures["prompt_side_share_uncached"]
+    lines += [
+        "",
+        f"Prompt-side share of spend: {_value(cached)} with caching as measured, "
+        f"{_value(uncached)} with every prompt token at the input price.",
+        "",
+        f"USD: {_value(figures['cost_usd'])}; tokens of priced models "
+        f"{_value(figures['paid_tokens'])}, of models without a price "
+        f"{_value(figures['unpriced_tokens'])}.",
+    ]
+    return lines
+
+
+# --- the lane -------------------------------------------------------------------------------
+
+
+def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list[str]:
+    coverage = f" ({totals.coverage_note})" if totals.coverage_note else ""
+    lines = [
+        f"## The lane {totals.lane}: what the engine computed, {window} to "
+        f"{stamp(totals.end)}{coverage}",
+        "",
+    ]
+    waiting_now = [key for key in figures.engine_keys if key.startswith("waiting_now_")]
+    engine = [key for key in figures.engine_keys if key not in waiting_now]
+
+    def table(header: str, keys: Iterable[str]) -> list[str]:
+        shown = [figures[key] for key in keys if key in figures.figures]
+        return markdown_table((header, "Value"), [(f.label, _value(f)) for f in shown])
+
+    lines += table(f"Metric ({window})", LANE_VOLUME_TABLE)
+    lines += ["", f"### Where the time goes (per-request means, {window})", ""]
+    lines += table("Figure", LANE_TIMING_TABLE)
+    lines += _tails(figures, window)
+    lines += ["", "### Now and the last minute, beside the window", ""]
+    lines += table("Figure", (*LANE_NOW_TABLE, *waiting_now))
+    if figures.engine_keys:
+        lines += ["", f"### What else the engine says ({window})", "", *table("Figure", engine)]
+    return lines
+
+
+LANE_NOW_TABLE: tuple[str, ...] = (
+    "running_now", "waiting_now", "kv_usage_now", "requests_per_s", "requests_per_s_1m",
+    "prompt_tok_s", "prompt_tok_s_1m", "generation_tok_s", "generation_tok_s_1m",
+)  # fmt: skip
+"""The vital signs' figures, in the receipt's order."""
+
+
+def _tails(figures: LaneFigures, window: str) -> list[str]:
+    """The tails table: one row per latency, its histogram's mean beside its percentiles."""
+    header = ("Latency", "mean", *(f"p{p}" for p in PERCENTILES))
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for histogram, mean_key, label, *_ in LATENCIES:
+        tails = [f for key in tail_keys(histogram) if (f := figures.figures.get(key))]
+        mean = figures.figures.get(mean_key)
+        rows.append((label, *(format_figure(f) if f else "—" for f in (mean, *tails))))
+        said: dict[str, list[str]] = {}  # reason -> the percentiles it is said of
+        for tail in tails:
+            if tail.reason and not tail.above:
+                said.setdefault(tail.reason, []).append(tail.label.rsplit(" ", 1)[-1])
+        notes += [f"{label} {', '.join(which)}: {why}" for why, which in said.items()]
+    lines = ["", f"### Tails ({window}, from the engine's histograms)", ""]
+    lines += markdown_table(header, rows)
+    if any(f.above for f in figures.figures.values()):
+        notes.insert(0, "`> x`: past the engine's largest finite bucket (x is a lower bound)")
+    return lines + ([""] if notes else []) + [f"- {_cell(note)}" for note in notes]
+
+
+# --- provenance -----------------------------------------------------------------------------
+
+
+def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> list[str]:
+    lines = ["## Provenance", ""]
+    if ledger is not None and (totals := ledger.totals) is not None:
+        start, end = totals.end - totals.window_s, totals.end
+        for info in totals.ledgers:
+            version = info.schema_version if info.schema_version is not None else "unknown"
+            lines.append(
+                f"- Ledger `{info.path}` (profile {info.profile}, schema {version}), opened "
+                f"read-only; sessions with started_at in ({start:.0f}, {end:.0f}] "
+                f"(epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
+            )
+        lines += [f"- Missing `{name}`: {reason}" for name, reason in totals.missing.items()]
+        lines += ["", "The totals, reproduced with `sqlite3 'file:PATH?mode=ro'`:", ""]
+        lines += ["```sql", f"{ledger_window_sql(start, end)};", "```", ""]
+    if lane is not None and (lane_totals := lane.totals) is not None:
+        lines.append(
+            f"- Lane `{lane_totals.lane}`: {lane_totals.server or 'unknown server'}, selector "
+            f"`{{{lane_totals.selector}}}`, dialect {lane_totals.dialect}, evaluated at "
+            f"{stamp(lane_totals.end)}; freshness: {lane.freshness.describe()}"
+        )
+        if lane_totals.coverage_note:
+            lines.append(f"- Window coverage: {lane_totals.coverage_note}")
+        lines += [
+            f"- Missing `{name}`: {reason}" for name, reason in sorted(lane_totals.missing.items())
+        ]
+        if lane_totals.queries:
+            queries = [f"{key}: {expr}" for key, expr in sorted(lane_totals.queries.items())]
+            lines += ["", "```promql", *queries, "```"]
+    return lines
+
+
+def markdown_receipt(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
+) -> str:
+    """The receipt as markdown: ledger, spend, lane, provenance; no control character from
+    outside reaches it (shown as symbols, line breaks among them: a name stays on its line)."""
+    prices = prices or Prices()
+    lines = ["# lane-cockpit receipt", ""]
+    if ledger is not None and ledger.figures is not None and ledger.totals is not None:
+        lines += _freshness_note(ledger.freshness)
+        lines += [*ledger_markdown(ledger.figures, ledger.totals, ledger.window, prices), ""]
+    elif ledger is not None:
+        lines += [f"## The agent ledger: {ledger.freshness.describe()}", ""]
+    if lane is not None and lane.figures is not None and lane.totals is not None:
+        lines += _freshness_note(lane.freshness)
+        lines += [*lane_markdown(lane.figures, lane.totals, lane.window), ""]
+    elif lane is not None:
+        lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
+    lines += _provenance(lane, ledger)
+    return "\n".join(map(visible, lines)).rstrip() + "\n"  # a line each, whatever a name holds
+
+
+# --- JSON -----------------------------------------------------------------------------------
+
+
+def _figure_json(figure: Figure) -> dict[str, Any]:
+    data: dict[str, Any] = {"label": figure.label, "value": figure.value, "unit": figure.unit}
+    if figure.value is not None:
+        data["text"] = format_figure(figure)
+    if figure.above:
+        data["above"] = True
+    if figure.reason:
+        data["reason" if figure.missing else "note"] = figure.reason
+    if figure.query:
+        data["query"] = figure.query
+    return data
+
+
+def _group_json(groups: tuple[GroupRatio, ...]) -> list[dict[str, Any]]:
+    keys = [key for key, _, _ in _GROUP_COLUMNS]
+    return [{"name": g.name, **dict(zip(keys, _group_values(g), strict=True))} for g in groups]
+
+
+def json_receipt(
+    lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, prices: Prices | None = None
+) -> dict[str, Any]:
+    receipt: dict[str, Any] = {}
+    if ledger is not None:
+        receipt["ledger"] = _ledger_json(ledger, prices or Prices())
+    if lane is not None:
+        receipt["lane"] = _lane_json(lane)
+    return receipt
+
+
+def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
+    data: dict[str, Any] = {"window": ledger.window, "freshness": ledger.freshness.describe()}
+    if ledger.figures is None or ledger.totals is None:
+        return data
+    totals = ledger.totals
+    data.update(
+        end=totals.end,
+        figures={key: _figure_json(f) for key, f in ledger.figures.figures.items()},
+        by_source=_group_json(ledger.figures.by_source),
+        by_model=_group_json(ledger.figures.by_model),
+        model_basis=totals.model_basis,
+        by_profile=_group_json(ledger.figures.by_profile),
+        busiest_source=ledger.figures.busiest_source,
+        spend={
+            "prices": asdict(prices),
+            "rows": [asdict(row) for row in ledger.figures.spend],
+        },
+        missing=dict(totals.missing),
+        skipped=dict(totals.skipped),
+        provenance={
+            "ledgers": [
+                {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
+                for i in totals.ledgers
+            ],
+            "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),
+            "tailer_sql": list(totals.queries),
+        },
+    )
+    return data
+
+
+def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "lane": lane.lane,
+        "window": lane.window,
+        "freshness": lane.freshness.describe(),
+    }
+    if lane.figures is None or lane.totals is None:
+        return data
+    totals = lane.totals
+    data.update(
+        end=totals.end,
+        coverage=totals.coverage_note or None,
+        figures={key: _figure_json(f) for key, f in lane.figures.figures.items()},
+        missing=dict(totals.missing),
+        provenance={
+            "server": totals.server,
+            "selector": totals.selector,
+            "dialect": totals.dialect,
+            "queries": dict(totals.queries),
+        },
+    )
+    return data
