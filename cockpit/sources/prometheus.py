@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from cockpit import dialects, promql
 from cockpit.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
+from cockpit.quantiles import check_buckets
 from cockpit.sources.history import History
 from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
 
@@ -227,6 +228,7 @@ class PrometheusSource:
         found = promql.split_by_fig(answer.result)
         note, down = self._targets(found, ask.present)
         read = _Read(found, plan.exprs)
+        notes = read.check_buckets(found)
         if read.unusable and not read.values and not read.histograms:  # garbage, not quiet
             raise SourceError(f"{self.url}: no usable value in the answer ({read.unusable[0]})")
         missing = {**plan.missing, **read.missing}
@@ -245,6 +247,7 @@ class PrometheusSource:
             values=frozen_map(read.values),
             missing=frozen_map(missing),
             histograms=frozen_map(read.histograms),
+            bucket_notes=frozen_map(notes),
             groups=frozen_map(read.groups),
             queries=frozen_map({**plan.exprs, **plan.extra}),
             kv_capacity_tokens=capacity,
@@ -391,6 +394,21 @@ class _Read:
                 self.groups[key] = read
             else:
                 self.values[key] = read
+
+    def check_buckets(self, found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
+        """Each histogram over the bounds its window's bucket sets share (`check_buckets`, with
+        its `le_seen` answer), missing when they share none; what was wrong, by key."""
+        notes: dict[str, str] = {}
+        for key, buckets in list(self.histograms.items()):
+            checked = check_buckets(buckets, promql.le_seen(found.get(key + promql.LE_SEEN)))
+            if isinstance(checked, Missing):
+                del self.histograms[key]
+                self.missing[key] = checked.reason
+                continue
+            self.histograms[key], note = checked
+            if note:
+                notes[key] = note
+        return notes
 
 
 V = TypeVar("V")
