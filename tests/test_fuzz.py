@@ -377,3 +377,59 @@ def test_any_ledger_rows(home: Path, empty_ledger: Path, rows: list[tuple[Any, .
         assert not str(ledger["freshness"]).startswith("ok"), ledger
     code, out, _ = cockpit("report", "--ledger", str(path), "--at", str(NOW), "--window", "7d")
     assert code in (0, 1)
+
+
+# --- histograms whose buckets lie ------------------------------------------------------------
+
+BOUNDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 2560.0)
+BUCKET_SET = st.lists(st.sampled_from(BOUNDS), min_size=0, max_size=5, unique=True)
+
+
+@st.composite
+def lying_histograms(draw: st.DrawFn) -> list[str]:
+    """Expositions of one TTFT histogram whose bucket set may change between the window's
+    ends (a restart with other buckets) and whose counts may not be cumulative."""
+    sets = [sorted(draw(BUCKET_SET)), sorted(draw(BUCKET_SET))]
+    change = draw(st.integers(1, 5))
+    texts, counts = [], dict[str, float]()
+    for scrape in range(6):
+        bounds = sets[scrape >= change]
+        if scrape == change:
+            counts = {}
+        for le in [*map(repr, bounds), "+Inf"]:
+            step = draw(st.one_of(st.integers(0, 9), st.sampled_from([-3, -50, 1e6])))
+            counts[le] = counts.get(le, 0.0) + step
+        lines = [
+            f'vllm:time_to_first_token_seconds_bucket{{le="{le}"}} {n!r}'
+            for le, n in counts.items()
+        ]
+        lines += ["vllm:num_requests_running 2", f"vllm:time_to_first_token_seconds_count {scrape}"]
+        texts.append("\n".join(lines) + "\n")
+    return texts
+
+
+@settings(FUZZ, max_examples=80)
+@given(texts=lying_histograms())
+def test_any_bucket_sets_and_counts(texts: list[str]) -> None:
+    from cockpit.core.figures import lane_figures
+    from cockpit.core.health import Thresholds, check
+    from cockpit.core.snapshot import LaneSnapshot
+    from cockpit.sources.scrape import ScrapeSource
+
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    for k, text in enumerate(texts):
+        source.ingest(text, NOW + 5 * k)
+    totals = source.totals("fuzz", "{}", 300, None)
+    figures = lane_figures(totals)
+    for key, figure in figures.figures.items():
+        if figure.value is None:
+            assert figure.reason, key
+        else:
+            assert math.isfinite(figure.value), (key, figure)
+    for key in ("ttft_p50", "ttft_p99"):
+        figure = figures.figures[key]
+        broken = totals.bucket_notes.get("ttft", "")
+        assert figure.doubtful == bool(broken and figure.value is not None), (figure, broken)
+    lane = LaneSnapshot("fuzz", "5m", totals, figures, None, None)
+    fired = check(lane, Thresholds(ttft_p99_slo=0.0))
+    assert not (figures.figures["ttft_p99"].doubtful and any(f.rule == "ttft_slo" for f in fired))

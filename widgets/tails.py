@@ -63,7 +63,8 @@ def tails_view(
         lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
                            short=latency.short, drop_first=True))  # fmt: skip
     figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]
-    reasons = merge_reasons(f.reason for f in figures if f is not None and f.missing and f.reason)
+    said = [f for f in figures if f is not None and (f.missing or f.doubtful) and f.reason]
+    reasons = merge_reasons(f.reason for f in said)
     if reasons:
         lines.append(Note(f"— {reasons}"))
     return PaneView(tuple(lines), (("lane", engine.freshness),))

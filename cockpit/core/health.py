@@ -143,7 +143,7 @@ def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Findi
 
 def _over(limit: _Limit, figure: Figure | None, thresholds: Thresholds) -> Finding | None:
     value = limit.limit(thresholds)
-    if figure is None or figure.value is None or value is None:
+    if figure is None or figure.value is None or figure.doubtful or value is None:
         return None
     if figure.above:  # a lower bound: past the threshold only when the bound itself is
         fires = limit.compare != "<" and figure.value >= value

@@ -86,6 +86,9 @@ class Figure:
     query: str = ""
     above: bool = False
     """`value` is a lower bound (a quantile past the largest finite bucket reads `> 60 s`)."""
+    doubtful: bool = False
+    """`value` is read from data that needed mending (`reason` says how): shown with its
+    reason, but no health rule fires on it."""
 
     @property
     def missing(self) -> bool:
@@ -101,13 +104,17 @@ def make_figure(
     query: str | None = "",
     note: str = "",
     above: bool = False,
+    doubtful: bool = False,
 ) -> Figure:
     """A figure, missing with `why` when `value` is None or not finite; `note` beside a value;
-    `above`: the value is a lower bound."""
+    `above`: the value is a lower bound; `doubtful`: read from mended data (see `Figure`)."""
     if value is not None and not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
     reason = note if value is not None else why
-    return Figure(key, label, value, unit, reason, query or "", above and value is not None)
+    present = value is not None
+    return Figure(
+        key, label, value, unit, reason, query or "", above and present, doubtful and present
+    )
 
 
 K = TypeVar("K")
@@ -285,6 +292,9 @@ class LaneTotals:
     missing: Mapping[str, str] = field(default_factory=frozen_map)
     """Raw key -> why it is absent."""
     histograms: Mapping[str, tuple[Bucket, ...]] = field(default_factory=frozen_map)
+    bucket_notes: Mapping[str, str] = field(default_factory=frozen_map)
+    """Histogram key -> what was wrong with its buckets (a changed bucket set, counts that are
+    not cumulative) and how they were read."""
     groups: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
     """Raw key (LANE_GROUPED) -> label value -> value, e.g. `finished` -> {"stop": 12}."""
     queries: Mapping[str, str] = field(default_factory=frozen_map)

@@ -171,6 +171,36 @@ def spec_expression(
     return None
 
 
+LE_SEEN = "_le_seen"
+"""Suffix of a histogram key's bound-presence expression (`le_seen_expression`)."""
+
+
+def le_seen_expression(
+    spec: dialects.Spec, selector: str, window: str, step: float | None = None
+) -> str | None:
+    """How often each `le` of a histogram was present in the window, for `check_buckets`: a
+    bound present less often than `+Inf` is not in every bucket set of the window (an engine
+    restarted with other buckets). Counted at the gauges' subquery step rather than over every
+    raw sample: at most ~2000 lookups a series however long the window, and as exact (every
+    bucket of a target is scraped, and goes stale, at once). Of an `Either`, the option its
+    increase is read from."""
+    if isinstance(spec, dialects.Histogram):
+        step = subquery_step(parse_duration(window)) if step is None else step
+        buckets = _series(f"{spec.base}_bucket", selector, spec.extra)
+        counted = f"count_over_time({buckets}[{window}:{promql_duration(step)}])"
+        return f"sum by (le) ({_one_rank(counted, spec.ranks)})"
+    if not isinstance(spec, dialects.Either) or not isinstance(spec.options[0], dialects.Histogram):
+        return None
+    seen = [le_seen_expression(option, selector, window, step) for option in spec.options]
+    chosen = [spec_expression(option, selector, window) for option in spec.options]
+    parts = [
+        f"({counted} unless on() ({' or '.join(str(c) for c in chosen[:k])}))" if k else counted
+        for k, counted in enumerate(seen)
+        if counted
+    ]
+    return f"({' or '.join(parts)})"
+
+
 def _instant(spec: dialects.Gauge | dialects.Either, selector: str, pin: str, by: str) -> str:
     """A gauge's sum (or mean) across series at the evaluation time."""
     if isinstance(spec, dialects.Either):
@@ -338,6 +368,9 @@ def lane_plan(
         if (e := spec_expression(s, selector, window, None, gauge_step))
     }
     extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped, window)}
+    for key, spec in specs.items():
+        if key in LANE_HISTOGRAMS and (seen := le_seen_expression(spec, selector, window)):
+            extra[key + LE_SEEN] = seen
     if with_start:
         extra.update(targets_expressions(selector))
         extra[DATA_START] = data_start_expression(dialect, selector, window_s, escaped)
@@ -400,6 +433,21 @@ def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
         except (KeyError, TypeError, ValueError):
             return Missing("histogram bucket without a readable le")
     return dialects.sorted_buckets(pairs)
+
+
+def le_seen(samples: Samples | None) -> dict[float, float] | None:
+    """A `le_seen_expression` answer as bound -> times present; None when unreadable."""
+    seen: dict[float, float] = {}
+    for sample in samples or ():
+        number = sample_value(sample)
+        try:
+            bound = dialects.parse_le(sample["metric"]["le"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if isinstance(number, Missing):
+            return None
+        seen[bound] = seen.get(bound, 0.0) + number
+    return seen
 
 
 def _groups(samples: Samples) -> dict[str, float] | Missing:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
-from itertools import accumulate
+from collections.abc import Mapping, Sequence
+from itertools import accumulate, pairwise
 
-from cockpit.core.model import Bucket
+from cockpit.core.model import Bucket, Missing
 
 
 def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool] | None:
@@ -60,3 +60,55 @@ def _envelope(ordered: Sequence[Bucket]) -> tuple[list[float], list[float]]:
             merged.append([bound, count])
     counts = accumulate((count for _, count in merged), lambda top, count: max(count, top))
     return [bound for bound, _ in merged], list(counts)
+
+
+NOT_CUMULATIVE = "buckets not cumulative"
+BUCKETS_CHANGED = "bucket sets changed in the window"
+FP_TOLERANCE = 1e-9
+"""A dip smaller than this share of the total is floating-point noise, not a broken histogram."""
+
+
+def check_buckets(
+    buckets: Sequence[Bucket], seen: Mapping[float, float] | None = None
+) -> tuple[tuple[Bucket, ...], str] | Missing:
+    """The buckets a quantile may be read from and what was wrong with them ("" when nothing),
+    or why none can be read.
+
+    `seen`: how often each bound was seen in the window (samples, or subquery points). A bound
+    seen less often than `+Inf` (every bucket set has one) is not in every bucket set of the
+    window: an engine restarted with other buckets, or its series disagree. Only the bounds
+    all sets share are kept: their cumulative counts are exact in each set, so their sum is a
+    true, coarser histogram. Counts that fall as the bound rises (or below zero) are not a
+    cumulative histogram: the quantile is read as Prometheus reads it (made monotonic), and
+    said to be so."""
+    kept, notes = tuple(buckets), []
+    top = None if seen is None else seen.get(math.inf)
+    if top is not None and seen is not None:
+        kept = tuple(bucket for bucket in kept if seen.get(bucket[0], 0.0) == top)
+        bounds = {bound for bound, _ in buckets}
+        if len(kept) < len(buckets):
+            shared = {bound for bound, _ in kept if math.isfinite(bound)}
+            if not shared:
+                return Missing(f"{BUCKETS_CHANGED} and the sets share no finite bound")
+            notes.append(f"{BUCKETS_CHANGED}: read over the {len(shared)} of "
+                         f"{len(bounds) - 1} finite bounds every set has")  # fmt: skip
+    falls = _first_fall(kept)
+    if falls:
+        notes.append(f"{NOT_CUMULATIVE} ({falls}): made monotonic as Prometheus does, may be wrong")
+    return tuple(sorted(kept)), "; ".join(notes)
+
+
+def _first_fall(buckets: Sequence[Bucket]) -> str:
+    """Where cumulative counts fall (a bound holding fewer than one below it, or below 0)."""
+    merged: dict[float, float] = {}
+    for bound, count in buckets:
+        merged[bound] = merged.get(bound, 0.0) + count
+    ordered = sorted(merged.items())
+    tolerance = FP_TOLERANCE * max((abs(count) for _, count in ordered), default=0.0)
+    for bound, count in ordered:
+        if count < -tolerance:
+            return f"le={bound:g} counts {count:g}"
+    for (low, below), (high, count) in pairwise(ordered):
+        if count < below - tolerance:
+            return f"le={high:g} counts {count:g}, fewer than le={low:g}'s {below:g}"
+    return ""

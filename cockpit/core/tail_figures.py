@@ -77,7 +77,11 @@ def _tail(totals: LaneTotals, histogram: str, label: str, percentile: int) -> Fi
     note = "past the engine's largest bucket" if above else ""
     if value <= first and not above:  # interpolated from 0 across the whole first bucket
         note = f"within the engine's first bucket (≤ {first:g} s)"
-    return make_figure(key, f"{label} p{percentile}", value, "seconds", "", query, note, above)
+    mended = totals.bucket_notes.get(histogram, "")
+    note = "; ".join(part for part in (mended, note) if part)
+    return make_figure(
+        key, f"{label} p{percentile}", value, "seconds", "", query, note, above, bool(mended)
+    )
 
 
 def _why(buckets: tuple[Bucket, ...]) -> str:

@@ -25,11 +25,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cockpit.core import promql, trends
-from cockpit.core.model import Bucket, Missing
-from cockpit.core.quantiles import histogram_quantile
-from cockpit.core.timeutil import promql_duration
 from cockpit.engines import dialects
+from cockpit.core import promql
+from cockpit.core import trends
+from cockpit.core.model import Bucket, Missing
+from cockpit.core.quantiles import check_buckets, histogram_quantile
+from cockpit.core.timeutil import promql_duration
 
 LabelKey = tuple[tuple[str, str], ...]
 POINT_BYTES = 32
@@ -220,6 +221,10 @@ class Window:
         """Counts start here: a series born at or after it counts from its birth."""
         self.dropped: dict[tuple[str, LabelKey], int] = {}
         """Non-finite samples left out, by series read."""
+        self.unreadable_le: dict[tuple[str, LabelKey], str] = {}
+        """Bucket series left out because their `le` is not a number, with that `le`."""
+        self.bucket_notes: dict[dialects.Histogram, str] = {}
+        """What was wrong with a histogram's buckets in the window (see `check_buckets`)."""
 
     def _counting_start(self, counters: Iterable[str]) -> float:
         first = bisect_left(self.buffer.scrapes, self.lo)
@@ -260,12 +265,20 @@ class Window:
         return scrapes[stop - 1] - begin
 
     def warnings(self) -> tuple[str, ...]:
-        if not self.dropped:
-            return ()
-        count = sum(self.dropped.values())
-        names = ", ".join(sorted({name for name, _ in self.dropped}))
-        plural = "s" if count > 1 else ""
-        return (f"{count} non-finite sample{plural} (NaN/Inf) left out: {names}",)
+        said: list[str] = []
+        if self.dropped:
+            count = sum(self.dropped.values())
+            names = ", ".join(sorted({name for name, _ in self.dropped}))
+            plural = "s" if count > 1 else ""
+            said.append(f"{count} non-finite sample{plural} (NaN/Inf) left out: {names}")
+        if self.unreadable_le:
+            count = len(self.unreadable_le)
+            names = ", ".join(sorted({name for name, _ in self.unreadable_le}))
+            first = next(iter(self.unreadable_le.values()))
+            plural = "s" if count > 1 else ""
+            said.append(f"{count} bucket series with an unreadable le "
+                        f"(le={first!r}) left out: {names}")  # fmt: skip
+        return tuple(said)
 
     def _tracks(
         self, name: str, extra: tuple[tuple[str, str], ...] = ()
@@ -350,18 +363,55 @@ class Window:
         return means if spec.by else means[""]
 
     def histogram(self, spec: dialects.Histogram) -> tuple[Bucket, ...] | Missing:
+        """The window's increase per `le`, over the bounds every bucket set in it shares (see
+        `check_buckets`); a series whose `le` is no number is left out and counted."""
+        name = f"{spec.base}_bucket"
+        found: list[tuple[LabelKey, float | Missing | None]] = []
+        bounds: dict[LabelKey, float] = {}
+        seen: dict[float, float] = {}
+        for labels, track, first, stop in self._tracks(name, spec.extra):
+            bound = self._bound(name, labels)
+            if bound is None:
+                continue
+            points = stop - first + track.dropped_in(self.lo, self.end)
+            if not points:  # a bucket set that ended before the window: not in it
+                continue
+            bounds[labels] = bound
+            seen[bound] = seen.get(bound, 0.0) + points
+            found.append((labels, self._increase(track, first, stop)))
         by_le: dict[float, list[float | Missing | None]] = {}
-        for labels, increase in self._increases(f"{spec.base}_bucket", spec.extra, spec.ranks):
-            bound = dict(labels).get("le")
-            if bound is not None:
-                by_le.setdefault(dialects.parse_le(bound), []).append(increase)
+        for labels, increase in one_rank(found, spec.ranks):
+            by_le.setdefault(bounds[labels], []).append(increase)
         pairs: list[Bucket] = []
         for le, increases in by_le.items():
             total = _total(increases)
             if isinstance(total, Missing):
                 return total
             pairs.append((le, total))
-        return dialects.sorted_buckets(pairs) if pairs else NO_SAMPLES
+        if not pairs:
+            return NO_SAMPLES
+        checked = check_buckets(pairs, seen)
+        if isinstance(checked, Missing):
+            return checked
+        buckets, note = checked
+        if note:
+            self.bucket_notes[spec] = note
+        return buckets
+
+    def _bound(self, name: str, labels: LabelKey) -> float | None:
+        """A bucket series' `le` as a number; None (counted in `unreadable_le`) when it is not
+        one, or the series has none."""
+        text = dict(labels).get("le")
+        if text is None:
+            return None
+        try:
+            bound = dialects.parse_le(text)
+        except ValueError:
+            bound = math.nan
+        if math.isnan(bound):
+            self.unreadable_le[(name, labels)] = text
+            return None
+        return bound
 
 
 T = TypeVar("T", float, float | Missing | None)

@@ -71,6 +71,8 @@ class Scrape:
     """The label sets of vLLM's cache-config info metric (its KV capacity)."""
     series: dict[str, Series] = field(default_factory=dict)
     """The series read, by their text: the next scrape's `known`."""
+    stamped: float | None = None
+    """The latest timestamp the exposition gave a sample (epoch seconds), if any did."""
 
 
 def engine_lines(text: str) -> dict[str, list[str]]:
@@ -85,13 +87,14 @@ def engine_lines(text: str) -> dict[str, list[str]]:
 
 def parse_samples(
     url: str, lines: Iterable[str], known: Mapping[str, Series] | None = None
-) -> tuple[list[tuple[str, dict[str, str], float]], dict[str, Series]]:
-    """(name, labels, value) of each sample line, by prometheus_client's parser, and the series
+) -> tuple[list[tuple[str, dict[str, str], float]], dict[str, Series], float | None]:
+    """(name, labels, value) of each sample line, by prometheus_client's parser, the series
     read (the text before a line's value -> name and labels): a line of a series in `known`
-    (the last scrape's) only has its value read."""
+    (the last scrape's) only has its value read; and the latest timestamp a line carried."""
     known = known or {}
     samples = []
     series: dict[str, Series] = {}
+    stamped: float | None = None
     for line in lines:
         head, _, last = line.rpartition(" ")
         read = known.get(head)
@@ -101,10 +104,13 @@ def parse_samples(
             read, value = (sample.name, sample.labels), float(sample.value)
             if sample.timestamp is None and sample.exemplar is None:
                 series[head] = read  # the last word is the value: the head is the series
+            elif sample.timestamp is not None:
+                at = float(sample.timestamp)
+                stamped = at if stamped is None or at > stamped else stamped
         else:
             series[head] = read
         samples.append((read[0], read[1], value))
-    return samples, series
+    return samples, series, stamped
 
 
 def _parse_line(url: str, line: str) -> Sample:
@@ -156,7 +162,7 @@ def read_scrape(
         for line in lines.get(name, ())
         if all(label in line for label in written)  # cheap: the parser is the costly part
     ]
-    samples, scrape.series = parse_samples(
+    samples, scrape.series, scrape.stamped = parse_samples(
         url, [*chosen, *(line for name in info for line in lines.get(name, ()))], known
     )
     created = {

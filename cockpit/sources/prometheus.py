@@ -19,9 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from cockpit.engines import dialects
 from cockpit.core import promql
 from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
-from cockpit.engines import dialects
+from cockpit.core.quantiles import check_buckets
+from cockpit.sources.buffer import span
 from cockpit.sources.history import History
 from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
 
@@ -37,6 +39,14 @@ ENGINE_NAMES = '{__name__=~"(vllm|sglang)[:_].+"}'
 LIVE = "live"
 """Expression key: how many of the lane's series have a sample at the evaluation time (0 when
 they went stale: the engine stopped, its target is gone)."""
+AHEAD = "ahead"
+"""Expression key: how far past the evaluation time the lane's newest sample is stamped (no
+sample: none is). Looked up at the evaluation time plus the 5 min lookback, so it sees
+samples up to 5 min ahead: Prometheus stores them (its scrape keeps an exposition's own
+timestamps) but an instant query only reads those at or before its time."""
+LOOKBACK_S = 300.0
+DEFAULT_INTERVAL_S = 15.0
+"""Prometheus's default scrape interval, for a lane whose own is not known."""
 STALE = "no sample of the lane at the evaluation time (its series went stale)"
 BACK = "the lane is back after being down: read at the next refresh"
 PARTIAL = "server answer is partial (isPartial): some of its storage nodes did not answer"
@@ -155,8 +165,12 @@ class PrometheusSource:
         self.last_samples = 0
         memory, names, dialect = await self._lane(lane, dialect, selector)
         escaped = dialects.names_escaped(names)
-        live = f"(count({promql.presence_series(dialect, selector, escaped)}) or vector(0))"
-        ask = _Ask(lane, dialect, selector, window_s, at, end is None, {LIVE: live})
+        presence = promql.presence_series(dialect, selector, escaped)
+        ahead = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
+        live = {LIVE: f"(count({presence}) or vector(0))"}
+        if end is None:  # in the past (`--at`), later samples are no clock's fault
+            live[AHEAD] = ahead
+        ask = _Ask(lane, dialect, selector, window_s, at, end is None, live)
         plan = self._plan(memory, ask, names)
         last = memory.last.get(window_s)
         if (
@@ -192,7 +206,7 @@ class PrometheusSource:
         state = {**promql.targets_expressions(ask.selector), **ask.live, **fresh}
         answer = await self.query(promql.combined_query(state), ask.end)
         found = promql.split_by_fig(answer.result)
-        note, down = self._targets(found, ask.present)
+        note, down = self._targets(found, ask.present, last.totals.scrape_interval_s)
         if down:
             raise SourceError(down, engine_absent=True)
         read = _Read(found, fresh)
@@ -226,8 +240,11 @@ class PrometheusSource:
     async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
         answer = await self.query(f"{plan.query} or {promql.combined_query(ask.live)}", ask.end)
         found = promql.split_by_fig(answer.result)
-        note, down = self._targets(found, ask.present)
+        start, scrapes = found.get(promql.DATA_START), found.get(promql.SCRAPES)
+        interval = promql.scrape_interval(scrapes, start, ask.end, ask.window_s)
+        note, down = self._targets(found, ask.present, interval)
         read = _Read(found, plan.exprs)
+        notes = read.check_buckets(found)
         if read.unusable and not read.values and not read.histograms:  # garbage, not quiet
             raise SourceError(f"{self.url}: no usable value in the answer ({read.unusable[0]})")
         missing = {**plan.missing, **read.missing}
@@ -235,9 +252,7 @@ class PrometheusSource:
         capacity = promql.capacity_from_samples(ask.dialect, seen)
         if capacity is None:
             missing["kv_capacity_tokens"] = promql.capacity_reason(ask.dialect, bool(seen))
-        start = found.get(promql.DATA_START)
         covered, coverage = promql.window_coverage(start, ask.end, ask.window_s)
-        scrapes = found.get(promql.SCRAPES)
         totals = LaneTotals(
             lane=ask.lane,
             dialect=ask.dialect,
@@ -246,12 +261,13 @@ class PrometheusSource:
             values=frozen_map(read.values),
             missing=frozen_map(missing),
             histograms=frozen_map(read.histograms),
+            bucket_notes=frozen_map(notes),
             groups=frozen_map(read.groups),
             queries=frozen_map({**plan.exprs, **plan.extra}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=coverage,
-            scrape_interval_s=promql.scrape_interval(scrapes, start, ask.end, ask.window_s),
+            scrape_interval_s=interval,
             server=self.url,
             selector=ask.selector,
             warnings=(*answer.warnings, *note),
@@ -260,11 +276,23 @@ class PrometheusSource:
         return _Evaluated(plan.query, totals, answer.warnings, down)
 
     def _targets(
+        self, found: Mapping[str, list[dict[str, Any]]], present: bool, interval: float | None
+    ) -> tuple[tuple[str, ...], str]:
+        """A note when some of the lane's scrape targets are down, or its samples are stamped
+        ahead of the evaluation time by more than a scrape `interval`; the reason the lane is
+        down when all targets are, or when its series went stale (a note when reading the
+        past). Nothing when all are up, or neither `up` nor the answer says."""
+        clocks = _clocks_disagree(found, interval)
+        if clocks and promql.read_key(found.get(LIVE), LIVE) == 0:
+            return (), f"{self.url}: {clocks}: none is at or before it yet"
+        note, down = self._up(found, present)
+        if clocks:
+            note = (f"{clocks}: the values read are up to that much older than they look", *note)
+        return note, down
+
+    def _up(
         self, found: Mapping[str, list[dict[str, Any]]], present: bool
     ) -> tuple[tuple[str, ...], str]:
-        """A note when some of the lane's scrape targets are down; the reason the lane is down
-        when all are, or when its series went stale (a note when reading the past). Nothing
-        when all are up, or neither `up` nor the answer says."""
         targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if isinstance(targets, float) and isinstance(up, float) and up < targets:
@@ -392,6 +420,33 @@ class _Read:
                 self.groups[key] = read
             else:
                 self.values[key] = read
+
+    def check_buckets(self, found: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
+        """Each histogram over the bounds its window's bucket sets share (`check_buckets`, with
+        its `le_seen` answer), missing when they share none; what was wrong, by key."""
+        notes: dict[str, str] = {}
+        for key, buckets in list(self.histograms.items()):
+            checked = check_buckets(buckets, promql.le_seen(found.get(key + promql.LE_SEEN)))
+            if isinstance(checked, Missing):
+                del self.histograms[key]
+                self.missing[key] = checked.reason
+                continue
+            self.histograms[key], note = checked
+            if note:
+                notes[key] = note
+        return notes
+
+
+def _clocks_disagree(found: Mapping[str, list[dict[str, Any]]], interval: float | None) -> str:
+    """What the lane's samples stamped ahead of the evaluation time by more than a scrape
+    interval say (nothing when they are not)."""
+    ahead = promql.read_key(found.get(AHEAD), AHEAD)
+    if not isinstance(ahead, float) or ahead <= max(interval or DEFAULT_INTERVAL_S, 1.0):
+        return ""
+    return (
+        f"the lane's samples are stamped {span(ahead)} ahead of the evaluation time "
+        "(the clocks of its engine and of this machine or the server disagree)"
+    )
 
 
 V = TypeVar("V")

@@ -13,7 +13,7 @@ import asyncio
 import math
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -27,6 +27,7 @@ from cockpit.sources.buffer import (
     Read,
     Window,
     one_rank,
+    span,
     step_values,
 )
 from cockpit.sources.exposition import Scrape, Series, lane_matchers, read_scrape
@@ -39,6 +40,10 @@ MAX_RESPONSE_BYTES = 16_000_000
 CLASSIC_TEXT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 """The classic text format keeps `vllm:` names; OpenMetrics may escape them to `vllm_`."""
 NOT_IN_LAST_SCRAPE = Missing("not in the last scrape")
+CLOCK_STEP_S = 5.0
+"""The wall clock and the steady one drifting apart by more than this is a clock step."""
+FIRST_INTERVAL_S = 15.0
+"""The scrape interval assumed before a second scrape tells it."""
 
 
 class ScrapeSource:
@@ -46,7 +51,14 @@ class ScrapeSource:
     (a model filter or a narrower selector at read time picks among them)."""
 
     def __init__(
-        self, url: str, *, selector: str = "", timeout: float = 5.0, verify: bool | str = True
+        self,
+        url: str,
+        *,
+        selector: str = "",
+        timeout: float = 5.0,
+        verify: bool | str = True,
+        wall: Callable[[], float] = time.time,
+        steady: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = redact_url(url)
         parts = urlsplit(url)
@@ -67,6 +79,12 @@ class ScrapeSource:
         self._info: list[dict[str, str]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: dict[str, Series] = {}
+        self._wall, self._steady = wall, steady
+        self._anchor: tuple[float, float] | None = None
+        """(wall, steady) at the first poll: scrape times are the wall time then plus the
+        steady time since, so a step of the machine's clock moves no window."""
+        self._clock_notes: dict[str, str] = {}
+        """What the clocks say when they disagree: ours stepped, or the engine's runs ahead."""
 
     @property
     def escaped(self) -> bool:
@@ -87,15 +105,46 @@ class ScrapeSource:
             raise SourceError(reason, unreachable=exc.unreachable, engine_absent=absent) from None
         if reply.status >= 400:
             raise status_error(self.url, reply)
-        at = time.time()
+        at, wall = self._scrape_time()
         if len(reply.text) > OFF_LOOP_CHARS:
-            self._add(await asyncio.to_thread(self._parse, reply.text), at)
+            self._add(await asyncio.to_thread(self._parse, reply.text), at, wall)
         else:
-            self._add(self._parse(reply.text), at)
+            self._add(self._parse(reply.text), at, wall)
 
     def ingest(self, text: str, at: float) -> None:
-        """Parse one exposition taken at `at` and add it to the buffer."""
-        self._add(self._parse(text), at)
+        """Parse one exposition taken at `at` (epoch seconds) and add it to the buffer."""
+        self._add(self._parse(text), at, at)
+
+    def _scrape_time(self) -> tuple[float, float]:
+        """A scrape's time on the steady timeline (window arithmetic), and the wall time now."""
+        wall, steady = self._wall(), self._steady()
+        if self._anchor is None:
+            self._anchor = (wall, steady)
+        at = self._anchor[0] + (steady - self._anchor[1])
+        stepped = wall - at
+        if abs(stepped) > CLOCK_STEP_S:
+            way = "forward" if stepped > 0 else "back"
+            self._clock_notes["step"] = (
+                f"this machine's clock stepped {way} by {span(abs(stepped))} since the first "
+                "scrape: windows follow the steady clock"
+            )
+        else:
+            self._clock_notes.pop("step", None)
+        return at, wall
+
+    def _note_ahead(self, stamped: float | None, at: float, wall: float) -> None:
+        """Say so when the exposition's timestamps are ahead of this machine's clock by more
+        than a scrape interval (the engine host's clock runs fast)."""
+        last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
+        interval = at - last if last is not None and at > last else FIRST_INTERVAL_S
+        ahead = -math.inf if stamped is None else stamped - wall
+        if ahead > max(interval, 1.0):
+            self._clock_notes["ahead"] = (
+                f"the engine's samples are stamped {span(ahead)} ahead of this machine's clock "
+                "(the clocks disagree): read as of each scrape"
+            )
+        else:
+            self._clock_notes.pop("ahead", None)
 
     def _parse(self, text: str) -> Scrape:
         return read_scrape(
@@ -107,7 +156,7 @@ class ScrapeSource:
             known=self._series,
         )
 
-    def _add(self, scrape: Scrape, at: float) -> None:
+    def _add(self, scrape: Scrape, at: float, wall: float) -> None:
         series = sum(len(by_labels) for by_labels in scrape.samples.values())
         if not self.buffer.fits(series):
             raise SourceError(
@@ -118,6 +167,7 @@ class ScrapeSource:
         self.dialect = scrape.dialect
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self._series = scrape.series
+        self._note_ahead(scrape.stamped, at, wall)
         self.buffer.add(at, scrape.samples)
 
     def label_values(self, label: str) -> list[str]:
@@ -185,6 +235,7 @@ class ScrapeSource:
             values=frozen_map(_only(reads, float)),
             missing=frozen_map(missing),
             histograms=frozen_map(_only(reads, tuple)),
+            bucket_notes=frozen_map(_bucket_notes(specs, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
             queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in specs.items()}),
             kv_capacity_tokens=capacity,
@@ -192,7 +243,7 @@ class ScrapeSource:
             coverage_note=note,
             server=self.url,
             selector=selector,
-            warnings=window.warnings(),
+            warnings=(*self._clock_notes.values(), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
 
@@ -261,6 +312,21 @@ T = TypeVar("T")
 def _only(reads: Mapping[str, Read], kind: type[T]) -> dict[str, T]:
     """The reads of one kind: numbers, buckets (tuple) or numbers by label (dict)."""
     return {key: read for key, read in reads.items() if isinstance(read, kind)}
+
+
+def _bucket_notes(
+    specs: Mapping[str, dialects.Spec],
+    reads: Mapping[str, Read],
+    notes: Mapping[dialects.Histogram, str],
+) -> dict[str, str]:
+    """Histogram key -> what was wrong with the buckets it was read from."""
+    found: dict[str, str] = {}
+    for key, spec in specs.items():
+        options = spec.options if isinstance(spec, dialects.Either) else (spec,)
+        said = [notes[o] for o in options if isinstance(o, dialects.Histogram) and o in notes]
+        if said and isinstance(reads.get(key), tuple):
+            found[key] = said[0]
+    return found
 
 
 def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
