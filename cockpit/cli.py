@@ -26,6 +26,7 @@ from cockpit.config import (
     parse_config,
 )
 from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.small_files import UnreadableFile, read_small_text
 from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
 from cockpit.yaml_values import did_you_mean
@@ -213,6 +214,10 @@ def _parse(text: str, source: str) -> Config:
     return parse_config(text, source, hardware_profiles(), model_profiles())
 
 
+CONFIG_LIMIT_BYTES = 1 << 20
+"""A config file's size cap: thousands of listed lanes fit in a tenth of it."""
+
+
 def read_config(path: Path | None) -> Config:
     """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
     if path is None:
@@ -222,10 +227,9 @@ def read_config(path: Path | None) -> Config:
         if not path.exists():
             return Config(source="<no config file>")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
+        text = read_small_text(path, CONFIG_LIMIT_BYTES)
+    except UnreadableFile as exc:
+        raise ConfigError(str(path), None, "", f"cannot read the config file: {exc}") from None
     return _parse(text, str(path))
 
 
