@@ -26,6 +26,7 @@ from cockpit.config import (
     parse_config,
 )
 from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.output import output_failed, symbols_that_fit
 from cockpit.small_files import UnreadableFile, read_small_text
 from cockpit.text import visible
 from cockpit.timeutil import TimeParseError, parse_duration, parse_time, stamp
@@ -445,7 +446,18 @@ def _count(number: int, noun: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with symbols_that_fit():
+        try:
+            try:
+                return _run_command(sys.argv[1:] if argv is None else argv)
+            finally:
+                sys.stdout.flush()  # a closed pipe or a full disk shows here, not at exit
+        except OSError as error:
+            return output_failed(error)
+
+
+def _run_command(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.handler
     try:
         return command(args)
