@@ -25,7 +25,7 @@ from cockpit.config import (
     LedgerConfig,
     parse_config,
 )
-from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.lifecycle import LAST_WORDS_S, Setup, build_app, run_app, unfit_terminal
 from cockpit.output import output_failed, symbols_that_fit
 from cockpit.small_files import UnreadableFile, read_small_text
 from cockpit.text import visible
@@ -337,8 +337,17 @@ def _check_refresh(args: argparse.Namespace) -> None:
         raise _refused("--refresh", expected)
 
 
+def _terminal_refused() -> bool:
+    reason = unfit_terminal()
+    if reason is not None:
+        print(f"cockpit: {reason}", file=sys.stderr)
+    return reason is not None
+
+
 def command_run(args: argparse.Namespace) -> int:
     _check_refresh(args)
+    if _terminal_refused():
+        return 2
 
     def setup() -> Setup:
         config = effective_config(args)
@@ -355,6 +364,8 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_demo(args: argparse.Namespace) -> int:
     _check_refresh(args)
+    if _terminal_refused():
+        return 2
     from cockpit.demo_process import DemoProcess, DemoProcessError
 
     simulators = DemoProcess.start(prometheus=args.prometheus)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.config import Config
+from cockpit.output import carries_symbols
 
 if TYPE_CHECKING:
     from cockpit.app import CockpitApp
@@ -45,6 +46,21 @@ class Setup(NamedTuple):
     opens on their overview (`cli_fleet.fleet_feed`)."""
     lane: str | None = None
     """The lane named on the command line: the cockpit opens on its panes."""
+
+
+def unfit_terminal() -> str | None:
+    """Why this terminal can't show the full-screen cockpit (None when it can): a `TERM=dumb`
+    one moves no cursor, and through an encoding that can't carry the lines and symbols every
+    one becomes a `\\u` escape (Textual has no ASCII mode to fall back on)."""
+    if os.environ.get("TERM") == "dumb":
+        return ("TERM=dumb: this terminal can't show the full-screen cockpit; `cockpit report` "
+                "prints its figures as text")  # fmt: skip
+    stream = sys.__stderr__  # what Textual writes the screen through
+    if stream is not None and not carries_symbols(stream.encoding):
+        return (f"the terminal's encoding ({stream.encoding}) can't carry the cockpit's lines "
+                "and symbols: run it in a UTF-8 locale (LANG=C.UTF-8), or `cockpit report` "
+                "for text")  # fmt: skip
+    return None
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
