@@ -78,7 +78,7 @@ def test_unreadable_config(tmp_path: Path) -> None:
         == f"cockpit: {missing}: cannot read the config file: No such file or directory"
     )
     folder = run("report", "--config", str(tmp_path), cwd=tmp_path)
-    assert folder.returncode == 2 and "Is a directory" in folder.stderr
+    assert folder.returncode == 2 and "is a directory, not a regular file" in folder.stderr
 
 
 def test_not_utf8_config(tmp_path: Path) -> None:

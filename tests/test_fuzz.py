@@ -1,5 +1,6 @@
-"""Hypothesis over every door the outside has: config files, command-line flags, Prometheus
-answers, /metrics texts and ledger rows, each through the real `cockpit` entry (`main`).
+"""Hypothesis over every door the outside has: config files (special files among them),
+command-line flags, Prometheus answers, /metrics texts, ledger rows and output encodings, each
+through the real `cockpit` entry (`main`).
 
 Whatever comes in: no traceback, an exit code of 0, 1 or 2 (2: one line saying what was
 expected), no raw control byte and no secret in any output, JSON that is strict JSON, and every
@@ -10,9 +11,11 @@ examples every time.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import math
+import os
 import re
 import shutil
 import sqlite3
@@ -33,6 +36,7 @@ from ledger_writer import recount
 from test_config_fuzz import documents
 
 from cockpit.cli.main import main
+from cockpit.cli.output import PLAIN_SYMBOLS, carries_symbols
 
 FUZZ = settings(
     max_examples=60,
@@ -433,3 +437,104 @@ def test_any_bucket_sets_and_counts(texts: list[str]) -> None:
     lane = LaneSnapshot("fuzz", "5m", totals, figures, None, None)
     fired = check(lane, Thresholds(ttft_p99_slo=0.0))
     assert not (figures.figures["ttft_p99"].doubtful and any(f.rule == "ttft_slo" for f in fired))
+
+
+# --- output encodings other than UTF-8 ---------------------------------------------------------
+
+ENCODINGS = ["ascii", "latin-1", "cp1252", "iso8859-15", "koi8-r", "cp437", "mac-roman",
+             "shift_jis", "utf-16", "utf-8"]  # fmt: skip
+HEADLESS = [
+    ("report", "--at", str(NOW), "--window", "90d"),
+    ("report", "--at", str(NOW), "--window", "90d", "--format", "json"),
+    ("check",),
+    ("roofline", "--hardware", "h100", "--model", "llama-3.1-8b"),
+    ("roofline", "--list"),
+]
+
+
+def cockpit_in(encoding: str, *args: str) -> tuple[int, str, str]:
+    """The real entry point writing to byte streams in `encoding`, as a locale or
+    PYTHONIOENCODING sets them: every byte written must be that encoding's."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+    err = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace")
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 0
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        assert isinstance(stream.buffer, io.BytesIO)
+        texts.append(stream.buffer.getvalue().decode(encoding))
+    assert code in (0, 1, 2), (code, texts)
+    for text in texts:
+        found = RAW_CONTROL.search(text)
+        assert found is None, f"raw control byte {found.group()!r} in {args}: {text[-2000:]!r}"
+    return code, texts[0], texts[1]
+
+
+@FUZZ
+@given(
+    encoding=st.sampled_from(ENCODINGS),
+    command=st.sampled_from(HEADLESS),
+    ledger=st.sampled_from(["fixture", *HOSTILE, "naïve ☃ 名前"]),
+)
+def test_any_output_encoding(
+    home: Path, encoding: str, command: tuple[str, ...], ledger: str
+) -> None:
+    fixture = home / "encoded.db"
+    if not fixture.exists():
+        shutil.copyfile(require_fixture(HERMES_FIXTURES / "state-v22.db"), fixture)
+    path = str(fixture) if ledger == "fixture" else str(home / ledger)
+    ledgers = ("--ledger", path) if command[0] != "roofline" else ()
+    code, out, _ = cockpit_in(encoding, *command, *ledgers)
+    if not carries_symbols(encoding):
+        shown = [symbol for symbol in PLAIN_SYMBOLS if symbol in out]
+        assert not shown, f"{shown} in a {encoding} output of {command}"
+    if ledger == "fixture" or command[0] == "roofline":
+        assert code == 0, out[-2000:]
+    if "json" in command and code in (0, 1):
+        check_json(out)
+
+
+# --- special files as config -------------------------------------------------------------------
+
+SPECIAL_CONFIGS = ["fifo", "directory", "/dev/null", "/dev/zero", "/dev/urandom", "oversized",
+                   "fifo symlink"]  # fmt: skip
+
+
+def special_config(home: Path, kind: str) -> Path:
+    path = home / f"special-{kind.replace('/', '_').replace(' ', '_')}"
+    if kind.startswith("/dev/"):
+        return Path(kind)
+    if not path.exists() and not path.is_symlink():
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "fifo symlink":
+            os.mkfifo(home / "special-target-fifo")
+            path.symlink_to(home / "special-target-fifo")
+        elif kind == "directory":
+            path.mkdir()
+        else:
+            path.write_bytes(b"#" * ((1 << 20) + 1))
+    return path
+
+
+@settings(FUZZ, max_examples=30)
+@given(
+    kind=st.one_of(st.sampled_from(SPECIAL_CONFIGS), st.binary(max_size=48)),
+    bom=st.sampled_from([b"", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE]),
+)
+def test_any_special_file_as_config(home: Path, kind: str | bytes, bom: bytes) -> None:
+    if isinstance(kind, bytes):  # a regular file of any bytes, after a byte-order mark or not
+        path = home / "bytes.yaml"
+        path.write_bytes(bom + kind)
+        cockpit("check", "--config", str(path))
+        return
+    path = special_config(home, kind)
+    if not path.exists():
+        return
+    code, _, err = cockpit("check", "--config", str(path))
+    assert code == 2
+    assert err.startswith(f"cockpit: {path}: cannot read the config file: "), err

@@ -17,6 +17,7 @@ from typing import NoReturn
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
+from cockpit.cli.output import output_failed, symbols_that_fit, unfit_terminal
 from cockpit.config.schema import (
     ENGINES,
     REFRESH_BOUNDS_S,
@@ -29,6 +30,7 @@ from cockpit.config.schema import (
 from cockpit.config.yaml_values import did_you_mean
 from cockpit.core.text import visible
 from cockpit.core.timeutil import TimeParseError, parse_duration, parse_time, stamp
+from cockpit.sources.small_files import UnreadableFile, read_small_text
 
 COMMANDS = ("run", "demo", "report", "roofline", "check")
 
@@ -213,6 +215,10 @@ def _parse(text: str, source: str) -> Config:
     return parse_config(text, source, hardware_profiles(), model_profiles())
 
 
+CONFIG_LIMIT_BYTES = 1 << 20
+"""A config file's size cap: thousands of listed lanes fit in a tenth of it."""
+
+
 def read_config(path: Path | None) -> Config:
     """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
     if path is None:
@@ -222,10 +228,9 @@ def read_config(path: Path | None) -> Config:
         if not path.exists():
             return Config(source="<no config file>")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(str(path), None, "", f"cannot read the config file: {reason}") from None
+        text = read_small_text(path, CONFIG_LIMIT_BYTES)
+    except UnreadableFile as exc:
+        raise ConfigError(str(path), None, "", f"cannot read the config file: {exc}") from None
     return _parse(text, str(path))
 
 
@@ -332,8 +337,17 @@ def _check_refresh(args: argparse.Namespace) -> None:
         raise _refused("--refresh", expected)
 
 
+def _terminal_refused() -> bool:
+    reason = unfit_terminal()
+    if reason is not None:
+        print(f"cockpit: {reason}", file=sys.stderr)
+    return reason is not None
+
+
 def command_run(args: argparse.Namespace) -> int:
     _check_refresh(args)
+    if _terminal_refused():
+        return 2
 
     def setup() -> Setup:
         config = effective_config(args)
@@ -350,6 +364,8 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_demo(args: argparse.Namespace) -> int:
     _check_refresh(args)
+    if _terminal_refused():
+        return 2
     from cockpit.runtime.demo_process import DemoProcess, DemoProcessError
 
     simulators = DemoProcess.start(prometheus=args.prometheus)
@@ -441,7 +457,18 @@ def _count(number: int, noun: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    with symbols_that_fit():
+        try:
+            try:
+                return _run_command(sys.argv[1:] if argv is None else argv)
+            finally:
+                sys.stdout.flush()  # a closed pipe or a full disk shows here, not at exit
+        except OSError as error:
+            return output_failed(error)
+
+
+def _run_command(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.handler
     try:
         return command(args)

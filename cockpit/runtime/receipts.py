@@ -3,7 +3,10 @@ replaces one."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,18 +33,53 @@ def receipt_name(lane: str, window: str, moment: float) -> str:
 
 def write_new_file(target: Path, text: str) -> Path:
     """Writes `text` to `target`, or to `name-2.md`, `name-3.md`… if it exists (two exports of
-    one replayed moment, or of one second): an export never replaces another. The path used."""
+    one replayed moment, or of one second): an export never replaces another. Written whole
+    or not at all (a full disk leaves no part of a file). The path used; OSError."""
     if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
         target.parent.mkdir(parents=True, exist_ok=True)
-    path, number = target, 1
-    while True:
-        try:
-            with path.open("x", encoding="utf-8") as out:
-                out.write(text)
-            return path
-        except FileExistsError:
-            number += 1
-            path = target.with_stem(f"{target.stem}-{number}")
+    part = _written_aside(target, text.encode("utf-8"))
+    try:
+        path, number = target, 1
+        while True:
+            try:
+                _link_new(part, path)
+                return path
+            except FileExistsError:
+                number += 1
+                path = target.with_stem(f"{target.stem}-{number}")
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _written_aside(target: Path, data: bytes) -> Path:
+    """`data` in a new hidden file beside `target`, flushed to the disk; removed on failure."""
+    part = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return part
+
+
+def _link_new(part: Path, path: Path) -> None:
+    """`part` under the name `path` too, FileExistsError if that is taken: a hard link never
+    replaces a file, as a rename would. Where the file system has no hard links, a rename
+    after a look (two exports in the same instant may then meet)."""
+    try:
+        os.link(part, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        part.rename(path)
 
 
 def write_receipt(

@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from cockpit.engines import dialects
 from cockpit.core import promql
 from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.core.quantiles import check_buckets
+from cockpit.engines import dialects
 from cockpit.sources.buffer import span
 from cockpit.sources.history import History
 from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
