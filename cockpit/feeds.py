@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.config import Auth, Config, LaneConfig
@@ -31,6 +30,7 @@ from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
 from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.secret_file import SecretFile, SecretFileError
 from cockpit.timeutil import parse_duration, promql_duration
 
 if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to import
@@ -39,18 +39,41 @@ if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to imp
 
 def read_secret(auth: Auth) -> str:
     """The token or password an Auth names; SourceError (naming no secret) when absent."""
-    if auth.secret_env:
-        value = os.environ.get(auth.secret_env)
-        if not value:
-            raise SourceError(f"auth: environment variable {auth.secret_env} is not set")
-        return value
-    try:
-        lines = Path(auth.secret_file).expanduser().read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise SourceError(f"auth: cannot read {auth.secret_file}: {exc.strerror}") from None
-    if not lines or not lines[0].strip():
-        raise SourceError(f"auth: {auth.secret_file} is empty")
-    return lines[0].strip()
+    return AuthCredentials(auth).secret()
+
+
+@dataclass(eq=False)
+class AuthCredentials:
+    """An Auth's credentials as they are now: a secret file is read again when it changes
+    (a rotated token) or after the server refused it (`forget`)."""
+
+    auth: Auth
+    file: SecretFile | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.file = SecretFile(self.auth.secret_file) if not self.auth.secret_env else None
+
+    def secret(self) -> str:
+        if self.file is None:
+            value = os.environ.get(self.auth.secret_env)
+            if not value:
+                raise SourceError(f"auth: environment variable {self.auth.secret_env} is not set")
+            return value
+        try:
+            return self.file.current()
+        except SecretFileError as error:
+            raise SourceError(f"auth: {error}") from None
+
+    def current(self) -> tuple[str | None, tuple[str, str] | None]:
+        """(bearer token, None) or (None, (username, password))."""
+        secret = self.secret()
+        if self.auth.kind == "bearer":
+            return secret, None
+        return None, (self.auth.username, secret)
+
+    def forget(self) -> None:
+        if self.file is not None:
+            self.file.forget()
 
 
 @dataclass(eq=False)
@@ -147,20 +170,16 @@ class ScrapeLaneFeed(ConfiguredLane):
 
 
 def prometheus_source(lane: LaneConfig) -> PrometheusSource:
-    """A source for the lane's server: its auth (the secret read now), TLS, timeout, tenant."""
+    """A source for the lane's server: its auth (the secret read now, and again when its
+    file changes), TLS, timeout, tenant."""
     assert lane.prometheus is not None
-    bearer: str | None = None
-    basic: tuple[str, str] | None = None
-    if lane.auth is not None:
-        secret = read_secret(lane.auth)
-        if lane.auth.kind == "bearer":
-            bearer = secret
-        else:
-            basic = (lane.auth.username, secret)
+    credentials = AuthCredentials(lane.auth) if lane.auth is not None else None
+    bearer, basic = credentials.current() if credentials is not None else (None, None)
     return PrometheusSource(
         lane.prometheus,
         bearer=bearer,
         auth=basic,
+        credentials=credentials,
         verify=lane.ca_file if lane.ca_file else lane.verify_tls,
         timeout=lane.timeout_s,
         headers={"X-Scope-OrgID": lane.tenant} if lane.tenant else None,

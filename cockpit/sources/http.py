@@ -13,7 +13,7 @@ import math
 import socket
 import ssl
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
@@ -34,6 +34,18 @@ class SourceError(SourceFailure):
 
     connect_failed = False
     """Nothing answered the connection (refused, unknown host, TLS)."""
+
+
+class Credentials(Protocol):
+    """Credentials that may change while running (a secret file rotated)."""
+
+    def current(self) -> tuple[str | None, tuple[str, str] | None]:
+        """(bearer token, None) or (None, (username, password)) as they are now."""
+        ...
+
+    def forget(self) -> None:
+        """The server refused them: read them afresh at the next `current`."""
+        ...
 
 
 class Reply(NamedTuple):
@@ -140,11 +152,14 @@ class HttpClient:
         *,
         bearer: str | None = None,
         basic: tuple[str, str] | None = None,
+        credentials: Credentials | None = None,
         verify: bool | str = True,
         timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
         max_bytes: int = MAX_BYTES,
     ) -> None:
+        """`credentials`, when given, are asked before each request (see `Credentials`);
+        `bearer`/`basic` are what they are at the start."""
         parts = urlsplit(url)
         if basic is None and parts.username is not None:
             basic = (parts.username, parts.password or "")
@@ -153,6 +168,8 @@ class HttpClient:
         self.max_bytes = max_bytes
         self.requests = 0
         """Requests sent so far."""
+        self._credentials = credentials
+        self._sent_as: tuple[str | None, tuple[str, str] | None] = (bearer, basic)
         self._secrets = secret_forms(bearer, basic)
         """Every form the credentials take on the wire: masked in reasons and answers."""
         sent = dict(headers or {})
@@ -187,6 +204,7 @@ class HttpClient:
         data: dict[str, str] | None = None,
     ) -> Reply:
         self.requests += 1
+        self._renew_credentials()
         try:
             async with (
                 asyncio.timeout(self.timeout),
@@ -203,12 +221,28 @@ class HttpClient:
         except (TimeoutError, httpx.HTTPError, httpx.InvalidURL, UnicodeError, OSError) as exc:
             raise self._failure(exc) from None
         text = body.decode(response.encoding or "utf-8", errors="replace")
+        if response.status_code == 401 and self._credentials is not None:
+            self._credentials.forget()
         return Reply(
             response.status_code,
             mask(response.reason_phrase, self._secrets),
             response.headers,
             mask(text, self._secrets),
         )
+
+    def _renew_credentials(self) -> None:
+        """Send the credentials as they are now (SourceError when they can't be read)."""
+        if self._credentials is None:
+            return
+        bearer, basic = self._credentials.current()
+        if (bearer, basic) == self._sent_as:
+            return
+        self._sent_as = (bearer, basic)
+        self._secrets = tuple(dict.fromkeys((*secret_forms(bearer, basic), *self._secrets)))
+        if bearer:
+            self._client.headers["Authorization"] = f"Bearer {bearer}"
+        if basic:
+            self._client.auth = httpx.BasicAuth(*basic)
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""

@@ -22,7 +22,14 @@ from typing import Any, TypeVar
 from cockpit import dialects, promql
 from cockpit.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.sources.history import History
-from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
+from cockpit.sources.http import (
+    Credentials,
+    HttpClient,
+    SourceError,
+    one_line,
+    retry_after,
+    status_error,
+)
 
 __all__ = ["Answer", "PrometheusSource", "SourceError", "reevaluation_interval"]
 
@@ -104,13 +111,20 @@ class PrometheusSource:
         *,
         bearer: str | None = None,
         auth: tuple[str, str] | None = None,
+        credentials: Credentials | None = None,
         verify: bool | str = True,
         timeout: float = 10.0,
         stats: bool = False,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.http = HttpClient(
-            url, bearer=bearer, basic=auth, verify=verify, timeout=timeout, headers=headers
+            url,
+            bearer=bearer,
+            basic=auth,
+            credentials=credentials,
+            verify=verify,
+            timeout=timeout,
+            headers=headers,
         )
         self.url = self.http.url
         self.stats = stats
