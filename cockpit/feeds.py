@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cockpit.config import Auth, Config, LaneConfig
+from cockpit.config import Auth, Config, LaneConfig, LedgerConfig
 from cockpit.figures import split_reason
 from cockpit.model import LaneTotals, SourceFailure
 from cockpit.poller import (
@@ -28,7 +28,13 @@ from cockpit.promql import selector_with
 from cockpit.roofline import Hardware
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.sources.http import SourceError
-from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
+from cockpit.sources.ledger import (
+    LedgerSet,
+    LedgerTailer,
+    profile_of,
+    resolve_ledger,
+    same_files,
+)
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.secret_file import SecretFile, SecretFileError
 from cockpit.timeutil import parse_duration, promql_duration
@@ -240,10 +246,26 @@ def build_feeds(
     if first_lane:
         lanes.sort(key=lambda feed: feed.name != first_lane)
     tailers = [
-        LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
-        for ledger in config.ledgers
+        LedgerTailer(
+            resolve_ledger(ledger.path),
+            ledger.profile or profile_of(ledger.path),
+            also_named=also_named,
+        )
+        for ledger, also_named in distinct_ledgers(config.ledgers)
     ]
     return lanes, LedgerSet(tailers) if tailers else None
+
+
+def distinct_ledgers(
+    ledgers: Sequence[LedgerConfig],
+) -> list[tuple[LedgerConfig, tuple[str, ...]]]:
+    """Each ledger file once (the same path twice, a symlink to it, a profile name and its
+    path are one file), with the other names it was given."""
+    groups = same_files([resolve_ledger(ledger.path) for ledger in ledgers])
+    return [
+        (ledgers[first], tuple(ledgers[other].path for other in others))
+        for first, *others in groups
+    ]
 
 
 # --- headless: one read of everything -------------------------------------------------------
@@ -337,8 +359,10 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
             facts = f"{totals.dialect}, {elapsed:.0f} ms{watched}{warned}{missing}"
             line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
             results.append((True, line))
-        for ledger_config in config.ledgers:
-            results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
+        for ledger_config, also_named in distinct_ledgers(config.ledgers):
+            results.append(
+                await _check_ledger(ledger_config.path, ledger_config.profile, also_named)
+            )
     finally:
         await close_all(lanes, None)
     return results
@@ -357,7 +381,9 @@ def _dialect_hint(lane: LaneConfig, totals: LaneTotals) -> str:
     return f"; nothing read as {lane.engine}: is that the engine? (engine: auto detects it)"
 
 
-async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:
+async def _check_ledger(
+    path: str, profile: str | None, also_named: tuple[str, ...] = ()
+) -> tuple[bool, str]:
     from cockpit.sources.ledger import LedgerError
 
     resolved = resolve_ledger(path)
@@ -370,4 +396,10 @@ async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:
         await tailer.close()
     info = totals.ledgers[0] if totals.ledgers else None
     schema = f"schema {info.schema_version}" if info else "schema unknown"
-    return True, f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
+    line = f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
+    return True, line + also_named_note(also_named)
+
+
+def also_named_note(also_named: Sequence[str]) -> str:
+    """`; also named as X, Y: read once`, or '' for a ledger named once."""
+    return f"; also named as {', '.join(also_named)}: read once" if also_named else ""

@@ -232,9 +232,11 @@ def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> lis
         start, end = totals.end - totals.window_s, totals.end
         for info in totals.ledgers:
             version = info.schema_version if info.schema_version is not None else "unknown"
+            names = ", ".join(info.also_named)
+            also = f"also named as {names}: read once; " if names else ""
             lines.append(
                 f"- Ledger `{info.path}` (profile {info.profile}, schema {version}), opened "
-                f"read-only; sessions with started_at in ({start:.0f}, {end:.0f}] "
+                f"read-only; {also}sessions with started_at in ({start:.0f}, {end:.0f}] "
                 f"(epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
             )
         lines += [f"- Missing `{name}`: {reason}" for name, reason in totals.missing.items()]
@@ -331,7 +333,12 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
         skipped=dict(totals.skipped),
         provenance={
             "ledgers": [
-                {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
+                {
+                    "path": i.path,
+                    "profile": i.profile,
+                    "schema_version": i.schema_version,
+                    "also_named": list(i.also_named),
+                }
                 for i in totals.ledgers
             ],
             "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),
