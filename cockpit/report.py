@@ -14,7 +14,13 @@ from cockpit.figures import (
     format_figure,
     format_value,
 )
-from cockpit.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
+from cockpit.ledger_figures import (
+    GroupRatio,
+    LedgerFigures,
+    Prices,
+    SpendRow,
+    ledger_window_sql,
+)
 from cockpit.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
 from cockpit.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.tail_figures import LATENCIES, PERCENTILES, tail_keys
@@ -141,6 +147,13 @@ def ledger_markdown(
     return lines
 
 
+def _spend_tokens(row: SpendRow) -> str:
+    """A bucket's tokens, or why they can't be known (`— (schema 22 has no …)`)."""
+    if row.tokens is None:
+        return f"— ({row.missing})" if row.missing else "—"
+    return format_value(row.tokens, "tokens")
+
+
 def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
     ratios = ", ".join(
         f"{name.replace('_', ' ')} {ratio:g}" for name, ratio in asdict(prices).items()
@@ -149,7 +162,7 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
     lines += markdown_table(
         ("Bucket", "Tokens", "Share of spend units"),
         [
-            (row.bucket, format_value(row.tokens, "tokens"), format_value(row.share, "share"))
+            (row.bucket, _spend_tokens(row), format_value(row.share, "share"))
             for row in figures.spend
         ],
     )
