@@ -20,6 +20,7 @@ import re
 import shutil
 import sqlite3
 import threading
+import unicodedata
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
@@ -50,6 +51,17 @@ RAW_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 NOW = 1794700800.0
 WEEK = 7 * 86400
 HOSTILE = ["\x1b]52;c;cHduZWQ=\x07", "\x1b[2J", "a|b", "line\nbreak", "\x9b31m", "[/x]", "{auth}"]
+INVISIBLE = [
+    "cli\u202egnp.exe",
+    "lane-0007\u200b",
+    "lane-0007\u034f",
+    "\u2066x\u2069",
+    "\ufeffa\u2028b",
+]
+"""Format and bidi characters, the combining grapheme joiner, a line separator: never raw."""
+HOSTILE += INVISIBLE
+RAW_INVISIBLE = re.compile(r"[\u034f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+FORMAT_TEXT = st.text(st.characters(categories=["Cf", "Mn", "Zl", "Zp"]), max_size=4)
 
 
 def _strict(constant: str) -> Any:
@@ -68,6 +80,10 @@ def cockpit(*args: str) -> tuple[int, str, str]:
     assert code in (0, 1, 2), (code, said[-2000:])
     found = RAW_CONTROL.search(said)
     assert found is None, f"raw control byte {found.group()!r} in {args}: {said[-2000:]!r}"
+    hidden = RAW_INVISIBLE.search(said) or next(
+        (c for c in said if unicodedata.category(c) == "Cf"), None
+    )
+    assert hidden is None, f"raw format character in {args}: {said[-2000:]!r}"
     assert SECRET not in said, f"the secret shows for {args}: {said[-2000:]}"
     if code == 2 and not err.getvalue().startswith("usage:"):
         assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
@@ -280,8 +296,9 @@ def test_any_prometheus_answer(
 
 VALUE_TEXT = st.sampled_from(["NaN", "+Inf", "-Inf", "1e400", "-1", "0", "3.5", "x", "", "1 2"])
 LABEL = st.sampled_from(
-    ['model_name="m"', 'model_name="\x1b[2J"', 'le="+Inf"', 'le="x"', "", 'a="']
-)
+    ['model_name="m"', 'model_name="\x1b[2J"', 'le="+Inf"', 'le="x"', "", 'a="',
+     'model_name="qwen\u200b\u202e"', 'engine="\u2066x\u034f"']
+)  # fmt: skip
 
 
 @st.composite
@@ -340,7 +357,11 @@ STARTED = st.one_of(
     st.floats(NOW - 2 * WEEK, NOW + 3600, allow_nan=False),
     st.sampled_from(["yesterday", NOW - 10, b"\x01", -1e308]),
 )
-NAME = st.one_of(st.sampled_from(["cli", "telegram", "", *HOSTILE]), st.text(max_size=8))
+NAME = st.one_of(
+    st.sampled_from(["cli", "telegram", "", *HOSTILE]),
+    st.text(max_size=8),
+    st.tuples(st.sampled_from(["cli", "m"]), FORMAT_TEXT).map("".join),
+)
 ROW = st.tuples(NAME, NAME, STARTED, st.lists(COUNT, min_size=6, max_size=6), st.booleans())
 
 
@@ -538,3 +559,48 @@ def test_any_special_file_as_config(home: Path, kind: str | bytes, bom: bytes) -
     code, _, err = cockpit("check", "--config", str(path))
     assert code == 2
     assert err.startswith(f"cockpit: {path}: cannot read the config file: "), err
+
+
+# --- special and mis-encoded secret files ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def secret_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Files no token should come from, and two it may (UTF-16 with its mark, UTF-8 BOM)."""
+    folder = tmp_path_factory.mktemp("fuzz-secrets")
+    os.mkfifo(folder / "fifo")
+    (folder / "big").write_bytes(b"t" * (2 << 20))
+    (folder / "utf16-bom").write_bytes(f"\ufeff{SECRET}\r\n".encode("utf-16-le"))
+    (folder / "utf16-bare").write_bytes(SECRET.encode("utf-16-le"))
+    (folder / "utf8-bom").write_bytes(f"\ufeff{SECRET}".encode())
+    (folder / "latin1").write_bytes("caf\xe9".encode("latin-1"))
+    (folder / "empty").write_bytes(b"")
+    files = {path.name: path for path in folder.iterdir()}
+    return {**files, "zero": Path("/dev/zero"), "dir": folder, "missing": folder / "nope"}
+
+
+@settings(FUZZ, max_examples=20)
+@given(kind=st.sampled_from(["zero", "fifo", "dir", "big", "utf16-bom", "utf16-bare",
+                             "utf8-bom", "latin1", "empty", "missing"]),
+       key=st.sampled_from(["bearer_file", "password_file"]),
+       command=st.sampled_from(["check", "report"]))  # fmt: skip
+def test_any_secret_file(
+    home: Path,
+    server: tuple[str, type[_Handler]],
+    secret_files: dict[str, Path],
+    kind: str,
+    key: str,
+    command: str,
+) -> None:
+    url, handler = server
+    handler.answer = Answer(body=json.dumps({"status": "success", "data": {}}))
+    auth = {key: str(secret_files[kind])} | ({"username": "ada"} if key == "password_file" else {})
+    lane = {"name": "fuzz", "prometheus": url, "selector": 'job="fuzz"', "auth": auth}
+    path = home / "secret.yaml"
+    path.write_text(yaml.safe_dump({"lanes": [lane], "window": "5m"}))
+    code, _, err = cockpit(command, "--config", str(path))  # never hangs, never grows
+    usable = kind in ("utf16-bom", "utf8-bom")
+    if not usable and kind not in ("missing",):
+        assert code == 2 and f"lanes[0].auth.{key}" in err, (kind, err)
+    else:
+        assert code in (0, 1), (kind, err)

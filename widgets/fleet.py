@@ -14,6 +14,7 @@ from itertools import takewhile
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from rich.cells import cell_len
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -111,7 +112,18 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
         return sparkline(tuple(points), len(points)).rjust(TREND_CELLS)
     if column.key == UP and row.up is False and not row.gone:
         return "DOWN"
+    if column.key == LANE:
+        return cut(visible(row.lane), LANE_CELLS)
     return visible(format_cell(row, column))
+
+
+LANE_CELLS = 40
+"""The widest the Lane column gets: a longer name ends in `…` (whole in the lane's panes)."""
+
+
+def cut(text: str, cells: int) -> str:
+    """`text` in at most `cells` terminal cells, ending in `…` when it was longer."""
+    return text if cell_len(text) <= cells else Content(text).truncate(cells, ellipsis=True).plain
 
 
 def table_view(

@@ -32,6 +32,7 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
     figures = ledger.figures if ledger else None
     spend = figures.spend if figures else ()
     shares = {row.bucket: row.share for row in spend if row.share is not None}
+    lacks = {row.bucket: row.missing for row in spend if row.missing}
     segments = tuple(
         Segment(shares[name], tone, glyph) for name, tone, glyph in BUCKETS if name in shares
     )
@@ -41,7 +42,7 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
         *(
             Row(f"{glyph} {name}", format_value(shares[name], "share"), tone, agent.stale)
             if name in shares
-            else agent.missing(f"{glyph} {name}", reason)
+            else agent.missing(f"{glyph} {name}", lacks.get(name) or reason)
             for name, tone, glyph in BUCKETS
         ),
         agent.row("prompt_side_share", "Prompt side, as cached", tone="primary"),

@@ -442,9 +442,12 @@ def command_check(args: argparse.Namespace) -> int:
         )
     config = effective_config(args)
     _require_sources(config)
-    from cockpit.runtime.feeds import check_sources
+    from cockpit.runtime.feeds import check_sources, distinct_ledgers
 
-    counts = f"{_count(len(config.lanes), 'lane')}, {_count(len(config.ledgers), 'ledger')}"
+    files = len(distinct_ledgers(config.ledgers))
+    named_twice = len(config.ledgers) - files
+    ledgers = _count(files, "ledger") + (f" ({named_twice} named twice)" if named_twice else "")
+    counts = f"{_count(len(config.lanes), 'lane')}, {ledgers}"
     print(f"config: {visible(config.source)}: ok ({counts})")
     results = asyncio.run(check_sources(config, sample_seconds(args)))
     for ok, line in results:

@@ -6,6 +6,7 @@ import gc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
@@ -354,11 +355,27 @@ def _auth(reader: YamlReader, node: Node, key: str) -> Auth:
         reader.fail(node, key, "give either bearer_env/bearer_file or username + password_*")
     if len(bearer) > 1 or len(password) > 1:
         reader.fail(node, key, "name the secret once: an environment variable or a file")
+    for name in ("bearer_file", "password_file"):
+        if name in got:
+            _usable_secret_file(reader, items[name][1], f"{key}.{name}", got[name])
     if bearer:
         return Auth("bearer", "", got.get("bearer_env", ""), got.get("bearer_file", ""))
     if "username" not in got or not password:
         reader.fail(node, key, "basic auth needs username and password_env or password_file")
     return Auth("basic", got["username"], got.get("password_env", ""), got.get("password_file", ""))
+
+
+def _usable_secret_file(reader: YamlReader, node: Node, key: str, path: str) -> None:
+    """A secret file that exists must be one the lane can read: a special file, one too big
+    or not text is a config error now; a missing one is said by the lane (it may appear)."""
+    from cockpit.sources.secret_file import SecretFileError, read_secret_file
+
+    if not Path(path).expanduser().exists():
+        return
+    try:
+        read_secret_file(path)
+    except SecretFileError as error:
+        reader.fail(node, key, str(error))
 
 
 def _profile(reader: YamlReader, node: Node, key: str, profiles: Profiles[T], kind: str) -> T:

@@ -150,6 +150,20 @@ def filter_rows(rows: Iterable[FleetRow], text: str) -> list[FleetRow]:
     return [row for row in rows if wanted in row.lane.casefold()]
 
 
+def age_text(seconds: float) -> str:
+    """The Age column: `now` for a lane sampled within the second, else whole seconds."""
+    return "now" if seconds < 1 else f"{seconds:,.0f} s"
+
+
+def rate_text(per_s: float) -> str:
+    """The Req/s column: two decimals on every row, so the column reads as one."""
+    return f"{per_s:,.2f}"
+
+
+COLUMN_FORMATS: dict[str, Callable[[float], str]] = {AGE: age_text, "requests_per_s": rate_text}
+"""Columns with a format of their own; the others are formatted as the lane panes do."""
+
+
 def format_cell(row: FleetRow, column: FleetColumn) -> str:
     """A cell's text as the lane panes format it (`> 60 s` for a lower bound), `—` when
     missing; empty for the trend (the screen draws it)."""
@@ -159,7 +173,9 @@ def format_cell(row: FleetRow, column: FleetColumn) -> str:
         return "gone" if row.gone else "up" if row.up else "down" if row.up is False else "—"
     if column.unit is None:
         return ""
-    text = format_value(row.values.get(column.key), column.unit)
+    value = row.values.get(column.key)
+    own = COLUMN_FORMATS.get(column.key)
+    text = own(value) if own and value is not None else format_value(value, column.unit)
     return f"> {text}" if column.key in row.above else text
 
 

@@ -43,9 +43,11 @@ class GroupRatio:
 @dataclass(frozen=True, slots=True)
 class SpendRow:
     bucket: str
-    tokens: int
-    units: float
+    tokens: int | None
+    units: float | None
     share: float | None
+    missing: str = ""
+    """Why tokens (or the share) can't be known: a ledger lacks a counter column."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +69,23 @@ class LedgerFigures:
         return self.figures[key]
 
 
-def group_ratios(groups: Mapping[str, TokenCounts]) -> tuple[GroupRatio, ...]:
-    """Per-group ratios, the group carrying most API calls first."""
+def group_ratios(
+    groups: Mapping[str, TokenCounts], missing: Mapping[str, str] | None = None
+) -> tuple[GroupRatio, ...]:
+    """Per-group ratios, the group carrying most API calls first; a ratio reading a counter
+    a ledger has no column for is None."""
+    missing = missing or {}
     ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
+    no_prompt_output = bool(lacking(missing, *TOKEN_FIELDS))
+    no_fresh_output = bool(lacking(missing, "input", "cache_write", "output"))
+    no_read_share = bool(lacking(missing, *PROMPT_FIELDS))
     return tuple(
         GroupRatio(
             name,
             c,
-            divide(c.prompt, c.output),
-            divide(c.fresh_prefill, c.output),
-            divide(c.cache_read, c.prompt),
+            None if no_prompt_output else divide(c.prompt, c.output),
+            None if no_fresh_output else divide(c.fresh_prefill, c.output),
+            None if no_read_share else divide(c.cache_read, c.prompt),
         )
         for name, c in ordered
     )
@@ -91,18 +100,39 @@ def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] |
     return rated[0], rated[-1]
 
 
-def spend_split(counts: TokenCounts, prices: Prices) -> tuple[SpendRow, ...]:
+PROMPT_FIELDS = ("input", "cache_read", "cache_write")
+"""The TokenCounts fields prompt tokens are the sum of."""
+TOKEN_FIELDS = (*PROMPT_FIELDS, "output")
+
+
+def lacking(missing: Mapping[str, str], *fields: str) -> str:
+    """Why a figure reading `fields` (TokenCounts fields) can't be computed: the reasons of
+    those a ledger has no column for, or '' when it has them all."""
+    return "; ".join(dict.fromkeys(missing[name] for name in fields if name in missing))
+
+
+def spend_split(
+    counts: TokenCounts, prices: Prices, missing: Mapping[str, str] | None = None
+) -> tuple[SpendRow, ...]:
+    """Tokens and spend units per bucket and each one's share; with a counter column missing
+    from the ledger its bucket is missing and so is every share (their total is unknown)."""
+    missing = missing or {}
     buckets = (
-        ("Input (fresh)", counts.input, prices.input),
-        ("Cache read", counts.cache_read, prices.cache_read),
-        ("Cache write", counts.cache_write, prices.cache_write),
-        ("Output", counts.output, prices.output),
+        ("Input (fresh)", "input", counts.input, prices.input),
+        ("Cache read", "cache_read", counts.cache_read, prices.cache_read),
+        ("Cache write", "cache_write", counts.cache_write, prices.cache_write),
+        ("Output", "output", counts.output, prices.output),
     )
-    total = sum(tokens * price for _, tokens, price in buckets)
-    return tuple(
-        SpendRow(name, tokens, tokens * price, divide(tokens * price, total))
-        for name, tokens, price in buckets
-    )
+    no_total = lacking(missing, *TOKEN_FIELDS)
+    total = sum(tokens * price for _, _, tokens, price in buckets)
+    rows = []
+    for name, field, tokens, price in buckets:
+        if reason := lacking(missing, field):
+            rows.append(SpendRow(name, None, None, None, reason))
+        else:
+            share = None if no_total else divide(tokens * price, total)
+            rows.append(SpendRow(name, tokens, tokens * price, share, no_total))
+    return tuple(rows)
 
 
 def skipped_note(skipped: Mapping[str, int]) -> str:
@@ -142,7 +172,9 @@ def money_figures(totals: LedgerTotals, sql: str) -> list[Figure]:
     used = {name: c for name, c in totals.by_model.items() if c.prompt + c.output}
     paid = [c for c in used.values() if priced(c)]
     unpriced = {name: c for name, c in used.items() if not priced(c)}
-    no_split = no_cost or totals.missing.get("by_model", "")
+    no_split = (
+        no_cost or totals.missing.get("by_model", "") or lacking(totals.missing, *TOKEN_FIELDS)
+    )
     unpriced_note = "models without a price: " + ", ".join(unpriced) if unpriced else ""
     if not no_cost and not priced(counts):
         no_cost = "no model with a price in the window"
@@ -230,59 +262,74 @@ def cost_sql(window_sql: str) -> str:
 
 
 def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> LedgerFigures:
+    """The ledger's figures; one that reads a counter the ledger has no column for is missing
+    with that reason, never 0 (nor a sum or a ratio short of it)."""
     prices = prices or Prices()
-    counts = totals.total
+    counts, missing = totals.total, totals.missing
     no_output = "no output tokens in window"
     no_calls = "no API calls in window"
-    spend = spend_split(counts, prices)
-    prompt_units = sum(row.units for row in spend[:3])
-    output_units = spend[3].units
+    no_tokens = "no tokens in window"
+    spend = spend_split(counts, prices, missing)
+    units = [row.units for row in spend]
+    prompt_units = None if None in units[:3] else sum(unit or 0.0 for unit in units[:3])
+    output_units = units[3]
     uncached_prompt_units = counts.prompt * prices.input
     sql = ledger_window_sql(totals.end - totals.window_s, totals.end, totals.narrowed_to or ())
 
-    def counted(key: str, label: str, value: int, unit: Unit = "tokens") -> Figure:
-        return make_figure(key, label, value, unit, query=sql)
+    def reading(
+        key: str, label: str, value: float | None, unit: Unit, fields: tuple[str, ...], why: str
+    ) -> Figure:
+        """A figure computed from TokenCounts `fields`: missing when the ledger lacks one."""
+        if reason := lacking(missing, *fields):
+            return make_figure(key, label, None, unit, reason, sql)
+        return make_figure(key, label, value, unit, why, sql)
 
+    def counted(key: str, label: str, value: int, fields: tuple[str, ...] = ()) -> Figure:
+        return reading(key, label, value, "tokens", fields, "")
+
+    prompt, fresh, calls = PROMPT_FIELDS, ("input", "cache_write"), ("api_calls",)
     rows = [
-        counted("sessions", "Sessions", counts.sessions, "count"),
-        counted("api_calls", "API calls", counts.api_calls, "count"),
-        counted("prompt_tokens", "Prompt tokens (input + cache read + cache write)", counts.prompt),
-        counted("input_tokens", "Input tokens (uncached)", counts.input),
-        counted("cache_read_tokens", "of which cache read", counts.cache_read),
-        counted("cache_write_tokens", "Cache write", counts.cache_write),
-        make_figure("cache_read_share", "Cache-read share of prompt",
-                    divide(counts.cache_read, counts.prompt), "share",
-                    "no prompt tokens in window"),
+        make_figure("sessions", "Sessions", counts.sessions, "count", query=sql),
+        reading("api_calls", "API calls", counts.api_calls, "count", calls, ""),
+        counted("prompt_tokens", "Prompt tokens (input + cache read + cache write)",
+                counts.prompt, prompt),
+        counted("input_tokens", "Input tokens (uncached)", counts.input, ("input",)),
+        counted("cache_read_tokens", "of which cache read", counts.cache_read, ("cache_read",)),
+        counted("cache_write_tokens", "Cache write", counts.cache_write, ("cache_write",)),
+        reading("cache_read_share", "Cache-read share of prompt",
+                divide(counts.cache_read, counts.prompt), "share", prompt,
+                "no prompt tokens in window"),
         counted("fresh_prefill_tokens", "of which computed fresh (input + cache write)",
-                counts.fresh_prefill),
-        counted("output_tokens", "Output tokens (incl. reasoning)", counts.output),
-        make_figure("reasoning_tokens", "Reasoning tokens (subset of output)",
-                    None if "reasoning" in totals.missing else counts.reasoning, "tokens",
-                    totals.missing.get("reasoning", ""), sql),
-        make_figure("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
-                    "ratio", no_output),
-        make_figure("fresh_output", "Fresh prefill : output",
-                    divide(counts.fresh_prefill, counts.output), "ratio", no_output),
-        make_figure("mean_prompt_per_call", "Mean prompt tokens per API call",
-                    divide(counts.prompt, counts.api_calls), "tokens", no_calls),
-        make_figure("mean_output_per_call", "Mean output tokens per API call",
-                    divide(counts.output, counts.api_calls), "tokens", no_calls),
-        make_figure("spend_units", "Spend units", prompt_units + output_units, "units"),
-        make_figure("prompt_side_share", "Prompt-side share of spend (caching as measured)",
-                    divide(prompt_units, prompt_units + output_units), "share",
-                    "no tokens in window"),
-        make_figure("prompt_side_share_uncached",
-                    "Prompt-side share without caching (every prompt token at input price)",
-                    divide(uncached_prompt_units, uncached_prompt_units + output_units), "share",
-                    "no tokens in window"),
+                counts.fresh_prefill, fresh),
+        counted("output_tokens", "Output tokens (incl. reasoning)", counts.output, ("output",)),
+        counted("reasoning_tokens", "Reasoning tokens (subset of output)", counts.reasoning,
+                ("reasoning",)),
+        reading("prompt_output", "Prompt : output", divide(counts.prompt, counts.output),
+                "ratio", TOKEN_FIELDS, no_output),
+        reading("fresh_output", "Fresh prefill : output",
+                divide(counts.fresh_prefill, counts.output), "ratio", (*fresh, "output"),
+                no_output),
+        reading("mean_prompt_per_call", "Mean prompt tokens per API call",
+                divide(counts.prompt, counts.api_calls), "tokens", (*prompt, *calls), no_calls),
+        reading("mean_output_per_call", "Mean output tokens per API call",
+                divide(counts.output, counts.api_calls), "tokens", ("output", *calls), no_calls),
+        reading("spend_units", "Spend units",
+                (prompt_units or 0.0) + (output_units or 0.0), "units", TOKEN_FIELDS, ""),
+        reading("prompt_side_share", "Prompt-side share of spend (caching as measured)",
+                divide(prompt_units, (prompt_units or 0.0) + (output_units or 0.0)), "share",
+                TOKEN_FIELDS, no_tokens),
+        reading("prompt_side_share_uncached",
+                "Prompt-side share without caching (every prompt token at input price)",
+                divide(uncached_prompt_units, uncached_prompt_units + (output_units or 0.0)),
+                "share", TOKEN_FIELDS, no_tokens),
         *money_figures(totals, cost_sql(sql)),
     ]  # fmt: skip
-    by_source = group_ratios(totals.by_source)
+    by_source = group_ratios(totals.by_source, missing)
     return LedgerFigures(
         figures=frozen_map({figure.key: figure for figure in rows}),
         by_source=by_source,
-        by_model=group_ratios(totals.by_model),
-        by_profile=group_ratios(totals.by_profile),
+        by_model=group_ratios(totals.by_model, missing),
+        by_profile=group_ratios(totals.by_profile, missing),
         spend=spend,
         busiest_source=by_source[0].name if by_source and by_source[0].counts.api_calls else None,
         skipped=skipped_note(totals.skipped),

@@ -185,6 +185,8 @@ class LedgerInfo:
     profile: str
     schema_version: int | None
     journal_mode: str = ""
+    also_named: tuple[str, ...] = ()
+    """Other names given to this same file (a symlink, its profile name): read once."""
 
 
 @dataclass(frozen=True, slots=True)

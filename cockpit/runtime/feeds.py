@@ -10,10 +10,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit.config.schema import Auth, Config, LaneConfig
+from cockpit.config.schema import Auth, Config, LaneConfig, LedgerConfig
 from cockpit.core.figures import split_reason
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
@@ -30,8 +29,15 @@ from cockpit.runtime.poller import (
     warning_note,
 )
 from cockpit.sources.http import SourceError
-from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
+from cockpit.sources.ledger import (
+    LedgerSet,
+    LedgerTailer,
+    profile_of,
+    resolve_ledger,
+    same_files,
+)
 from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.secret_file import SecretFile, SecretFileError
 
 if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to import
     from cockpit.sources.scrape import ScrapeSource
@@ -39,18 +45,41 @@ if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to imp
 
 def read_secret(auth: Auth) -> str:
     """The token or password an Auth names; SourceError (naming no secret) when absent."""
-    if auth.secret_env:
-        value = os.environ.get(auth.secret_env)
-        if not value:
-            raise SourceError(f"auth: environment variable {auth.secret_env} is not set")
-        return value
-    try:
-        lines = Path(auth.secret_file).expanduser().read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise SourceError(f"auth: cannot read {auth.secret_file}: {exc.strerror}") from None
-    if not lines or not lines[0].strip():
-        raise SourceError(f"auth: {auth.secret_file} is empty")
-    return lines[0].strip()
+    return AuthCredentials(auth).secret()
+
+
+@dataclass(eq=False)
+class AuthCredentials:
+    """An Auth's credentials as they are now: a secret file is read again when it changes
+    (a rotated token) or after the server refused it (`forget`)."""
+
+    auth: Auth
+    file: SecretFile | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.file = SecretFile(self.auth.secret_file) if not self.auth.secret_env else None
+
+    def secret(self) -> str:
+        if self.file is None:
+            value = os.environ.get(self.auth.secret_env)
+            if not value:
+                raise SourceError(f"auth: environment variable {self.auth.secret_env} is not set")
+            return value
+        try:
+            return self.file.current()
+        except SecretFileError as error:
+            raise SourceError(f"auth: {error}") from None
+
+    def current(self) -> tuple[str | None, tuple[str, str] | None]:
+        """(bearer token, None) or (None, (username, password))."""
+        secret = self.secret()
+        if self.auth.kind == "bearer":
+            return secret, None
+        return None, (self.auth.username, secret)
+
+    def forget(self) -> None:
+        if self.file is not None:
+            self.file.forget()
 
 
 @dataclass(eq=False)
@@ -147,20 +176,16 @@ class ScrapeLaneFeed(ConfiguredLane):
 
 
 def prometheus_source(lane: LaneConfig) -> PrometheusSource:
-    """A source for the lane's server: its auth (the secret read now), TLS, timeout, tenant."""
+    """A source for the lane's server: its auth (the secret read now, and again when its
+    file changes), TLS, timeout, tenant."""
     assert lane.prometheus is not None
-    bearer: str | None = None
-    basic: tuple[str, str] | None = None
-    if lane.auth is not None:
-        secret = read_secret(lane.auth)
-        if lane.auth.kind == "bearer":
-            bearer = secret
-        else:
-            basic = (lane.auth.username, secret)
+    credentials = AuthCredentials(lane.auth) if lane.auth is not None else None
+    bearer, basic = credentials.current() if credentials is not None else (None, None)
     return PrometheusSource(
         lane.prometheus,
         bearer=bearer,
         auth=basic,
+        credentials=credentials,
         verify=lane.ca_file if lane.ca_file else lane.verify_tls,
         timeout=lane.timeout_s,
         headers={"X-Scope-OrgID": lane.tenant} if lane.tenant else None,
@@ -221,10 +246,26 @@ def build_feeds(
     if first_lane:
         lanes.sort(key=lambda feed: feed.name != first_lane)
     tailers = [
-        LedgerTailer(resolve_ledger(ledger.path), ledger.profile or profile_of(ledger.path))
-        for ledger in config.ledgers
+        LedgerTailer(
+            resolve_ledger(ledger.path),
+            ledger.profile or profile_of(ledger.path),
+            also_named=also_named,
+        )
+        for ledger, also_named in distinct_ledgers(config.ledgers)
     ]
     return lanes, LedgerSet(tailers) if tailers else None
+
+
+def distinct_ledgers(
+    ledgers: Sequence[LedgerConfig],
+) -> list[tuple[LedgerConfig, tuple[str, ...]]]:
+    """Each ledger file once (the same path twice, a symlink to it, a profile name and its
+    path are one file), with the other names it was given."""
+    groups = same_files([resolve_ledger(ledger.path) for ledger in ledgers])
+    return [
+        (ledgers[first], tuple(ledgers[other].path for other in others))
+        for first, *others in groups
+    ]
 
 
 # --- headless: one read of everything -------------------------------------------------------
@@ -318,8 +359,10 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
             facts = f"{totals.dialect}, {elapsed:.0f} ms{watched}{warned}{missing}"
             line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
             results.append((True, line))
-        for ledger_config in config.ledgers:
-            results.append(await _check_ledger(ledger_config.path, ledger_config.profile))
+        for ledger_config, also_named in distinct_ledgers(config.ledgers):
+            results.append(
+                await _check_ledger(ledger_config.path, ledger_config.profile, also_named)
+            )
     finally:
         await close_all(lanes, None)
     return results
@@ -338,7 +381,9 @@ def _dialect_hint(lane: LaneConfig, totals: LaneTotals) -> str:
     return f"; nothing read as {lane.engine}: is that the engine? (engine: auto detects it)"
 
 
-async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:
+async def _check_ledger(
+    path: str, profile: str | None, also_named: tuple[str, ...] = ()
+) -> tuple[bool, str]:
     from cockpit.sources.ledger import LedgerError
 
     resolved = resolve_ledger(path)
@@ -351,4 +396,10 @@ async def _check_ledger(path: str, profile: str | None) -> tuple[bool, str]:
         await tailer.close()
     info = totals.ledgers[0] if totals.ledgers else None
     schema = f"schema {info.schema_version}" if info else "schema unknown"
-    return True, f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
+    line = f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
+    return True, line + also_named_note(also_named)
+
+
+def also_named_note(also_named: Sequence[str]) -> str:
+    """`; also named as X, Y: read once`, or '' for a ledger named once."""
+    return f"; also named as {', '.join(also_named)}: read once" if also_named else ""

@@ -14,7 +14,13 @@ from cockpit.core.figures import (
     format_figure,
     format_value,
 )
-from cockpit.core.ledger_figures import GroupRatio, LedgerFigures, Prices, ledger_window_sql
+from cockpit.core.ledger_figures import (
+    GroupRatio,
+    LedgerFigures,
+    Prices,
+    SpendRow,
+    ledger_window_sql,
+)
 from cockpit.core.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.tail_figures import LATENCIES, PERCENTILES, tail_keys
@@ -141,6 +147,13 @@ def ledger_markdown(
     return lines
 
 
+def _spend_tokens(row: SpendRow) -> str:
+    """A bucket's tokens, or why they can't be known (`— (schema 22 has no …)`)."""
+    if row.tokens is None:
+        return f"— ({row.missing})" if row.missing else "—"
+    return format_value(row.tokens, "tokens")
+
+
 def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
     ratios = ", ".join(
         f"{name.replace('_', ' ')} {ratio:g}" for name, ratio in asdict(prices).items()
@@ -149,7 +162,7 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
     lines += markdown_table(
         ("Bucket", "Tokens", "Share of spend units"),
         [
-            (row.bucket, format_value(row.tokens, "tokens"), format_value(row.share, "share"))
+            (row.bucket, _spend_tokens(row), format_value(row.share, "share"))
             for row in figures.spend
         ],
     )
@@ -232,9 +245,11 @@ def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> lis
         start, end = totals.end - totals.window_s, totals.end
         for info in totals.ledgers:
             version = info.schema_version if info.schema_version is not None else "unknown"
+            names = ", ".join(info.also_named)
+            also = f"also named as {names}: read once; " if names else ""
             lines.append(
                 f"- Ledger `{info.path}` (profile {info.profile}, schema {version}), opened "
-                f"read-only; sessions with started_at in ({start:.0f}, {end:.0f}] "
+                f"read-only; {also}sessions with started_at in ({start:.0f}, {end:.0f}] "
                 f"(epoch seconds, UTC); freshness: {ledger.freshness.describe()}"
             )
         lines += [f"- Missing `{name}`: {reason}" for name, reason in totals.missing.items()]
@@ -331,7 +346,12 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
         skipped=dict(totals.skipped),
         provenance={
             "ledgers": [
-                {"path": i.path, "profile": i.profile, "schema_version": i.schema_version}
+                {
+                    "path": i.path,
+                    "profile": i.profile,
+                    "schema_version": i.schema_version,
+                    "also_named": list(i.also_named),
+                }
                 for i in totals.ledgers
             ],
             "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),

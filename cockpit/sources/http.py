@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import math
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
-from urllib.parse import quote, urlsplit, urlunsplit
+from typing import NamedTuple, Protocol
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 import httpx
 
@@ -34,6 +36,18 @@ class SourceError(SourceFailure):
 
     connect_failed = False
     """Nothing answered the connection (refused, unknown host, TLS)."""
+
+
+class Credentials(Protocol):
+    """Credentials that may change while running (a secret file rotated)."""
+
+    def current(self) -> tuple[str | None, tuple[str, str] | None]:
+        """(bearer token, None) or (None, (username, password)) as they are now."""
+        ...
+
+    def forget(self) -> None:
+        """The server refused them: read them afresh at the next `current`."""
+        ...
 
 
 class Reply(NamedTuple):
@@ -101,12 +115,107 @@ def one_line(text: str) -> str:
     return visible(first_line(text))
 
 
+CERT_NOT_YET_VALID, CERT_EXPIRED, HOST_MISMATCH, IP_MISMATCH = 9, 10, 62, 64
+"""OpenSSL's verify codes for a certificate out of its dates or for other names."""
+NO_CHECK_TIME = 0x200000
+"""OpenSSL's X509_V_FLAG_NO_CHECK_TIME: accept a certificate out of its dates (only to read
+its dates and names for the reason)."""
+LARGE_HEADERS = 16_384
+"""Request headers above this size (a huge token or password) are named when a server hangs
+up: most servers take 8-64 KB of headers, Go's 1 MB."""
+
+
+def certificate_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification error behind a transport failure, if that is what it is."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        if isinstance(cause, BaseExceptionGroup):
+            found = {certificate_error(one) for one in cause.exceptions} - {None}
+            return found.pop() if len(found) == 1 else None
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def certificate_reason(
+    error: ssl.SSLCertVerificationError, certificate: Mapping[str, object] | None, host: str
+) -> str:
+    """Why a certificate was refused: expired (when), not yet valid (from when), for other
+    names (which), or not trusted by the CAs used."""
+    cert = certificate or {}
+    if error.verify_code == CERT_EXPIRED:
+        return "TLS certificate expired" + _on(cert.get("notAfter"), " on ")
+    if error.verify_code == CERT_NOT_YET_VALID:
+        return "TLS certificate not valid yet" + _on(cert.get("notBefore"), ": valid from ")
+    if error.verify_code in (HOST_MISMATCH, IP_MISMATCH):
+        names = certificate_names(cert)
+        return f"TLS certificate is for {', '.join(names) if names else 'other names'}, not {host}"
+    return "TLS certificate not trusted (self-signed? set ca_file)"
+
+
+def _on(when: object, prefix: str) -> str:
+    """` on 2024-01-31 00:00 UTC` from a certificate's date, or '' when unknown."""
+    if not isinstance(when, str):
+        return ""
+    try:
+        seconds = ssl.cert_time_to_seconds(when)
+    except ValueError:
+        return f"{prefix}{visible(when)}"
+    return prefix + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+
+
+def certificate_names(cert: Mapping[str, object]) -> list[str]:
+    """The DNS names and IP addresses a certificate is for (its common name without them)."""
+    alt = cert.get("subjectAltName")
+    names = [str(value) for _, value in alt] if isinstance(alt, tuple) else []
+    if not names and isinstance(subject := cert.get("subject"), tuple):
+        names = [str(v) for rdn in subject for k, v in rdn if k == "commonName"]
+    return [visible(name) for name in names]
+
+
+async def peer_certificate(url: str, verify: bool | str) -> dict[str, object] | None:
+    """The server's certificate as Python decodes it, read past its dates and names (only the
+    chain is checked), to say what was wrong with it; None when it can't be had."""
+    parts = urlsplit(url)
+    if parts.hostname is None:
+        return None
+    context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+    context.check_hostname = False
+    context.verify_flags |= NO_CHECK_TIME
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            _, writer = await asyncio.open_connection(
+                parts.hostname, parts.port or 443, ssl=context
+            )
+    except (OSError, TimeoutError, ssl.SSLError, ValueError):
+        return None
+    try:
+        certificate = writer.get_extra_info("peercert")
+        return dict(certificate) if certificate else None
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await writer.wait_closed()
+
+
+def redirect_error(url: str, response: httpx.Response, secrets: Iterable[str]) -> SourceError:
+    """A redirect is not followed (credentials stay with the URL configured): say where to."""
+    asked = str(response.request.url)
+    target = urljoin(asked, response.headers.get("location", ""))
+    status = response.status_code
+    if urlsplit(target)._replace(fragment="") == urlsplit(asked)._replace(fragment=""):
+        return SourceError(f"{url}: HTTP {status} redirects to itself (a redirect loop)")
+    where = visible(mask(redact_url(target), secrets))
+    return SourceError(f"{url}: HTTP {status} redirects to {where}: configure that URL instead")
+
+
 def transport_reason(exc: BaseException) -> str:
     """One line for a transport failure: refused, unknown host, TLS, or the error's name."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ssl.SSLCertVerificationError):
-            return "TLS certificate not trusted (self-signed? set ca_file)"
+            return certificate_reason(cause, None, "")
         if isinstance(cause, ssl.SSLError):
             return f"TLS error ({cause.reason or 'handshake failed'})"
         if isinstance(cause, socket.gaierror):
@@ -140,19 +249,25 @@ class HttpClient:
         *,
         bearer: str | None = None,
         basic: tuple[str, str] | None = None,
+        credentials: Credentials | None = None,
         verify: bool | str = True,
         timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
         max_bytes: int = MAX_BYTES,
     ) -> None:
+        """`credentials`, when given, are asked before each request (see `Credentials`);
+        `bearer`/`basic` are what they are at the start."""
         parts = urlsplit(url)
         if basic is None and parts.username is not None:
             basic = (parts.username, parts.password or "")
         self.url = redact_url(url).rstrip("/")
+        self.verify = verify
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.requests = 0
         """Requests sent so far."""
+        self._credentials = credentials
+        self._sent_as: tuple[str | None, tuple[str, str] | None] = (bearer, basic)
         self._secrets = secret_forms(bearer, basic)
         """Every form the credentials take on the wire: masked in reasons and answers."""
         sent = dict(headers or {})
@@ -187,6 +302,7 @@ class HttpClient:
         data: dict[str, str] | None = None,
     ) -> Reply:
         self.requests += 1
+        self._renew_credentials()
         try:
             async with (
                 asyncio.timeout(self.timeout),
@@ -201,14 +317,51 @@ class HttpClient:
                             "(a runaway query or label?)"
                         )
         except (TimeoutError, httpx.HTTPError, httpx.InvalidURL, UnicodeError, OSError) as exc:
-            raise self._failure(exc) from None
+            raise await self._described_failure(exc) from None
+        if response.is_redirect:
+            raise redirect_error(self.url, response, self._secrets)
         text = body.decode(response.encoding or "utf-8", errors="replace")
+        if response.status_code == 401 and self._credentials is not None:
+            self._credentials.forget()
         return Reply(
             response.status_code,
             mask(response.reason_phrase, self._secrets),
             response.headers,
             mask(text, self._secrets),
         )
+
+    def _renew_credentials(self) -> None:
+        """Send the credentials as they are now (SourceError when they can't be read)."""
+        if self._credentials is None:
+            return
+        bearer, basic = self._credentials.current()
+        if (bearer, basic) == self._sent_as:
+            return
+        self._sent_as = (bearer, basic)
+        self._secrets = tuple(dict.fromkeys((*secret_forms(bearer, basic), *self._secrets)))
+        if bearer:
+            self._client.headers["Authorization"] = f"Bearer {bearer}"
+        if basic:
+            self._client.auth = httpx.BasicAuth(*basic)
+
+    async def _described_failure(self, exc: BaseException) -> SourceError:
+        """`_failure`, with what was wrong with a refused certificate read from the server."""
+        error = certificate_error(exc)
+        codes = (CERT_EXPIRED, CERT_NOT_YET_VALID, HOST_MISMATCH, IP_MISMATCH)
+        if error is None or error.verify_code not in codes:
+            return self._failure(exc)
+        certificate = await peer_certificate(self.url, self.verify)
+        host = urlsplit(self.url).hostname or ""
+        reason = f"{self.url}: {certificate_reason(error, certificate, host)}"
+        failure = SourceError(reason, unreachable=True)
+        failure.connect_failed = True
+        return failure
+
+    def _header_bytes(self) -> int:
+        """The size of the credentials and headers each request sends."""
+        basic = self._sent_as[1]
+        sent = sum(len(name) + len(value) for name, value in self._client.headers.items())
+        return sent + (len(base64.b64encode(f"{basic[0]}:{basic[1]}".encode())) if basic else 0)
 
     def _failure(self, exc: BaseException) -> SourceError:
         """The one-line, masked SourceError for a request that got no answer."""
@@ -224,6 +377,12 @@ class HttpClient:
                 f"{self.url}: request not sendable: a header or the URL has characters HTTP forbids"
             )
         reason = f"{self.url}: {mask(transport_reason(exc), self._secrets)}"
+        dropped = httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError
+        if isinstance(exc, dropped) and (size := self._header_bytes()) > LARGE_HEADERS:
+            reason = (
+                f"{self.url}: the server hung up on a request with {size / 1024:,.0f} KiB of "
+                "headers (the credentials): over its header limit? (servers take 8-64 KiB)"
+            )
         error = SourceError(reason, unreachable=isinstance(exc, httpx.TransportError | OSError))
         error.connect_failed = isinstance(exc, httpx.ConnectError)
         return error

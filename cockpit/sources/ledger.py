@@ -49,6 +49,7 @@ from cockpit.sources.ledger_files import (
     look,
     profile_of,
     resolve_ledger,
+    same_files,
 )
 from cockpit.sources.ledger_sql import (
     CHANGED,
@@ -75,7 +76,14 @@ from cockpit.sources.ledger_sums import (
     window_edges,
 )
 
-__all__ = ["LedgerError", "LedgerSet", "LedgerTailer", "profile_of", "resolve_ledger"]
+__all__ = [
+    "LedgerError",
+    "LedgerSet",
+    "LedgerTailer",
+    "profile_of",
+    "resolve_ledger",
+    "same_files",
+]
 
 BIG_LEDGER_ROWS = 100_000
 """A window summed afresh on a ledger with more sessions than this scans the table, and reads
@@ -86,10 +94,17 @@ class LedgerTailer:
     """Tails one Hermes ledger file, read-only."""
 
     def __init__(
-        self, path: str | Path, profile: str | None = None, *, big_rows: int = BIG_LEDGER_ROWS
+        self,
+        path: str | Path,
+        profile: str | None = None,
+        *,
+        big_rows: int = BIG_LEDGER_ROWS,
+        also_named: tuple[str, ...] = (),
     ) -> None:
+        """`also_named`: the other names the same file was given (read once, said so)."""
         self.path = Path(path).expanduser()
         self.profile = profile or "default"
+        self.also_named = also_named
         self.big_rows = big_rows
         self._conn: aiosqlite.Connection | None = None
         self._usage_conn: aiosqlite.Connection | None = None
@@ -335,7 +350,9 @@ class LedgerTailer:
                 "per model from sessions.model meanwhile"
             )
             missing.update(by_model_exact=reason, side_calls=reason)
-        info = LedgerInfo(str(self.path), self.profile, schema.version, schema.journal_mode)
+        info = LedgerInfo(
+            str(self.path), self.profile, schema.version, schema.journal_mode, self.also_named
+        )
         totals = LedgerTotals(
             window_s=window_s,
             end=end,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,24 @@ def profile_of(arg: str) -> str | None:
     if path.parent.parent.name == "profiles" and path.parent.name:
         return path.parent.name
     return None
+
+
+def file_identity(path: Path) -> tuple[object, ...]:
+    """What tells one file from another: its device and inode, or (while it does not exist)
+    its resolved path, so a symlink, `..` or a profile name naming it count once."""
+    try:
+        facts = path.stat()
+    except OSError:
+        return ("path", str(path.resolve()))
+    return ("inode", facts.st_dev, facts.st_ino)
+
+
+def same_files(paths: Sequence[Path]) -> list[list[int]]:
+    """The indices of `paths` grouped by the file each names, in the order first named."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for index, path in enumerate(paths):
+        groups.setdefault(file_identity(path), []).append(index)
+    return list(groups.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,14 @@ from cockpit.core.quantiles import check_buckets
 from cockpit.engines import dialects
 from cockpit.sources.buffer import span
 from cockpit.sources.history import History
-from cockpit.sources.http import HttpClient, SourceError, one_line, retry_after, status_error
+from cockpit.sources.http import (
+    Credentials,
+    HttpClient,
+    SourceError,
+    one_line,
+    retry_after,
+    status_error,
+)
 
 __all__ = ["Answer", "PrometheusSource", "SourceError", "reevaluation_interval"]
 
@@ -115,13 +122,20 @@ class PrometheusSource:
         *,
         bearer: str | None = None,
         auth: tuple[str, str] | None = None,
+        credentials: Credentials | None = None,
         verify: bool | str = True,
         timeout: float = 10.0,
         stats: bool = False,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.http = HttpClient(
-            url, bearer=bearer, basic=auth, verify=verify, timeout=timeout, headers=headers
+            url,
+            bearer=bearer,
+            basic=auth,
+            credentials=credentials,
+            verify=verify,
+            timeout=timeout,
+            headers=headers,
         )
         self.url = self.http.url
         self.stats = stats
