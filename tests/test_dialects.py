@@ -168,7 +168,8 @@ def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
     assert "prompt_tokens" not in plan.exprs and "prompt_tokens" not in plan.specs
     assert plan.exprs["requests"] == 'sum(increase(vllm:request_success_total{job="a"}[1h]))'
     labelled = re.findall(r'"fig", "([^"]+)"', plan.query)
-    assert labelled == [*plan.exprs, "kv_capacity"]
+    assert labelled == [*plan.exprs, *plan.extra]
+    assert list(plan.extra) == ["kv_capacity", *(f"{h}_le_seen" for h in LANE_HISTOGRAMS)]
     assert set(plan.exprs) | set(plan.missing) == ALL_KEYS
     with_start = promql.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
     assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-2:] == ["data_start", "scrapes"]
