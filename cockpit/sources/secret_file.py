@@ -7,74 +7,16 @@ is one line naming the file, never its content.
 
 from __future__ import annotations
 
-import codecs
-import os
-import stat
 from pathlib import Path
+
+from cockpit.sources.small_files import UnreadableFile, read_small_text
 
 MAX_SECRET_BYTES = 1 << 20
 """The largest secret file read (1 MiB): more than any HTTP server takes in a header."""
 
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-"""Byte-order marks and their encodings (PowerShell saves UTF-16 LE with a BOM)."""
-
 
 class SecretFileError(ValueError):
     """A secret file that can't be used; `str()` is one line naming the file."""
-
-
-def kind_of(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
-def read_bounded(path: Path, limit: int = MAX_SECRET_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; a FIFO or a device is refused
-    without blocking or reading it (opened non-blocking, checked with fstat)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SecretFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise SecretFileError(f"{path} is {kind_of(mode)}, not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise SecretFileError(f"{path} is over {limit // 1024} KiB: not a secret file")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise SecretFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-
-
-def decode_secret(path: Path, data: bytes) -> str:
-    """The text of a secret file: UTF-8, or UTF-8/UTF-16 LE/BE after their byte-order mark."""
-    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
-    if encoding.startswith("utf-16"):
-        data = data[2:]
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError:
-        raise SecretFileError(
-            f"{path} is not UTF-8 text (UTF-16 needs its byte-order mark): save it as UTF-8"
-        ) from None
 
 
 def first_line_secret(path: Path, text: str) -> str:
@@ -94,7 +36,11 @@ def first_line_secret(path: Path, text: str) -> str:
 def read_secret_file(path: str | Path) -> str:
     """The secret a file holds (see the module's docstring), or SecretFileError."""
     where = Path(path).expanduser()
-    return first_line_secret(where, decode_secret(where, read_bounded(where)))
+    try:
+        text = read_small_text(where, MAX_SECRET_BYTES)
+    except UnreadableFile as exc:
+        raise SecretFileError(f"{where} {exc}") from None
+    return first_line_secret(where, text)
 
 
 class SecretFile:
