@@ -30,7 +30,7 @@ How each is run (HOME is an empty folder, so no one's config is read):
 
 Method. The panes start one after another (the order turned by one each round). For each
 the time is taken just before tmux starts it, and its screen is read with `capture-pane`
-every 20 ms until it shows the engine's figures (first data: vllmstat `● connected`,
+every 50 ms until it shows the engine's figures (first data: vllmstat `● connected`,
 vllm-htop `Running : N`, the cockpit `running N │`) and a rate (first rates: the texts above;
 the cockpit `gen N tok/s` in its vital strip; the bare app its text). Once all are up: a
 10 s warm-up, then the CPU of each process tree (utime + stime of the process, its live
@@ -84,7 +84,7 @@ JUDGED = "with _created"
 CPU_RATIO_TARGET = 0.5
 CPU_RATIO_INTERVALS = (1.0, 2.0)
 RSS_TARGET_MB = 60.0
-POLL_S = 0.02
+POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
