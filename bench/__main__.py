@@ -1,7 +1,9 @@
 """`make bench`: every benchmark in this folder, one after another, then one summary.
 
 `python -m bench` runs them all; `python -m bench NAME ...` runs the named ones. The soak test
-is long (30 minutes) and runs only when named: `python -m bench soak [--minutes N]`.
+is long (30 minutes) and runs only when named: `python -m bench soak [--minutes N]`; so does
+the side-by-side with vllmstat and vllm-htop, which installs them from PyPI first:
+`python -m bench peers [--quick]`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import bench
 
-LONG = {"soak"}
+LONG = {"soak", "peers"}
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -45,7 +47,12 @@ def main(args: list[str]) -> int:
         module = importlib.import_module(f"bench.{name}")
         print(f"\n=== {name} ===", flush=True)
         started = time.perf_counter()
-        summary[name] = module.run(minutes) if name == "soak" and minutes else module.run()
+        if name == "soak" and minutes:
+            summary[name] = module.run(minutes)
+        elif name == "peers":
+            summary[name] = module.run(quick="--quick" in args)
+        else:
+            summary[name] = module.run()
         print(f"({time.perf_counter() - started:.0f} s)", flush=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.write_text(json.dumps(summary, indent=2, default=str))

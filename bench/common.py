@@ -107,6 +107,37 @@ def children(pid: int) -> list[int]:
     ]
 
 
+def descendants(pid: int) -> list[int]:
+    """The process's children, their children and so on; [] once it is gone."""
+    try:
+        direct = children(pid)
+    except OSError:
+        return []
+    return [*direct, *(grandchild for child in direct for grandchild in descendants(child))]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of the process and of every live descendant, plus the children's time
+    they have reaped (cutime + cstime): a tool that runs helpers is charged for them."""
+    total = 0.0
+    for member in (pid, *descendants(pid)):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended between the listing and the read: its parent reaps it
+            continue
+        total += sum(int(field) for field in fields[11:15]) / TICKS
+    return total
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of the process and its live descendants."""
+    total = 0.0
+    for member in (pid, *descendants(pid)):
+        with contextlib.suppress(OSError):
+            total += rss_mb(member)
+    return total
+
+
 # --- tmux ---------------------------------------------------------------------------------------
 
 

@@ -177,6 +177,19 @@ def test_served_text_parses_with_vllm_names_labels_and_float_le(
     assert scrape.total("vllm:request_success_total") > 0  # warm start: figures from the first read
 
 
+def test_created_series_are_written_unless_turned_off() -> None:
+    with_created = SimulatedLane("h100-llama8b", warm_start=30.0)
+    without = SimulatedLane("h100-llama8b", warm_start=30.0, created_series=False)
+    created = {s.name for s in samples(with_created.render()) if s.name.endswith("_created")}
+    assert {"vllm:prompt_tokens_created", "vllm:e2e_request_latency_seconds_created"} <= created
+    plain = samples(without.render())
+    assert not [s for s in plain if s.name.endswith("_created")]
+    expected = [s for s in samples(with_created.render()) if not s.name.endswith("_created")]
+    assert [(s.name, s.labels, s.value) for s in plain] == [
+        (s.name, s.labels, s.value) for s in expected
+    ]
+
+
 def check_consistent(scrape: Scrape, spec: bool) -> None:
     prompt = scrape.total("vllm:prompt_tokens_total")
     computed = scrape.total("vllm:prompt_tokens_by_source_total", source="local_compute")

@@ -50,8 +50,9 @@ class _LaneCollector(Collector):
         return iter(self._lane.families())
 
 
-def lane_families(state: LaneState, created: float) -> list[Metric]:
-    """Every metric family of the lane, in vLLM's order."""
+def lane_families(state: LaneState, created: float | None) -> list[Metric]:
+    """Every metric family of the lane, in vLLM's order; `created=None` writes no `_created`
+    series (prometheus_client with `PROMETHEUS_DISABLE_CREATED_SERIES`)."""
     p = state.preset
     base = ["engine", "model_name"]
     values = ["0", p.served_model]
@@ -197,7 +198,8 @@ def lane_families(state: LaneState, created: float) -> list[Metric]:
         hist = state.hists[key]
         hfam = HistogramMetricFamily(f"vllm:{key}", doc, labels=base)
         hfam.add_metric(values, hist.cumulative(), hist.total)
-        _with_created(hfam, labelled, created)
+        if created is not None:
+            _with_created(hfam, labelled, created)
         fams.append(hfam)
     fams.append(cache_config_info(p))
     return fams
@@ -296,7 +298,9 @@ class SimulatedLane:
     from the first scrape; with `record_every`, its exposition every that many seconds of it is
     kept in `warm_history` (a scraper given them has the warm start's trend at once).
     `start()` serves `/metrics` and steps the simulation in a daemon thread every `interval`
-    seconds; `step(dt)` advances it by hand (tests, benchmarks).
+    seconds; `step(dt)` advances it by hand (tests, benchmarks). With `created_series=False`
+    its counters and histograms have no `_created` samples, as an engine run with
+    `PROMETHEUS_DISABLE_CREATED_SERIES=true`.
     """
 
     def __init__(
@@ -308,11 +312,13 @@ class SimulatedLane:
         record_every: int = 0,
         interval: float = 0.25,
         clock: Callable[[], float] = time.time,
+        created_series: bool = True,
     ) -> None:
         self.preset = PRESETS[preset] if isinstance(preset, str) else preset
         self.interval = interval
         self._clock = clock
         self._created = clock() - warm_start
+        self._created_series = created_series
         self._state = LaneState(self.preset, random.Random(seed), self._created)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -351,7 +357,7 @@ class SimulatedLane:
 
     def families(self) -> list[Metric]:
         with self._lock:
-            return lane_families(self._state, self._created)
+            return lane_families(self._state, self._created if self._created_series else None)
 
     def render(self) -> str:
         """The exposition text a scrape would return now."""
