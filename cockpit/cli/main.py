@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.cli.card import add_card_parser, report_error
 from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
 from cockpit.config.schema import (
     ENGINES,
@@ -29,8 +30,9 @@ from cockpit.config.schema import (
 from cockpit.config.yaml_values import did_you_mean
 from cockpit.core.text import visible
 from cockpit.core.timeutil import TimeParseError, parse_duration, parse_time, stamp
+from cockpit.runtime.cards import CardError
 
-COMMANDS = ("run", "demo", "report", "roofline", "check")
+COMMANDS = ("run", "demo", "report", "roofline", "check", "card")
 
 DESCRIPTION = """\
 A terminal cockpit for an LLM inference lane and the agents that feed it: token ratios,
@@ -156,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=command_check)
     _sample_option(check)
+    add_card_parser(commands, sources)
     return parser  # fmt: skip
 
 
@@ -188,13 +191,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+TIME_FLAGS = ("--at", "--from", "--to")
+
+
 def _attach_relative_times(argv: Sequence[str]) -> list[str]:
-    """`--at -2h` as `--at=-2h`: argparse takes any value that starts with a dash for an option
-    and would say `--at: expected one argument`."""
+    """`--at -2h` as `--at=-2h` (and `--from`, `--to`): argparse takes any value that starts
+    with a dash for an option and would say `--at: expected one argument`."""
     attached: list[str] = []
     for arg in argv:
-        if attached and attached[-1] == "--at" and re.match(r"-\d", arg):
-            attached[-1] = f"--at={arg}"
+        if attached and attached[-1] in TIME_FLAGS and re.match(r"-\d", arg):
+            attached[-1] = f"{attached[-1]}={arg}"
         else:
             attached.append(arg)
     return attached
@@ -448,5 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2
+    except CardError as error:
+        return report_error(error)
     except KeyboardInterrupt:
         return 130

@@ -25,12 +25,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cockpit.engines import dialects
-from cockpit.core import promql
-from cockpit.core import trends
+from cockpit.core import promql, trends
 from cockpit.core.model import Bucket, Missing
 from cockpit.core.quantiles import check_buckets, histogram_quantile
 from cockpit.core.timeutil import promql_duration
+from cockpit.engines import dialects
 
 LabelKey = tuple[tuple[str, str], ...]
 POINT_BYTES = 32
