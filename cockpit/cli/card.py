@@ -23,6 +23,8 @@ from cockpit.config.schema import Config, ConfigError, LaneConfig
 from cockpit.core.compare import Comparison, compare
 from cockpit.core.figures import format_value
 from cockpit.core.model import LaneTotals
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.split import WindowSplit
 from cockpit.core.text import visible
 from cockpit.core.timeutil import TimeParseError, parse_time, promql_duration, stamp
 from cockpit.runtime.cards import Card, CardError, CardStore
@@ -442,6 +444,32 @@ def _requests(card: Card) -> str:
 
     figure: Mapping[str, Any] = figures_of(card.receipt).get("requests", {})
     return str(figure.get("text") or "—")
+
+
+def cards_in_window(
+    config: Config,
+    lane: LaneSnapshot | None,
+    ledger: LedgerSnapshot | None,
+    errors: list[str],
+) -> WindowSplit | None:
+    """The reported lane's window split between its cards and the rest, when it has cards in
+    the window; a card store that can't be read is one more error line, not a failed report."""
+    if lane is None:
+        return None
+    from cockpit.core.ledger_figures import lane_models
+    from cockpit.core.snapshot import for_lane
+    from cockpit.runtime.card_receipts import window_split
+
+    lanes = {found.name: found for found in config.lanes}
+    if lane.lane not in lanes:
+        return None
+    found = lanes[lane.lane]
+    narrowed = for_lane(ledger, lane_models(found.ledger_models, None), config.prices)
+    try:
+        return asyncio.run(window_split(config, found, lane, narrowed, _store()))
+    except CardError as error:
+        errors.append(f"cards: {error}")
+        return None
 
 
 def report_error(error: CardError) -> int:

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
-from cockpit.cli.card import add_card_parser, report_error
+from cockpit.cli.card import add_card_parser, cards_in_window, report_error
 from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
 from cockpit.config.schema import (
     ENGINES,
@@ -388,15 +388,23 @@ def command_report(args: argparse.Namespace) -> int:
     _require_sources(config)
     named = [lane for lane in config.lanes if lane.name == args.lane]
     at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
+    from cockpit.runtime.card_receipts import split_json, split_markdown
     from cockpit.runtime.feeds import read_once
     from cockpit.runtime.report import json_receipt, markdown_receipt
 
     read = read_once(config, args.lane, at, sample_seconds(args), args.since_start)
     lane, ledger, errors = asyncio.run(read)
+    split = cards_in_window(config, lane, ledger, errors)
     if args.format == "json":
-        print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
+        receipt = json_receipt(lane, ledger, config.prices)
+        if split is not None:
+            receipt["cards"] = split_json(split)
+        print(json.dumps(receipt, indent=2))
     else:
-        print(markdown_receipt(lane, ledger, config.prices), end="")
+        text = markdown_receipt(lane, ledger, config.prices)
+        if split is not None:
+            text += "\n" + "\n".join(map(visible, split_markdown(split))) + "\n"
+        print(text, end="")
     for error in errors:
         print(f"cockpit: {visible(error)}", file=sys.stderr)
     return 1 if errors else 0

@@ -15,15 +15,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cockpit.config.schema import LaneConfig
+from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.figures import lane_figures
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.model import LaneTotals
 from cockpit.core.promql import escape_label_value, parse_selector
-from cockpit.core.snapshot import LaneSnapshot
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
 from cockpit.core.tail_figures import LATENCIES
 from cockpit.core.timeutil import stamp
-from cockpit.runtime.cards import Card, CardError
+from cockpit.runtime.cards import Card, CardError, CardStore
 from cockpit.sources.exposition import ENGINE_PREFIXES
 from cockpit.sources.http import SourceError
 from cockpit.sources.prometheus import PrometheusSource
@@ -159,3 +160,111 @@ def kept_receipt(snapshot: LaneSnapshot, note: str, prices: Prices) -> dict[str,
 def figures_of(receipt: Mapping[str, Any]) -> Mapping[str, Any]:
     figures = receipt.get("lane", {}).get("figures", {})
     return figures if isinstance(figures, dict) else {}
+
+
+async def window_split(
+    config: Config,
+    lane: LaneConfig,
+    snapshot: LaneSnapshot,
+    ledger: LedgerSnapshot | None,
+    store: CardStore,
+) -> WindowSplit | None:
+    """The lane's window split between its cards and the rest (None: no card in the window).
+    A card wholly inside counts as kept; one partly inside is evaluated over its overlap on a
+    Prometheus lane, and said uncounted on a direct-scrape one (only its edges were kept)."""
+    if snapshot.figures is None or snapshot.totals is None:
+        return None
+    end = snapshot.totals.end
+    start = end - snapshot.totals.window_s
+    overlapping = [
+        card for card in store.cards(lane.name)
+        if card.end is not None and card.start < end and card.end > start
+    ]  # fmt: skip
+    if not overlapping:
+        return None
+    parts, uncounted = [], []
+    for card in overlapping:
+        whole = start <= card.start and card.end is not None and card.end <= end
+        values = figures_of(card.receipt)
+        if not whole:
+            if lane.metrics_url:
+                uncounted.append(card.name)
+                continue
+            clipped = Card(card.name, card.lane, max(card.start, start), min(card.end or end, end))
+            values = await _overlap_figures(config, lane, clipped)
+        numbers = {key: _value(values.get(key)) for key, _ in SPLIT_KEYS}
+        overlap = min(card.end or end, end) - max(card.start, start)
+        parts.append(CardPart(card.name, numbers, overlap, whole))
+    window = {key: snapshot.figures.value(key) for key, _ in SPLIT_KEYS}
+    return WindowSplit(window, tuple(parts), tuple(uncounted), _ledger_tokens(ledger))
+
+
+async def _overlap_figures(config: Config, lane: LaneConfig, card: Card) -> Mapping[str, Any]:
+    from cockpit.runtime.feeds import prometheus_source
+
+    source = prometheus_source(lane)
+    try:
+        edges = await prometheus_edges(lane, source, card.start, card.end or card.start)
+    finally:
+        await source.aclose()
+    totals = replayed_totals(lane, edges, card.start, card.end or card.start)
+    snapshot = card_snapshot(lane, card, totals)
+    return figures_of(kept_receipt(snapshot, "", config.prices))
+
+
+def _value(figure: object) -> float | None:
+    value = figure.get("value") if isinstance(figure, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _ledger_tokens(ledger: LedgerSnapshot | None) -> dict[str, float | None] | None:
+    """The ledger's prompt and output tokens, when it is narrowed to the lane's models."""
+    if ledger is None or ledger.totals is None or ledger.totals.narrowed_to is None:
+        return None
+    total = ledger.totals.total
+    return {"prompt_tokens": float(total.prompt), "generation_tokens": float(total.output)}
+
+
+def split_markdown(split: WindowSplit) -> list[str]:
+    """The window split as a receipt section."""
+    from cockpit.core.figures import format_value
+    from cockpit.runtime.report import markdown_table
+
+    def row(name: str, values: Mapping[str, float | None]) -> tuple[str, ...]:
+        return (name, *(format_value(values.get(key), "count") for key, _ in SPLIT_KEYS))
+
+    rows = [row(card.name + ("" if card.whole else " (overlap)"), card.values)
+            for card in split.cards]  # fmt: skip
+    rows += [row("All cards", split.in_cards), row("Outside cards", split.outside),
+             row("The window", split.window)]  # fmt: skip
+    header = ("Traffic", *(title for _, title in SPLIT_KEYS))
+    lines = ["## Cards in the window", "", *markdown_table(header, rows), ""]
+    lines.append("Cards count their counters' exact deltas; the window (and so the rest) is read "
+                 "as its own figures are.")  # fmt: skip
+    if split.uncounted:
+        names = ", ".join(split.uncounted)
+        lines.append(f"Partly in the window, not counted (a direct scrape keeps only a card's "
+                     f"edges): {names}.")  # fmt: skip
+    if split.ledger is not None:
+        rest = split.outside.get("prompt_tokens")
+        share = "" if not rest else f" ({(split.ledger['prompt_tokens'] or 0) / rest:.1%} of it)"
+        lines.append(
+            f"The agent ledger, narrowed to the lane's models, accounts for "
+            f"{format_value(split.ledger['prompt_tokens'], 'tokens')} prompt tokens of the rest"
+            f"{share}."
+        )
+    return lines
+
+
+def split_json(split: WindowSplit) -> dict[str, Any]:
+    return {
+        "cards": [
+            {"name": card.name, "whole": card.whole, "overlap_s": card.overlap_s,
+             **dict(card.values)} for card in split.cards
+        ],
+        "in_cards": split.in_cards,
+        "outside": split.outside,
+        "window": dict(split.window),
+        "uncounted": list(split.uncounted),
+        "ledger": dict(split.ledger) if split.ledger is not None else None,
+    }  # fmt: skip
