@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
+from cockpit.cli.card import add_card_parser, cards_in_window, report_error
 from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
 from cockpit.cli.output import output_failed, symbols_that_fit, unfit_terminal
 from cockpit.config.schema import (
@@ -30,9 +31,10 @@ from cockpit.config.schema import (
 from cockpit.config.yaml_values import did_you_mean
 from cockpit.core.text import visible
 from cockpit.core.timeutil import TimeParseError, parse_duration, parse_time, stamp
+from cockpit.runtime.cards import CardError
 from cockpit.sources.small_files import UnreadableFile, read_small_text
 
-COMMANDS = ("run", "demo", "report", "roofline", "check")
+COMMANDS = ("run", "demo", "report", "roofline", "check", "card")
 
 DESCRIPTION = """\
 A terminal cockpit for an LLM inference lane and the agents that feed it: token ratios,
@@ -158,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=command_check)
     _sample_option(check)
+    add_card_parser(commands, sources)
     return parser  # fmt: skip
 
 
@@ -190,13 +193,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+TIME_FLAGS = ("--at", "--from", "--to")
+
+
 def _attach_relative_times(argv: Sequence[str]) -> list[str]:
-    """`--at -2h` as `--at=-2h`: argparse takes any value that starts with a dash for an option
-    and would say `--at: expected one argument`."""
+    """`--at -2h` as `--at=-2h` (and `--from`, `--to`): argparse takes any value that starts
+    with a dash for an option and would say `--at: expected one argument`."""
     attached: list[str] = []
     for arg in argv:
-        if attached and attached[-1] == "--at" and re.match(r"-\d", arg):
-            attached[-1] = f"--at={arg}"
+        if attached and attached[-1] in TIME_FLAGS and re.match(r"-\d", arg):
+            attached[-1] = f"{attached[-1]}={arg}"
         else:
             attached.append(arg)
     return attached
@@ -398,15 +404,23 @@ def command_report(args: argparse.Namespace) -> int:
     _require_sources(config)
     named = [lane for lane in config.lanes if lane.name == args.lane]
     at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
+    from cockpit.runtime.card_receipts import split_json, split_markdown
     from cockpit.runtime.feeds import read_once
     from cockpit.runtime.report import json_receipt, markdown_receipt
 
     read = read_once(config, args.lane, at, sample_seconds(args), args.since_start)
     lane, ledger, errors = asyncio.run(read)
+    split = cards_in_window(config, lane, ledger, errors)
     if args.format == "json":
-        print(json.dumps(json_receipt(lane, ledger, config.prices), indent=2))
+        receipt = json_receipt(lane, ledger, config.prices)
+        if split is not None:
+            receipt["cards"] = split_json(split)
+        print(json.dumps(receipt, indent=2))
     else:
-        print(markdown_receipt(lane, ledger, config.prices), end="")
+        text = markdown_receipt(lane, ledger, config.prices)
+        if split is not None:
+            text += "\n" + "\n".join(map(visible, split_markdown(split))) + "\n"
+        print(text, end="")
     for error in errors:
         print(f"cockpit: {visible(error)}", file=sys.stderr)
     return 1 if errors else 0
@@ -478,5 +492,7 @@ def _run_command(argv: Sequence[str]) -> int:
     except ConfigError as error:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2
+    except CardError as error:
+        return report_error(error)
     except KeyboardInterrupt:
         return 130

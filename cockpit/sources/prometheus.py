@@ -355,6 +355,20 @@ class PrometheusSource:
         eval_seconds = _float(_dict(stats.get("timings")).get("evalTotalTime"))
         return Answer(result, tuple(warned), eval_seconds, partial)
 
+    async def query_range(
+        self, expr: str, start: float, end: float, step: float
+    ) -> list[dict[str, Any]]:
+        """One range query's series (`metric`, `values`); SourceError with a one-line reason."""
+        form = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:.3f}"}
+        body = await self._api("POST", "/api/v1/query_range", form)
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise SourceError(f"{self.url}: answer is not a range matrix")
+        if not isinstance(result, list) or not all(isinstance(s, dict) for s in result):
+            raise SourceError(f"{self.url}: Prometheus answered an unexpected shape (not series)")
+        return result
+
     async def label_values(
         self, label: str, lane: str, dialect: str | None, selector: str
     ) -> list[str]:

@@ -96,6 +96,15 @@ class ScrapeSource:
 
     async def poll(self) -> None:
         """Take one scrape into the buffer; SourceError with a one-line reason on failure."""
+        text = await self.fetch()
+        at, wall = self._scrape_time()
+        if len(text) > OFF_LOOP_CHARS:
+            self._add(await asyncio.to_thread(self._parse, text), at, wall)
+        else:
+            self._add(self._parse(text), at, wall)
+
+    async def fetch(self) -> str:
+        """The engine's exposition now, unparsed; SourceError with a one-line reason."""
         try:
             reply = await self.http.get(self._path, self._params or None)
         except SourceError as exc:
@@ -105,11 +114,7 @@ class ScrapeSource:
             raise SourceError(reason, unreachable=exc.unreachable, engine_absent=absent) from None
         if reply.status >= 400:
             raise status_error(self.url, reply)
-        at, wall = self._scrape_time()
-        if len(reply.text) > OFF_LOOP_CHARS:
-            self._add(await asyncio.to_thread(self._parse, reply.text), at, wall)
-        else:
-            self._add(self._parse(reply.text), at, wall)
+        return reply.text
 
     def ingest(self, text: str, at: float) -> None:
         """Parse one exposition taken at `at` (epoch seconds) and add it to the buffer."""

@@ -1,0 +1,477 @@
+"""`cockpit card …`: mark a benchmark run on a lane, keep its receipt, compare two runs.
+
+cockpit card start NAME [--lane L] [--note TEXT]     mark now as the card's start
+cockpit card stop [NAME]                             mark its end, keep and print its receipt
+cockpit card add NAME --from TIME --to TIME          a card of a past interval (Prometheus)
+cockpit card import RESULT.json [--name NAME]        the benchmark client's own result
+cockpit card list | show NAME | compare A B | rm NAME
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cockpit.config.schema import Config, ConfigError, LaneConfig
+from cockpit.core.compare import Comparison, compare
+from cockpit.core.figures import format_value
+from cockpit.core.model import LaneTotals
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.split import WindowSplit
+from cockpit.core.text import visible
+from cockpit.core.timeutil import TimeParseError, parse_time, promql_duration, stamp
+from cockpit.runtime.cards import Card, CardError, CardStore
+from cockpit.sources.http import SourceError
+
+if TYPE_CHECKING:
+    from cockpit.sources.prometheus import PrometheusSource
+
+CARD_COMMANDS = ("start", "stop", "add", "import", "list", "show", "compare", "rm")
+
+
+def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
+    """The `card` command and its sub-commands, each with the source options (`--config`…)."""
+    card = commands.add_parser("card", help="benchmark cards: mark a run, keep, compare")
+    verbs = card.add_subparsers(metavar="verb", title="verbs", required=True)
+
+    def verb(name: str, about: str, handler: Callable[[argparse.Namespace], int]) -> Any:
+        parser = verbs.add_parser(name, parents=[sources], help=about)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    start = verb("start", "mark now as a card's start on a lane", card_start)
+    start.add_argument("name", metavar="NAME")
+    start.add_argument("--note", default="", help="a word on the run, kept with the card")
+    stop = verb("stop", "mark a running card's end; print and keep its receipt", card_stop)
+    stop.add_argument("name", metavar="NAME", nargs="?")
+    add = verb("add", "a card of a past interval (a Prometheus lane)", card_add)
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--from", dest="start", metavar="TIME", required=True)
+    add.add_argument("--to", dest="end", metavar="TIME", required=True)
+    add.add_argument("--note", default="")
+    imported = verb("import", "a benchmark client's result (vllm bench serve)", card_import)
+    imported.add_argument("result", metavar="RESULT.json")
+    imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
+    verb("list", "the cards (of --lane)", card_list)
+    show = verb("show", "a card's receipt (and its client's figures beside)", card_show)
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--again", action="store_true",
+                      help="evaluate a Prometheus lane's card anew, not as kept")  # fmt: skip
+    compared = verb("compare", "two cards figure by figure", card_compare)
+    compared.add_argument("a", metavar="A")
+    compared.add_argument("b", metavar="B")
+    removed = verb("rm", "forget a card", card_rm)
+    removed.add_argument("name", metavar="NAME")
+    for parser in (stop, add, imported, show, compared, start):
+        parser.add_argument("--format", choices=("md", "json"), default="md")
+    verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
+
+
+# --- which lane ------------------------------------------------------------------------------
+
+
+def _config(args: argparse.Namespace) -> Config:
+    from cockpit.cli.main import effective_config
+
+    return effective_config(args)
+
+
+def _lane(config: Config, name: str | None) -> LaneConfig:
+    """The lane named (or the only one); ConfigError naming the choices otherwise."""
+    lanes = {lane.name: lane for lane in config.lanes}
+    if name is None and len(lanes) == 1:
+        return next(iter(lanes.values()))
+    if name in lanes:
+        return lanes[name]
+    known = ", ".join(lanes) or "none configured"
+    problem = f"unknown lane {name!r}" if name else "name the card's lane"
+    raise ConfigError(config.source, None, "--lane", f"{problem} ({known})")
+
+
+def _store() -> CardStore:
+    return CardStore()
+
+
+def _named(text: str) -> str:
+    name = text.strip()
+    if not name or name != text or any(not ch.isprintable() for ch in name):
+        raise CardError(f"card name {visible(text)!r}: expected printable text, no edge spaces")
+    return name
+
+
+# --- the verbs -------------------------------------------------------------------------------
+
+
+def card_start(args: argparse.Namespace) -> int:
+    config = _config(args)
+    lane = _lane(config, args.lane)
+    name = _named(args.name)
+    store = _store()
+    if any(card.name == name for card in store.cards()):
+        raise CardError(f"a card named {name!r} exists already")
+    edges: tuple[tuple[str, float], ...] = ()
+    start = time.time()
+    if lane.metrics_url:
+        from cockpit.runtime.card_receipts import edge_scrape
+
+        edge = asyncio.run(edge_scrape(lane))
+        edges, start = (edge,), edge[1]
+    store.start(Card(name, lane.name, start, note=args.note, edges=edges))
+    print(f"card {visible(name)} started on lane {visible(lane.name)} at {stamp(start)}")
+    return 0
+
+
+def card_stop(args: argparse.Namespace) -> int:
+    config = _config(args)
+    store = _store()
+    card = _running(store, args.name, args.lane)
+    lane = _lane(config, card.lane)
+    edge = None
+    end = time.time()
+    if lane.metrics_url:
+        from cockpit.runtime.card_receipts import edge_scrape
+
+        edge = asyncio.run(edge_scrape(lane))
+        end = edge[1]
+    card = store.stop(card.name, end, edge)
+    receipt = asyncio.run(_evaluate(config, lane, card))
+    store.keep(card.name, receipt=receipt)
+    return _print_card(Card(card.name, card.lane, card.start, card.end, card.note, card.edges,
+                            receipt), args.format)  # fmt: skip
+
+
+def _running(store: CardStore, name: str | None, lane: str | None) -> Card:
+    if name is not None:
+        card = store.get(name)
+        if not card.running:
+            raise CardError(f"card {name!r} has stopped already")
+        return card
+    running = store.running(lane)
+    if not running:
+        raise CardError("no card is running" + (f" on lane {lane!r}" if lane else ""))
+    if len(running) > 1:
+        names = ", ".join(card.name for card in running)
+        raise CardError(f"several cards are running ({names}): name the one to stop")
+    return running[0]
+
+
+def card_add(args: argparse.Namespace) -> int:
+    config = _config(args)
+    lane = _lane(config, args.lane)
+    try:
+        start, end = parse_time(args.start), parse_time(args.end)
+    except TimeParseError as exc:
+        raise CardError(str(exc)) from None
+    card = Card(_named(args.name), lane.name, start, end, args.note)
+    _only_prometheus(lane, "a past interval")
+    if end <= start:
+        raise CardError(f"card {card.name!r}: its end is not after its start")
+    receipt = asyncio.run(_evaluate(config, lane, card))
+    store = _store()
+    store.add(Card(card.name, card.lane, start, end, card.note, receipt=receipt))
+    return _print_card(store.get(card.name), args.format)
+
+
+def _only_prometheus(lane: LaneConfig, what: str) -> None:
+    if not lane.prometheus:
+        raise CardError(
+            f"lane {lane.name} is read from its /metrics, which has only the present: {what} "
+            "needs a Prometheus lane (mark a run with card start and stop)"
+        )
+
+
+def card_import(args: argparse.Namespace) -> int:
+    from cockpit.runtime.bench_results import client_json, read_result
+
+    path = Path(args.result).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CardError(
+            f"{path}: cannot read it: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    result = read_result(str(path), text)
+    store = _store()
+    name = _named(args.name or path.stem)
+    existing = [card for card in store.cards() if card.name == name]
+    if existing:
+        store.keep(name, client=client_json(result))
+        return _print_card(store.get(name), args.format)
+    config = _config(args)
+    lane = _lane(config, args.lane)
+    _only_prometheus(lane, "a card made from a result file's interval")
+    card = Card(name, lane.name, result.start, result.end, f"from {path.name}")
+    receipt = asyncio.run(_evaluate(config, lane, card))
+    store.add(Card(card.name, card.lane, card.start, card.end, card.note, receipt=receipt,
+                   client=client_json(result)))  # fmt: skip
+    return _print_card(store.get(name), args.format)
+
+
+def card_list(args: argparse.Namespace) -> int:
+    cards = _store().cards(args.lane)
+    if args.format == "json":
+        print(json.dumps([_card_json(card) for card in cards], indent=2))
+        return 0
+    from cockpit.runtime.report import markdown_table
+
+    rows = [
+        (card.name, card.lane, stamp(card.start), stamp(card.end) if card.end else "running",
+         _duration(card), _requests(card), card.note)
+        for card in cards
+    ]  # fmt: skip
+    header = ("Card", "Lane", "Start", "End", "Length", "Requests", "Note")
+    print("\n".join(markdown_table(header, rows)) if rows else "no cards yet")
+    return 0
+
+
+def card_show(args: argparse.Namespace) -> int:
+    store = _store()
+    card = store.get(args.name)
+    if args.again:
+        config = _config(args)
+        lane = _lane(config, card.lane)
+        if card.end is None:
+            raise CardError(f"card {card.name!r} is still running")
+        receipt = asyncio.run(_evaluate(config, lane, card))
+        card = Card(card.name, card.lane, card.start, card.end, card.note, card.edges, receipt,
+                    card.client)  # fmt: skip
+    return _print_card(card, args.format)
+
+
+def card_compare(args: argparse.Namespace) -> int:
+    store = _store()
+    a, b = store.get(args.a), store.get(args.b)
+    from cockpit.runtime.card_receipts import figures_of
+
+    for card in (a, b):
+        if not card.receipt:
+            raise CardError(f"card {card.name!r} has no receipt yet (still running?)")
+    bounds = {**a.receipt.get("buckets", {}), **b.receipt.get("buckets", {})}
+    rows = compare(figures_of(a.receipt), figures_of(b.receipt), bounds)
+    if args.format == "json":
+        print(json.dumps({"a": _card_json(a), "b": _card_json(b),
+                          "figures": {row.key: _comparison_json(row) for row in rows}},
+                         indent=2))  # fmt: skip
+        return 0
+    print("\n".join(_comparison_markdown(a, b, rows)))
+    return 0
+
+
+def card_rm(args: argparse.Namespace) -> int:
+    _store().remove(args.name)
+    print(f"card {visible(args.name)} removed")
+    return 0
+
+
+# --- receipts --------------------------------------------------------------------------------
+
+
+async def _evaluate(config: Config, lane: LaneConfig, card: Card) -> dict[str, Any]:
+    """The card's receipt over its own interval, from its edges or read back from Prometheus."""
+    from cockpit.runtime.card_receipts import (
+        card_duration,
+        card_snapshot,
+        edges_note,
+        kept_receipt,
+        prometheus_edges,
+        replayed_totals,
+    )
+
+    end = card.start + card_duration(card)
+    if lane.metrics_url:
+        if len(card.edges) < 2:
+            raise CardError(f"card {card.name!r} has no scrape at one of its edges")
+        totals = replayed_totals(lane, card.edges, card.start, end)
+        note = edges_note(card, card.edges, replayed=False)
+    else:
+        from cockpit.runtime.feeds import prometheus_source
+
+        source = prometheus_source(lane)
+        try:
+            edges = await prometheus_edges(lane, source, card.start, end)
+            totals = replayed_totals(lane, edges, card.start, end)
+            note = edges_note(card, edges, replayed=True)
+            extrapolated = await _increase_note(source, lane, totals, end)
+        finally:
+            await source.aclose()
+        note = "; ".join(filter(None, (note, extrapolated)))
+    return kept_receipt(card_snapshot(lane, card, totals), note, config.prices)
+
+
+async def _increase_note(
+    source: PrometheusSource, lane: LaneConfig, totals: LaneTotals, end: float
+) -> str:
+    """What Prometheus's own `increase()` over the card's interval reads of its requests: it
+    extrapolates to the interval's edges, so it can read more than the samples' delta."""
+    from cockpit.core.promql import spec_expression
+    from cockpit.engines import dialects
+
+    spec = dialects.lane_specs(totals.dialect)["requests"]
+    query = spec_expression(spec, lane.selector, promql_duration(totals.window_s))
+    if query is None:
+        return ""
+    try:
+        answer = await source.query(query, end)
+        value = float(answer.result[0]["value"][1]) if answer.result else None
+    except (SourceError, ValueError, KeyError, IndexError):
+        return ""  # a note only: without it, nothing is wrong
+    if value is None:
+        return ""
+    return f"`{query}` (extrapolated to the edges) reads {value:,.1f} requests"
+
+
+def _card_json(card: Card) -> dict[str, Any]:
+    return {
+        "name": card.name,
+        "lane": card.lane,
+        "start": _rfc3339(card.start),
+        "end": _rfc3339(card.end) if card.end is not None else None,
+        "duration_s": None if card.end is None else card.end - card.start,
+        "note": card.note,
+        "edges": card.receipt.get("lane", {}).get("edges"),
+    }
+
+
+def _rfc3339(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+def _print_card(card: Card, format_: str) -> int:
+    if format_ == "json":
+        data: dict[str, Any] = {"card": _card_json(card)}
+        if card.receipt:
+            data["lane"] = card.receipt.get("lane")
+        if card.client:
+            data["client"] = _client_beside(card)
+        print(json.dumps(data, indent=2))
+        return 0
+    print("\n".join(_card_markdown(card)), end="")
+    return 0
+
+
+def _card_markdown(card: Card) -> list[str]:
+    end = stamp(card.end) if card.end else "running"
+    lines = [f"# Card {visible(card.name)} — lane {visible(card.lane)}", "",
+             f"{stamp(card.start)} → {end} ({_duration(card)})"]  # fmt: skip
+    if card.note:
+        lines += ["", f"Note: {visible(card.note)}"]
+    edges = card.receipt.get("lane", {}).get("edges")
+    if edges:
+        lines += ["", f"Counts: {visible(str(edges)).removeprefix('counts: ')}"]
+    if card.client:
+        lines += ["", *_client_markdown(card)]
+    markdown = str(card.receipt.get("markdown") or "")
+    if markdown:
+        lines += ["", markdown.rstrip()]
+    return [*lines, ""]
+
+
+def _client_beside(card: Card) -> dict[str, Any]:
+    from cockpit.runtime.bench_results import CLIENT_VS_ENGINE
+    from cockpit.runtime.card_receipts import figures_of
+
+    engine = figures_of(card.receipt)
+    client = dict(card.client)
+    beside = {}
+    for field, figure in dict(client.get("figures", {})).items():
+        found = engine.get(figure["engine"], {})
+        beside[field] = {**figure, "engine_value": found.get("value"),
+                         "engine_reason": found.get("reason")}  # fmt: skip
+    return {**client, "figures": beside, "explained": CLIENT_VS_ENGINE}
+
+
+def _client_markdown(card: Card) -> list[str]:
+    from cockpit.runtime.report import markdown_table
+
+    client = _client_beside(card)
+    rows = []
+    for figure in client["figures"].values():
+        unit = figure["unit"]
+        engine = figure["engine_value"]
+        engine_text = (
+            format_value(engine, unit) if engine is not None
+            else f"— ({figure['engine_reason'] or 'not in the receipt'})"
+        )  # fmt: skip
+        rows.append((figure["label"], format_value(figure["value"], unit), engine_text))
+    head = f"## Client ({client['tool']}, {Path(client['file']).name}) beside the engine"
+    return [head, "", *markdown_table(("Figure", "Client", "Engine"), rows), "",
+            client["explained"]]  # fmt: skip
+
+
+def _comparison_json(row: Comparison) -> dict[str, Any]:
+    return {"label": row.label, "unit": row.unit, "a": row.a, "b": row.b, "delta": row.delta,
+            "change": row.change, "verdict": row.verdict}  # fmt: skip
+
+
+def _comparison_markdown(a: Card, b: Card, rows: Sequence[Comparison]) -> list[str]:
+    from cockpit.runtime.report import markdown_table
+
+    def change(row: Comparison) -> str:
+        return "—" if row.change is None else f"{row.change * 100:+.1f}%"
+
+    def delta(row: Comparison) -> str:
+        if row.delta is None:
+            return "—"
+        text = format_value(abs(row.delta), row.unit)  # type: ignore[arg-type]
+        return ("−" if row.delta < 0 else "+") + text
+
+    table = [(row.label, row.a_text, row.b_text, delta(row), change(row), row.verdict)
+             for row in rows]  # fmt: skip
+    head = f"# Cards compared: A {visible(a.name)} ({_duration(a)}), "
+    head += f"B {visible(b.name)} ({_duration(b)})"
+    header = ("Figure", "A", "B", "B − A", "Change", "Verdict")
+    return [head, "", *markdown_table(header, table), ""]
+
+
+def _duration(card: Card) -> str:
+    if card.end is None:
+        return "running"
+    seconds = card.end - card.start
+    return f"{seconds:.1f} s" if seconds < 120 else promql_duration(seconds)
+
+
+def _requests(card: Card) -> str:
+    from cockpit.runtime.card_receipts import figures_of
+
+    figure: Mapping[str, Any] = figures_of(card.receipt).get("requests", {})
+    return str(figure.get("text") or "—")
+
+
+def cards_in_window(
+    config: Config,
+    lane: LaneSnapshot | None,
+    ledger: LedgerSnapshot | None,
+    errors: list[str],
+) -> WindowSplit | None:
+    """The reported lane's window split between its cards and the rest, when it has cards in
+    the window; a card store that can't be read is one more error line, not a failed report."""
+    if lane is None:
+        return None
+    from cockpit.core.ledger_figures import lane_models
+    from cockpit.core.snapshot import for_lane
+    from cockpit.runtime.card_receipts import window_split
+
+    lanes = {found.name: found for found in config.lanes}
+    if lane.lane not in lanes:
+        return None
+    found = lanes[lane.lane]
+    narrowed = for_lane(ledger, lane_models(found.ledger_models, None), config.prices)
+    try:
+        return asyncio.run(window_split(config, found, lane, narrowed, _store()))
+    except CardError as error:
+        errors.append(f"cards: {error}")
+        return None
+
+
+def report_error(error: CardError) -> int:
+    print(f"cockpit card: {visible(str(error))}", file=sys.stderr)
+    return 2

@@ -1,0 +1,116 @@
+"""Two cards' figures side by side: A, B, B − A, the change, and a verdict a user can trust.
+
+A quantile is read from a histogram, so two quantiles closer than the width of the bucket they
+fall in can't be told apart: the verdict says so rather than calling one faster. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+QUANTILE_KEY = re.compile(r"^(?P<histogram>[a-z0-9]+)_p\d+$")
+WITHIN_BUCKET = "within one bucket, not measurable"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    key: str
+    label: str
+    unit: str
+    a: float | None
+    b: float | None
+    a_text: str
+    b_text: str
+    verdict: str
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def change(self) -> float | None:
+        """B − A over A (None when A is zero or either is missing)."""
+        delta = self.delta
+        return None if delta is None or not self.a else delta / abs(self.a)
+
+
+def bucket_width(bounds: Sequence[float], value: float) -> float | None:
+    """The width of the histogram bucket `value` falls in (None: past the largest bound)."""
+    at = bisect_left(bounds, value)
+    if at >= len(bounds):
+        return None
+    return bounds[at] - (bounds[at - 1] if at else 0.0)
+
+
+def compare(
+    a: Mapping[str, Mapping[str, Any]],
+    b: Mapping[str, Mapping[str, Any]],
+    bounds: Mapping[str, Sequence[float]] | None = None,
+) -> list[Comparison]:
+    """Every figure either side has (A's order first), as receipts' JSON gives them: `label`,
+    `value`, `unit`, `text`, `reason`; `bounds`: each histogram's finite `le` bounds."""
+    bounds = bounds or {}
+    rows = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        fa, fb = a.get(key, {}), b.get(key, {})
+        va, vb = _number(fa.get("value")), _number(fb.get("value"))
+        rows.append(
+            Comparison(
+                key=key,
+                label=str(fa.get("label") or fb.get("label") or key),
+                unit=str(fa.get("unit") or fb.get("unit") or ""),
+                a=va,
+                b=vb,
+                a_text=_text(fa, va),
+                b_text=_text(fb, vb),
+                verdict=_verdict(key, fa, fb, va, vb, bounds),
+            )
+        )
+    return rows
+
+
+def _verdict(
+    key: str,
+    fa: Mapping[str, Any],
+    fb: Mapping[str, Any],
+    va: float | None,
+    vb: float | None,
+    bounds: Mapping[str, Sequence[float]],
+) -> str:
+    if va is None or vb is None:
+        missing = [
+            f"{side} missing: {figure.get('reason') or 'not in its receipt'}"
+            for side, figure, value in (("A", fa, va), ("B", fb, vb))
+            if value is None
+        ]
+        return "; ".join(missing)
+    if fa.get("above") or fb.get("above"):
+        return "past the largest bucket on one side: a lower bound, not measurable"
+    quantile = QUANTILE_KEY.match(key)
+    if quantile and quantile["histogram"] in bounds:
+        edges = sorted(bounds[quantile["histogram"]])
+        width = max(
+            (w for w in (bucket_width(edges, va), bucket_width(edges, vb)) if w is not None),
+            default=None,
+        )
+        same_bucket = bisect_left(edges, va) == bisect_left(edges, vb)
+        if same_bucket or (width is not None and abs(vb - va) < width):
+            return WITHIN_BUCKET
+    if va == vb:
+        return "same"
+    return "higher in B" if vb > va else "lower in B"
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _text(figure: Mapping[str, Any], value: float | None) -> str:
+    return str(figure.get("text") or "—") if value is not None else "—"

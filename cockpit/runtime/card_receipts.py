@@ -1,0 +1,270 @@
+"""A card's receipt: the lane's figures over exactly the card's interval.
+
+Counts are the counters' own deltas between the samples at the card's edges (resets handled,
+never extrapolated), and rates are over the card's own seconds. A direct-scrape lane keeps its
+engine's expositions at the edges (`cockpit card start` and `stop` each take one); a Prometheus
+lane's series are read back at its edges and every step between (the last sample at or before
+each moment, as the server holds it) and replayed through the same arithmetic, so both paths
+count alike.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.figures import lane_figures
+from cockpit.core.ledger_figures import Prices
+from cockpit.core.model import LaneTotals
+from cockpit.core.promql import escape_label_value, parse_selector
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
+from cockpit.core.tail_figures import LATENCIES
+from cockpit.core.timeutil import stamp
+from cockpit.runtime.cards import Card, CardError, CardStore
+from cockpit.sources.exposition import ENGINE_PREFIXES
+from cockpit.sources.http import SourceError
+from cockpit.sources.prometheus import PrometheusSource
+from cockpit.sources.scrape import ScrapeSource
+
+MAX_STEPS = 240
+"""A Prometheus card is read back at most at this many moments between its edges."""
+SCRAPE_STEP_S = 15.0
+"""The step when the lane's scrape interval is not known."""
+
+
+def card_duration(card: Card) -> float:
+    if card.end is None:
+        raise CardError(f"card {card.name!r} is still running (cockpit card stop)")
+    return card.end - card.start
+
+
+async def edge_scrape(lane: LaneConfig) -> tuple[str, float]:
+    """The engine's exposition now, for a direct-scrape lane's card edge; CardError if not."""
+    assert lane.metrics_url is not None
+    source = ScrapeSource(lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s,
+                          verify=lane.ca_file or lane.verify_tls)  # fmt: skip
+    try:
+        text = await source.fetch()
+    except SourceError as error:
+        raise CardError(f"lane {lane.name}: {error}") from None
+    finally:
+        await source.aclose()
+    return text, time.time()
+
+
+def replayed_totals(
+    lane: LaneConfig, edges: Sequence[tuple[str, float]], start: float, end: float
+) -> LaneTotals:
+    """The lane's raw totals over [start, end] from expositions taken at `edges`' moments."""
+    source = ScrapeSource(lane.metrics_url or lane.prometheus or lane.name, selector=lane.selector)
+    source.dialect = None if lane.engine == "auto" else lane.engine
+    try:
+        for text, at in sorted(edges, key=lambda edge: edge[1]):
+            source.ingest(text, at)
+        return source.totals(lane.name, lane.selector, end - start, end)
+    except SourceError as error:
+        raise CardError(f"lane {lane.name}: {error}") from None
+
+
+async def prometheus_edges(
+    lane: LaneConfig, source: PrometheusSource, start: float, end: float
+) -> list[tuple[str, float]]:
+    """The lane's engine series at the card's edges and between, as expositions: each series'
+    last sample at or before each moment (the server's lookback), never interpolated."""
+    matchers = ",".join(
+        f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in parse_selector(lane.selector)
+    )
+    names = "|".join(f"{prefix}.*" for prefix in ENGINE_PREFIXES)
+    query = "{" + ",".join(filter(None, [f'__name__=~"{names}"', matchers])) + "}"
+    steps = max(1, min(MAX_STEPS, math.ceil((end - start) / SCRAPE_STEP_S)))
+    try:
+        # The range's points stop short of `end` when the step's digits round up: the edge
+        # itself is one instant query of its own.
+        between = await source.query_range(query, start, end, (end - start) / steps)
+        last = await source.query(query, end)
+    except SourceError as error:
+        raise CardError(f"lane {lane.name}: {error}") from None
+    lines: dict[float, dict[str, str]] = {}
+    points = [(s, s.get("values") or ()) for s in between]
+    points += [(s, [(end, s["value"][1])]) for s in last.result]
+    for series, values in points:
+        labels = dict(series.get("metric") or {})
+        name = labels.pop("__name__", "")
+        text = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in sorted(labels.items()))
+        for at, value in values:
+            lines.setdefault(float(at), {})[f"{name}{{{text}}}"] = str(value)
+    if not lines:
+        raise CardError(f"lane {lane.name}: the server has no engine series in the card's interval")
+    return [
+        ("\n".join(f"{head} {value}" for head, value in found.items()), at)
+        for at, found in sorted(lines.items())
+    ]
+
+
+def card_snapshot(lane: LaneConfig, card: Card, totals: LaneTotals) -> LaneSnapshot:
+    hardware = lane.hardware.scaled(lane.gpus) if lane.hardware else None
+    return LaneSnapshot(
+        lane=lane.name,
+        window=f"card {card.name}",
+        totals=totals,
+        figures=lane_figures(totals, lane.host_kv_tokens),
+        hardware=hardware,
+        model=lane.model,
+        gpus=lane.gpus,
+        chunk_tokens=lane.chunk_tokens,
+    )
+
+
+def edges_note(card: Card, edges: Sequence[tuple[str, float]], replayed: bool) -> str:
+    """Which samples the card's counts are the deltas of, in words."""
+    if not replayed:
+        moments = " and ".join(stamp(at) for _, at in edges)
+        return f"counts: the counters' own deltas between the engine's scrapes at {moments}"
+    step = (edges[-1][1] - edges[0][1]) / max(len(edges) - 1, 1)
+    return (
+        f"counts: the counters' own deltas between each series' last sample at or before "
+        f"{stamp(card.start)} and {stamp(card.end or card.start)}, read back from the server "
+        f"every {step:.3g} s between (a counter reset is counted from 0)"
+    )
+
+
+def bucket_bounds(totals: LaneTotals) -> dict[str, list[float]]:
+    """The finite `le` bounds of each latency histogram: what a quantile can resolve."""
+    bounds: dict[str, list[float]] = {}
+    for latency in LATENCIES:
+        buckets = totals.histograms.get(latency.histogram, ())
+        finite = [le for le, _ in buckets if math.isfinite(le)]
+        if finite:
+            bounds[latency.histogram] = finite
+    return bounds
+
+
+def kept_receipt(snapshot: LaneSnapshot, note: str, prices: Prices) -> dict[str, Any]:
+    """What a card keeps at stop: its lane receipt (JSON and markdown) and its buckets."""
+    from cockpit.runtime.report import json_receipt, markdown_receipt
+
+    assert snapshot.totals is not None
+    lane = json_receipt(snapshot, None, prices)["lane"]
+    lane["edges"] = note
+    return {
+        "lane": lane,
+        "markdown": markdown_receipt(snapshot, None, prices),
+        "buckets": bucket_bounds(snapshot.totals),
+    }
+
+
+def figures_of(receipt: Mapping[str, Any]) -> Mapping[str, Any]:
+    figures = receipt.get("lane", {}).get("figures", {})
+    return figures if isinstance(figures, dict) else {}
+
+
+async def window_split(
+    config: Config,
+    lane: LaneConfig,
+    snapshot: LaneSnapshot,
+    ledger: LedgerSnapshot | None,
+    store: CardStore,
+) -> WindowSplit | None:
+    """The lane's window split between its cards and the rest (None: no card in the window).
+    A card wholly inside counts as kept; one partly inside is evaluated over its overlap on a
+    Prometheus lane, and said uncounted on a direct-scrape one (only its edges were kept)."""
+    if snapshot.figures is None or snapshot.totals is None:
+        return None
+    end = snapshot.totals.end
+    start = end - snapshot.totals.window_s
+    overlapping = [
+        card for card in store.cards(lane.name)
+        if card.end is not None and card.start < end and card.end > start
+    ]  # fmt: skip
+    if not overlapping:
+        return None
+    parts, uncounted = [], []
+    for card in overlapping:
+        whole = start <= card.start and card.end is not None and card.end <= end
+        values = figures_of(card.receipt)
+        if not whole:
+            if lane.metrics_url:
+                uncounted.append(card.name)
+                continue
+            clipped = Card(card.name, card.lane, max(card.start, start), min(card.end or end, end))
+            values = await _overlap_figures(config, lane, clipped)
+        numbers = {key: _value(values.get(key)) for key, _ in SPLIT_KEYS}
+        overlap = min(card.end or end, end) - max(card.start, start)
+        parts.append(CardPart(card.name, numbers, overlap, whole))
+    window = {key: snapshot.figures.value(key) for key, _ in SPLIT_KEYS}
+    return WindowSplit(window, tuple(parts), tuple(uncounted), _ledger_tokens(ledger))
+
+
+async def _overlap_figures(config: Config, lane: LaneConfig, card: Card) -> Mapping[str, Any]:
+    from cockpit.runtime.feeds import prometheus_source
+
+    source = prometheus_source(lane)
+    try:
+        edges = await prometheus_edges(lane, source, card.start, card.end or card.start)
+    finally:
+        await source.aclose()
+    totals = replayed_totals(lane, edges, card.start, card.end or card.start)
+    snapshot = card_snapshot(lane, card, totals)
+    return figures_of(kept_receipt(snapshot, "", config.prices))
+
+
+def _value(figure: object) -> float | None:
+    value = figure.get("value") if isinstance(figure, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _ledger_tokens(ledger: LedgerSnapshot | None) -> dict[str, float | None] | None:
+    """The ledger's prompt and output tokens, when it is narrowed to the lane's models."""
+    if ledger is None or ledger.totals is None or ledger.totals.narrowed_to is None:
+        return None
+    total = ledger.totals.total
+    return {"prompt_tokens": float(total.prompt), "generation_tokens": float(total.output)}
+
+
+def split_markdown(split: WindowSplit) -> list[str]:
+    """The window split as a receipt section."""
+    from cockpit.core.figures import format_value
+    from cockpit.runtime.report import markdown_table
+
+    def row(name: str, values: Mapping[str, float | None]) -> tuple[str, ...]:
+        return (name, *(format_value(values.get(key), "count") for key, _ in SPLIT_KEYS))
+
+    rows = [row(card.name + ("" if card.whole else " (overlap)"), card.values)
+            for card in split.cards]  # fmt: skip
+    rows += [row("All cards", split.in_cards), row("Outside cards", split.outside),
+             row("The window", split.window)]  # fmt: skip
+    header = ("Traffic", *(title for _, title in SPLIT_KEYS))
+    lines = ["## Cards in the window", "", *markdown_table(header, rows), ""]
+    lines.append("Cards count their counters' exact deltas; the window (and so the rest) is read "
+                 "as its own figures are.")  # fmt: skip
+    if split.uncounted:
+        names = ", ".join(split.uncounted)
+        lines.append(f"Partly in the window, not counted (a direct scrape keeps only a card's "
+                     f"edges): {names}.")  # fmt: skip
+    if split.ledger is not None:
+        rest = split.outside.get("prompt_tokens")
+        share = "" if not rest else f" ({(split.ledger['prompt_tokens'] or 0) / rest:.1%} of it)"
+        lines.append(
+            f"The agent ledger, narrowed to the lane's models, accounts for "
+            f"{format_value(split.ledger['prompt_tokens'], 'tokens')} prompt tokens of the rest"
+            f"{share}."
+        )
+    return lines
+
+
+def split_json(split: WindowSplit) -> dict[str, Any]:
+    return {
+        "cards": [
+            {"name": card.name, "whole": card.whole, "overlap_s": card.overlap_s,
+             **dict(card.values)} for card in split.cards
+        ],
+        "in_cards": split.in_cards,
+        "outside": split.outside,
+        "window": dict(split.window),
+        "uncounted": list(split.uncounted),
+        "ledger": dict(split.ledger) if split.ledger is not None else None,
+    }  # fmt: skip
