@@ -10,7 +10,9 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +217,59 @@ def test_the_window_report_splits_its_traffic_between_cards_and_the_rest(
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert "## Cards in the window" in text.stdout and "| B (overlap) |" in text.stdout
+
+
+def test_two_cards_marked_on_a_live_lane_count_its_samples_deltas(tmp_path: Path) -> None:
+    """The simulated lane scraped every second by a real Prometheus: each card marked with
+    `start` and `stop` counts what Prometheus's own samples at its edges say."""
+    from promharness import ScrapeJob
+
+    from cockpit.demo.lane import SimulatedLane, serve_metrics
+
+    lane = SimulatedLane(seed=3, warm_start=300.0)
+    server, _ = serve_metrics(lane.registry, 0)
+    target = f"127.0.0.1:{server.server_address[1]}"
+    live = start_prometheus(tmp_path / "prom", [ScrapeJob("live", [target])])
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    flags = ["--prometheus", live.url, "--selector", 'job="live"']
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([COCKPIT, "card", *args, *flags], capture_output=True,
+                              text=True, timeout=120, env=env)  # fmt: skip
+
+    def requests_at(at: float) -> float:
+        query = 'sum(vllm:request_success_total{job="live"})'
+        reply = httpx.get(f"{live.url}/api/v1/query", params={"query": query, "time": at})
+        return float(reply.json()["data"]["result"][0]["value"][1])
+
+    def scraped_since(moment: float) -> None:
+        for _ in range(100):
+            query = 'timestamp(vllm:num_requests_running{job="live"})'
+            reply = httpx.get(f"{live.url}/api/v1/query", params={"query": query}).json()
+            found = reply["data"]["result"]
+            if found and float(found[0]["value"][1]) > moment:
+                return
+            time.sleep(0.2)
+        raise AssertionError("Prometheus took no new scrape")
+
+    try:
+        scraped_since(0)
+        for name, seconds in (("live-1", 20.0), ("live-2", 60.0)):
+            started = run("start", name)
+            assert started.returncode == 0, started.stderr
+            lane.step(seconds)
+            scraped_since(time.time())
+            stopped = run("stop", "--format", "json")
+            assert stopped.returncode == 0, stopped.stderr
+            data = json.loads(stopped.stdout)
+            start = datetime.fromisoformat(data["card"]["start"]).timestamp()
+            end = datetime.fromisoformat(data["card"]["end"]).timestamp()
+            exact = requests_at(end) - requests_at(start)
+            assert exact > 0
+            assert data["lane"]["figures"]["requests"]["value"] == exact
+        compared = json.loads(run("compare", "live-1", "live-2", "--format", "json").stdout)
+        row = compared["figures"]["requests"]
+        assert row["delta"] == row["b"] - row["a"] and row["b"] > row["a"]
+    finally:
+        live.stop()
+        server.shutdown()

@@ -284,7 +284,8 @@ async def _evaluate(config: Config, lane: LaneConfig, card: Card) -> dict[str, A
         replayed_totals,
     )
 
-    end = card.start + card_duration(card)
+    card_duration(card)  # refuses a card still running
+    end = card.end or card.start
     if lane.metrics_url:
         if len(card.edges) < 2:
             raise CardError(f"card {card.name!r} has no scrape at one of its edges")

@@ -82,15 +82,20 @@ async def prometheus_edges(
     query = "{" + ",".join(filter(None, [f'__name__=~"{names}"', matchers])) + "}"
     steps = max(1, min(MAX_STEPS, math.ceil((end - start) / SCRAPE_STEP_S)))
     try:
-        # The range's points stop short of `end` when the step's digits round up: the edge
-        # itself is one instant query of its own.
+        # The edges are instant queries at the card's own moments (a range's points are
+        # rounded to the millisecond, which can put them outside the card); the range fills
+        # in between.
+        first = await source.query(query, start)
         between = await source.query_range(query, start, end, (end - start) / steps)
         last = await source.query(query, end)
     except SourceError as error:
         raise CardError(f"lane {lane.name}: {error}") from None
-    lines: dict[float, dict[str, str]] = {}
-    points = [(s, s.get("values") or ()) for s in between]
+    points = [(s, [(start, s["value"][1])]) for s in first.result]
+    points += [
+        (s, [p for p in s.get("values") or () if start < float(p[0]) < end]) for s in between
+    ]
     points += [(s, [(end, s["value"][1])]) for s in last.result]
+    lines: dict[float, dict[str, str]] = {}
     for series, values in points:
         labels = dict(series.get("metric") or {})
         name = labels.pop("__name__", "")
