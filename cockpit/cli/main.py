@@ -18,6 +18,7 @@ from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
 from cockpit.config.schema import (
+    AUTO,
     ENGINES,
     REFRESH_BOUNDS_S,
     Config,
@@ -83,7 +84,7 @@ def _source_options() -> _Parser:
     )
     add(
         "--engine",
-        default="auto",
+        default=AUTO,
         choices=ENGINES,
         help="ad-hoc lane's engine dialect (default: detect)",
     )
@@ -240,7 +241,7 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
         # alone, these would be ignored without a word
         given = [f"--{option}" for option in _lane_flags(args)]  # no server among them
-        given += ["--engine"] if args.engine != "auto" else []
+        given += ["--engine"] if args.engine != AUTO else []
         if given:
             problem = "describes an ad-hoc lane: give --prometheus URL or --metrics-url URL with it"
             raise _refused(given[0], f"{problem} (a config file's lanes set it in the file)")
