@@ -68,11 +68,12 @@ def _itl_per_step(v: Values) -> DecodePace:
 
 def _itl_per_token(v: Values) -> DecodePace:
     """SGLang: the ITL mean is time per token; a step is that times tokens per step, from the
-    verify calls (each a decode step under speculation): 1 + accepted / verify calls."""
+    verify calls (each a decode step under speculation): 1 + accepted / verify calls. No verify
+    call while tokens were decoded (a counter that is there at 0) is no speculation."""
     no_tokens = "no decode tokens in window"
     per_token = divide(v("itl_sum"), v("itl_count"))
     stream = Derived(divide(v("itl_count"), v("itl_sum")), _ITL, no_tokens)
-    if v("spec_drafts") is None:
+    if not v("spec_drafts"):
         tokens = Derived(None if per_token is None else 1.0, _ITL, no_tokens, NO_SPECULATION)
     else:
         accepted = divide(v("spec_accepted"), v("spec_drafts"))
