@@ -147,7 +147,7 @@ async def _until(check: Callable[[], bool], pilot: Any, timeout: float = 20.0) -
 
 async def render_costs(config_path: str, renders: int) -> dict[str, Any]:
     from cockpit.app.app import make_app
-    from cockpit.cli.main import read_config
+    from cockpit.cli.options import read_config
     from cockpit.runtime.feeds import build_feeds
 
     config = read_config(Path(config_path))

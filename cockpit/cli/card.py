@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cockpit.cli.options import effective_config
 from cockpit.config.schema import Config, ConfigError, LaneConfig
 from cockpit.core.compare import Comparison, compare
 from cockpit.core.figures import format_value
@@ -78,8 +79,6 @@ def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> Config:
-    from cockpit.cli.main import effective_config
-
     return effective_config(args)
 
 

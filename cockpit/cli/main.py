@@ -8,31 +8,31 @@ import functools
 import json
 import re
 import sys
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
 from cockpit.cli.card import add_card_parser, cards_in_window, report_error
-from cockpit.cli.fleet import discover_of, fleet_feed, report_fleet
+from cockpit.cli.fleet import fleet_feed, report_fleet
+from cockpit.cli.options import (
+    effective_config,
+    parse_text,
+    refused,
+    replay_time,
+    require_sources,
+)
 from cockpit.cli.output import output_failed, symbols_that_fit, unfit_terminal
 from cockpit.config.schema import (
+    AUTO,
     ENGINES,
     REFRESH_BOUNDS_S,
-    Config,
     ConfigError,
-    LaneConfig,
-    LedgerConfig,
-    parse_config,
 )
 from cockpit.config.yaml_values import did_you_mean
 from cockpit.core.text import visible
-from cockpit.core.timeutil import TimeParseError, parse_duration, parse_time, stamp
+from cockpit.core.timeutil import TimeParseError, parse_duration
 from cockpit.runtime.cards import CardError
-from cockpit.sources.small_files import UnreadableFile, read_small_text
 
 COMMANDS = ("run", "demo", "report", "roofline", "check", "card")
 
@@ -87,7 +87,7 @@ def _source_options() -> _Parser:
     )
     add(
         "--engine",
-        default="auto",
+        default=AUTO,
         choices=ENGINES,
         help="ad-hoc lane's engine dialect (default: detect)",
     )
@@ -177,7 +177,7 @@ def sample_seconds(args: argparse.Namespace) -> float:
     try:
         return parse_duration(args.sample)
     except TimeParseError as exc:
-        raise _refused("--sample", str(exc)) from None
+        raise refused("--sample", str(exc)) from None
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -208,131 +208,6 @@ def _attach_relative_times(argv: Sequence[str]) -> list[str]:
     return attached
 
 
-# --- config ---------------------------------------------------------------------------------
-
-
-def _refused(flag: str, problem: str) -> ConfigError:
-    return ConfigError("<command line>", None, flag, problem)
-
-
-def _parse(text: str, source: str) -> Config:
-    from cockpit.roofline.profiles import hardware_profiles, model_profiles
-
-    return parse_config(text, source, hardware_profiles(), model_profiles())
-
-
-CONFIG_LIMIT_BYTES = 1 << 20
-"""A config file's size cap: thousands of listed lanes fit in a tenth of it."""
-
-
-def read_config(path: Path | None) -> Config:
-    """The config file (or the platform default if it exists), parsed; ConfigError if bad."""
-    if path is None:
-        from platformdirs import user_config_dir
-
-        path = Path(user_config_dir("lane-cockpit")) / "config.yaml"
-        if not path.exists():
-            return Config(source="<no config file>")
-    try:
-        text = read_small_text(path, CONFIG_LIMIT_BYTES)
-    except UnreadableFile as exc:
-        raise ConfigError(str(path), None, "", f"cannot read the config file: {exc}") from None
-    return _parse(text, str(path))
-
-
-def _lane_flags(args: argparse.Namespace) -> dict[str, object]:
-    """The ad-hoc lane's options given on the command line, by their config key."""
-    options = ("prometheus", "metrics_url", "selector", "hardware", "model", "gpus")
-    given = {option: getattr(args, option) for option in options}
-    return {option: value for option, value in given.items() if value not in (None, "")}
-
-
-def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
-    if not (args.prometheus or args.metrics_url):
-        # alone, these would be ignored without a word
-        given = [f"--{option}" for option in _lane_flags(args)]  # no server among them
-        given += ["--engine"] if args.engine != "auto" else []
-        if given:
-            problem = "describes an ad-hoc lane: give --prometheus URL or --metrics-url URL with it"
-            raise _refused(given[0], f"{problem} (a config file's lanes set it in the file)")
-        return None
-    import yaml
-
-    for option, value in _lane_flags(args).items():
-        # argv bytes that aren't UTF-8 arrive as surrogates, which no config text can hold
-        if isinstance(value, str) and value.encode(errors="replace").decode() != value:
-            raise _refused("--" + option.replace("_", "-"), "is not UTF-8 text")
-    lane = {"name": _adhoc_name(args.selector), "engine": args.engine, **_lane_flags(args)}
-    try:
-        return _parse(yaml.safe_dump({"lanes": [lane]}, sort_keys=False), "<command line>").lanes[0]
-    except ConfigError as error:  # said by its flag rather than by the config it becomes
-        key = error.key.removeprefix("lanes[0]").removeprefix(".").split(".")[0]
-        if not key:
-            raise _refused("--prometheus, --metrics-url", "give one of the two, not both") from None
-        flag = "--selector" if key == "name" else "--" + key.replace("_", "-")
-        raise _refused(flag, error.problem) from None
-
-
-def _adhoc_name(selector: str) -> str:
-    for matcher in selector.split(","):
-        name, _, value = matcher.partition("=")
-        if name.strip() == "job" and value.strip().startswith('"'):
-            return value.strip().strip('"') or "lane"
-    return "lane"
-
-
-def effective_config(args: argparse.Namespace) -> Config:
-    """Config file + command-line sources. Ad-hoc sources replace the file's of their kind."""
-    config = read_config(Path(args.config).expanduser() if args.config else None)
-    discover = discover_of(args, config, functools.partial(_adhoc_lane, args))
-    adhoc = None if args.lanes_by else _adhoc_lane(args)
-    if discover is not None:
-        config = replace(config, discover=discover)
-    if adhoc is not None:
-        config = replace(config, lanes=(adhoc,))
-    if args.ledger:
-        config = replace(config, ledgers=tuple(LedgerConfig(path) for path in args.ledger))
-    if args.window:
-        try:
-            parse_duration(args.window)
-        except TimeParseError as exc:
-            raise _refused("--window", str(exc)) from None
-        config = replace(config, window=args.window)
-    if args.lane and args.lane not in [lane.name for lane in config.lanes] and not config.discover:
-        names = ", ".join(lane.name for lane in config.lanes) or "none configured"
-        raise ConfigError(config.source, None, "--lane", f"unknown lane {args.lane!r} ({names})")
-    return config
-
-
-FUTURE_SLACK_S = 60.0
-"""How far past this machine's clock `--at` may be (another server's clock may run ahead)."""
-
-
-def replay_time(args: argparse.Namespace, lanes: Sequence[LaneConfig]) -> float | None:
-    """The moment `--at` replays, if given; the `lanes` it will be read on must keep history."""
-    if not args.at:
-        return None
-    try:
-        at = parse_time(args.at)
-    except TimeParseError as exc:
-        raise _refused("--at", str(exc)) from None
-    if at > time.time() + FUTURE_SLACK_S:
-        raise _refused("--at", f"{stamp(at)} is in the future")
-    scraped = [lane.name for lane in lanes if lane.metrics_url]
-    if scraped:
-        raise _refused("--at", f"replays Prometheus's history, and lane {scraped[0]!r} is read "
-                       "from its /metrics, which has only the present")  # fmt: skip
-    return at
-
-
-def _require_sources(config: Config) -> None:
-    if not config.lanes and not config.ledgers and config.discover is None:
-        problem = ("no lane and no ledger to read: write a config (see config.example.yaml), or "
-                   "pass --prometheus URL --selector ... / --metrics-url URL / --ledger PATH, or "
-                   "try `cockpit demo`")  # fmt: skip
-        raise ConfigError(config.source, None, "", problem)
-
-
 # --- commands -------------------------------------------------------------------------------
 
 
@@ -340,7 +215,7 @@ def _check_refresh(args: argparse.Namespace) -> None:
     low, high = REFRESH_BOUNDS_S
     if args.refresh is not None and not low <= args.refresh <= high:  # NaN is in no range
         expected = f"expected seconds from {low:g} to {high:g}, got {args.refresh:g}"
-        raise _refused("--refresh", expected)
+        raise refused("--refresh", expected)
 
 
 def _terminal_refused() -> bool:
@@ -357,7 +232,7 @@ def command_run(args: argparse.Namespace) -> int:
 
     def setup() -> Setup:
         config = effective_config(args)
-        _require_sources(config)
+        require_sources(config)
         at = replay_time(args, config.lanes)
         from cockpit.runtime.feeds import build_feeds
 
@@ -381,7 +256,7 @@ def command_demo(args: argparse.Namespace) -> int:
         from cockpit.runtime.feeds import build_feeds
 
         ready = simulators.ready()
-        config = _parse(ready.config_text, "<cockpit demo>")
+        config = parse_text(ready.config_text, "<cockpit demo>")
         lanes, ledger = build_feeds(config)
         ready.warm(lanes)  # the simulated warm start, as if scraped: the trend from the first frame
         fleet = fleet_feed(config, lanes)
@@ -401,7 +276,7 @@ def command_report(args: argparse.Namespace) -> int:
     config = effective_config(args)
     if args.fleet:
         return report_fleet(args, config, replay_time(args, []))
-    _require_sources(config)
+    require_sources(config)
     named = [lane for lane in config.lanes if lane.name == args.lane]
     at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
     from cockpit.runtime.card_receipts import split_json, split_markdown
@@ -434,28 +309,26 @@ def command_roofline(args: argparse.Namespace) -> int:
         print(profiles_listing())
         return 0
     if not args.hardware or not args.model:
-        raise _refused(
+        raise refused(
             "roofline", "needs --hardware ID and --model ID (see cockpit roofline --list)"
         )
     for option in ("prompt", "batch", "context", "gpus"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
-            raise _refused(f"--{option}", "expected a whole number ≥ 1")
+            raise refused(f"--{option}", "expected a whole number ≥ 1")
     try:
         hardware = find_hardware(args.hardware).scaled(args.gpus)
         model = find_model(args.model)
     except KeyError as exc:
-        raise _refused("roofline", str(exc.args[0])) from None
+        raise refused("roofline", str(exc.args[0])) from None
     print(roofline_table(hardware, model, args.prompt, args.batch, args.context))
     return 0
 
 
 def command_check(args: argparse.Namespace) -> int:
     if args.at:
-        raise _refused(
-            "--at", "check reaches every source as it is now; --at is for run and report"
-        )
+        raise refused("--at", "check reaches every source as it is now; --at is for run and report")
     config = effective_config(args)
-    _require_sources(config)
+    require_sources(config)
     from cockpit.runtime.feeds import check_sources, distinct_ledgers
 
     files = len(distinct_ledgers(config.ledgers))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -26,6 +26,7 @@ from cockpit.config.yaml_values import (
 from cockpit.core.health import Thresholds
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.timeutil import WINDOWS, TimeParseError, parse_duration
+from cockpit.engines import engines
 from cockpit.roofline.model import Hardware, ModelProfile
 from cockpit.roofline.profiles import (
     ProfileFieldError,
@@ -34,8 +35,9 @@ from cockpit.roofline.profiles import (
     normalize_id,
 )
 
-Engine = Literal["auto", "vllm", "vllm-legacy", "sglang"]
-ENGINES: tuple[str, ...] = get_args(Engine)
+AUTO = "auto"
+"""The `engine:` that detects the lane's engine from its metric names."""
+ENGINES: tuple[str, ...] = (AUTO, *(engine.name for engine in engines()))
 THEME_NAMES: tuple[str, ...] = ("cockpit-dark", "cockpit-light", "cockpit-high-contrast")
 """The cockpit's themes by name, the first the default (their colours: cockpit/themes)."""
 
@@ -61,7 +63,7 @@ class LaneConfig:
     """The engine's own /metrics, scraped directly when no Prometheus is named."""
     selector: str = ""
     """PromQL label matchers without braces, e.g. `job="lane-a"`."""
-    engine: Engine = "auto"
+    engine: str = AUTO
     hardware: Hardware | None = None
     model: ModelProfile | None = None
     gpus: int = 1

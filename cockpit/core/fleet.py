@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from cockpit import engines
 from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core import promql
 from cockpit.core.figures import format_value, merge_reasons
@@ -20,8 +21,8 @@ from cockpit.core.model import Missing, Unit, divide, frozen_map
 from cockpit.core.promql import NO_SAMPLES, selector_with
 from cockpit.core.tail_figures import NO_REQUESTS
 from cockpit.core.timeutil import promql_duration
-from cockpit.engines.decode_pace import decode_pace
-from cockpit.engines.dialects import DIALECTS, Gauge, Unavailable, lane_specs, presence_metric
+from cockpit.engines import Engine
+from cockpit.engines.specs import Unavailable
 
 # --- what the overview shows ------------------------------------------------------------
 
@@ -42,8 +43,8 @@ class FleetColumn:
 LANE, UP, AGE, TREND = "lane", "up", "age", "trend"
 # Plan keys besides the raw lane keys: the TTFT p95, present when it lies past the largest
 # finite bucket, the lane's newest presence sample, when its data starts (asked only of a lane
-# younger than the window), and vLLM's pre-0.12 KV gauge without the new one.
-TTFT_P95, TTFT_ABOVE, NEWEST, START, LEGACY = "ttft_p95", "ttft_above", "newest", "start", "legacy"
+# younger than the window), and the names an engine is told apart by (`Engine.requires`).
+TTFT_P95, TTFT_ABOVE, NEWEST, START, MARKED = "ttft_p95", "ttft_above", "newest", "start", "marked"
 
 FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(LANE, "Lane", None),
@@ -187,10 +188,10 @@ RAW_KEYS: tuple[str, ...] = (
     "kv_computed_count", "itl_sum", "itl_count", "spec_drafts", "spec_accepted", "prefill_sum",
     "decode_sum",
 )  # fmt: skip
-"""The raw lane keys (`dialects.lane_specs`) the columns are made of, besides the TTFT
-histogram, whose p95 the server works out."""
+"""The raw lane keys (`Engine.specs`) the columns are made of, besides the TTFT histogram,
+whose p95 the server works out."""
 SPECULATION = ("spec_drafts", "spec_accepted")
-"""Asked of SGLang only (its step is per token × tokens per step; vLLM's the ITL mean)."""
+"""Asked only of engines whose step reads them (`PaceReading.step_inputs`)."""
 QUANTILE = 0.95
 _INF = 'label_replace(vector(1), "le", "+Inf", "", "")'
 
@@ -207,7 +208,7 @@ class FleetPlan:
     unavailable: Mapping[str, Mapping[str, str]]
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
-    """LEGACY, TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
+    """TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
 
 
 @lru_cache(maxsize=16)
@@ -224,11 +225,11 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
 
     figs: dict[str, Mapping[str, str]] = {}
     unavailable: dict[str, Mapping[str, str]] = {}
-    for dialect in DIALECTS:
-        specs = lane_specs(dialect)
+    for engine in engines.engines():
+        specs = engine.specs
         keys: dict[str, str] = {}
         for key in RAW_KEYS:
-            if key in SPECULATION and dialect != "sglang":
+            if key in SPECULATION and key not in engine.pace.step_inputs:
                 continue
             expression = promql.spec_expression(specs[key], match, window, by=label)
             if expression is not None:
@@ -237,17 +238,18 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
         if buckets is not None:
             keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {buckets})")
             keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
-        presence = presence_metric(dialect) + selector_with(match)
+        presence = engine.presence + selector_with(match)
         keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
-        start = promql.data_start_expression(dialect, match, window_s, by=label)
+        start = promql.data_start_expression(engine.name, match, window_s, by=label)
         keys[START] = ask(f"{start} > time() - {window_s - promql.subquery_step(window_s):.3f}")
-        figs[dialect] = frozen_map(keys)
-        unavailable[dialect] = frozen_map(
+        if engine.requires or engine.lacks:
+            keys[MARKED] = ask(_marked(engine, label, match))
+        figs[engine.name] = frozen_map(keys)
+        unavailable[engine.name] = frozen_map(
             {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
         )
     up = "up" + promql.selector_without(match, "model_name")
     state = {
-        LEGACY: ask(_legacy(label, match)),
         promql.TARGETS: ask(f"count by ({label}) ({up})"),
         promql.TARGETS_UP: ask(f"sum by ({label}) ({up}) == 0"),
     }
@@ -262,14 +264,15 @@ def _past_buckets(buckets: str, label: str) -> str:
     return f"{total} * {QUANTILE} > {finite}"
 
 
-def _legacy(label: str, match: str) -> str:
-    old, new = (lane_specs(d)["kv_usage"] for d in ("vllm-legacy", "vllm"))
-    assert isinstance(old, Gauge) and isinstance(new, Gauge)
+def _marked(engine: Engine, label: str, match: str) -> str:
+    """Lanes that expose one of the engine's `requires` names and none of its `lacks`."""
     selector = selector_with(match)
-    return (
-        f"count by ({label}) ({old.metric}{selector})"
-        f" unless on ({label}) count by ({label}) ({new.metric}{selector})"
-    )
+
+    def count(names: Iterable[str]) -> str:
+        return f"count by ({label}) ({' or '.join(name + selector for name in sorted(names))})"
+
+    marked = count(engine.requires or {engine.presence})
+    return f"{marked} unless on ({label}) {count(engine.lacks)}" if engine.lacks else marked
 
 
 # --- reading the answer -----------------------------------------------------------------
@@ -295,12 +298,18 @@ def _number(samples: Samples, fig: str) -> float | None:
 
 
 def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
-    """A lane's engine by its live series, else SGLang if its window has SGLang's ("": unknown)."""
-    if plan.figs["sglang"][NEWEST] in samples:
-        return "sglang"
-    if plan.figs["vllm"][NEWEST] in samples:
-        return "vllm-legacy" if plan.state[LEGACY] in samples else "vllm"
-    return "sglang" if any(fig in samples for fig in plan.figs["sglang"].values()) else ""
+    """A lane's engine by its live series, else by the series only its engine has in the
+    window ("": unknown); of several, the one of highest priority."""
+    ranked = [engine.name for engine in reversed(engines.engines())]
+    for name in ranked:
+        figs = plan.figs[name]
+        if figs[NEWEST] in samples and (MARKED not in figs or figs[MARKED] in samples):
+            return name
+    for name in ranked:
+        shared = {fig for other in ranked if other != name for fig in plan.figs[other].values()}
+        if any(fig in samples for fig in plan.figs[name].values() if fig not in shared):
+            return name
+    return ""
 
 
 def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
@@ -321,7 +330,7 @@ def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: fl
         "prefix_cache_hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
         "mean_fresh_prefill": _fresh_prefill(v),
         "ttft_p95": v(TTFT_P95),
-        "itl_mean": decode_pace(dialect, v).step_s.value,
+        "itl_mean": engines.engine(dialect).decode_pace(v).step_s.value,
         "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
         AGE: None if newest is None else max(end - newest, 0.0),
     }
@@ -413,11 +422,13 @@ class Discovery:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
         found = index_answer(result, plan.label)
         state = set(plan.state.values())  # scrape targets alone don't make a lane
-        engines = {lane for lane, samples in found.items() if not samples.keys() <= state}
+        seen = {lane for lane, samples in found.items() if not samples.keys() <= state}
         rows: list[FleetRow] = []
-        for lane in sorted(engines | set(self.dialects)):
+        for lane in sorted(seen | set(self.dialects)):
             samples = found.get(lane, {})
-            dialect = lane_dialect(plan, samples) or self.dialects.get(lane) or "vllm"
+            dialect = (
+                lane_dialect(plan, samples) or self.dialects.get(lane) or engines.default().name
+            )
             self.dialects[lane] = dialect
             row = lane_row(plan, samples, lane, dialect, end)
             self.gone_for[lane] = self.gone_for.get(lane, 0) + 1 if row.gone else 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from cockpit import engines
 from cockpit.core.model import (
     LANE_GROUPED,
     LANE_HISTOGRAMS,
@@ -23,11 +24,11 @@ from cockpit.core.model import (
     Missing,
 )
 from cockpit.core.timeutil import parse_duration, promql_duration, stamp
-from cockpit.engines import dialects
+from cockpit.engines import specs
 
 # Keys of the expressions asked beside the figures'.
 KV_CAPACITY = "kv_capacity"
-"""The KV capacity (vLLM: info labels; SGLang: a gauge)."""
+"""The KV capacity (an info series' labels, or a gauge), where the engine states it."""
 DATA_START = "data_start"
 """The timestamp of the lane's oldest sample in the window."""
 SCRAPES = "scrapes"
@@ -117,12 +118,12 @@ def selector_without(selector: str, *names: str) -> str:
 
 
 def presence_series(dialect: str, selector: str, escaped: bool = False) -> str:
-    """The lane's series of its dialect's `presence_metric` (every lane has them)."""
-    return dialects.presence_metric(dialect, escaped) + selector_with(selector)
+    """The lane's series of its engine's presence metric (every lane has them)."""
+    return engines.engine(dialect).presence_metric(escaped) + selector_with(selector)
 
 
 def spec_expression(
-    spec: dialects.Spec,
+    spec: specs.Spec,
     selector: str,
     window: str,
     at: float | None = None,
@@ -139,32 +140,32 @@ def spec_expression(
     """
     pin = "" if at is None else f" @ {at:.3f}"
 
-    def part(other: dialects.Spec, over: str = window) -> str | None:
+    def part(other: specs.Spec, over: str = window) -> str | None:
         return spec_expression(other, selector, over, at, step, by)
 
-    if isinstance(spec, dialects.Counter):
+    if isinstance(spec, specs.Counter):
         increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
         return f"{_sum('sum', spec.by, by)}({_one_rank(increase, spec.ranks)})"
-    if isinstance(spec, dialects.Difference):
-        return f"({part(spec.a)} - {part(spec.b)})"
-    if isinstance(spec, dialects.Either):
+    if isinstance(spec, specs.Combined):
+        return f"({part(spec.a)} {spec.op} {part(spec.b)})"
+    if isinstance(spec, specs.Either):
         options = [e for o in spec.options if (e := part(o))]
         # `le` vectors: one option's buckets only, not several options' mixed.
-        if isinstance(spec.options[0], dialects.Histogram):
+        if isinstance(spec.options[0], specs.Histogram):
             options = [f"({o} unless on({by}) ({' or '.join(options[:k])}))" if k else o
                        for k, o in enumerate(options)]  # fmt: skip
         return f"({' or '.join(options)})"
-    if isinstance(spec, dialects.Now):
+    if isinstance(spec, specs.Now):
         return _instant(spec.of, selector, pin, by)
-    if isinstance(spec, dialects.LastMinute):
+    if isinstance(spec, specs.LastMinute):
         return part(spec.of, promql_duration(LAST_MINUTE_S))
-    if isinstance(spec, dialects.Gauge):
+    if isinstance(spec, specs.Gauge):
         step = subquery_step(parse_duration(window)) if step is None else step
         sampled = f"[{window}:{promql_duration(step)}]{pin}"
         mean = f"avg_over_time({_instant(spec, selector, '', by)}{sampled})"
         # Data younger than the last subquery step: fall back to the value at the end.
         return f"({mean} or {_instant(spec, selector, pin, by)})"
-    if isinstance(spec, dialects.Histogram):
+    if isinstance(spec, specs.Histogram):
         buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
         increase = _one_rank(f"increase({buckets})", spec.ranks)
         return f"{_sum('sum', 'le', by)}({increase})"
@@ -176,7 +177,7 @@ LE_SEEN = "_le_seen"
 
 
 def le_seen_expression(
-    spec: dialects.Spec, selector: str, window: str, step: float | None = None
+    spec: specs.Spec, selector: str, window: str, step: float | None = None
 ) -> str | None:
     """How often each `le` of a histogram was present in the window, for `check_buckets`: a
     bound present less often than `+Inf` is not in every bucket set of the window (an engine
@@ -184,12 +185,12 @@ def le_seen_expression(
     raw sample: at most ~2000 lookups a series however long the window, and as exact (every
     bucket of a target is scraped, and goes stale, at once). Of an `Either`, the option its
     increase is read from."""
-    if isinstance(spec, dialects.Histogram):
+    if isinstance(spec, specs.Histogram):
         step = subquery_step(parse_duration(window)) if step is None else step
         buckets = _series(f"{spec.base}_bucket", selector, spec.extra)
         counted = f"count_over_time({buckets}[{window}:{promql_duration(step)}])"
         return f"sum by (le) ({_one_rank(counted, spec.ranks)})"
-    if not isinstance(spec, dialects.Either) or not isinstance(spec.options[0], dialects.Histogram):
+    if not isinstance(spec, specs.Either) or not isinstance(spec.options[0], specs.Histogram):
         return None
     seen = [le_seen_expression(option, selector, window, step) for option in spec.options]
     chosen = [spec_expression(option, selector, window) for option in spec.options]
@@ -201,10 +202,10 @@ def le_seen_expression(
     return f"({' or '.join(parts)})"
 
 
-def _instant(spec: dialects.Gauge | dialects.Either, selector: str, pin: str, by: str) -> str:
+def _instant(spec: specs.Gauge | specs.Either, selector: str, pin: str, by: str) -> str:
     """A gauge's sum (or mean) across series at the evaluation time."""
-    if isinstance(spec, dialects.Either):
-        gauges = [o for o in spec.options if isinstance(o, dialects.Gauge)]
+    if isinstance(spec, specs.Either):
+        gauges = [o for o in spec.options if isinstance(o, specs.Gauge)]
         return f"({' or '.join(_instant(o, selector, pin, by) for o in gauges)})"
     series = _series(spec.metric, selector) + pin
     return f"{_sum(spec.across, spec.by, by)}({_one_rank(series, spec.ranks)})"
@@ -227,19 +228,21 @@ def _one_rank(vector: str, ranks: str) -> str:
 
 def capacity_expression(
     dialect: str, selector: str, escaped: bool = False, window: str | None = None
-) -> str:
-    """KV capacity: vLLM's info series (labels joined client-side) or SGLang's gauge. With a
-    `window`, when the lane has none now (the engine down, `--at` in a gap), the last seen in it.
-    """
-    dialects.lane_specs(dialect)  # an unknown dialect raises
-    metric = dialects.capacity_metric(dialect, escaped)
-    if dialect == "sglang":
-        series = metric + selector_with(selector)
-        now = f"sum({_one_rank(series, dialects.RANK)})"
-        last = f"sum({_one_rank(f'last_over_time({series}[{window}])', dialects.RANK)})"
-    else:
-        now = metric + selector_without(selector, "model_name")
+) -> str | None:
+    """KV capacity: an info series (labels read client-side) or a gauge; None where the engine
+    states none. With a `window`, when the lane has none now (the engine down, `--at` in a
+    gap), the last seen in it."""
+    capacity = engines.engine(dialect).capacity_spec(escaped)
+    if isinstance(capacity, specs.Gauge):
+        series = capacity.metric + selector_with(selector)
+        sum_ = _sum(capacity.across, capacity.by)
+        now = f"{sum_}({_one_rank(series, capacity.ranks)})"
+        last = f"{sum_}({_one_rank(f'last_over_time({series}[{window}])', capacity.ranks)})"
+    elif isinstance(capacity, specs.Info):
+        now = capacity.metric + selector_without(selector, *capacity.unlabelled)
         last = f"(last_over_time({now}[{window}]) unless on() {now})"
+    else:
+        return None
     return now if window is None else f"({now} or {last})"
 
 
@@ -315,9 +318,10 @@ def targets_expressions(selector: str) -> dict[str, str]:
 
 def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]:
     """Raw key -> PromQL for every key the dialect can answer, plus `kv_capacity`."""
-    specs = dialects.lane_specs(dialect).items()
-    expressions = {key: e for key, spec in specs if (e := spec_expression(spec, selector, window))}
-    return {**expressions, KV_CAPACITY: capacity_expression(dialect, selector)}
+    table = engines.engine(dialect).lane_specs().items()
+    expressions = {key: e for key, spec in table if (e := spec_expression(spec, selector, window))}
+    capacity = capacity_expression(dialect, selector)
+    return {**expressions, **({KV_CAPACITY: capacity} if capacity else {})}
 
 
 def combined_query(exprs: Mapping[str, str]) -> str:
@@ -334,7 +338,7 @@ class LanePlan:
     the `extra` expressions (`kv_capacity`, and the lane's state when asked), why the other
     keys are `missing` (unavailable, or a metric not exposed), and all as one `query`."""
 
-    specs: Mapping[str, dialects.Spec]
+    specs: Mapping[str, specs.Spec]
     exprs: Mapping[str, str]
     extra: Mapping[str, str]
     missing: Mapping[str, str]
@@ -356,19 +360,20 @@ def lane_plan(
     its data starts and its scrapes. Gauges are sampled every `gauge_step` seconds (default:
     the window's `subquery_step`).
     """
-    escaped = dialects.names_escaped(names or ())
-    every = dialects.lane_specs(dialect, escaped)
-    reasons = {key: dialects.missing_reason(spec, names) for key, spec in every.items()}
+    escaped = engines.names_escaped(names or ())
+    every = engines.engine(dialect).lane_specs(escaped)
+    reasons = {key: specs.missing_reason(spec, names) for key, spec in every.items()}
     missing = {key: reason for key, reason in reasons.items() if reason}
-    specs = {key: spec for key, spec in every.items() if key not in missing}
+    asked = {key: spec for key, spec in every.items() if key not in missing}
     window = promql_duration(window_s)
     exprs = {
         k: e
-        for k, s in specs.items()
+        for k, s in asked.items()
         if (e := spec_expression(s, selector, window, None, gauge_step))
     }
-    extra = {KV_CAPACITY: capacity_expression(dialect, selector, escaped, window)}
-    for key, spec in specs.items():
+    capacity = capacity_expression(dialect, selector, escaped, window)
+    extra = {KV_CAPACITY: capacity} if capacity else {}
+    for key, spec in asked.items():
         if key in LANE_HISTOGRAMS and (seen := le_seen_expression(spec, selector, window)):
             extra[key + LE_SEEN] = seen
     if with_start:
@@ -377,7 +382,7 @@ def lane_plan(
         presence = presence_series(dialect, selector, escaped)
         span = promql_duration(min(window_s, SCRAPE_SPAN_S))
         extra[SCRAPES] = f"max(count_over_time({presence}[{span}]))"
-    return LanePlan(specs, exprs, extra, missing, combined_query({**exprs, **extra}))
+    return LanePlan(asked, exprs, extra, missing, combined_query({**exprs, **extra}))
 
 
 # --- reading the answer -----------------------------------------------------------------
@@ -429,10 +434,10 @@ def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
         if isinstance(number, Missing):
             return number
         try:
-            pairs.append((dialects.parse_le(sample["metric"]["le"]), number))
+            pairs.append((specs.parse_le(sample["metric"]["le"]), number))
         except (KeyError, TypeError, ValueError):
             return Missing("histogram bucket without a readable le")
-    return dialects.sorted_buckets(pairs)
+    return specs.sorted_buckets(pairs)
 
 
 def le_seen(samples: Samples | None) -> dict[float, float] | None:
@@ -441,7 +446,7 @@ def le_seen(samples: Samples | None) -> dict[float, float] | None:
     for sample in samples or ():
         number = sample_value(sample)
         try:
-            bound = dialects.parse_le(sample["metric"]["le"])
+            bound = specs.parse_le(sample["metric"]["le"])
         except (KeyError, TypeError, ValueError):
             return None
         if isinstance(number, Missing):
@@ -463,22 +468,25 @@ def _groups(samples: Samples) -> dict[str, float] | Missing:
 
 
 def capacity_from_samples(dialect: str, samples: Samples) -> float | None:
-    """KV capacity in tokens: SGLang's gauge, or the sum of vLLM's info series' labels."""
+    """KV capacity in tokens: the engine's gauge, or the sum over its info series' labels."""
+    capacity = engines.engine(dialect).capacity
     if not samples:
         return None
-    if dialect == "sglang":
-        number = sample_value(samples[0])
-        return number if isinstance(number, float) and number > 0 else None
-    capacities = [dialects.capacity_from_info(sample.get("metric", {})) for sample in samples]
-    return None if None in capacities else sum(c for c in capacities if c is not None)
+    if isinstance(capacity, specs.Info):
+        capacities = [capacity.read(sample.get("metric", {})) for sample in samples]
+        return None if None in capacities else sum(c for c in capacities if c is not None)
+    number = sample_value(samples[0])
+    return number if isinstance(number, float) and number > 0 else None
 
 
 def capacity_reason(dialect: str, seen: bool) -> str:
     """Why a lane's KV capacity is unknown, as far as the sample (or its absence) says."""
-    metric = dialects.capacity_metric(dialect)
+    capacity = engines.engine(dialect).capacity
+    if isinstance(capacity, specs.Unavailable):
+        return capacity.reason
     if not seen:
-        return f"no {metric} sample in the window"
-    return f"{metric} gives no usable capacity"
+        return f"no {capacity.metric} sample in the window"
+    return f"{capacity.metric} gives no usable capacity"
 
 
 def window_coverage(

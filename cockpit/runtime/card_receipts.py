@@ -11,10 +11,12 @@ count alike.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cockpit import engines
 from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.figures import lane_figures
 from cockpit.core.ledger_figures import Prices
@@ -25,7 +27,6 @@ from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
 from cockpit.core.tail_figures import LATENCIES
 from cockpit.core.timeutil import stamp
 from cockpit.runtime.cards import Card, CardError, CardStore
-from cockpit.sources.exposition import ENGINE_PREFIXES
 from cockpit.sources.http import SourceError
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
@@ -78,7 +79,7 @@ async def prometheus_edges(
     matchers = ",".join(
         f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in parse_selector(lane.selector)
     )
-    names = "|".join(f"{prefix}.*" for prefix in ENGINE_PREFIXES)
+    names = "|".join(f"{re.escape(p)}.*" for p in (*engines.prefixes(), *engines.prefixes(True)))
     query = "{" + ",".join(filter(None, [f'__name__=~"{names}"', matchers])) + "}"
     steps = max(1, min(MAX_STEPS, math.ceil((end - start) / SCRAPE_STEP_S)))
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cockpit.config.schema import Auth, Config, LaneConfig, LedgerConfig
+from cockpit.config.schema import AUTO, Auth, Config, LaneConfig, LedgerConfig
 from cockpit.core.figures import split_reason
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
@@ -105,7 +105,7 @@ class ConfiguredLane:
 
     @property
     def dialect(self) -> str | None:
-        return None if self.lane.engine == "auto" else self.lane.engine
+        return None if self.lane.engine == AUTO else self.lane.engine
 
     @property
     def selector(self) -> str:
@@ -376,7 +376,7 @@ def missing_causes(missing: Mapping[str, str]) -> str:
 
 def _dialect_hint(lane: LaneConfig, totals: LaneTotals) -> str:
     """A forced engine dialect that reads nothing at all is most likely the wrong one."""
-    if lane.engine == "auto" or totals.values or totals.histograms:
+    if lane.engine == AUTO or totals.values or totals.histograms:
         return ""
     return f"; nothing read as {lane.engine}: is that the engine? (engine: auto detects it)"
 

@@ -29,7 +29,7 @@ from cockpit.core import promql, trends
 from cockpit.core.model import Bucket, Missing
 from cockpit.core.quantiles import check_buckets, histogram_quantile
 from cockpit.core.timeutil import promql_duration
-from cockpit.engines import dialects
+from cockpit.engines import specs
 
 LabelKey = tuple[tuple[str, str], ...]
 POINT_BYTES = 32
@@ -222,7 +222,7 @@ class Window:
         """Non-finite samples left out, by series read."""
         self.unreadable_le: dict[tuple[str, LabelKey], str] = {}
         """Bucket series left out because their `le` is not a number, with that `le`."""
-        self.bucket_notes: dict[dialects.Histogram, str] = {}
+        self.bucket_notes: dict[specs.Histogram, str] = {}
         """What was wrong with a histogram's buckets in the window (see `check_buckets`)."""
 
     def _counting_start(self, counters: Iterable[str]) -> float:
@@ -291,21 +291,23 @@ class Window:
             first, stop = bisect_left(track.times, self.lo), bisect_right(track.times, self.end)
             yield labels, track, first, stop
 
-    def read(self, spec: dialects.Spec) -> Read:
+    def read(self, spec: specs.Spec) -> Read:
         """A counter's increase, a gauge's mean over the scrapes, a histogram's increase per
         `le`; of an `Either`, the first option that has one."""
-        if isinstance(spec, dialects.Counter):
+        if isinstance(spec, specs.Counter):
             return self.counter(spec)
-        if isinstance(spec, dialects.Gauge):
+        if isinstance(spec, specs.Gauge):
             return self.gauge(spec)
-        if isinstance(spec, dialects.Histogram):
+        if isinstance(spec, specs.Histogram):
             return self.histogram(spec)
-        if isinstance(spec, dialects.Difference):
+        if isinstance(spec, specs.Combined):
             a, b = self.read(spec.a), self.read(spec.b)
             if not isinstance(a, float):
                 return a if isinstance(a, Missing) else NOT_SINGLE
-            return b if isinstance(b, Missing) else a - b if isinstance(b, float) else NOT_SINGLE
-        if not isinstance(spec, dialects.Either):
+            if not isinstance(b, float):
+                return b if isinstance(b, Missing) else NOT_SINGLE
+            return a + b if spec.op == "+" else a - b
+        if not isinstance(spec, specs.Either):
             return NOT_SINGLE
         found: Read = NOT_SINGLE
         for option in spec.options:
@@ -314,7 +316,7 @@ class Window:
                 break
         return found
 
-    def counter(self, spec: dialects.Counter) -> float | dict[str, float] | Missing:
+    def counter(self, spec: specs.Counter) -> float | dict[str, float] | Missing:
         groups = _by(self._increases(spec.metric, spec.extra, spec.ranks), spec.by)
         totals = {name: _total(increases) for name, increases in groups.items()}
         if not spec.by:
@@ -344,7 +346,7 @@ class Window:
             return SECOND_SCRAPE
         return (track.values[first] if born else 0.0) + (track.run[stop - 1] - track.run[first])
 
-    def gauge(self, spec: dialects.Gauge) -> float | dict[str, float] | Missing:
+    def gauge(self, spec: specs.Gauge) -> float | dict[str, float] | Missing:
         per_scrape: dict[float, list[tuple[LabelKey, float]]] = {}
         dropped = False
         for labels, track, first, stop in self._tracks(spec.metric):
@@ -361,7 +363,7 @@ class Window:
         means = {name: sum(values) / len(values) for name, values in combined.items()}
         return means if spec.by else means[""]
 
-    def histogram(self, spec: dialects.Histogram) -> tuple[Bucket, ...] | Missing:
+    def histogram(self, spec: specs.Histogram) -> tuple[Bucket, ...] | Missing:
         """The window's increase per `le`, over the bounds every bucket set in it shares (see
         `check_buckets`); a series whose `le` is no number is left out and counted."""
         name = f"{spec.base}_bucket"
@@ -404,7 +406,7 @@ class Window:
         if text is None:
             return None
         try:
-            bound = dialects.parse_le(text)
+            bound = specs.parse_le(text)
         except ValueError:
             bound = math.nan
         if math.isnan(bound):
@@ -451,7 +453,7 @@ def _total(found: list[float | Missing | None]) -> float | Missing:
 def step_values(
     buffer: Buffer,
     matchers: list[promql.Matcher],
-    wanted: Mapping[str, dialects.Spec],
+    wanted: Mapping[str, specs.Spec],
     t: float,
     step: float,
 ) -> trends.StepValues:

@@ -20,13 +20,12 @@ from functools import lru_cache
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from cockpit import engines
 from cockpit.core import promql
-from cockpit.engines import dialects
+from cockpit.engines.specs import Gauge, Info, escape_name, required_metrics
 from cockpit.sources.http import SourceError
 
 LabelKey = tuple[tuple[str, str], ...]
-ENGINE_PREFIXES = ("vllm:", "sglang:", "vllm_", "sglang_")
-"""Engine sample names, also as escaped by an OpenMetrics answer (`vllm_...`)."""
 IGNORED_MATCHERS = frozenset({"job", "instance"})
 """Labels Prometheus adds at scrape time; an engine's own /metrics has none, so they're skipped."""
 _SAMPLE_NAME = re.compile(r"[^{ \t]+")
@@ -51,11 +50,20 @@ def lane_matchers(selector: str) -> list[promql.Matcher]:
 
 @lru_cache(maxsize=8)
 def wanted_names(dialect: str, escaped: bool) -> frozenset[str]:
-    """The sample names the lane's figures read for this dialect."""
-    names = {dialects.SGLANG_CAPACITY, dialects.escape_name(dialects.SGLANG_CAPACITY)}
-    for spec in dialects.lane_specs(dialect, escaped).values():
-        names.update(dialects.required_metrics(spec))
+    """The sample names the lane's figures read for this dialect, its capacity gauge's too."""
+    engine = engines.engine(dialect)
+    names = set(capacity_names(dialect) if isinstance(engine.capacity, Gauge) else ())
+    for spec in engine.lane_specs(escaped).values():
+        names.update(required_metrics(spec))
     return frozenset(names)
+
+
+def capacity_names(dialect: str) -> frozenset[str]:
+    """The names the engine's capacity metric may arrive under (escaped or not)."""
+    capacity = engines.engine(dialect).capacity
+    if isinstance(capacity, Gauge | Info):
+        return frozenset({capacity.metric, escape_name(capacity.metric)})
+    return frozenset()
 
 
 @dataclass(slots=True)
@@ -68,7 +76,7 @@ class Scrape:
     samples: dict[str, dict[LabelKey, tuple[float, float]]] = field(default_factory=dict)
     """Wanted sample name -> labels -> (value, the series' `_created` or NaN)."""
     info: list[dict[str, str]] = field(default_factory=list)
-    """The label sets of vLLM's cache-config info metric (its KV capacity)."""
+    """The label sets of the engine's capacity info metric, where it has one."""
     series: dict[str, Series] = field(default_factory=dict)
     """The series read, by their text: the next scrape's `known`."""
     stamped: float | None = None
@@ -78,8 +86,9 @@ class Scrape:
 def engine_lines(text: str) -> dict[str, list[str]]:
     """The engine's sample lines by name (not comments, not other processes' samples)."""
     lines: dict[str, list[str]] = {}
+    prefixes = (*engines.prefixes(), *engines.prefixes(escaped=True))
     for line in map(str.strip, text.splitlines()):
-        if line.startswith(ENGINE_PREFIXES):
+        if line.startswith(prefixes):
             name = _SAMPLE_NAME.match(line)
             lines.setdefault(name.group() if name else line, []).append(line)
     return lines
@@ -145,12 +154,12 @@ def read_scrape(
     lines = engine_lines(text)
     names = frozenset(lines)
     try:
-        found = dialects.detect_dialect(names)  # each scrape: the port may change hands
-    except dialects.DialectError as exc:
+        found = engines.detect(names).name  # each scrape: the port may change hands
+    except engines.DialectError as exc:
         raise SourceError(f"{url}: {exc}", engine_absent=True) from None
     scrape = Scrape(names, dialect or found)
-    keep_names = wanted_names(scrape.dialect, dialects.names_escaped(seen | names))
-    info = {dialects.VLLM_CAPACITY, dialects.escape_name(dialects.VLLM_CAPACITY)}
+    keep_names = wanted_names(scrape.dialect, engines.names_escaped(seen | names))
+    info = capacity_names(scrape.dialect) - keep_names
     series = {*keep_names, *(created_name(name) for name in keep_names)}
     # How an equality matcher's label appears in the text: `name="value"`.
     written = [

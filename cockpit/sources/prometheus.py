@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from cockpit import engines
 from cockpit.core import promql
 from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.core.quantiles import check_buckets
-from cockpit.engines import dialects
 from cockpit.sources.buffer import span
 from cockpit.sources.history import History
 from cockpit.sources.http import (
@@ -42,7 +42,6 @@ REEVALUATE_SHARE = 1 / 800
 """A window is evaluated again once this share of it has passed (1 d: every 108 s)..."""
 REEVALUATE_MAX_S = 600.0
 """...but at least every 10 minutes."""
-ENGINE_NAMES = '{__name__=~"(vllm|sglang)[:_].+"}'
 LIVE = "live"
 """Expression key: how many of the lane's series have a sample at the evaluation time (0 when
 they went stale: the engine stopped, its target is gone)."""
@@ -178,7 +177,7 @@ class PrometheusSource:
         before, at = self.requests, time.time() if end is None else end
         self.last_samples = 0
         memory, names, dialect = await self._lane(lane, dialect, selector)
-        escaped = dialects.names_escaped(names)
+        escaped = engines.names_escaped(names)
         presence = promql.presence_series(dialect, selector, escaped)
         ahead = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
         live = {LIVE: f"(count({presence}) or vector(0))"}
@@ -204,7 +203,7 @@ class PrometheusSource:
         detected from the names)."""
         memory = self._lanes.setdefault((lane, selector), _Lane())
         names = await self._names(memory, selector)
-        memory.dialect = dialect or memory.dialect or dialects.detect_dialect(names)
+        memory.dialect = dialect or memory.dialect or engines.detect(names).name
         return memory, names, memory.dialect
 
     def _plan(self, memory: _Lane, ask: _Ask, names: frozenset[str]) -> promql.LanePlan:
@@ -320,14 +319,15 @@ class PrometheusSource:
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
             return memory.names
-        match = promql.selector_with(selector) if promql.parse_selector(selector) else ENGINE_NAMES
+        every = engines.names_selector()
+        match = promql.selector_with(selector) if promql.parse_selector(selector) else every
         names = frozenset(await self._label_values("__name__", match))
         if not names:
             raise SourceError(f"{self.url}: no series match {selector}", engine_absent=True)
         try:
-            dialects.detect_dialect(names)
-        except dialects.DialectError:  # only `up` and `scrape_*` while it loads
-            reason = f"{self.url}: {dialects.NO_ENGINE_METRICS} ({selector})"
+            engines.detect(names)
+        except engines.DialectError:  # only `up` and `scrape_*` while it loads
+            reason = f"{self.url}: {engines.no_engine_metrics()} ({selector})"
             raise SourceError(reason, engine_absent=True) from None
         memory.names, memory.names_at = names, time.monotonic()
         return names
@@ -374,7 +374,7 @@ class PrometheusSource:
     ) -> list[str]:
         """The values `label` takes on the lane's presence metric under `selector`, sorted."""
         _, names, dialect = await self._lane(lane, dialect, selector)
-        match = promql.presence_series(dialect, selector, dialects.names_escaped(names))
+        match = promql.presence_series(dialect, selector, engines.names_escaped(names))
         return sorted(await self._label_values(label, match))
 
     async def _label_values(self, label: str, match: str) -> list[str]:

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from cockpit import engines
 from cockpit.core import promql, trends
 from cockpit.core.model import LAST_MINUTE_S, LaneTotals, Missing, Trend, frozen_map
-from cockpit.engines import dialects
+from cockpit.engines import specs
 from cockpit.sources.buffer import (
     NO_SAMPLES,
     SECOND_SCRAPE,
@@ -89,7 +90,7 @@ class ScrapeSource:
     @property
     def escaped(self) -> bool:
         """Whether the engine's names arrived escaped (`vllm_x`, an OpenMetrics answer)."""
-        return dialects.names_escaped(self._exposed)
+        return engines.names_escaped(self._exposed)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -207,20 +208,20 @@ class ScrapeSource:
 
     def totals(self, lane: str, selector: str, window_s: float, end: float | None) -> LaneTotals:
         """The lane's raw totals over [end - window, end], from the buffer alone."""
-        dialect = self.dialect or "vllm"
+        dialect = self.dialect or engines.default().name
         end = self.buffer.scrapes[-1] if end is None and self.buffer.scrapes else end
         end = time.time() if end is None else end
         self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
-        specs = dialects.lane_specs(dialect, self.escaped)
-        counters = _counter_names(specs.values())
+        table = engines.engine(dialect).lane_specs(self.escaped)
+        counters = _counter_names(table.values())
         window = Window(self.buffer, matchers, end - window_s, end, counters)
         before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
         last = self.buffer.scrapes[before - 1] if before else end
         now = Window(self.buffer, matchers, last, last, ())
         minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
         reads = {
-            key: _read(spec, self._exposed, window, now, minute) for key, spec in specs.items()
+            key: _read(spec, self._exposed, window, now, minute) for key, spec in table.items()
         }
         found_none = all(isinstance(read, Missing) for read in reads.values())
         if found_none and not self.buffer.any_match(matchers):
@@ -240,9 +241,9 @@ class ScrapeSource:
             values=frozen_map(_only(reads, float)),
             missing=frozen_map(missing),
             histograms=frozen_map(_only(reads, tuple)),
-            bucket_notes=frozen_map(_bucket_notes(specs, reads, window.bucket_notes)),
+            bucket_notes=frozen_map(_bucket_notes(table, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
-            queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in specs.items()}),
+            queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in table.items()}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
@@ -279,29 +280,31 @@ class ScrapeSource:
         return trends.make_trend(dialect, window_s, end, steps)
 
     def _capacity(self, dialect: str, matchers: list[promql.Matcher]) -> float | None:
-        if dialect == "sglang":
-            name = dialects.capacity_metric(dialect, self.escaped)
-            series = self.buffer.matching(name, matchers)
+        capacity = engines.engine(dialect).capacity_spec(self.escaped)
+        if isinstance(capacity, specs.Gauge):
+            series = self.buffer.matching(capacity.metric, matchers)
             latest = [(k, t.values[-1]) for k, t in series if t.values]
-            return sum(v for _, v in one_rank(latest, dialects.RANK)) if latest else None
-        usable = [m for m in matchers if m.name != "model_name"]
+            return sum(v for _, v in one_rank(latest, capacity.ranks)) if latest else None
+        if not isinstance(capacity, specs.Info):
+            return None
+        usable = [m for m in matchers if m.name not in capacity.unlabelled]
         mine = [labels for labels in self._info if all(m.matches(labels) for m in usable)]
-        capacities = [dialects.capacity_from_info(labels) for labels in mine]
+        capacities = [capacity.read(labels) for labels in mine]
         known = [capacity for capacity in capacities if capacity is not None]
         return sum(known) if known and len(known) == len(capacities) else None
 
 
 def _read(
-    spec: dialects.Spec, exposed: frozenset[str], window: Window, now: Window, minute: Window
+    spec: specs.Spec, exposed: frozenset[str], window: Window, now: Window, minute: Window
 ) -> Read:
     """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
-    reason = dialects.missing_reason(spec, exposed)
+    reason = specs.missing_reason(spec, exposed)
     if reason:
         return Missing(reason)
-    if isinstance(spec, dialects.Now):
+    if isinstance(spec, specs.Now):
         found = now.read(spec.of)
         return NOT_IN_LAST_SCRAPE if found == NO_SAMPLES else found
-    if not isinstance(spec, dialects.LastMinute):
+    if not isinstance(spec, specs.LastMinute):
         return window.read(spec)
     # The increase over the part of the minute its scrapes span, scaled to the whole minute
     # (as Prometheus's `increase()` extrapolates to its range).
@@ -320,54 +323,54 @@ def _only(reads: Mapping[str, Read], kind: type[T]) -> dict[str, T]:
 
 
 def _bucket_notes(
-    specs: Mapping[str, dialects.Spec],
+    table: Mapping[str, specs.Spec],
     reads: Mapping[str, Read],
-    notes: Mapping[dialects.Histogram, str],
+    notes: Mapping[specs.Histogram, str],
 ) -> dict[str, str]:
     """Histogram key -> what was wrong with the buckets it was read from."""
     found: dict[str, str] = {}
-    for key, spec in specs.items():
-        options = spec.options if isinstance(spec, dialects.Either) else (spec,)
-        said = [notes[o] for o in options if isinstance(o, dialects.Histogram) and o in notes]
+    for key, spec in table.items():
+        options = spec.options if isinstance(spec, specs.Either) else (spec,)
+        said = [notes[o] for o in options if isinstance(o, specs.Histogram) and o in notes]
         if said and isinstance(reads.get(key), tuple):
             found[key] = said[0]
     return found
 
 
-def _counter_names(specs: Iterable[dialects.Spec]) -> set[str]:
+def _counter_names(table: Iterable[specs.Spec]) -> set[str]:
     """The sample names the specs read as counters (their series set the coverage)."""
     names: set[str] = set()
-    for spec in specs:
-        if isinstance(spec, dialects.Counter | dialects.Difference | dialects.Histogram):
-            names.update(dialects.required_metrics(spec))
-        elif isinstance(spec, dialects.Either):
+    for spec in table:
+        if isinstance(spec, specs.Counter | specs.Combined | specs.Histogram):
+            names.update(specs.required_metrics(spec))
+        elif isinstance(spec, specs.Either):
             names.update(_counter_names(spec.options))
     return names
 
 
-def _describe(spec: dialects.Spec) -> str:
-    if isinstance(spec, dialects.Counter):
+def _describe(spec: specs.Spec) -> str:
+    if isinstance(spec, specs.Counter):
         return f"increase of {spec.metric}{_extra(spec)}{_grouping(spec)}"
-    if isinstance(spec, dialects.Difference):
-        return f"{_describe(spec.a)} - {_describe(spec.b)}"
-    if isinstance(spec, dialects.Either):
+    if isinstance(spec, specs.Combined):
+        return f"{_describe(spec.a)} {spec.op} {_describe(spec.b)}"
+    if isinstance(spec, specs.Either):
         return " or else ".join(_describe(option) for option in spec.options)
-    if isinstance(spec, dialects.Gauge):
+    if isinstance(spec, specs.Gauge):
         return f"{spec.across} of {spec.metric}{_grouping(spec)}, averaged over scrapes"
-    if isinstance(spec, dialects.Histogram):
+    if isinstance(spec, specs.Histogram):
         return f"increase per le of {spec.base}_bucket{_extra(spec)}"
-    if isinstance(spec, dialects.Now):
+    if isinstance(spec, specs.Now):
         return _describe(spec.of).replace(", averaged over scrapes", ", at the last scrape")
-    if isinstance(spec, dialects.LastMinute):
+    if isinstance(spec, specs.LastMinute):
         return f"{_describe(spec.of)}, over the last minute"
     return "unavailable"
 
 
-def _extra(spec: dialects.Counter | dialects.Histogram) -> str:
+def _extra(spec: specs.Counter | specs.Histogram) -> str:
     extra = ",".join(f'{k}="{v}"' for k, v in spec.extra)
     return f"{{{extra}}}" if extra else ""
 
 
-def _grouping(spec: dialects.Counter | dialects.Gauge) -> str:
+def _grouping(spec: specs.Counter | specs.Gauge) -> str:
     by = f" by {spec.by}" if spec.by else ""
     return by + (f", the largest over {spec.ranks}" if spec.ranks else "")

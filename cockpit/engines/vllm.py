@@ -1,0 +1,115 @@
+"""vLLM V1 (0.12 and later; 0.9.2 on for most names): its metric names and how it counts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from cockpit.engines.base import Engine, lane_table
+from cockpit.engines.pace import PER_STEP
+from cockpit.engines.specs import (
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    Spec,
+    Unavailable,
+    first,
+    phases,
+)
+
+PHASES = {
+    "kv_computed": "vllm:request_prefill_kv_computed_tokens",
+    "prompt_len": "vllm:request_prompt_tokens",
+    "gen_len": "vllm:request_generation_tokens",
+    "queue": "vllm:request_queue_time_seconds",
+    "prefill": "vllm:request_prefill_time_seconds",
+    "decode": "vllm:request_decode_time_seconds",
+    "ttft": "vllm:time_to_first_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+    "e2e": "vllm:e2e_request_latency_seconds",
+    "step_tokens": "vllm:iteration_tokens_total",
+}
+OLDER_ITL = "vllm:time_per_output_token_seconds"
+"""0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
+
+
+def window_specs() -> dict[str, Spec]:
+    """Raw key -> spec over the window (`lane_table` adds the fresh keys)."""
+    itl, older = phases({"itl": PHASES["itl"]}), phases({"itl": OLDER_ITL})
+    # fmt: off
+    return {
+        "requests": Counter("vllm:request_success_total"),
+        "prompt_tokens": Counter("vllm:prompt_tokens_total"),
+        "generation_tokens": Counter("vllm:generation_tokens_total"),
+        "prefix_cache_queries": Counter("vllm:prefix_cache_queries_total"),
+        "prefix_cache_hits": Counter("vllm:prefix_cache_hits_total"),
+        "prompt_computed": Counter("vllm:prompt_tokens_by_source_total",
+                                   (("source", "local_compute"),)),
+        "spec_drafts": Counter("vllm:spec_decode_num_drafts_total"),
+        "spec_draft_tokens": Counter("vllm:spec_decode_num_draft_tokens_total"),
+        "spec_accepted": Counter("vllm:spec_decode_num_accepted_tokens_total"),
+        "preemptions": Counter("vllm:num_preemptions_total"),
+        "flops": Counter("vllm:estimated_flops_per_gpu_total"),
+        "read_bytes": Counter("vllm:estimated_read_bytes_per_gpu_total"),
+        "write_bytes": Counter("vllm:estimated_write_bytes_per_gpu_total"),
+        "finished": Counter("vllm:request_success_total", by="finished_reason"),
+        "admission_rejections": Counter("vllm:admission_rejections_total", by="reason"),
+        "cached_by_source": Counter("vllm:prompt_tokens_cached_by_source_total", by="source"),
+        "prompt_by_source": Counter("vllm:prompt_tokens_by_source_total", by="source"),
+        "external_cache_queries": Counter("vllm:external_prefix_cache_queries_total"),
+        "external_cache_hits": Counter("vllm:external_prefix_cache_hits_total"),
+        "spec_accepted_by_pos": Counter("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                                        by="position"),
+        "running": Gauge("vllm:num_requests_running", "sum"),
+        "waiting": Gauge("vllm:num_requests_waiting", "sum"),
+        "waiting_by_reason": Gauge("vllm:num_requests_waiting_by_reason", "sum", by="reason"),
+        "kv_usage": Gauge("vllm:kv_cache_usage_perc", "avg"),
+        "sleep_state": Gauge("vllm:engine_sleep_state", "avg", by="sleep_state"),
+        "spec_draft_len": Unavailable("vLLM counts its draft tokens"),
+        "prompt_len": Histogram("vllm:request_prompt_tokens"),
+        "gen_len": Histogram("vllm:request_generation_tokens"),
+        "e2e": Histogram("vllm:e2e_request_latency_seconds"),
+        "ttft": Histogram("vllm:time_to_first_token_seconds"),
+        "itl": first(Histogram(PHASES["itl"]), Histogram(OLDER_ITL)),
+        "queue": Histogram("vllm:request_queue_time_seconds"),
+        **phases(PHASES),
+        **{key: first(spec, older[key]) for key, spec in itl.items()},
+    }
+    # fmt: on
+
+
+def capacity_from_info(labels: Mapping[str, str]) -> float | None:
+    """Tokens of GPU KV from one `cache_config_info` label set, or None when unset."""
+    size = _number(labels.get("kv_cache_size_tokens"))
+    if size is not None:
+        return size
+    blocks = _number(labels.get("num_gpu_blocks"))
+    block_size = _number(labels.get("block_size"))
+    if blocks is None or block_size is None:
+        return None
+    return blocks * block_size
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+CAPACITY = Info("vllm:cache_config_info", capacity_from_info, unlabelled=("model_name",))
+"""vLLM's KV capacity: an info series whose labels give blocks × block size."""
+
+VLLM = Engine(
+    name="vllm",
+    prefix="vllm:",
+    priority=0,
+    specs=lane_table(window_specs()),
+    presence="vllm:num_requests_running",
+    capacity=CAPACITY,
+    pace=PER_STEP,
+)
