@@ -35,6 +35,7 @@ from tests.support.feeds import (
     config,
     fixed_clocks,
 )
+from tests.support.pilot import on_screen, settle
 from tests.support.screentext import screen_text
 
 
@@ -49,26 +50,6 @@ def two_lanes(**options: object) -> tuple[ScriptedLaneFeed, ScriptedLaneFeed, Sc
 
 def status_text(pilot: Pilot[None]) -> str:
     return pilot.app.query_one(StatusLine).render().plain
-
-
-async def settle(pilot: Pilot[None]) -> None:
-    """Wait until no read is under way (cancelled ones included), then for the redraw."""
-    for _ in range(500):
-        if not any(worker.is_running for worker in pilot.app.workers):
-            break
-        await asyncio.sleep(0.005)
-    await pilot.pause()
-
-
-async def on_screen(pilot: Pilot[None], *texts: str) -> str:
-    """The screen once every one of `texts` is on it (a notification takes a frame or two)."""
-    screen = ""
-    for _ in range(200):
-        screen = screen_text(pilot.app)
-        if all(text in screen for text in texts):
-            return screen
-        await pilot.pause(0.01)
-    raise AssertionError(f"not on screen: {texts}\n{screen}")
 
 
 async def test_only_the_selected_lane_polls_and_the_ledger_polls_too() -> None:

@@ -18,8 +18,6 @@ from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.health import Thresholds
 from cockpit.widgets.fleet import FleetScreen
 from cockpit.widgets.trends import TrendsPane
-from tests.app.test_app import on_screen, settle
-from tests.app.test_details import focus_pane
 from tests.support.feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -27,6 +25,7 @@ from tests.support.feeds import (
     config,
     fixed_clocks,
 )
+from tests.support.pilot import focus_pane, on_screen, settle
 
 NARROWED = "narrowed to models qwen3-32b: the ledger's sums per source are not by model"
 """The ledger's `cli` and `cron` sources are not split by model: a narrowed lane says so."""

@@ -10,7 +10,6 @@ import pytest
 from textual.pilot import Pilot
 
 from cockpit.app.app import CockpitApp, make_app
-from tests.app.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 from tests.support.feeds import (
     ScriptedLaneFeed,
     ScriptedLedgerFeed,
@@ -18,6 +17,8 @@ from tests.support.feeds import (
     config,
     fixed_clocks,
 )
+
+pytestmark = pytest.mark.usefixtures("utc")
 
 SnapCompare = Callable[..., bool]
 DOWN = SourceDown("connection refused (127.0.0.1:9090)", unreachable=True)

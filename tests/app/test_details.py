@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from textual.pilot import Pilot
-
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.core.figures import lane_figures
@@ -15,7 +13,6 @@ from cockpit.core.ledger_figures import ledger_figures
 from cockpit.core.model import TREND_KEYS, LaneTotals, frozen_map
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
-from tests.app.test_app import on_screen, settle
 from tests.support.feeds import (
     ScriptedLaneFeed,
     ScriptedLedgerFeed,
@@ -24,6 +21,7 @@ from tests.support.feeds import (
     lane_totals,
     ledger_totals,
 )
+from tests.support.pilot import focus_pane, on_screen, settle
 from tests.support.screentext import screen_text
 
 COMPUTED_QUERY = 'sum(increase(vllm:prompt_computed_tokens_total{job="[lane]"}[1h]))'
@@ -53,15 +51,6 @@ class QueriedLaneFeed(ScriptedLaneFeed):
 def app() -> CockpitApp:
     feeds = [QueriedLaneFeed()]
     return make_app(config("lane-a"), feeds, ScriptedLedgerFeed(), clocks=fixed_clocks())
-
-
-async def focus_pane(pilot: Pilot[None], pane_id: str) -> None:
-    """Press ↓ until the pane has the focus (at most once round the strip and every pane)."""
-    for _ in range(len(pilot.app.query(Pane)) + 2):
-        await pilot.press("down")
-        if pilot.app.focused is not None and pilot.app.focused.id == pane_id:
-            return
-    raise AssertionError(f"↓ never focused #{pane_id}")
 
 
 def details_text(cockpit: CockpitApp) -> str:

@@ -1,6 +1,7 @@
 """The README's picture of the screen (docs/screen.svg) is the screen the cockpit draws today.
 
-Regenerate it with `.venv/bin/python -m tests.app.test_docs_screenshot` after a change to the screen.
+Regenerate it with `.venv/bin/python -m tests.app.test_docs_screenshot` after a change to the
+screen.
 """
 
 from __future__ import annotations

@@ -24,11 +24,12 @@ from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.widgets.fleet import FleetScreen
-from tests.app.test_app import on_screen, settle
-from tests.app.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 from tests.integration import test_fleet_live as live
 from tests.integration.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
 from tests.support.feeds import EVAL_AT, ScriptedLaneFeed, SourceDown, config, fixed_clocks
+from tests.support.pilot import on_screen, settle
+
+pytestmark = pytest.mark.usefixtures("utc")
 
 SnapCompare = Callable[..., bool]
 

@@ -12,7 +12,6 @@ from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import ModelFilterScreen
 from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.text import visible
-from tests.app.test_app import on_screen, settle
 from tests.support.faultlane import (
     MODELS,
     QUOTED,
@@ -22,6 +21,7 @@ from tests.support.faultlane import (
     wait_until,
 )
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
+from tests.support.pilot import on_screen, settle
 from tests.support.screentext import screen_text
 
 SHOWN = ("tab next", "1-9 lane", "w window", "r refresh", "p pause", "e export", "m model",

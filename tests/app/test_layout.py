@@ -10,8 +10,8 @@ from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import HelpScreen
 from cockpit.widgets.cache_gauge import hits_of_queries
 from cockpit.widgets.pane import Pane
-from tests.app.test_app import settle
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
+from tests.support.pilot import settle
 
 PANES = ("cache", "prefill", "phases", "tails", "trends", "roofline", "ratios", "spend")
 

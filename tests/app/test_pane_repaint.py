@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 from cockpit.core.model import FRESH, Freshness
 from cockpit.core.text import visible
 from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
-from tests.app.test_roofline_pane import Counting
+from tests.support.pilot import Counting
 from tests.support.screentext import screen_text
 
 

@@ -11,8 +11,8 @@ from textual.pilot import Pilot
 from cockpit.app.app import make_app
 from cockpit.core.ledger_figures import Prices
 from cockpit.runtime.receipts import receipts_folder, write_receipt
-from tests.app.test_app import settle
 from tests.support.feeds import EVAL_AT, ScriptedLaneFeed, config, fixed_clocks
+from tests.support.pilot import settle
 from tests.support.screentext import screen_text
 
 NAME = "cockpit-receipt-lane-a-1h-20260921T141320Z.md"

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.geometry import Region, Size
-from textual.widget import Widget
+from textual.geometry import Size
 from textual_plotext import PlotextPlot
 
 from cockpit.roofline.model import LaneLoad, RooflineView, operating_points
 from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.widgets.roofline import Caption, RooflinePane, caption_at, caption_lines
 from cockpit.widgets.roofplot import RoofPlot, decade_label
+from tests.support.pilot import Counting
 from tests.support.screentext import screen_text
 
 H100 = find_hardware("h100")
@@ -151,21 +151,6 @@ async def test_growing_the_terminal_brings_the_plot_back() -> None:
         await pilot.pause()
         assert app.query_one(PlotextPlot).display
         assert "P" in plot_area(app)
-
-
-class Counting(Widget):
-    """A widget noting each refresh it asks for: whether it wants the screen laid out again.
-    Put it after the widget class counted, whose name the CSS and queries follow."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.refreshes: list[bool] = []
-        super().__init__(*args, **kwargs)
-
-    def refresh(
-        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
-    ) -> Self:
-        self.refreshes.append(layout)
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
 
 class CountedPlot(RoofPlot, Counting):

@@ -14,9 +14,7 @@ from cockpit.core.model import Trend
 from cockpit.widgets.pane import SPARK_BLOCKS, short_reason, sparkline
 from cockpit.widgets.trends import step_text
 from cockpit.widgets.vitals import vital_items
-from tests.app.test_app import settle
 from tests.app.test_widgets import lane_snapshot
-from tests.app.test_widgets_snapshots import utc  # noqa: F401  (autouse fixture)
 from tests.support.feeds import (
     ScriptedLaneFeed,
     ScriptedLedgerFeed,
@@ -25,7 +23,10 @@ from tests.support.feeds import (
     fixed_clocks,
     lane_trend,
 )
+from tests.support.pilot import settle
 from tests.support.screentext import screen_text
+
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def cockpit(*lanes: ScriptedLaneFeed, ledger: bool = True) -> CockpitApp:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from textual.app import App, ComposeResult
@@ -20,18 +18,7 @@ from tests.support.feeds import EVAL_AT
 SnapCompare = Callable[..., bool]
 
 
-@pytest.fixture(autouse=True)
-def utc() -> Iterator[None]:
-    """Clock times on screen in UTC, whatever the machine's zone."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 class PaneApp(App[None]):

@@ -16,26 +16,16 @@ import pytest
 from cockpit import __version__
 from cockpit.app.lifecycle import Setup, build_app, collector_paused
 from cockpit.cli.main import main
+from tests.support.cli import run_cockpit
 from tests.support.repo import REPO
-
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
-
-
-def run(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "HOME": str(cwd or REPO), **(env or {})}
-    return subprocess.run(
-        [COCKPIT, *args], capture_output=True, text=True, timeout=60, env=environment, cwd=cwd
-    )
 
 
 def test_version_and_help() -> None:
-    assert run("--version").stdout.strip() == f"lane-cockpit {__version__}"
-    help_text = run("--help").stdout
+    assert run_cockpit("--version", home=REPO).stdout.strip() == f"lane-cockpit {__version__}"
+    help_text = run_cockpit("--help", home=REPO).stdout
     for command in ("run", "demo", "report", "roofline", "check"):
         assert command in help_text
-    assert "--prometheus" in run("report", "--help").stdout
+    assert "--prometheus" in run_cockpit("report", "--help", home=REPO).stdout
 
 
 BROKEN = {
@@ -58,7 +48,7 @@ def test_broken_config_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None
     text, line, key, words = BROKEN[case]
     path = tmp_path / "broken.yaml"
     path.write_text(text)
-    result = run("--config", str(path), cwd=tmp_path)
+    result = run_cockpit("--config", str(path), cwd=tmp_path, home=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
@@ -71,69 +61,75 @@ def test_broken_config_is_one_line_and_exit_2(tmp_path: Path, case: str) -> None
 
 def test_unreadable_config(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
-    result = run("--config", str(missing), cwd=tmp_path)
+    result = run_cockpit("--config", str(missing), cwd=tmp_path, home=tmp_path)
     assert result.returncode == 2
     assert (
         result.stderr.strip()
         == f"cockpit: {missing}: cannot read the config file: No such file or directory"
     )
-    folder = run("report", "--config", str(tmp_path), cwd=tmp_path)
+    folder = run_cockpit("report", "--config", str(tmp_path), cwd=tmp_path, home=tmp_path)
     assert folder.returncode == 2 and "Is a directory" in folder.stderr
 
 
 def test_not_utf8_config(tmp_path: Path) -> None:
     path = tmp_path / "binary.yaml"
     path.write_bytes(b"\xff\xfe\x00bad")
-    result = run("check", "--config", str(path), cwd=tmp_path)
+    result = run_cockpit("check", "--config", str(path), cwd=tmp_path, home=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
 def test_nothing_to_read_says_what_to_do(tmp_path: Path) -> None:
-    result = run("report", cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path)})
+    result = run_cockpit(
+        "report", cwd=tmp_path, home=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path)}
+    )
     assert result.returncode == 2
     assert "cockpit demo" in result.stderr and "--prometheus" in result.stderr
 
 
 def test_adhoc_flags_are_validated(tmp_path: Path) -> None:
-    result = run("report", "--prometheus", "ftp://x", cwd=tmp_path)
+    result = run_cockpit("report", "--prometheus", "ftp://x", cwd=tmp_path, home=tmp_path)
     assert result.returncode == 2 and "<command line>" in result.stderr and "URL" in result.stderr
-    bad_at = run("report", "--ledger", "x.db", "--at", "yesterday-ish", cwd=tmp_path)
+    bad_at = run_cockpit(
+        "report", "--ledger", "x.db", "--at", "yesterday-ish", cwd=tmp_path, home=tmp_path
+    )
     assert bad_at.returncode == 2 and "--at" in bad_at.stderr
 
 
 def test_a_relative_at_may_follow_its_flag(hermes_v22: Path) -> None:
     before = time.time()
-    result = run("report", "--ledger", str(hermes_v22), "--at", "-2h", "--format", "json",
-                 cwd=hermes_v22.parent)  # fmt: skip
+    result = run_cockpit("report", "--ledger", str(hermes_v22), "--at", "-2h", "--format", "json",
+                 cwd=hermes_v22.parent, home=hermes_v22.parent)  # fmt: skip
     assert result.returncode == 0, result.stderr
     end = json.loads(result.stdout)["ledger"]["end"]
     assert before - 2 * 3600 - 1 <= end <= time.time() - 2 * 3600 + 1
 
 
 def test_replay_refuses_a_moment_to_come(hermes_v22: Path) -> None:
-    result = run("report", "--ledger", str(hermes_v22), "--at", "-2h", "--at", "2099-01-01",
-                 cwd=hermes_v22.parent)  # fmt: skip
+    result = run_cockpit("report", "--ledger", str(hermes_v22), "--at", "-2h", "--at", "2099-01-01",
+                 cwd=hermes_v22.parent, home=hermes_v22.parent)  # fmt: skip
     assert result.returncode == 2
     assert "--at: 2099-01-01 00:00:00 UTC is in the future" in result.stderr
 
 
 def test_an_unknown_command_is_said_as_one(tmp_path: Path) -> None:
-    typo = run("reprot", "--ledger", "x.db", cwd=tmp_path)
+    typo = run_cockpit("reprot", "--ledger", "x.db", cwd=tmp_path, home=tmp_path)
     assert typo.returncode == 2
     assert "unknown command 'reprot' (did you mean 'report'?)" in typo.stderr
-    other = run("bogus", cwd=tmp_path)
+    other = run_cockpit("bogus", cwd=tmp_path, home=tmp_path)
     assert other.returncode == 2 and "commands: run, demo, report" in other.stderr
 
 
 def test_check_counts_its_sources_in_words(hermes_v22: Path) -> None:
-    result = run("check", "--ledger", str(hermes_v22), cwd=hermes_v22.parent)
+    result = run_cockpit(
+        "check", "--ledger", str(hermes_v22), cwd=hermes_v22.parent, home=hermes_v22.parent
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok (0 lanes, 1 ledger)" in result.stdout
 
 
 def test_replay_refuses_a_lane_read_from_its_metrics(tmp_path: Path) -> None:
-    result = run("report", "--metrics-url", "http://127.0.0.1:9/metrics", "--at", "-2h",
-                 cwd=tmp_path)  # fmt: skip
+    result = run_cockpit("report", "--metrics-url", "http://127.0.0.1:9/metrics", "--at", "-2h",
+                 cwd=tmp_path, home=tmp_path)  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--at: replays Prometheus's history" in result.stderr and "'lane'" in result.stderr
 
@@ -148,7 +144,9 @@ def test_replay_refuses_a_lane_read_from_its_metrics(tmp_path: Path) -> None:
     ],
 )
 def test_lane_flags_without_a_lane_are_refused(hermes_v22: Path, flags: list[str]) -> None:
-    result = run("check", "--ledger", str(hermes_v22), *flags, cwd=hermes_v22.parent)
+    result = run_cockpit(
+        "check", "--ledger", str(hermes_v22), *flags, cwd=hermes_v22.parent, home=hermes_v22.parent
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"<command line>: {flags[0]}: describes an ad-hoc lane" in result.stderr
 
@@ -167,7 +165,7 @@ def test_lane_flags_without_a_lane_are_refused(hermes_v22: Path, flags: list[str
     ],
 )
 def test_an_adhoc_lane_mistake_names_its_flag(tmp_path: Path, flags: list[str], named: str) -> None:
-    result = run("report", *flags, cwd=tmp_path)
+    result = run_cockpit("report", *flags, cwd=tmp_path, home=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"cockpit: <command line>: {named}: " in result.stderr
     assert "lanes[0]" not in result.stderr
@@ -176,7 +174,9 @@ def test_an_adhoc_lane_mistake_names_its_flag(tmp_path: Path, flags: list[str], 
 def test_unknown_lane(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("lanes:\n  - {name: a, metrics_url: 'http://127.0.0.1:9/metrics'}\n")
-    result = run("report", "--config", str(path), "--lane", "b", cwd=tmp_path)
+    result = run_cockpit(
+        "report", "--config", str(path), "--lane", "b", cwd=tmp_path, home=tmp_path
+    )
     assert result.returncode == 2 and "unknown lane 'b' (a)" in result.stderr
 
 
@@ -190,7 +190,7 @@ def test_demo_whose_simulators_fail_says_why_and_leaves_nothing(tmp_path: Path) 
     fake.write_text("#!/bin/sh\necho 'err=\"opening storage failed\"' >&2\nexit 1\n")
     fake.chmod(0o755)
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmpdir)}
-    result = run("demo", "--prometheus", env=env, cwd=tmp_path)
+    result = run_cockpit("demo", "--prometheus", env=env, cwd=tmp_path, home=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "cockpit demo: the demo's simulators did not start (exit 1): "

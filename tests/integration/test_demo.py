@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.samples import Sample
 
 from cockpit.demo import (
     PRESETS,
@@ -28,6 +26,7 @@ from cockpit.demo import (
     demo_config_yaml,
 )
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
+from tests.support.loopback import Scrape, get
 from tests.support.repo import require_binary
 
 # Default bounds from the reference's table (vllm/v1/metrics/buckets.py), typed from the doc.
@@ -73,43 +72,6 @@ SPEC_COUNTERS = (
     "vllm:spec_decode_num_accepted_tokens_per_pos_total",
 )
 GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
-
-
-def get(url: str) -> bytes:
-    """GET on loopback, ignoring any proxy from the environment."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=5) as response:
-        body: bytes = response.read()
-        return body
-
-
-def samples(text: str) -> list[Sample]:
-    return [s for family in text_string_to_metric_families(text) for s in family.samples]
-
-
-class Scrape:
-    """Sums of samples by name and label filter, like `sum(x{...})`."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.samples = samples(text)
-
-    def names(self) -> set[str]:
-        return {s.name for s in self.samples}
-
-    def total(self, name: str, **labels: str) -> float:
-        found = [
-            s.value
-            for s in self.samples
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
-        ]
-        assert found, f"no sample {name}{labels}"
-        return sum(found)
-
-    def buckets(self, name: str) -> list[tuple[float, float]]:
-        return sorted(
-            (float(s.labels["le"]), s.value) for s in self.samples if s.name == f"{name}_bucket"
-        )
 
 
 @pytest.fixture(params=sorted(PRESETS))

@@ -20,7 +20,7 @@ from cockpit.core.model import LaneTotals
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
 from cockpit.runtime.demo_process import DemoProcess, DemoProcessError
 from cockpit.runtime.feeds import build_feeds
-from tests.integration.test_demo import Scrape, get
+from tests.support.loopback import Scrape, get
 from tests.support.repo import REPO
 from tests.support.tmux import ended
 

@@ -4,10 +4,8 @@ scrape targets, seen on the screen, by `cockpit check` and in `cockpit report`."
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +16,7 @@ import yaml
 
 from cockpit.app.app import CockpitApp
 from cockpit.sources.prometheus import STALE, PrometheusSource, SourceError
+from tests.support.cli import run_cockpit
 from tests.support.faultlane import (
     lane_config,
     lane_state,
@@ -30,7 +29,6 @@ from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 JOB = "pair-lane"
 
 
@@ -46,14 +44,9 @@ def wait_up(server: PromServer, up: int) -> None:
     raise AssertionError(f"up of {JOB} never became {up}")
 
 
-def cockpit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([COCKPIT, *args], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ))  # fmt: skip
-
-
 def check_and_report(config: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
-    checked = cockpit("check", "--config", str(config))
-    reported = cockpit("report", "--config", str(config), "--format", "json")
+    checked = run_cockpit("check", "--config", str(config))
+    reported = run_cockpit("report", "--config", str(config), "--format", "json")
     assert "Traceback" not in checked.stderr + reported.stderr
     lane: dict[str, object] = json.loads(reported.stdout)["lane"]
     lane["exit"] = reported.returncode

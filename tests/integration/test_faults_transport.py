@@ -8,7 +8,6 @@ from a Config, and the real `cockpit check` command.
 from __future__ import annotations
 
 import contextlib
-import os
 import ssl
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import yaml
 
 from cockpit.sources.prometheus import PrometheusSource, SourceError
 from cockpit.widgets import CacheGauge
+from tests.support.cli import run_cockpit
 from tests.support.faultlane import (
     FAILURES,
     JOB,
@@ -56,8 +56,6 @@ from tests.support.promharness import PromServer, free_port
 from tests.support.repo import REPO, VLLM_FIXTURES, require_binary
 
 pytestmark = pytest.mark.prometheus
-
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 
 
 @pytest.fixture(scope="module")
@@ -171,18 +169,6 @@ async def test_an_engine_that_comes_up_late_shows_at_the_next_refresh(prom: Prom
 def write_config(path: Path, lanes: list[dict[str, Any]]) -> Path:
     path.write_text(yaml.safe_dump({"lanes": lanes, "window": "5m"}, sort_keys=False))
     return path
-
-
-def run_cockpit(
-    *args: str, prefix: tuple[str, ...] = (), **env: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, COCKPIT, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-    )
 
 
 def test_cockpit_check_gives_each_failure_its_one_line_reason(

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from cockpit.cli.main import main
 from tests.support.ledger_writer import recount
 from tests.support.repo import HERMES_FIXTURES, VLLM_FIXTURES, require_fixture
-from tests.unit.test_config_fuzz import documents
+from tests.support.strategies import documents
 
 FUZZ = settings(
     max_examples=60,

@@ -26,10 +26,9 @@ from cockpit.core.model import LedgerTotals
 from cockpit.runtime.report import spend_markdown
 from cockpit.sources.ledger import LedgerSet, LedgerTailer
 from cockpit.widgets import SpendPane
-from tests.app.test_app import settle
-from tests.integration.test_ledger_source import make_wal
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed
-from tests.support.ledger_writer import Cost, HermesLikeWriter, Usage
+from tests.support.ledger_writer import Cost, HermesLikeWriter, Usage, make_wal
+from tests.support.pilot import settle
 
 NOW = 1794700800.0
 DAY = 86400.0

@@ -17,8 +17,7 @@ import pytest
 
 from cockpit.core.ledger_figures import ledger_figures
 from cockpit.sources.ledger import LedgerTailer
-from tests.integration.test_ledger_source import assert_matches, make_wal
-from tests.support.ledger_writer import HermesLikeWriter, Usage, recount
+from tests.support.ledger_writer import HermesLikeWriter, Usage, assert_matches, make_wal, recount
 
 NOW = 1794700800.0
 DAY = 86400.0

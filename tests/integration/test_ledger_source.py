@@ -10,14 +10,12 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import astuple
 from pathlib import Path
 
 import pytest
 
 from cockpit.core.ledger_figures import ledger_figures
-from cockpit.core.model import LedgerTotals, TokenCounts
 from cockpit.sources.ledger import (
     BIG_LEDGER_ROWS,
     LedgerError,
@@ -27,37 +25,18 @@ from cockpit.sources.ledger import (
     resolve_ledger,
 )
 from cockpit.sources.ledger_sums import model_key, model_name
-from tests.support.ledger_writer import HermesLikeWriter, Recount, Usage, recount
+from tests.support.ledger_writer import (
+    HermesLikeWriter,
+    Usage,
+    as_tuples,
+    assert_matches,
+    make_wal,
+    recount,
+)
 
 NOW = 1794700800.0
 DAY = 86400.0
 WINDOW_DAYS = (1, 7, 30, 90, 120)
-
-
-def as_tuples(mapping: Mapping[str, TokenCounts]) -> dict[str, tuple[int, ...]]:
-    return {key: astuple(value) for key, value in mapping.items()}
-
-
-def assert_matches(totals: LedgerTotals, expected: Recount) -> None:
-    assert astuple(totals.total) == expected.total
-    assert dict(totals.skipped) == expected.skipped
-    assert as_tuples(totals.by_source) == expected.by_source
-    assert as_tuples(totals.by_profile) == expected.by_profile
-    if expected.by_model_usage is None:
-        assert totals.model_basis == "sessions.model"
-        assert as_tuples(totals.by_model) == expected.by_model_sessions
-        assert totals.side_calls is None
-    else:
-        assert totals.model_basis == "session_model_usage"
-        assert as_tuples(totals.by_model) == expected.by_model_usage
-        assert totals.side_calls is not None
-        assert astuple(totals.side_calls) == expected.side_calls
-
-
-def make_wal(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.close()
 
 
 def digest(path: Path) -> str:

@@ -7,12 +7,9 @@ test wrote into Prometheus, never from the code under test.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -27,18 +24,11 @@ from cockpit.core.figures import lane_figures
 from cockpit.core.model import Freshness, LaneTotals
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.runtime.report import markdown_receipt
+from tests.support.cli import run_cockpit
 from tests.support.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 FIXTURE_NOW = 1794700800  # the fixtures' README: nothing starts after it
-
-
-def cockpit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(cwd), "XDG_CONFIG_HOME": str(cwd)}
-    return subprocess.run(
-        [COCKPIT, *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
-    )
 
 
 def sql_totals(path: Path, start: float, end: float) -> dict[str, int]:
@@ -65,9 +55,9 @@ def by_source_calls(path: Path, start: float, end: float) -> dict[str, int]:
 
 @pytest.mark.parametrize("days", [7, 30, 90])
 def test_json_ledger_report_matches_independent_sql(hermes_v22: Path, days: int) -> None:
-    result = cockpit(
+    result = run_cockpit(
         "report", "--ledger", str(hermes_v22), "--window", f"{days}d",
-        "--at", str(FIXTURE_NOW), "--format", "json", cwd=hermes_v22.parent,
+        "--at", str(FIXTURE_NOW), "--format", "json", cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     ledger = json.loads(result.stdout)["ledger"]
@@ -91,9 +81,9 @@ def test_json_ledger_report_matches_independent_sql(hermes_v22: Path, days: int)
 
 
 def test_markdown_report_has_the_seed_tables_and_reproducible_sql(hermes_v22: Path) -> None:
-    result = cockpit(
+    result = run_cockpit(
         "report", "--ledger", str(hermes_v22), "--window", "90d", "--at", str(FIXTURE_NOW),
-        cwd=hermes_v22.parent,
+        cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -113,9 +103,9 @@ def test_markdown_report_has_the_seed_tables_and_reproducible_sql(hermes_v22: Pa
 
 
 def test_old_schema_report_says_what_is_missing(hermes_v11: Path) -> None:
-    result = cockpit(
+    result = run_cockpit(
         "report", "--ledger", str(hermes_v11), "--window", "30d", "--at", str(FIXTURE_NOW),
-        cwd=hermes_v11.parent,
+        cwd=hermes_v11.parent, home=hermes_v11.parent,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "### Per model (from sessions.model" in result.stdout
@@ -128,7 +118,7 @@ def test_a_bad_ledger_is_one_clear_line_and_exit_1(tmp_path: Path) -> None:
     not_sqlite = tmp_path / "state.db"
     not_sqlite.write_text("this is not a database\n" * 100)
     before = not_sqlite.read_bytes()
-    result = cockpit("report", "--ledger", str(not_sqlite), cwd=tmp_path)
+    result = run_cockpit("report", "--ledger", str(not_sqlite), cwd=tmp_path, home=tmp_path)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "not a SQLite database" in result.stderr
@@ -177,9 +167,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> None:
     at = START + 2 * 3600
-    result = cockpit(
+    result = run_cockpit(
         "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
-        "--window", "1h", "--at", str(at), "--format", "json", cwd=tmp_path,
+        "--window", "1h", "--at", str(at), "--format", "json", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lane = json.loads(result.stdout)["lane"]
@@ -198,18 +188,18 @@ def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> 
     assert lane["provenance"]["dialect"] == "vllm"
     assert "increase(" in lane["provenance"]["queries"]["requests"]
 
-    markdown = cockpit(
+    markdown = run_cockpit(
         "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
-        "--window", "1h", "--at", str(at), cwd=tmp_path,
+        "--window", "1h", "--at", str(at), cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert "| Prefix-cache hit rate | 91.5% |" in markdown.stdout
     assert "```promql" in markdown.stdout
 
 
 def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
-    ok = cockpit(
+    ok = run_cockpit(
         "check", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
-        "--ledger", str(hermes_v22), cwd=hermes_v22.parent,
+        "--ledger", str(hermes_v22), cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
     lines = ok.stdout.splitlines()
     # The lane's history ends in the past: reached, but no engine reports now.
@@ -217,9 +207,9 @@ def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
     stale = f"FAIL lane lane-a: {prometheus.url}: no sample of the lane at the evaluation time"
     assert any(line.startswith(stale) for line in lines)
     assert any(line.startswith(f"ok   ledger {hermes_v22}: schema 22") for line in lines)
-    down = cockpit(
+    down = run_cockpit(
         "check", "--prometheus", "http://127.0.0.1:9", "--ledger", str(hermes_v22),
-        cwd=hermes_v22.parent,
+        cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
     assert down.returncode == 1
     assert any(
@@ -309,9 +299,9 @@ def test_speculative_lane_report_measures_tokens_per_step(
     fixture_server: str, tmp_path: Path
 ) -> None:
     name = "metrics_real_specdec.txt"
-    result = cockpit(
+    result = run_cockpit(
         "report", "--metrics-url", f"{fixture_server}/{name}", "--window", "24h",
-        "--format", "json", cwd=tmp_path,
+        "--format", "json", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["lane"]["figures"]
@@ -328,9 +318,9 @@ def test_speculative_lane_report_measures_tokens_per_step(
 def test_lane_report_rows_are_distinct_and_reasons_said_once(
     fixture_server: str, tmp_path: Path
 ) -> None:
-    result = cockpit(
+    result = run_cockpit(
         "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
-        cwd=tmp_path,
+        cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| Requests with")]
@@ -351,9 +341,9 @@ def test_per_profile_table_survives_an_old_ledger(
     old = tmp_path / ".hermes" / "profiles" / "old" / "state.db"
     old.parent.mkdir(parents=True)
     shutil.copyfile(hermes_v11, old)
-    result = cockpit(
+    result = run_cockpit(
         "report", "--ledger", str(hermes_v22), "--ledger", str(old), "--window", "90d",
-        "--at", str(FIXTURE_NOW), cwd=tmp_path,
+        "--at", str(FIXTURE_NOW), cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     section = result.stdout.split("### Per profile", 1)[1].split("\n## ", 1)[0]
@@ -395,9 +385,9 @@ def test_a_stale_source_is_dated_in_utc_whatever_the_machines_zone(
 def test_lane_report_shows_tails_beside_means_and_the_lane_now(
     fixture_server: str, tmp_path: Path
 ) -> None:
-    result = cockpit(
+    result = run_cockpit(
         "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
-        cwd=tmp_path,
+        cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

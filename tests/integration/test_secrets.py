@@ -10,10 +10,7 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ import yaml
 
 from cockpit.config.schema import Auth, Config, LaneConfig
 from cockpit.widgets import CacheGauge
+from tests.support.cli import run_cockpit
 from tests.support.faultlane import (
     JOB,
     LANE_HIT_RATE,
@@ -43,7 +41,6 @@ from tests.support.repo import require_binary
 
 pytestmark = pytest.mark.prometheus
 
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 TOKEN = "tok-Zq8Xv3-SECRET-7731"
 PASSWORD = "pw-Hs2k9-SECRET-0412"
 SECRETS = (TOKEN, PASSWORD, base64.b64encode(f"ada:{PASSWORD}".encode()).decode())
@@ -73,17 +70,6 @@ def write_config(folder: Path, lane: dict[str, Any]) -> Path:
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump({"lanes": [lane], "window": "5m"}, sort_keys=False))
     return path
-
-
-def cockpit(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [COCKPIT, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**os.environ, "HOME": str(cwd), **env},
-    )
 
 
 def bearer_lane(url: str, variable: str = "LANE_TOKEN") -> Config:
@@ -138,17 +124,19 @@ def test_report_and_check_never_show_secrets(guarded: FaultProxy, tmp_path: Path
         tmp_path, {"prometheus": guarded.url, "auth": {"bearer_env": "LANE_TOKEN"}}
     )
     for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
-        done = cockpit(*command, "--config", str(config), env=env, cwd=tmp_path)
+        done = run_cockpit(*command, "--config", str(config), env=env, cwd=tmp_path, home=tmp_path)
         assert done.returncode == 0, done.stderr
         assert_clean(done.stdout + done.stderr, " ".join(command))
     assert (
         LANE_HIT_RATE.rstrip("%")
-        in cockpit("report", "--config", str(config), env=env, cwd=tmp_path).stdout
+        in run_cockpit(
+            "report", "--config", str(config), env=env, cwd=tmp_path, home=tmp_path
+        ).stdout
     )
 
     guarded.authorization = "Bearer something-else"  # a 401 that quotes the token back
     for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
-        done = cockpit(*command, "--config", str(config), env=env, cwd=tmp_path)
+        done = run_cockpit(*command, "--config", str(config), env=env, cwd=tmp_path, home=tmp_path)
         assert done.returncode == 1, done.stdout + done.stderr
         assert "unauthorized" in done.stdout + done.stderr
         assert "Traceback" not in done.stderr
@@ -163,11 +151,13 @@ def test_basic_auth_password_file_never_shows(guarded: FaultProxy, tmp_path: Pat
         tmp_path,
         {"prometheus": guarded.url, "auth": {"username": "ada", "password_file": str(secret_file)}},
     )
-    done = cockpit("report", "--format", "json", "--config", str(config), env={}, cwd=tmp_path)
+    done = run_cockpit(
+        "report", "--format", "json", "--config", str(config), env={}, cwd=tmp_path, home=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert_clean(done.stdout + done.stderr, "report with basic auth")
     guarded.authorization = "Basic bm9wZQ=="
-    done = cockpit("check", "--config", str(config), env={}, cwd=tmp_path)
+    done = run_cockpit("check", "--config", str(config), env={}, cwd=tmp_path, home=tmp_path)
     assert done.returncode == 1 and "unauthorized" in done.stdout
     assert_clean(done.stdout + done.stderr, "check after a 401 with basic auth")
 
@@ -191,7 +181,9 @@ def test_a_tls_failure_with_a_token_says_nothing_of_it(tmp_path: Path) -> None:
     try:
         url = f"https://127.0.0.1:{server.server_address[1]}"
         config = write_config(tmp_path, {"prometheus": url, "auth": {"bearer_env": "LANE_TOKEN"}})
-        done = cockpit("check", "--config", str(config), env={"LANE_TOKEN": TOKEN}, cwd=tmp_path)
+        done = run_cockpit(
+            "check", "--config", str(config), env={"LANE_TOKEN": TOKEN}, cwd=tmp_path, home=tmp_path
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -212,7 +204,7 @@ def test_credentials_in_a_url_are_refused_without_echoing_them(url: str, tmp_pat
     url = url.format(secret=PASSWORD)
     config = write_config(tmp_path, {"prometheus": url})
     for args in (("check", "--config", str(config)), ("check", "--prometheus", url)):
-        done = cockpit(*args, env={}, cwd=tmp_path)
+        done = run_cockpit(*args, env={}, cwd=tmp_path, home=tmp_path)
         assert done.returncode == 2, done.stdout + done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
         assert_clean(done.stdout + done.stderr, f"the config error for {url!r}")
@@ -255,8 +247,8 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
         config = write_config(tmp_path, {"prometheus": proxy.url, "auth": auth})
         said = ""
         for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
-            done = cockpit(*command, "--config", str(config), env={"LANE_SECRET": secret},
-                           cwd=tmp_path)  # fmt: skip
+            done = run_cockpit(*command, "--config", str(config), env={"LANE_SECRET": secret},
+                           cwd=tmp_path, home=tmp_path)  # fmt: skip
             assert "Traceback" not in done.stderr
             assert_clean(done.stdout + done.stderr, f"{' '.join(command)} ({channel}, {kind})")
             said += done.stdout + done.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from cockpit.app.lifecycle import STALL_S
+from tests.support.cli import COCKPIT
 from tests.support.repo import require_binary
 from tests.support.tmux import TmuxSession, ended
 
 pytestmark = [pytest.mark.slow, pytest.mark.tmux]
 
-COCKPIT = Path(sys.executable).with_name("cockpit")
 DEMO_PREFIX = "lane-cockpit-demo-"
 """The demo's temp folder starts with this (tempfile under $TMPDIR)."""
 
@@ -61,7 +60,7 @@ class Demo:
         self.tmpdir.mkdir()
         self.session = TmuxSession(
             require_binary("tmux"),
-            [str(COCKPIT), "demo", *args],
+            [COCKPIT, "demo", *args],
             width=width,
             height=height,
             cwd=self.cwd,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from cockpit.demo import Demo, demo_config_yaml
+from tests.support.cli import COCKPIT
 from tests.support.repo import require_binary
 from tests.support.tmux import TmuxSession
 
 pytestmark = [pytest.mark.slow, pytest.mark.tmux]
 
-COCKPIT = Path(sys.executable).with_name("cockpit")
 WINDOW = re.compile(r"│ (\d+[mhd]) │")
 IDLE_S = 3.0
 MAX_WAKEUPS = 40
@@ -48,7 +47,7 @@ def cockpit(tmp_path: Path) -> Iterator[TmuxSession]:
         config.write_text(demo_config_yaml(demo), encoding="utf-8")
         session = TmuxSession(
             require_binary("tmux"),
-            [str(COCKPIT), "--config", str(config), "--refresh", "60"],
+            [COCKPIT, "--config", str(config), "--refresh", "60"],
             width=160,
             height=48,
             cwd=tmp_path,

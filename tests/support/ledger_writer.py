@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import TypeVar
+
+from cockpit.core.model import LedgerTotals, TokenCounts
 
 COUNTERS = (
     "input_tokens",
@@ -359,3 +361,29 @@ def _fold_usage(
     folded = {name: (len(sessions[name]), *vector) for name, vector in sums.items()}
     side = folded.pop("\0side", (0,) * 9)
     return {k: v for k, v in sorted(folded.items()) if any(v)}, side
+
+
+def as_tuples(mapping: Mapping[str, TokenCounts]) -> dict[str, tuple[int, ...]]:
+    return {key: astuple(value) for key, value in mapping.items()}
+
+
+def assert_matches(totals: LedgerTotals, expected: Recount) -> None:
+    assert astuple(totals.total) == expected.total
+    assert dict(totals.skipped) == expected.skipped
+    assert as_tuples(totals.by_source) == expected.by_source
+    assert as_tuples(totals.by_profile) == expected.by_profile
+    if expected.by_model_usage is None:
+        assert totals.model_basis == "sessions.model"
+        assert as_tuples(totals.by_model) == expected.by_model_sessions
+        assert totals.side_calls is None
+    else:
+        assert totals.model_basis == "session_model_usage"
+        assert as_tuples(totals.by_model) == expected.by_model_usage
+        assert totals.side_calls is not None
+        assert astuple(totals.side_calls) == expected.side_calls
+
+
+def make_wal(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ import pytest
 from cockpit.config.schema import ConfigError, parse_config
 from cockpit.core.health import Thresholds
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
+from tests.support.cli import COCKPIT
 from tests.support.repo import REPO
-
-COCKPIT = str(Path(sys.executable).with_name("cockpit"))
 
 
 def parse(text: str, source: str = "c.yaml"):  # type: ignore[no-untyped-def]

@@ -104,7 +104,7 @@ def test_profiles_are_physically_plausible() -> None:
 
 def _yaml_blocks(section: str) -> dict[str, str]:
     """Each profile's raw YAML text, comments included."""
-    text = files("cockpit").joinpath("profiles.yaml").read_text(encoding="utf-8")
+    text = files("cockpit.roofline").joinpath("profiles.yaml").read_text(encoding="utf-8")
     body = text.split(f"\n{section}:\n", 1)[1]
     body = re.split(r"\n\S", body, maxsplit=1)[0]
     parts = re.split(r"\n  (?=[a-z0-9][^\n]*:\n)", "\n" + body)
