@@ -4,8 +4,6 @@ the same through a real Prometheus as by direct scrape, and the demo lane expose
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,7 +13,11 @@ from cockpit.core.model import LaneTotals
 from cockpit.demo import SimulatedLane
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    remote_write,
+)
 from tests.support.repo import FIXTURES, require_fixture
 
 STEP = 15
@@ -69,12 +71,9 @@ def texts() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(texts: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir: Path = tmp_path_factory.mktemp("prom-engines")
-    create_blocks(history(texts).render(), workdir / "tsdb")
-    prom = start_prometheus(workdir)
-    yield prom
-    prom.stop()
+def server(texts: dict[str, str], prometheus: PromServer) -> PromServer:
+    remote_write(prometheus, history(texts))
+    return prometheus
 
 
 @pytest.mark.parametrize("job", sorted(EXPOSITIONS))

@@ -3,14 +3,18 @@ what the window saw (its KV capacity, MFU counters at rest) is said, with checke
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cockpit.core.figures import lane_figures
 from cockpit.sources.prometheus import STALE, PrometheusSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    remote_write,
+)
 from tests.support.repo import VLLM_FIXTURES
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -22,7 +26,7 @@ STOPPED = END - 900
 SELECTOR = '{job="real"}'
 
 
-def real_history() -> str:
+def real_history() -> OpenMetricsWriter:
     """The recorded exposition scraped every 15 s for 40 minutes, then the engine gone."""
     writer = OpenMetricsWriter()
     times = range(STOPPED - 2400, STOPPED + 1, 15)
@@ -33,16 +37,13 @@ def real_history() -> str:
             labels = {**sample.labels, "job": "real"}
             writer.add(sample.name, "unknown", sample.name, labels,
                        [(t, sample.value) for t in times])  # fmt: skip
-    return writer.render()
+    return writer
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir = tmp_path_factory.mktemp("prom-gap")
-    create_blocks(real_history(), workdir / "tsdb")
-    prom = start_prometheus(workdir)
-    yield prom
-    prom.stop()
+def server(prometheus: PromServer) -> PromServer:
+    remote_write(prometheus, real_history())
+    return prometheus
 
 
 @pytest.fixture

@@ -10,12 +10,15 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from cockpit.sources.prometheus import FRESH_KEYS, PrometheusSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    remote_write,
+)
 
 pytestmark = pytest.mark.prometheus
 
@@ -282,12 +285,9 @@ def history() -> History:
 
 
 @pytest.fixture(scope="module")
-def server(history: History, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir: Path = tmp_path_factory.mktemp("prom-history")
-    create_blocks(history.writer.render(), workdir / "tsdb")
-    prom = start_prometheus(workdir)
-    yield prom
-    prom.stop()
+def server(history: History, prometheus: PromServer) -> PromServer:
+    remote_write(prometheus, history.writer)
+    return prometheus
 
 
 @pytest.fixture

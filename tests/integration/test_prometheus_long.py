@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,9 +15,8 @@ from cockpit.sources.prometheus import PrometheusSource
 from tests.support.promharness import (
     OpenMetricsWriter,
     PromServer,
-    create_blocks_by_day,
     long_history,
-    start_prometheus,
+    remote_write,
 )
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -99,14 +97,11 @@ def grid_mean(series: list[Series], start: float, end: float, step: int = FINE) 
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir: Path = tmp_path_factory.mktemp("prom-long")
+def server(prometheus: PromServer) -> PromServer:
     writer = long_history(END, **HISTORY)[0]
     add_short_lanes(writer)
-    create_blocks_by_day(writer, workdir / "tsdb")
-    prom = start_prometheus(workdir)
-    yield prom
-    prom.stop()
+    remote_write(prometheus, writer)
+    return prometheus
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ import functools
 import math
 import random
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -26,7 +24,11 @@ from cockpit.core.figures import format_figure, lane_figures
 from cockpit.core.model import LaneTotals
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    remote_write,
+)
 from tests.support.repo import FIXTURES, require_fixture
 
 pytestmark = pytest.mark.prometheus
@@ -211,18 +213,16 @@ def exposition(series: Series, at: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+def prometheus(prometheus: PromServer) -> PromServer:
+    """The run's Prometheus with this module's lanes written to it."""
     writer = OpenMetricsWriter()
     for job, series in LANES.items():
         for (name, labels), samples in series.items():
             family = name.removesuffix("_total").rsplit("_bucket", 1)[0]
             points = list(samples.items())
             writer.add(family, "unknown", name, {**dict(labels), "job": job}, points)
-    workdir: Path = tmp_path_factory.mktemp("prom-tails")
-    create_blocks(writer.render(), workdir / "tsdb")
-    server = start_prometheus(workdir, tsdb=workdir / "tsdb")
-    yield server
-    server.stop()
+    remote_write(prometheus, writer)
+    return prometheus
 
 
 def promql_value(server: PromServer, query: str, at: float) -> float:

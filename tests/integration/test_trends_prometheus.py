@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,7 +21,11 @@ from cockpit.runtime.feeds import build_feeds
 from cockpit.sources.history import TREND
 from cockpit.sources.prometheus import PrometheusSource
 from tests.support.faultproxy import FaultProxy, json_answer
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    remote_write,
+)
 from tests.support.screentext import screen_text
 
 pytestmark = pytest.mark.prometheus
@@ -80,14 +82,9 @@ def history() -> OpenMetricsWriter:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir: Path = tmp_path_factory.mktemp("trend-prometheus")
-    create_blocks(history().render(), workdir / "tsdb")
-    prometheus = start_prometheus(workdir)
-    try:
-        yield prometheus
-    finally:
-        prometheus.stop()
+def server(prometheus: PromServer) -> PromServer:
+    remote_write(prometheus, history())
+    return prometheus
 
 
 def prometheus_minutes(url: str, expr: str, end: float = END) -> list[float | None]:

@@ -1,10 +1,16 @@
-"""Start and stop a real Prometheus on loopback for tests; load history with promtool."""
+"""Start and stop a real Prometheus on loopback for tests; load history into it.
+
+History goes in through promtool (blocks in a TSDB of the test's own) or, on a running server,
+through Prometheus's remote-write receiver with an out-of-order window wide enough for any
+past: `remote_write`.
+"""
 
 from __future__ import annotations
 
 import math
 import shutil
 import socket
+import struct
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -74,11 +80,16 @@ class PromServer:
                 self.process.wait(timeout=5)
 
 
-def _config(jobs: Iterable[ScrapeJob]) -> str:
-    lines = ["global:", "  scrape_interval: 15s", "scrape_configs:"]
+OUT_OF_ORDER = "storage:\n  tsdb:\n    out_of_order_time_window: 36500d\n"
+"""Remote-written history of any age is taken, whatever was written before it."""
+
+
+def _config(jobs: Iterable[ScrapeJob], storage: str = "") -> str:
+    """A scrape config; `storage` (Prometheus's own section) goes before the jobs."""
+    lines = ["global:", "  scrape_interval: 15s", *storage.splitlines(), "scrape_configs:"]
     jobs = list(jobs)
     if not jobs:
-        return "global:\n  scrape_interval: 15s\nscrape_configs: []\n"
+        return "\n".join(lines[:-1]) + "\nscrape_configs: []\n"
     for job in jobs:
         lines += [
             f"  - job_name: {job.job}",
@@ -98,7 +109,7 @@ def start_prometheus(
     binary = require_binary("prometheus")
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    config.write_text(_config(jobs))
+    config.write_text(_config(jobs, OUT_OF_ORDER))
     tsdb = tsdb or workdir / "tsdb"
     port = free_port()
     log = workdir / "prometheus.log"
@@ -110,6 +121,7 @@ def start_prometheus(
             "--storage.tsdb.retention.time=3650d",
             f"--web.listen-address=127.0.0.1:{port}",
             "--web.enable-admin-api",
+            "--web.enable-remote-write-receiver",
             "--log.level=warn",
         ],
         stdout=subprocess.DEVNULL,
@@ -133,6 +145,68 @@ def _wait_ready(server: PromServer, timeout: float = 30.0, ready: str = "/-/read
         time.sleep(0.1)
     server.stop()
     raise RuntimeError(f"the server at {server.url} did not become ready")
+
+
+# --- remote write: history into a running Prometheus ------------------------------------
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        if not number:
+            out.append(low)
+            return bytes(out)
+        out.append(low | 0x80)
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _timeseries(name: str, labels: Labels, samples: Samples) -> bytes:
+    """prometheus.TimeSeries: labels sorted by name, samples as (double value, int64 ms)."""
+    pairs = sorted({**labels, "__name__": name}.items())
+    body = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in pairs)
+    for t, v in samples:
+        value = _varint(1 << 3 | 1) + struct.pack("<d", v)
+        stamp = _varint(2 << 3 | 0) + _varint(int(t * 1000))
+        body += _field(2, value + stamp)
+    return _field(1, body)
+
+
+def _snappy_literal(data: bytes) -> bytes:
+    """Snappy's block format with every byte a literal: valid, just not smaller."""
+    out = bytearray(_varint(len(data)))
+    for start in range(0, len(data), 65536):
+        chunk = data[start : start + 65536]
+        out.append(61 << 2)  # a literal whose length - 1 follows in two bytes
+        out += struct.pack("<H", len(chunk) - 1)
+        out += chunk
+    return bytes(out)
+
+
+def remote_write(server: PromServer, writer: OpenMetricsWriter, batch: int = 200) -> None:
+    """Write the writer's samples to a running Prometheus (its remote-write receiver), a few
+    hundred series a request; they are queryable when this returns."""
+    series = [
+        _timeseries(name, labels, samples)
+        for _, found in writer.families()
+        for name, labels, samples in found
+        if samples
+    ]
+    headers = {
+        "Content-Encoding": "snappy",
+        "Content-Type": "application/x-protobuf",
+        "X-Prometheus-Remote-Write-Version": "0.1.0",
+    }
+    with httpx.Client(timeout=120) as client:
+        for start in range(0, len(series), batch):
+            body = _snappy_literal(b"".join(series[start : start + batch]))
+            reply = client.post(f"{server.url}/api/v1/write", content=body, headers=headers)
+            if reply.status_code != 204:
+                raise RuntimeError(f"remote write refused: {reply.status_code} {reply.text}")
 
 
 # --- OpenMetrics writing ----------------------------------------------------------------
@@ -182,6 +256,10 @@ class OpenMetricsWriter:
             for t, v in samples
         ]
         return "\n".join(lines) + "\n"
+
+    def families(self) -> list[tuple[str, list[tuple[str, Labels, Samples]]]]:
+        """Each family's name and its series (sample name, labels, samples)."""
+        return [(family, series) for family, (_, series) in self._families.items()]
 
     def span(self) -> tuple[float, float]:
         times = [s[0][0] for _, series in self._families.values() for _, _, s in series if s]
