@@ -38,9 +38,7 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "tests"))  # the harness that starts Prometheus lives there
-
-from promharness import BOUNDS, ScrapeJob, Series, engine_series, start_prometheus  # noqa: E402
+sys.path.insert(0, str(REPO))  # the harness that starts Prometheus lives in tests/support
 
 from bench.common import (  # noqa: E402
     COCKPIT,
@@ -55,6 +53,7 @@ from bench.common import (  # noqa: E402
     wait_first_frame,
 )
 from cockpit.core.fleet import RAW_KEYS  # noqa: E402
+from tests.support.promharness import BOUNDS, ScrapeJob, Series, engine_series, start_prometheus  # noqa: E402
 
 LANES = 100
 INSTANCES = 3

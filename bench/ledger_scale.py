@@ -24,11 +24,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FIXTURE = REPO / "tests" / "fixtures" / "hermes" / "state-v22.db"
 RESULTS = HERE / "results"
-sys.path.insert(0, str(REPO / "tests"))  # the Hermes-like writer lives with the tests
-
-from ledger_writer import HermesLikeWriter, Usage  # noqa: E402
+sys.path.insert(0, str(REPO))  # the Hermes-like writer lives in tests/support
 
 from cockpit.sources.ledger import LedgerTailer  # noqa: E402
+from tests.support.ledger_writer import HermesLikeWriter, Usage  # noqa: E402
 
 SESSIONS = 1_000_000
 OPEN = 50

@@ -26,19 +26,18 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "tests"))  # the harness that starts Prometheus lives there
-
-from promharness import (  # noqa: E402
-    OpenMetricsWriter,
-    create_blocks_by_day,
-    long_history,
-    start_prometheus,
-)
+sys.path.insert(0, str(REPO))  # the harness that starts Prometheus lives in tests/support
 
 from cockpit.core import promql  # noqa: E402
 from cockpit.core.timeutil import promql_duration  # noqa: E402
 from cockpit.engines import dialects  # noqa: E402
 from cockpit.sources.prometheus import PrometheusSource, reevaluation_interval  # noqa: E402
+from tests.support.promharness import (  # noqa: E402
+    OpenMetricsWriter,
+    create_blocks_by_day,
+    long_history,
+    start_prometheus,
+)
 
 END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
 SELECTOR = '{job="lane-long"}'

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 import lab  # noqa: E402
-from promharness import ScrapeJob, free_port, start_prometheus  # noqa: E402
 
 from cockpit import __version__ as cockpit_version  # noqa: E402
 from cockpit.core.figures import lane_figures  # noqa: E402
 from cockpit.sources.scrape import ScrapeSource  # noqa: E402
+from tests.support.promharness import ScrapeJob, free_port, start_prometheus  # noqa: E402
 
 REQUESTS = 48
 SPECULATION = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}

@@ -1,36 +1,24 @@
-"""Shared test helpers: where the fixtures are, and the rule for tests that need a binary."""
+"""Fixtures every test area shares: the run's Prometheus, private copies of the Hermes ledgers."""
 
 from __future__ import annotations
 
-import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tests" / "fixtures"
-"""Small files made by real software (Hermes's own code, a real vLLM); see their READMEs."""
-HERMES_FIXTURES = FIXTURES / "hermes"
-VLLM_FIXTURES = FIXTURES / "vllm"
+from tests.support.promharness import PromServer, start_prometheus
+from tests.support.repo import HERMES_FIXTURES, require_fixture
 
 
-def require_binary(name: str) -> str:
-    """The binary's path; under CI=true a missing binary fails the test, elsewhere it skips."""
-    path = shutil.which(name)
-    if path:
-        return path
-    message = f"{name} is not installed (apt-get install -y {name})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def require_fixture(path: Path) -> Path:
-    """A file from tests/fixtures: they ship with the repo, so a missing one is a failure."""
-    if not path.exists():
-        pytest.fail(f"fixture {path} is missing from the repo")
-    return path
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    """One Prometheus for the run: each test module writes its history under jobs of its
+    own (`remote_write`), so modules never see each other's series."""
+    server = start_prometheus(tmp_path_factory.mktemp("prometheus"))
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,77 @@
+"""The whole cockpit with fixed figures (pytest-textual-snapshot): with every source, a lane
+only, a ledger only and a lane down, each at 80×24, 160×48 and 250×70."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+
+from cockpit.app.app import CockpitApp, make_app
+from tests.support.feeds import (
+    ScriptedLaneFeed,
+    ScriptedLedgerFeed,
+    SourceDown,
+    config,
+    fixed_clocks,
+)
+
+pytestmark = pytest.mark.usefixtures("utc")
+
+SnapCompare = Callable[..., bool]
+DOWN = SourceDown("connection refused (127.0.0.1:9090)", unreachable=True)
+
+
+def cockpit(lane_failure: Exception | None = None) -> CockpitApp:
+    """Two lanes (the first decodes speculatively) and a ledger: every pane has its data."""
+    lanes = [
+        ScriptedLaneFeed("lane-a", failure=lane_failure, spec=True),
+        ScriptedLaneFeed("lane-b"),
+    ]
+    return make_app(config("lane-a", "lane-b"), lanes, ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+def lane_only() -> CockpitApp:
+    return make_app(config("lane-a"), [ScriptedLaneFeed("lane-a")], None, clocks=fixed_clocks())
+
+
+def ledger_only() -> CockpitApp:
+    return make_app(config(), [], ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+SCREENS: dict[str, Callable[[], CockpitApp]] = {
+    "demo": cockpit,
+    "lane_only": lane_only,
+    "ledger_only": ledger_only,
+    "lane_down": lambda: cockpit(DOWN),
+}
+SIZES = {"80x24": (80, 24), "160x48": (160, 48), "250x70": (250, 70)}
+
+
+async def settled(pilot: Pilot[None]) -> None:
+    for _ in range(500):
+        if not any(worker.is_running for worker in pilot.app.workers):
+            break
+        await asyncio.sleep(0.005)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
+@pytest.mark.parametrize("screen", SCREENS.keys())
+def test_cockpit(snap_compare: SnapCompare, screen: str, size: tuple[int, int]) -> None:
+    assert snap_compare(SCREENS[screen](), terminal_size=size, run_before=settled)
+
+
+def test_cockpit_help_screen(snap_compare: SnapCompare) -> None:
+    async def help_open(pilot: Pilot[None]) -> None:
+        await settled(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(cockpit(), terminal_size=(80, 24), run_before=help_open)
+
+
+def test_cockpit_too_small(snap_compare: SnapCompare) -> None:
+    assert snap_compare(cockpit(), terminal_size=(30, 10), run_before=settled)

@@ -1,0 +1,156 @@
+"""Without a mouse: the arrows focus a pane, enter or i lists its figures (definition, query,
+evaluation time, why one is missing), escape closes; `l` shows the ledger tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.core.figures import lane_figures
+from cockpit.core.glossary import lane_definition, ledger_definition, trend_definition
+from cockpit.core.ledger_figures import ledger_figures
+from cockpit.core.model import TREND_KEYS, LaneTotals, frozen_map
+from cockpit.widgets.pane import Pane
+from cockpit.widgets.vitals import VitalStrip
+from tests.support.feeds import (
+    ScriptedLaneFeed,
+    ScriptedLedgerFeed,
+    config,
+    fixed_clocks,
+    lane_totals,
+    ledger_totals,
+)
+from tests.support.pilot import focus_pane, on_screen, settle
+from tests.support.screentext import screen_text
+
+COMPUTED_QUERY = 'sum(increase(vllm:prompt_computed_tokens_total{job="[lane]"}[1h]))'
+QUERIES_QUERY = 'sum(increase(vllm:prefix_cache_queries_total{job="[lane]"}[1h]))'
+NOT_EXPOSED = "not exposed by this engine (vllm:prefix_cache_hits)"
+EVALUATED = "2026-09-21 14:13:20 UTC"
+"""`EVAL_AT` as the details say it."""
+
+
+@dataclass(eq=False)
+class QueriedLaneFeed(ScriptedLaneFeed):
+    """A lane whose totals carry their PromQL and lack the prefix-cache hits."""
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        totals = await super().read(window_s, end)
+        values = {k: v for k, v in totals.values.items() if k != "prefix_cache_hits"}
+        return replace(
+            totals,
+            values=frozen_map(values),
+            missing=frozen_map({**totals.missing, "prefix_cache_hits": NOT_EXPOSED}),
+            queries=frozen_map(
+                {"prompt_computed": COMPUTED_QUERY, "prefix_cache_queries": QUERIES_QUERY}
+            ),
+        )
+
+
+def app() -> CockpitApp:
+    feeds = [QueriedLaneFeed()]
+    return make_app(config("lane-a"), feeds, ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+def details_text(cockpit: CockpitApp) -> str:
+    assert isinstance(cockpit.screen, DetailsScreen)
+    return cockpit.screen.text
+
+
+async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_came_from() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await focus_pane(pilot, "cache")
+        await pilot.press("enter")
+        await pilot.pause()
+        text = details_text(cockpit)
+        computed = text[text.index("Prefill computed") :]
+        assert "Prompt tokens actually computed" in computed  # its definition
+        assert COMPUTED_QUERY in computed  # its PromQL, as data: [lane] and [1h] stay
+        assert EVALUATED in computed
+        hit_rate = text[text.index("Hit rate (engine)") : text.index("Prefill computed")]
+        assert "Share of looked-up prompt tokens found in the prefix cache" in hit_rate
+        assert QUERIES_QUERY in hit_rate  # the query of a raw key it is made from
+        assert NOT_EXPOSED in hit_rate  # why it is missing
+        ledger = text[text.index("Ledger cache-read share") :]
+        assert "SELECT ... FROM sessions" in ledger  # the ledger's own SQL
+        assert EVALUATED in ledger
+        assert EVALUATED in screen_text(cockpit)  # on screen, not only in the widget
+        await pilot.press("escape")
+        await pilot.pause()
+        assert cockpit.screen is cockpit.screen_stack[0]
+        assert cockpit.focused is not None and cockpit.focused.id == "cache"
+
+
+async def test_i_opens_the_details_too_and_the_arrows_go_round_the_strip_and_panes() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await focus_pane(pilot, "cache")
+        await pilot.press("up")  # the vital strip comes before the first pane
+        assert isinstance(cockpit.focused, VitalStrip)
+        await pilot.press("left")  # and after the last
+        last = cockpit.focused
+        assert isinstance(last, Pane) and last.id != "cache"
+        await pilot.press("right", "right")
+        assert cockpit.focused is not None and cockpit.focused.id == "cache"
+        await pilot.press("left", "left", "i")
+        await pilot.pause()
+        assert isinstance(cockpit.screen, DetailsScreen)
+        assert str(last.border_title) in screen_text(cockpit)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert cockpit.focused is last
+
+
+async def test_the_vital_strip_tails_and_trends_say_what_their_figures_are() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        for pane, words in (
+            ("vitals", ("Requests being served at the evaluation time", EVALUATED)),
+            ("tails", ("99th percentile of the time to first token", "`ttft` histogram")),
+            ("trends", ("Prefix-cache hit rate within each step", "without data")),
+        ):
+            await focus_pane(pilot, pane)
+            await pilot.press("enter")
+            await pilot.pause()
+            text = details_text(cockpit)
+            assert all(word in text for word in words), (pane, text)
+            await pilot.press("escape")
+            await pilot.pause()
+
+
+async def test_l_shows_the_ledger_tables_at_any_size() -> None:
+    cockpit = app()
+    async with cockpit.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(cockpit.screen, LedgerTablesScreen)
+        text = await on_screen(pilot, "per source", "per model", "per profile")
+        for group in ("cli", "cron", "claude-sonne", "qwen3-32b"):  # a long name cut at 80
+            assert group in text, group
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(cockpit.screen, LedgerTablesScreen)
+
+
+async def test_without_a_ledger_the_tables_say_how_to_add_one() -> None:
+    cockpit = make_app(config("lane-a"), [ScriptedLaneFeed()], None, clocks=fixed_clocks())
+    async with cockpit.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await on_screen(pilot, "ledger")
+        assert isinstance(cockpit.screen, LedgerTablesScreen)
+
+
+def test_every_figure_has_a_plain_language_definition() -> None:
+    """A figure added without a line in the glossary would open details that say nothing."""
+    lane = lane_figures(lane_totals()).figures
+    ledger = ledger_figures(ledger_totals()).figures
+    assert [key for key in lane if not lane_definition(key)] == []
+    assert [key for key in ledger if not ledger_definition(key)] == []
+    assert all(trend_definition(key) for key in TREND_KEYS)

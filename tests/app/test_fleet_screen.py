@@ -1,0 +1,574 @@
+"""The overview: the cockpit opens on it with a fleet, sorts, filters, opens a lane and comes
+back, and shows lanes that appear and vanish. A scripted fleet feed returns fixed views."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.app.lifecycle import Setup, build_app
+from cockpit.cli.fleet import fleet_feed
+from cockpit.cli.main import effective_config, main, parse_args
+from cockpit.config.schema import Discover, LaneConfig
+from cockpit.core.figures import lane_figures
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
+from cockpit.runtime.fleet_report import fleet_markdown
+from cockpit.runtime.listed_fleet import ListedFleet
+from cockpit.sources.prometheus import PrometheusSource
+from cockpit.widgets.fleet import FleetScreen
+from tests.integration import test_fleet_live as live
+from tests.integration.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
+from tests.support.feeds import EVAL_AT, ScriptedLaneFeed, SourceDown, config, fixed_clocks
+from tests.support.pilot import on_screen, settle
+
+pytestmark = pytest.mark.usefixtures("utc")
+
+SnapCompare = Callable[..., bool]
+
+HEALTHY = {
+    "running_now": 8.0,
+    "waiting_now": 0.0,
+    "kv_usage_now": 0.6,
+    "requests_per_s": 0.278,
+    "generation_tok_s": 111.1,
+    "prefix_cache_hit_rate": 0.916,
+    "mean_fresh_prefill": 1680.0,
+    "ttft_p95": 1.8,
+    "itl_mean": 0.021,
+    "decode_share": 0.9,
+    "age": 4.0,
+}
+
+
+SHARES = ("kv_usage_now", "prefix_cache_hit_rate", "decode_share")
+
+
+def fleet_row(lane: str, scale: float = 1.0, *, up: bool = True, **changes: float) -> FleetRow:
+    """A lane's row: the healthy figures (but shares) times `scale`, then `changes`; twelve
+    refreshes of history rising to them."""
+    values: dict[str, float | None] = {
+        key: value if key in SHARES else value * scale for key, value in HEALTHY.items()
+    }
+    values.update(changes)
+    refreshes = tuple(
+        {key: None if value is None else value * (i + 1) / 12 for key, value in values.items()}
+        for i in range(12)
+    )
+    return FleetRow(
+        lane,
+        up=up,
+        values=frozen_map(values),
+        dialect="vllm",
+        refreshes=refreshes,
+        down_reason="" if up else "its 1 scrape target(s) are down (up == 0)",
+    )
+
+
+def gone_row(lane: str) -> FleetRow:
+    """A lane whose series vanished: no values, the row kept."""
+    return FleetRow(
+        lane,
+        up=False,
+        values=frozen_map(dict.fromkeys(NUMERIC_COLUMNS)),
+        gone=True,
+        reasons=frozen_map(dict.fromkeys(NUMERIC_COLUMNS, "the server has no live series")),
+        down_reason="the server has no live series of it",
+    )
+
+
+def fleet_view(*rows: FleetRow) -> FleetView:
+    return FleetView(
+        rows=rows,
+        window_s=3600.0,
+        end=EVAL_AT,
+        server="http://127.0.0.1:9090",
+        query="sum by (job) (vllm:num_requests_running) or ...",
+    )
+
+
+FLEET = fleet_view(
+    fleet_row("lane-a"),
+    fleet_row("lane-b", 2.0, kv_usage_now=0.95, waiting_now=3.0),  # KV ≥ 90 %, queue building
+    fleet_row("lane-c", 0.5, prefix_cache_hit_rate=0.42),  # hit rate < 70 %
+    fleet_row("lane-d", up=False),
+    gone_row("lane-e"),
+)
+
+
+@dataclass(eq=False)
+class ScriptedFleetFeed:
+    """A fleet feed whose reads return the scripted views (or raise) in turn, the last again."""
+
+    views: Sequence[FleetView | Exception] = (FLEET,)
+    reads: list[tuple[float, float | None]] = field(default_factory=list)
+    closed: bool = False
+
+    async def read(self, window_s: float, end: float | None) -> FleetView:
+        self.reads.append((window_s, end))
+        view = self.views[min(len(self.reads), len(self.views)) - 1]
+        if isinstance(view, Exception):
+            raise view
+        return replace(view, window_s=window_s)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+DISCOVER = Discover("job", LaneConfig("fleet", prometheus="http://127.0.0.1:9"))
+
+
+def cockpit(
+    fleet: ScriptedFleetFeed | None = None, lanes: Sequence[str] = ("lane-a", "lane-b")
+) -> tuple[CockpitApp, list[ScriptedLaneFeed], ScriptedFleetFeed]:
+    feeds = [ScriptedLaneFeed(name) for name in lanes]
+    fleet = fleet or ScriptedFleetFeed()
+    app = make_app(
+        config(*lanes, discover=DISCOVER),
+        feeds,
+        None,
+        clocks=fixed_clocks(),
+        fleet=fleet,
+        export_dir=Path("/nonexistent"),
+    )
+    return app, feeds, fleet
+
+
+def row_order(screen: str, names: Sequence[str]) -> list[str]:
+    """The lanes in the order the screen lists them (top to bottom)."""
+    lines = screen.split("\n")
+    found = [(i, name) for i, line in enumerate(lines) for name in names if f" {name} " in line]
+    return [name for _, name in sorted(found)]
+
+
+LANES = ("lane-a", "lane-b", "lane-c", "lane-d", "lane-e")
+
+
+# --- snapshots ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_overview(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    assert snap_compare(cockpit()[0], terminal_size=size, run_before=settle)
+
+
+# --- keys -----------------------------------------------------------------------------------
+
+
+async def test_the_cockpit_opens_on_the_overview_and_reads_only_the_fleet() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        screen = await on_screen(pilot, "lane-e", "5 lanes by job", "1 down", "1 gone")
+        assert len(fleet.reads) == 1 and all(lane.reads == [] for lane in lanes)
+        assert "DOWN" in screen and "gone" in screen
+    assert fleet.closed
+
+
+async def test_s_cycles_the_sort_column_and_S_reverses_it() -> None:
+    app, _, _ = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "lane-e")
+        assert row_order(screen, LANES) == list(LANES)  # by name
+        await pilot.press("S")
+        screen = await on_screen(pilot, "Lane ▼")
+        assert row_order(screen, LANES) == list(reversed(LANES))
+        await pilot.press("S", "s")  # ascending, by the engine: gone, down, then up
+        screen = await on_screen(pilot, "Engine ▲")
+        assert row_order(screen, LANES) == ["lane-e", "lane-d", "lane-a", "lane-b", "lane-c"]
+        await pilot.press("s", "s")  # running now; the gone lane has none: last
+        screen = await on_screen(pilot, "Waiting ▲")
+        assert row_order(screen, LANES) == ["lane-a", "lane-c", "lane-d", "lane-b", "lane-e"]
+        await pilot.press("S")
+        screen = await on_screen(pilot, "Waiting ▼")
+        assert row_order(screen, LANES)[0] == "lane-b"
+        assert row_order(screen, LANES)[-1] == "lane-e"
+
+
+async def test_c_picks_the_column_the_trend_follows_and_the_arrows_the_columns_shown() -> None:
+    app, _, _ = cockpit()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "Hit rate →")
+        assert "Decode" not in screen
+        await pilot.press("c")
+        await pilot.press(*["right"] * 12)  # the last columns, the lane's kept at the left
+        screen = await on_screen(pilot, "Decode", "Trend Hit rate ←")
+        assert all(lane in screen for lane in LANES) and "Running" not in screen
+
+
+async def test_a_fleet_that_fails_after_a_read_keeps_its_rows_dimmed_and_says_so() -> None:
+    fleet = ScriptedFleetFeed([FLEET, SourceDown("connection refused (127.0.0.1:9090)")])
+    app, _, _ = cockpit(fleet)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        screen = await on_screen(pilot, "fleet stale since", "connection refused")
+        assert all(lane in screen for lane in LANES)
+
+
+async def test_a_fleet_cycle_that_raises_is_said_and_the_overview_keeps_going() -> None:
+    """A bug in a cycle (not a source failure) is notified, not left a silently frozen table."""
+    app, _, fleet = cockpit()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        assert app.fleet_poller is not None
+        cycle, calls, reads = app.fleet_poller.cycle, [], len(fleet.reads)
+
+        async def broken(window: str) -> object:
+            calls.append(window)
+            raise RuntimeError("a bug in the cycle")
+
+        app.fleet_poller.cycle = broken  # type: ignore[method-assign,assignment]
+        await pilot.press("r")
+        await settle(pilot)
+        await on_screen(pilot, "refresh failed", "a bug in the cycle")
+        assert calls and app.is_running
+        app.fleet_poller.cycle = cycle  # type: ignore[method-assign]
+        await pilot.press("r")
+        await settle(pilot)
+        await on_screen(pilot, *LANES)
+        assert len(fleet.reads) == reads + 1  # read again once the cycle works
+
+
+async def test_a_fleet_never_read_says_why() -> None:
+    app, _, _ = cockpit(ScriptedFleetFeed([SourceDown("connection refused (127.0.0.1:9090)")]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "fleet missing: connection refused")
+
+
+async def test_slash_filters_the_rows_by_name_and_escape_clears_it() -> None:
+    app, _, _ = cockpit(ScriptedFleetFeed([fleet_view(*FLEET.rows, fleet_row("gpu-box-7"))]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "gpu-box-7")
+        await pilot.press("slash", "b", "o", "x")
+        screen = await on_screen(pilot, "filter “box”")
+        assert row_order(screen, [*LANES, "gpu-box-7"]) == ["gpu-box-7"]
+        await pilot.press("enter", "escape")
+        screen = await on_screen(pilot, "lane-a")
+        assert len(row_order(screen, [*LANES, "gpu-box-7"])) == 6
+
+
+async def test_enter_opens_the_lane_alone_and_escape_returns_to_the_overview() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")  # the second row: lane-b
+        await settle(pilot)
+        assert not isinstance(app.screen, FleetScreen)
+        assert app.lane_name == "lane-b" and len(lanes[1].reads) == 1 and lanes[0].reads == []
+        assert len(fleet.reads) == 1  # the fleet is not read while a lane is open
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        assert len(fleet.reads) == 2 and len(lanes[1].reads) == 1
+        await pilot.press("r")  # refresh on the overview reads the fleet, not the lane
+        await settle(pilot)
+        assert len(fleet.reads) == 3 and len(lanes[1].reads) == 1
+
+
+async def test_w_reads_the_fleet_over_the_next_window_and_the_lane_keys_rest() -> None:
+    app, lanes, fleet = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("w", "2", "tab")
+        await settle(pilot)
+        assert fleet.reads[-1] == (6 * 3600.0, None) and len(fleet.reads) == 2
+        assert isinstance(app.screen, FleetScreen) and app.lane_name == "lane-a"
+        assert all(lane.reads == [] for lane in lanes)
+        await on_screen(pilot, "· 6h ·")
+
+
+async def test_a_lane_found_while_running_is_added_and_one_that_vanished_shows_gone() -> None:
+    first = fleet_view(fleet_row("lane-a"), fleet_row("lane-b"))
+    second = fleet_view(fleet_row("lane-a"), gone_row("lane-b"), fleet_row("lane-new"))
+    app, _, _ = cockpit(ScriptedFleetFeed([first, second]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "2 lanes by job")
+        assert "lane-new" not in screen and "gone" not in screen
+        await pilot.press("r")
+        await settle(pilot)
+        screen = await on_screen(pilot, "3 lanes by job", "lane-new", "1 gone")
+        assert [feed.name for feed in app.lane_feeds] == ["lane-a", "lane-b", "lane-new"]
+        line = next(line for line in screen.split("\n") if " lane-b " in line)
+        assert "gone" in line and "—" in line
+        await pilot.press("down", "down", "enter")  # lane-new, the last row by name
+        await settle(pilot)
+        assert app.lane_name == "lane-new"
+
+
+async def test_a_lane_name_is_shown_as_data_never_as_markup() -> None:
+    hostile = "[bold red]x[/]\x1b]0;pwn\x07"
+    app, _, _ = cockpit(ScriptedFleetFeed([fleet_view(fleet_row(hostile))]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "[bold red]x[/]␛]0;pwn␇")
+
+
+async def test_e_writes_the_overview_receipt_with_every_lane(tmp_path: Path) -> None:
+    app, _, _ = cockpit()
+    app.export_dir = tmp_path
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("S", "e")  # by name, reversed
+        await on_screen(pilot, "receipt exported")
+    (receipt,) = tmp_path.glob("cockpit-receipt-fleet-1h-*.md")
+    text = receipt.read_text(encoding="utf-8")
+    places = [text.index(f"| {lane} |") for lane in LANES]
+    assert places == sorted(places, reverse=True)  # in the screen's order
+    assert "| lane-d | DOWN |" not in text and "| lane-d | down |" in text
+    assert "sum by (job)" in text
+
+
+# --- lanes listed in the config ----------------------------------------------------------
+
+
+@dataclass(eq=False)
+class TogetherFeed(ScriptedLaneFeed):
+    """A lane whose first read waits for every listed lane's first read to start: read one
+    after another, it gives up (and its row says DOWN)."""
+
+    together: asyncio.Barrier | None = None
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        if not self.reads and self.together is not None:
+            try:
+                await asyncio.wait_for(self.together.wait(), 5.0)
+            except TimeoutError:
+                self.reads.append((window_s, end))
+                raise SourceDown("read alone, not beside the other lanes") from None
+        return await super().read(window_s, end)
+
+
+def listed(*feeds: ScriptedLaneFeed) -> CockpitApp:
+    """The cockpit as `cockpit run` builds it for these lanes listed in the config."""
+    settings = config(*(feed.name for feed in feeds))
+    setup = Setup(settings, feeds, None, fleet=fleet_feed(settings, feeds))
+    return build_app(lambda: setup)
+
+
+def test_one_listed_lane_opens_on_its_panes_and_several_on_the_overview() -> None:
+    one = [ScriptedLaneFeed("lane-a")]
+    assert fleet_feed(config("lane-a"), one) is None
+    assert isinstance(fleet_feed(config("lane-a", "lane-b"), [*one, *one]), ListedFleet)
+
+
+async def test_listed_lanes_open_on_the_overview_read_together_their_rows_the_panes_figures() -> (
+    None
+):
+    together = asyncio.Barrier(3)
+    feeds = [TogetherFeed(name, together=together) for name in ("lane-a", "lane-b", "lane-c")]
+    feeds[1].scale = 2.0
+    feeds[2].failure = SourceDown("connection refused (127.0.0.1:8000)")
+    app = listed(*feeds)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        screen = await on_screen(pilot, "3 lanes listed", "1 down")
+        assert [len(feed.reads) for feed in feeds] == [1, 1, 1]
+        line = next(line for line in screen.split("\n") if " lane-c " in line)
+        assert "DOWN" in line
+        assert app.screen.snapshot is not None and app.screen.snapshot.view is not None
+        view = app.screen.snapshot.view
+        await pilot.press("down", "enter")  # lane-b: its panes, it alone read
+        await settle(pilot)
+        assert not isinstance(app.screen, FleetScreen) and app.lane_name == "lane-b"
+        assert [len(feed.reads) for feed in feeds] == [1, 2, 1]
+        snapshot, row = app.lane_snapshot, live.row_of(view, "lane-b")
+        assert snapshot is not None and snapshot.figures is not None and row is not None
+        for key in FIGURE_COLUMNS:
+            assert row.values[key] == snapshot.figures.figures[key].value, key
+        await pilot.press("1")  # the lane keys switch lanes in the panes
+        await settle(pilot)
+        assert app.lane_name == "lane-a" and [len(feed.reads) for feed in feeds] == [2, 2, 1]
+        await pilot.press("tab")
+        await settle(pilot)
+        assert app.lane_name == "lane-b"
+        await pilot.press("escape")  # back: every lane read again, together
+        await settle(pilot)
+        assert isinstance(app.screen, FleetScreen)
+        assert [len(feed.reads) for feed in feeds] == [3, 4, 2]
+
+
+async def test_lanes_listed_beside_discovery_are_rows_of_the_overview() -> None:
+    listed_lane = ScriptedLaneFeed("lane-x")
+    fleet = ListedFleet([listed_lane], ScriptedFleetFeed())
+    settings = config("lane-x", discover=DISCOVER)
+    app = make_app(settings, [listed_lane], None, clocks=fixed_clocks(), fleet=fleet)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, "6 lanes by job", "lane-x", "lane-e")
+        assert row_order(screen, [*LANES, "lane-x"]) == [*LANES, "lane-x"]
+        assert [feed.name for feed in app.lane_feeds] == ["lane-x", *LANES]
+        await pilot.press("slash", *"lane-x", "enter", "enter")
+        await settle(pilot)
+        assert app.lane_name == "lane-x" and len(listed_lane.reads) == 2
+
+
+@dataclass(eq=False)
+class EarlierFeed(ScriptedLaneFeed):
+    """A lane whose figures were read `before_s` before the read asked for (a scrape lane's
+    last scrape, a Prometheus lane's window evaluated at an earlier refresh)."""
+
+    before_s: float = 0.0
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        totals = await super().read(window_s, end)
+        return replace(totals, end=totals.end - self.before_s)
+
+
+async def test_a_listed_lanes_age_is_the_time_since_its_figures_were_read() -> None:
+    fleet = ListedFleet([EarlierFeed("lane-a", before_s=7.0), EarlierFeed("lane-b")])
+    view = await fleet.read(3600.0, EVAL_AT)
+    assert {row.lane: row.values[AGE] for row in view.rows} == {"lane-a": 7.0, "lane-b": 0.0}
+    assert all(AGE not in row.reasons for row in view.rows)
+
+
+async def test_the_receipt_of_listed_lanes_says_where_each_was_read_and_no_fleet_query() -> None:
+    down = ScriptedLaneFeed("lane-b", failure=SourceDown("connection refused (127.0.0.1:8000)"))
+    text = fleet_markdown(await ListedFleet([ScriptedLaneFeed("lane-a"), down]).read(60, EVAL_AT))
+    assert "\n2 lanes listed in the config, each read by its own query; window 1m" in text
+    assert "Server" not in text and "/api/v1/query" not in text and "```promql" not in text
+    assert "- lane-a: every series on http://127.0.0.1:9090\n" in text
+    assert "- lane-b: not read: connection refused (127.0.0.1:8000)\n" in text
+
+
+async def test_the_receipt_of_listed_lanes_beside_discovery_says_both() -> None:
+    fleet = ListedFleet([ScriptedLaneFeed("lane-x")], ScriptedFleetFeed())
+    text = fleet_markdown(await fleet.read(3600.0, EVAL_AT))
+    assert "Server http://127.0.0.1:9090, lanes by `job`; 1 lane listed in the config" in text
+    assert "one `/api/v1/query` for every lane found by `job`" in text
+    assert "- lane-x: every series on http://127.0.0.1:9090\n" in text
+
+
+# --- on a real server -----------------------------------------------------------------------
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_its_row(
+    server: PromServer,  # noqa: F811
+) -> None:
+    """`--prometheus URL --lanes-by job` (no lane listed), at the fleet test's pinned second
+    read: the overview shows its six lanes (down and gone said), and a lane opened from it
+    shows the overview's figures in its panes, read by its own query."""
+    config = effective_config(parse_args(["run", "--prometheus", server.url, "--lanes-by", "job"]))
+    fleet = fleet_feed(config)
+    assert fleet is not None and not config.lanes
+    setup = Setup(config, [], None, replay_at=live.END, refresh_s=3600.0, fleet=fleet)
+    app = build_app(lambda: setup)
+    app.clocks = fixed_clocks(live.END + 5)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        screen = await on_screen(pilot, f"{len(live.LANES)} lanes by job", "1 down", "1 gone")
+        assert [feed.name for feed in app.lane_feeds] == sorted(lane.name for lane in live.LANES)
+        line = next(line for line in screen.split("\n") if " lane-down " in line)
+        assert "DOWN" in line
+        assert isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None
+        view = app.screen.snapshot.view
+        assert view is not None
+        for lane in ("lane-a", "lane-c", "lane-new"):
+            await pilot.press("slash", *lane, "enter", "enter")
+            await settle(pilot)
+            snapshot, row = app.lane_snapshot, live.row_of(view, lane)
+            assert app.lane_name == lane and snapshot is not None and row is not None
+            assert snapshot.figures is not None, snapshot.freshness
+            for key in FIGURE_COLUMNS:
+                figure = snapshot.figures.figures[key]
+                assert row.values[key] == pytest.approx(figure.value, rel=1e-9), key
+            await pilot.press("escape", "escape")  # the overview, its filter cleared
+            await settle(pilot)
+    assert fleet.source.requests == 4  # one per visit of the overview, none while a lane is open
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_their_panes_read_them(
+    server: PromServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Three lanes of one server listed in a config file: the overview reads them through the
+    lanes' own feeds (one client for the server), and each lane opened shows its row."""
+    names = ("lane-a", "lane-c", "lane-down")
+    lines = [f"- {{name: {n}, prometheus: '{server.url}', selector: 'job=\"{n}\"'}}" for n in names]
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join(["lanes:", *lines, ""]), encoding="utf-8")
+    config = effective_config(parse_args(["run", "--config", str(path)]))
+    lanes, _ = build_feeds(config)
+    fleet = fleet_feed(config, lanes)
+    assert isinstance(fleet, ListedFleet) and fleet.feeds == lanes
+    assert len({id(feed.source) for feed in lanes if isinstance(feed, PrometheusLaneFeed)}) == 1
+    setup = Setup(config, lanes, None, replay_at=live.END, refresh_s=3600.0, fleet=fleet)
+    app = build_app(lambda: setup)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "3 lanes listed", "1 down")
+        assert isinstance(app.screen, FleetScreen) and app.screen.snapshot is not None
+        view = app.screen.snapshot.view
+        assert view is not None
+        for lane in ("lane-a", "lane-c"):
+            await pilot.press("slash", *lane, "enter", "enter")
+            await settle(pilot)
+            snapshot, row = app.lane_snapshot, live.row_of(view, lane)
+            assert app.lane_name == lane and snapshot is not None and row is not None
+            assert snapshot.figures is not None, snapshot.freshness
+            for key in FIGURE_COLUMNS:  # VictoriaMetrics sums in no fixed order
+                figure = snapshot.figures.figures[key]
+                assert row.values[key] == pytest.approx(figure.value, rel=1e-9), key
+            await pilot.press("escape", "escape")
+            await settle(pilot)
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+@pytest.mark.parametrize("found", [False, True], ids=["listed", "listed-and-found"])
+def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
+    server: PromServer,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    found: bool,
+) -> None:
+    """`cockpit report --fleet` with lanes listed in the config (beside discovery or not):
+    the rows the overview shows, each listed lane's figures its panes' (its twin found by
+    `job` has the same)."""
+    lines = [f"- {{name: mine-{n}, prometheus: '{server.url}', selector: 'job=\"lane-{n}\"'}}"
+             for n in ("a", "c")]  # fmt: skip
+    discover = [f"discover: {{prometheus: '{server.url}', label: job}}"] if found else []
+    path = tmp_path / "config.yaml"
+    path.write_text("\n".join([*discover, "lanes:", *lines, ""]), encoding="utf-8")
+    argv = ["report", "--fleet", "--config", str(path), "--window", "1h", "--at", str(live.END)]
+    assert main([*argv, "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    lanes = {lane["lane"]: lane for lane in answer["lanes"]}
+    found_lanes = {lane.name for lane in live.LANES} if found else set()
+    assert set(lanes) == {"mine-a", "mine-c", *found_lanes}
+    assert set(answer["listed"]) == {"mine-a", "mine-c"}
+    panes = lane_figures(asyncio.run(_read_lane(server.url, "lane-a")))
+    for key in FIGURE_COLUMNS:
+        assert lanes["mine-a"]["values"][key] == pytest.approx(panes[key].value, rel=1e-9), key
+    assert main([*argv, "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert "| mine-a |" in out and "| mine-c |" in out
+    assert ("```promql" in out) == found
+
+
+async def _read_lane(url: str, job: str) -> LaneTotals:
+    """The lane as its panes read it at the fleet test's pinned second read."""
+    source = PrometheusSource(url)
+    try:
+        return await source.read_lane(job, None, f'{{job="{job}"}}', live.WINDOW_S, live.END)
+    finally:
+        await source.aclose()

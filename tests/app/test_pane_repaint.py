@@ -1,0 +1,143 @@
+"""A pane redraws only when its view changes, lays out only when its height does, and shows
+outside text (names, reasons) as the text it is: no markup, no control characters."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+
+from cockpit.core.model import FRESH, Freshness
+from cockpit.core.text import visible
+from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
+from tests.support.pilot import Counting
+from tests.support.screentext import screen_text
+
+
+class Boxed(Pane, Counting):
+    BORDER_TITLE = "boxed"
+
+
+class OnePane(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Boxed(id="pane")
+
+    @property
+    def pane(self) -> Boxed:
+        return self.query_one(Boxed)
+
+
+def view(values: list[str], stale: bool = False) -> PaneView:
+    fresh = Freshness("stale", since=0.0, reason="down") if stale else FRESH
+    rows = tuple(Row(f"figure {i}", value, stale=stale) for i, value in enumerate(values))
+    bar = Bar((Segment(0.25, "good"), Segment(0.5, "warn")), caption=values[0])
+    return PaneView((*rows, bar, Note("note")), sources=(("lane", fresh),))
+
+
+async def full_render(app: OnePane, pilot: Pilot[None]) -> str:
+    """The screen after every widget is redrawn from scratch."""
+    for widget in app.screen.walk_children():
+        widget.refresh()
+    await pilot.pause()
+    return screen_text(app)
+
+
+async def test_an_equal_view_draws_nothing_and_a_new_one_redraws_without_layout() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
+        pane.view = view(["1", "2", "3", "4"])
+        await pilot.pause()
+        pane.refreshes.clear()
+        pane.view = view(["1", "2", "3", "4"])  # equal, another object
+        await pilot.pause()
+        assert pane.refreshes == []
+        pane.view = view(["1", "2", "30", "4"])
+        await pilot.pause()
+        assert pane.refreshes == [False]
+        shown = screen_text(app)
+        assert "figure 2" in shown and "30 │" in shown
+        assert shown == await full_render(app, pilot)
+
+
+async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
+        for values, stale in ((["9", "2", "30", "4"], False), (["9", "2", "30", "4"], True)):
+            pane.view = view(values, stale)
+            await pilot.pause()
+            shown = screen_text(app)
+            assert ("lane stale" in shown) is stale
+            assert shown == await full_render(app, pilot)
+
+
+async def test_another_number_of_lines_lays_out_again() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
+        pane.view = view(["1", "2"])
+        await pilot.pause()
+        short = pane.outer_size.height
+        pane.refreshes.clear()
+        pane.view = view(["1", "2", "3", "4"])
+        await pilot.pause()
+        assert True in pane.refreshes
+        assert pane.outer_size.height == short + 2
+        assert screen_text(app).count("figure") == 4
+
+
+async def test_a_bar_whose_caption_does_not_fit_keeps_four_cells_and_is_cut() -> None:
+    app = OnePane()
+    async with app.run_test(size=(24, 8)) as pilot:
+        bar = Bar((Segment(0.5, "good"),), "a caption far too long for a bar this narrow")
+        app.pane.view = PaneView((bar,))
+        await pilot.pause()
+        (line,) = [row for row in screen_text(app).splitlines() if "░" in row]
+        assert line == "│ ██░░ a caption far t │"
+
+
+async def test_a_label_too_long_is_shortened_and_the_value_kept() -> None:
+    app = OnePane()
+    async with app.run_test(size=(40, 8)) as pilot:
+        app.pane.view = PaneView((Row("a label much longer than the pane is wide", "42"),))
+        await pilot.pause()
+        (line,) = [row for row in screen_text(app).splitlines() if "42" in row]
+        assert line == "│ a label much longer than the pan… 42 │"
+
+
+MARKUP = "a [/x] b [bold red]x[/ c [link=http://x]y[/link]"
+
+
+async def test_text_like_markup_is_shown_as_it_is() -> None:
+    """A reason or name that looks like markup: no MarkupError, the same characters on screen,
+    in the border and in the tooltip."""
+    failing = Freshness("missing", reason=MARKUP)
+    markup_view = PaneView(
+        (Row(MARKUP, "1"), Row("why", "—", reason=MARKUP), Note(MARKUP), Bar((), MARKUP)),
+        sources=(("lane", failing),),
+    )
+    app = OnePane()
+    async with app.run_test(size=(120, 10)) as pilot:
+        pane = app.pane
+        pane.view = markup_view
+        await pilot.pause()
+        shown = screen_text(app)
+        assert shown.count(MARKUP) == 4  # the label, the note, the bar's caption, the border
+        assert f"lane missing: {MARKUP}" in shown
+        tooltip = pane.tooltip
+        assert tooltip is not None and f"why: {MARKUP}" in str(tooltip)
+
+
+async def test_control_characters_from_outside_are_shown_not_sent() -> None:
+    """An escape sequence in a name would move the cursor or set the terminal's title."""
+    name = "lane\x1b]0;pwned\x07\x1b[2J\x9b1m"
+    assert visible(name) == "lane␛]0;pwned␇␛[2J�1m"
+    app = OnePane()
+    async with app.run_test(size=(80, 8)) as pilot:
+        app.pane.view = PaneView(
+            (Row(name, "1"), Note(name)), sources=(("lane", Freshness("missing", reason=name)),)
+        )
+        await pilot.pause()
+        shown = screen_text(app)
+        assert shown.count(visible(name)) == 3
+        assert "\x1b" not in shown and "\x07" not in shown

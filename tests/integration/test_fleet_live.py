@@ -1,0 +1,236 @@
+"""The fleet against real servers: a backfilled history of six lanes (vLLM and SGLang, three
+engines each) found by `job`, read at pinned times, every column checked against the lane
+panes' own figure for that lane (PrometheusSource.read_lane + lane_figures) at the same time.
+
+The same tests run on Prometheus and on VictoriaMetrics (skipped only where its binary is
+absent; under CI=true a missing binary fails).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cockpit.cli.main import main
+from cockpit.config.schema import LaneConfig
+from cockpit.core.figures import lane_figures
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetRow, FleetView
+from cockpit.runtime.feeds import prometheus_source
+from cockpit.sources.fleet import FleetSource
+from cockpit.sources.prometheus import PARTIAL, PrometheusSource
+from tests.support.faultproxy import FaultProxy, json_answer
+from tests.support.promharness import (
+    PromServer,
+    SimLane,
+    create_blocks,
+    fleet_history,
+    import_history,
+    start_prometheus,
+    start_victoria_metrics,
+)
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
+"""The second read (pinned; the history is backfilled around it, never the wall clock)."""
+FIRST = END - 1800
+"""The first read, half an hour before."""
+WINDOW_S = 3600.0
+SINCE = END - 3 * 3600
+LANES = (
+    SimLane("lane-a", "vllm", SINCE, END),
+    SimLane("lane-b", "vllm", SINCE, END, up_until=END),
+    SimLane("lane-c", "sglang", SINCE, END),
+    SimLane("lane-legacy", "vllm-legacy", SINCE, END),
+    SimLane("lane-old", "vllm", SINCE, FIRST + 300),
+    SimLane("lane-new", "sglang", FIRST + 600, END),
+    SimLane("lane-down", "vllm", SINCE, FIRST + 300, up_until=END),
+)
+"""lane-old's series end after the first read (gone at the second); lane-new's begin after
+it; lane-down's engines stop while their scrape targets stay, `up == 0` (down, not gone)."""
+KEYS = (*RAW_KEYS, "ttft")
+"""The raw keys the engines' simulated series answer."""
+LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
+
+
+def _prometheus(workdir: Path) -> PromServer:
+    create_blocks(fleet_history(LANES, KEYS).render(), workdir / "tsdb")
+    return start_prometheus(workdir, tsdb=workdir / "tsdb")
+
+
+def _victoria_metrics(workdir: Path) -> PromServer:
+    server = start_victoria_metrics(workdir)
+    import_history(server, fleet_history(LANES, KEYS))
+    return server
+
+
+SERVERS: dict[str, Callable[[Path], PromServer]] = {
+    "prometheus": _prometheus,
+    "victoria-metrics": _victoria_metrics,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PromServer]:
+    started = SERVERS[request.param](tmp_path_factory.mktemp(request.param))
+    yield started
+    started.stop()
+
+
+async def _views(url: str) -> tuple[FleetView, FleetView, int]:
+    fleet = FleetSource(PrometheusSource(url), "job")
+    try:
+        first = await fleet.read(WINDOW_S, FIRST)
+        before = fleet.source.requests
+        second = await fleet.read(WINDOW_S, END)
+        return first, second, fleet.source.requests - before
+    finally:
+        await fleet.aclose()
+
+
+def row_of(view: FleetView, lane: str) -> FleetRow | None:
+    """The view's row of `lane`, if it has one."""
+    return next((row for row in view.rows if row.lane == lane), None)
+
+
+async def test_lanes_found_added_and_gone(server: PromServer) -> None:
+    first, second, requests = await _views(server.url)
+    assert requests == 1  # the whole fleet, one request
+    assert [row.lane for row in first.rows] == ["lane-a", "lane-b", "lane-c", "lane-down",
+                                                "lane-legacy", "lane-old"]  # fmt: skip
+    assert all(row.up and not row.gone for row in first.rows)
+    states = {row.lane: (row.up, row.gone) for row in second.rows}
+    assert states == {
+        "lane-a": (True, False),
+        "lane-b": (True, False),
+        "lane-c": (True, False),
+        "lane-down": (False, False),
+        "lane-legacy": (True, False),
+        "lane-new": (True, False),
+        "lane-old": (False, True),  # kept, said gone
+    }
+    down = row_of(second, "lane-down")
+    assert down is not None and "up == 0" in down.down_reason
+    assert {row.lane: row.dialect for row in second.rows if row.up} == {
+        "lane-a": "vllm", "lane-b": "vllm", "lane-c": "sglang", "lane-new": "sglang",
+        "lane-legacy": "vllm-legacy",
+    }  # fmt: skip
+    past = {"ttft_p95" in row.above for row in second.rows if row.up}
+    assert past == {True, False}  # p95 within the buckets on some lanes, past them on others
+    assert all(
+        len(row.history("requests_per_s")) == 2 for row in second.rows if row.lane != "lane-new"
+    )
+
+
+@pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-legacy", "lane-new"])
+async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: str) -> None:
+    _, view, _ = await _views(server.url)
+    row = row_of(view, lane)
+    assert row is not None
+    source = PrometheusSource(server.url)
+    try:
+        totals = await source.read_lane(lane, None, f'{{job="{lane}"}}', WINDOW_S, END)
+    finally:
+        await source.aclose()
+    figures = lane_figures(totals)
+    assert row.dialect == totals.dialect
+    for key in FIGURE_COLUMNS:
+        expected = figures[key]
+        if key == "decode_share" and totals.dialect == "sglang":  # it has no decode time
+            assert row.values[key] is None and expected.value is None
+            assert row.reasons[key] == expected.reason  # missing in both, and why
+            continue
+        assert expected.value is not None, f"{key}: {expected.reason}"
+        assert row.values[key] == pytest.approx(expected.value, rel=1e-9), key
+        assert (key in row.above) == expected.above, key
+    age = row.values[AGE]
+    assert age is not None and math.isclose(age, END - LAST_SAMPLE[lane])
+
+
+async def test_tenant_header_and_a_partial_answer_are_carried(server: PromServer) -> None:
+    """Mimir reads the tenant from X-Scope-OrgID; a Thanos or VictoriaMetrics cluster whose
+    stores did not all answer says so (`isPartial`, `warnings`): the view shows it."""
+    real = httpx.post(f"{server.url}/api/v1/query", data={"query": "up", "time": str(END)})
+    partial = {**real.json(), "isPartial": True, "warnings": ["store eu-1 timed out"]}
+    with FaultProxy(server.url) as proxy:
+        lane = LaneConfig("", prometheus=proxy.url, tenant="team-a")
+        fleet = FleetSource(prometheus_source(lane))
+        try:
+            view = await fleet.read(WINDOW_S, END)
+            assert proxy.seen[-1].headers.get("x-scope-orgid") == "team-a"
+            assert not view.partial and view.warnings == ()
+            assert len(view.rows) == len(LANES)
+            proxy.canned["/api/v1/query"] = json_answer(partial)
+            view = await fleet.read(WINDOW_S, END)
+        finally:
+            await fleet.aclose()
+    assert view.partial
+    assert view.warnings == ("server warning: store eu-1 timed out", PARTIAL)
+    assert {row.lane for row in view.rows} == {lane.name for lane in LANES}  # kept, gone
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, PromServer]]:
+    prometheus = _prometheus(tmp_path_factory.mktemp("both-prometheus"))
+    try:
+        victoria = _victoria_metrics(tmp_path_factory.mktemp("both-victoria-metrics"))
+    except BaseException:
+        prometheus.stop()
+        raise
+    yield prometheus, victoria
+    victoria.stop()
+    prometheus.stop()
+
+
+async def test_victoria_metrics_increase_does_not_extrapolate(
+    both: tuple[PromServer, PromServer],
+) -> None:
+    """Prometheus's `increase()` extrapolates the first and last samples in the window to its
+    edges; VictoriaMetrics' takes the sample just before the window as the base and does not
+    extrapolate. With a sample every 15 s over 1 h they differ by at most one interval's
+    worth of counts, 15 s / 3600 s ≈ 0.42 % of the window (plus a counter step's noise):
+    the two servers' counter columns agree to 1 %, not to the last bit, and that is why."""
+    prometheus, victoria = both
+    _, on_prometheus, _ = await _views(prometheus.url)
+    _, on_victoria, _ = await _views(victoria.url)
+    for lane in ("lane-a", "lane-b", "lane-c"):
+        a, b = row_of(on_prometheus, lane), row_of(on_victoria, lane)
+        assert a is not None and b is not None
+        for key in ("requests_per_s", "generation_tok_s"):
+            assert a.values[key] != b.values[key]  # they do differ...
+            assert b.values[key] == pytest.approx(a.values[key], rel=0.01)  # ...by an interval
+        for key in ("running_now", "waiting_now", "kv_usage_now"):  # gauges: the same sample
+            assert b.values[key] == pytest.approx(a.values[key], rel=1e-9)
+
+
+@pytest.mark.parametrize("form", ["md", "json"])
+def test_report_fleet_lists_every_lane(
+    server: PromServer, form: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["report", "--fleet", "--prometheus", server.url, "--lanes-by", "job",
+            "--window", "1h", "--at", str(END), "--format", form]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    if form == "json":
+        lanes = {lane["lane"]: lane for lane in json.loads(out)["lanes"]}
+        assert {name: lane["state"] for name, lane in lanes.items()} == {
+            "lane-a": "up", "lane-b": "up", "lane-c": "up", "lane-down": "down",
+            "lane-legacy": "up", "lane-new": "up", "lane-old": "gone",
+        }  # fmt: skip
+        assert lanes["lane-c"]["values"]["decode_share"] is None
+        assert "SGLang" in lanes["lane-c"]["reasons"]["decode_share"]
+        return
+    assert out.startswith("# Fleet — 7 lanes (5 up, 1 down, 1 gone)\n")
+    rows = [line for line in out.splitlines() if line.startswith("| lane-")]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| lane-a", "| lane-b", "| lane-c", "| lane-down", "| lane-legacy", "| lane-new",
+        "| lane-old",
+    ]  # fmt: skip
+    assert "- lane-down: its 3 scrape target(s) are down (up == 0)" in out
