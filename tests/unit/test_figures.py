@@ -450,7 +450,7 @@ def test_measured_bytes_name_their_own_counters_when_missing() -> None:
     assert "flops" not in lane_figures(moving)["measured_bytes"].reason
 
 
-# --- what else the engine says (issue 19, items 8 and 9) ------------------------------------
+# --- what else the engine says ----------------------------------------
 
 SGLANG_FIXTURE = VLLM_FIXTURES.parent / "sglang" / "metrics_tp2.txt"
 COUNTED = re.compile(r"^(\S+_(?:total|sum|count|bucket)(?:\{[^}]*\})?) \S+$", re.MULTILINE)
