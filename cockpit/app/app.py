@@ -181,7 +181,7 @@ class CockpitApp(App[None]):
         self._ledger_seen: dict[str, LedgerSnapshot] = {}
         self.overview: FleetScreen | None = None
         self.lanes_screen: LaneScreen | None = None
-        paused = self.is_paused
+        paused = lambda: self.paused  # noqa: E731
         self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
         self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
         self.fleet_loop = RefreshLoop(self, "fleet", FleetRead, self._fleet_cycle, paused)
@@ -189,9 +189,6 @@ class CockpitApp(App[None]):
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
-
-    def is_paused(self) -> bool:
-        return self.paused
 
     @property
     def ledger_window(self) -> str:
@@ -277,11 +274,9 @@ class CockpitApp(App[None]):
     def _show(self) -> None:
         """The screen the cockpit shows (the overview or the lane's panes), from the current
         snapshots; the other one is drawn when it is shown again."""
-        if self.on_overview:
-            if self.overview is not None:
-                self.overview.show(self.overview.snapshot, self.window, self.paused)
-            return
-        if self.lanes_screen is None:
+        if self.on_overview and self.overview is not None:
+            self.overview.show(self.window, self.paused)
+        if self.on_overview or self.lanes_screen is None:
             return
         feed = self.lane_feeds[self.lane_index] if self.lane_feeds else None
         view = LaneView(
@@ -345,7 +340,8 @@ class CockpitApp(App[None]):
             return
         if snapshot.view is not None:
             self.add_lanes([row.lane for row in snapshot.view.rows])
-        self.overview.show(snapshot, self.window, self.paused)
+        self.overview.snapshot = snapshot
+        self._show()
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

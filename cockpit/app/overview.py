@@ -46,7 +46,7 @@ class FleetScreen(Screen[None]):
         super().__init__()
         self.thresholds = thresholds
         self.snapshot: FleetSnapshot | None = None
-        """The fleet's last read, as shown."""
+        """The fleet's last read (the app's), as shown."""
         self.order = FleetOrder()
         self.window = ""
         self.paused = False
@@ -61,9 +61,9 @@ class FleetScreen(Screen[None]):
         self.app.theme_changed_signal.subscribe(self, lambda _: self.redraw())
         self.redraw()
 
-    def show(self, snapshot: FleetSnapshot | None, window: str, paused: bool) -> None:
-        """Draw the fleet's `snapshot` (None: not read yet), read over `window`."""
-        self.snapshot, self.window, self.paused = snapshot, window, paused
+    def show(self, window: str, paused: bool) -> None:
+        """Draw the fleet's snapshot (None: not read yet), the app's window and pause."""
+        self.window, self.paused = window, paused
         if self.is_mounted:
             self.redraw()
 
