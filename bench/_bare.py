@@ -1,7 +1,7 @@
 """The yardstick: a bare Textual app (Header, one Static, Footer), started like the cockpit.
 
-`python -m bench._bare`. With `COCKPIT_BENCH_PROBE` set it writes `first_frame` after its first
-screen update, as the cockpit does once every pane has data. With `--libraries` it first
+`python -m bench._bare`. Its keys bar drawn is its full frame (`common.full_frame`). With
+`--libraries` it first
 imports the libraries the cockpit reads and draws with, and with `--modules` those and the
 cockpit's own modules too (all `cockpit` imports before its first frame, without reading,
 composing or drawing anything), so the start-up benchmark can show what they cost on their own.
@@ -13,8 +13,6 @@ import sys
 
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, Static
-
-from cockpit.app.benchprobe import Probe
 
 LIBRARIES = ("yaml", "httpx", "aiosqlite", "plotext", "textual_plotext")
 """What the cockpit imports on its start-up path besides Textual and the standard library."""
@@ -36,11 +34,6 @@ class BareApp(App[None]):
         yield Header()
         yield Static("bare Textual app: ready")
         yield Footer()
-
-    def on_mount(self) -> None:
-        probe = Probe.from_env()
-        if probe is not None:
-            self.call_after_refresh(probe.first_frame)
 
 
 def preload(flags: list[str]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import shutil
 import statistics
@@ -229,36 +228,27 @@ def tmux_server(width: int = 160, height: int = 48) -> Iterator[Tmux]:
         server.close()
 
 
-# --- the probe file -----------------------------------------------------------------------------
+# --- the first full frame, as tmux shows it ------------------------------------------------------
+
+READY = "quit"
+"""On the keys bar of the cockpit (lane panes and overview) and of the bare app. The bar fills
+in a frame after the rest, so with no placeholder left the screen is fully drawn, with data."""
 
 
-def probe_path(folder: Path, name: str) -> Path:
-    """A fresh probe file in `folder` for the subject `name` (any text: "cockpit on /metrics")."""
-    path = folder / f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_')}.probe"
-    path.unlink(missing_ok=True)
-    return path
+def full_frame(screen: str) -> bool:
+    return READY in screen and not any(text in screen for text in PLACEHOLDERS)
 
 
-def wait_first_frame(path: Path, timeout: float = 30.0) -> float:
-    """The epoch time the app wrote as its first full frame; TimeoutError if it never did."""
+def wait_full_frame(window: Window, timeout: float = 30.0) -> tuple[float, str]:
+    """The epoch time tmux first showed `window` fully drawn (`full_frame`), and that screen;
+    TimeoutError if it never did. What a user sees, read from outside the process."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.startswith("first_frame "):
-                    return float(line.split()[1])
+        screen = window.capture()
+        if full_frame(screen):
+            return time.time(), screen
         time.sleep(0.01)
-    raise TimeoutError(f"no first frame in {path} within {timeout:g} s")
-
-
-def probe_tasks(path: Path) -> list[tuple[float, int, int]]:
-    """(time, asyncio tasks, threads) lines the app wrote after each refresh."""
-    rows = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        parts = line.split()
-        if parts[0] == "tasks":
-            rows.append((float(parts[1]), int(parts[2]), int(parts[3])))
-    return rows
+    raise TimeoutError(f"no full frame within {timeout:g} s:\n{window.capture()}")
 
 
 # --- external sources: the demo's simulators in this process -----------------------------------

@@ -45,12 +45,11 @@ from bench.common import (  # noqa: E402
     PYTHON,
     cpu_seconds,
     load_average,
-    probe_path,
     rss_mb,
     spread,
     table,
     tmux_server,
-    wait_first_frame,
+    wait_full_frame,
 )
 from cockpit.core.fleet import RAW_KEYS  # noqa: E402
 from tests.support.promharness import BOUNDS, ScrapeJob, Series, engine_series, start_prometheus  # noqa: E402
@@ -301,13 +300,11 @@ def headless_idle(url: str, seconds: float) -> dict[str, float]:
 
 def overview_idle(url: str, seconds: float) -> dict[str, Any]:
     """The cockpit with the overview open, in tmux; None values with why when it can't."""
-    with tempfile.TemporaryDirectory() as tmp, tmux_server() as tmux:
-        probe = probe_path(Path(tmp), "fleet")
-        command = [COCKPIT, "--prometheus", url, "--lanes-by", "job"]
-        window = tmux.start(command, {"COCKPIT_BENCH_PROBE": str(probe)})
+    with tmux_server() as tmux:
+        window = tmux.start([COCKPIT, "--prometheus", url, "--lanes-by", "job"])
         try:
             try:
-                wait_first_frame(probe, timeout=60)
+                wait_full_frame(window, timeout=60)
             except TimeoutError:
                 last = window.capture().strip().splitlines()[-3:]
                 return {"cpu_pct": None, "rss_mb": None, "why": " / ".join(last)}

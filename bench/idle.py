@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from bench.common import (
@@ -23,12 +22,11 @@ from bench.common import (
     compared_subjects,
     cpu_seconds,
     load_average,
-    probe_path,
     rss_mb,
     spread,
     table,
     tmux_server,
-    wait_first_frame,
+    wait_full_frame,
     warm_bytecode,
 )
 
@@ -39,25 +37,22 @@ MEASURE_S = 60.0
 RUNS = 3
 
 
-def one_run(subjects: dict[str, list[str]], folder: Path, seconds: float) -> dict[str, Any]:
+def one_run(subjects: dict[str, list[str]], seconds: float) -> dict[str, Any]:
     """All subjects at once; CPU % over the same `seconds`, RSS at the end."""
     with tmux_server() as tmux:
-        windows = {}
-        for name, command in subjects.items():
-            probe = probe_path(folder, name)
-            windows[name] = (tmux.start(command, {"COCKPIT_BENCH_PROBE": str(probe)}), probe)
+        windows = {name: tmux.start(command) for name, command in subjects.items()}
         try:
-            for _, probe in windows.values():
-                wait_first_frame(probe)
+            for window in windows.values():
+                wait_full_frame(window)
             time.sleep(SETTLE_S)
-            before = {name: cpu_seconds(w.pid) for name, (w, _) in windows.items()}
+            before = {name: cpu_seconds(w.pid) for name, w in windows.items()}
             started = time.monotonic()
             time.sleep(seconds)
             elapsed = time.monotonic() - started
-            after = {name: cpu_seconds(w.pid) for name, (w, _) in windows.items()}
-            rss = {name: rss_mb(w.pid) for name, (w, _) in windows.items()}
+            after = {name: cpu_seconds(w.pid) for name, w in windows.items()}
+            rss = {name: rss_mb(w.pid) for name, w in windows.items()}
         finally:
-            for window, _ in windows.values():
+            for window in windows.values():
                 window.stop()
     return {
         name: {"cpu_pct": 100 * (after[name] - before[name]) / elapsed, "rss_mb": rss[name]}
@@ -69,9 +64,9 @@ def run(runs: int = RUNS, seconds: float = MEASURE_S) -> dict[str, Any]:
     warm_bytecode()
     load_before = load_average()
     per_run: list[dict[str, Any]] = []
-    with compared_subjects() as (tmp, subjects):
+    with compared_subjects() as (_, subjects):
         for _ in range(runs):
-            per_run.append(one_run(subjects, tmp, seconds))
+            per_run.append(one_run(subjects, seconds))
     names = list(per_run[0])
     result: dict[str, Any] = {
         "refresh_s": 5,

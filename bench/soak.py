@@ -1,12 +1,12 @@
 """Soak: `cockpit demo --refresh 1` in a 160×48 tmux pane for 30 minutes (`--minutes N`).
 
 `python -m bench soak` (or `python -m bench.soak --minutes 10`). Every 10 s: RSS, open file
-descriptors (/proc/PID/fd), threads (/proc/PID/task); after every refresh the app itself writes
-its asyncio task count (`COCKPIT_BENCH_PROBE`). The demo's simulators are a process of their
-own: their RSS is shown beside, not counted. Warm-up is the first fifth of the run (at most
-5 minutes). Targets: RSS growth <= 5 MB after warm-up; no growth in fds, threads or tasks.
-Growth is the median of the last five samples minus the median of the first five after
-warm-up, so one sample caught mid-refresh doesn't decide it.
+descriptors (/proc/PID/fd), threads (/proc/PID/task); every 5 s its asyncio task count, taken
+in its event loop by the `bench._tasks` wrapper it runs under. The demo's simulators are a
+process of their own: their RSS is shown beside, not counted. Warm-up is the first fifth of
+the run (at most 5 minutes). Targets: RSS growth <= 5 MB after warm-up; no growth in fds,
+threads or tasks. Growth is the median of the last five samples minus the median of the
+first five after warm-up, so one sample caught mid-refresh doesn't decide it.
 """
 
 from __future__ import annotations
@@ -22,22 +22,30 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    COCKPIT,
+    PYTHON,
     RESULTS,
     children,
     load_average,
     open_fds,
-    probe_path,
-    probe_tasks,
     rss_mb,
     threads,
     tmux_server,
-    wait_first_frame,
+    wait_full_frame,
     warm_bytecode,
 )
 
 RSS_GROWTH_TARGET_MB = 5.0
 SAMPLE_S = 10.0
+COMMAND = ("demo", "--refresh", "1")
+
+
+def task_counts(path: Path) -> list[tuple[float, int, int]]:
+    """(time, asyncio tasks, threads) as `bench._tasks` wrote them."""
+    rows = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        _, at, tasks, threads = line.split()
+        rows.append((float(at), int(tasks), int(threads)))
+    return rows
 
 
 def _growth(values: list[float]) -> float:
@@ -50,13 +58,11 @@ def run(minutes: float = 30.0) -> dict[str, Any]:
     samples: list[dict[str, float]] = []
     load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp, tmux_server() as tmux:
-        probe = probe_path(Path(tmp), "soak")
-        window = tmux.start(
-            [COCKPIT, "demo", "--refresh", "1"], {"COCKPIT_BENCH_PROBE": str(probe)}
-        )
+        tasks_file = Path(tmp) / "tasks"
+        window = tmux.start([PYTHON, "-m", "bench._tasks", str(tasks_file), *COMMAND])
         started = time.monotonic()
         try:
-            wait_first_frame(probe)
+            wait_full_frame(window)
             while (elapsed := time.monotonic() - started) < minutes * 60:
                 if not window.alive():
                     raise RuntimeError(f"the cockpit exited during the soak:\n{window.capture()}")
@@ -73,13 +79,13 @@ def run(minutes: float = 30.0) -> dict[str, Any]:
             screen = window.capture()
         finally:
             window.stop()
-        tasks = probe_tasks(probe)
+        tasks = task_counts(tasks_file)
     after = [s for s in samples if s["t"] >= warmup_s]
     task_after = [n for t, n, _ in tasks if t - tasks[0][0] >= warmup_s] if tasks else []
     result: dict[str, Any] = {
         "minutes": minutes,
         "warmup_s": warmup_s,
-        "refreshes": len(tasks),
+        "task_samples": len(tasks),
         "rss_mb_at_warmup_end": after[0]["rss_mb"],
         "rss_mb_end": after[-1]["rss_mb"],
         "rss_mb_max": max(s["rss_mb"] for s in samples),
@@ -111,7 +117,7 @@ def run(minutes: float = 30.0) -> dict[str, Any]:
 
 def print_summary(result: dict[str, Any]) -> None:
     print(
-        f"soak {result['minutes']:g} min at 1 s refresh ({result['refreshes']} refreshes), "
+        f"soak {result['minutes']:g} min at 1 s refresh ({result['task_samples']} task counts), "
         f"warm-up {result['warmup_s']:.0f} s"
     )
     print(

@@ -12,7 +12,7 @@ from typing import Literal
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -304,7 +304,12 @@ class Pane(LinesWidget):
     more or fewer lines."""
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
-        self.refresh(layout=len(old.lines) != len(view.lines))
+        if len(old.lines) != len(view.lines):
+            self.refresh(layout=True)
+        else:  # each line is drawn from itself and the width: the changed ones alone
+            pairs = enumerate(zip(old.lines, view.lines, strict=True))
+            width = self.content_size.width
+            self.refresh(*(Region(0, y, width, 1) for y, (was, is_) in pairs if was != is_))
         # In the cockpit's grid of one-cell rows a pane spans as many rows as it is tall.
         self.styles.row_span = len(view.lines) + BORDER_ROWS
         states = {fresh.state for _, fresh in view.sources}

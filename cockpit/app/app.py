@@ -1,37 +1,66 @@
-"""The Textual app: lane and window state, the keys, the layout, the command palette.
+"""The Textual app: which lane, window and screen are shown, the keys, the sources' polling.
 
-Its parts live beside it, each a base of the app: the panes drawn from the snapshots and the
-keys among them (`app_panes`), the sources' polling (`app_polling`), the fleet's overview
-(`app_fleet`).
+The app owns that state and the three refresh loops (`refresh.RefreshLoop`: the lane, the
+ledger, the fleet) and hands each snapshot to the screen that shows it: the lane's panes
+(`lane.LaneScreen`, its default screen) or the fleet's overview (`overview.FleetScreen`, which
+the cockpit opens on when it has a fleet; `enter` opens a lane's panes, that lane alone polled
+until `escape`). While the overview is open the fleet is read instead of the lane.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar
 
-from textual.app import ComposeResult, SystemCommand
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
+from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widget import Widget
+from textual.worker import Worker, WorkerState
 
-from cockpit.app.benchprobe import Probe
-from cockpit.app.fleet import FleetOverview
-from cockpit.app.panes import PANE_FOCUS
-from cockpit.app.polling import LaneRead, LedgerRead, Polling
-from cockpit.app.screens import HelpScreen, ModelFilterScreen
+from cockpit.app.lane import MIN_HEIGHT, MIN_WIDTH, LaneScreen, LaneView, lane_widgets
+from cockpit.app.overview import FleetScreen
+from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop
+from cockpit.app.screens import (
+    DetailsScreen,
+    HelpScreen,
+    LedgerTablesScreen,
+    ModelFilterScreen,
+    details_blocks,
+)
 from cockpit.app.suspend import resume_only_after_suspend
 from cockpit.config.schema import Config
+from cockpit.core.fleet import lane_config
 from cockpit.core.health import rule_lines
-from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.runtime.fleet_poller import FleetFeed, FleetPoller
-from cockpit.runtime.poller import Clocks, LaneFeed, LanePoller, LedgerFeed, LedgerPoller, close_all
-from cockpit.runtime.receipts import receipt_name, receipts_folder, write_receipt
+from cockpit.core.ledger_figures import lane_models
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.runtime.feeds import build_lane_feeds
+from cockpit.runtime.poller import (
+    Clocks,
+    FleetFeed,
+    FleetPoller,
+    FleetSnapshot,
+    LaneFeed,
+    LanePoller,
+    LedgerFeed,
+    LedgerPoller,
+    ListsModels,
+    close_all,
+)
+from cockpit.runtime.receipts import (
+    receipt_name,
+    receipts_folder,
+    write_fleet_receipt,
+    write_receipt,
+)
 from cockpit.themes import (
     DEFAULT_THEME,
     STYLESHEET,
@@ -40,28 +69,19 @@ from cockpit.themes import (
     ansi_color_setting,
     next_theme,
 )
-from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
-from cockpit.widgets.folds import FoldNotes
-from cockpit.widgets.grid import PaneGrid
-from cockpit.widgets.roofline import RooflinePane
-from cockpit.widgets.tables import LedgerTables
-from cockpit.widgets.tails import TailsPane
-from cockpit.widgets.trends import TrendsPane
-from cockpit.widgets.vitals import HealthLine, VitalStrip
+from cockpit.widgets import StatusView
+from cockpit.widgets.fleet_table import RowTable
+from cockpit.widgets.pane import Pane
+from cockpit.widgets.status import source_status
+from cockpit.widgets.vitals import VitalStrip
 
-MIN_WIDTH = 40
-MIN_HEIGHT = 12
-TOO_SMALL = f"terminal too small: needs {MIN_WIDTH}×{MIN_HEIGHT}"
+DETAILED = (VitalStrip, Pane)
+"""What the arrows focus, in turn, and enter or i opens the figures of."""
+PANE_FOCUS = (*DETAILED, ScrollableContainer)
+"""Where the arrows move between panes: a pane, or the scrolling body around them."""
 
 
-@runtime_checkable
-class ListsModels(Protocol):
-    """A lane feed that can say which `model_name` values the lane has (for the `m` filter)."""
-
-    async def model_names(self) -> Sequence[str]: ...
-
-
-class CockpitApp(FleetOverview):
+class CockpitApp(App[None]):
     """The cockpit: status line, six panes (prefill first), the keys."""
 
     CSS_PATH = str(STYLESHEET)
@@ -130,35 +150,53 @@ class CockpitApp(FleetOverview):
         self.replay_at = replay_at
         self.export_dir = export_dir
         self.clocks = clocks or Clocks()
-        self.lane_feeds = tuple(lanes)
         self._notice = notice
         """Shown once, as a notification, when the cockpit starts."""
-        self.lane_pollers = [
-            LanePoller(feed, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
-            for feed in lanes
-        ]
+        self.lane_feeds: tuple[LaneFeed, ...] = ()
+        self.lane_pollers: list[LanePoller] = []
+        self._add_feeds(lanes)
         self.ledger_poller = None
         if ledger is not None:
-            prices = config.prices
             self.ledger_poller = LedgerPoller(
-                ledger, self.refresh_s, prices=prices, replay_at=replay_at, clocks=self.clocks
+                ledger,
+                self.refresh_s,
+                prices=config.prices,
+                replay_at=replay_at,
+                clocks=self.clocks,
             )
-        self.window = config.window
-        self._lane_seen = {}
-        self._ledger_seen = {}
-        self._lane = Polling()
-        self._ledger = Polling()
-        self._probe = Probe.from_env()
         self.fleet_poller = (
             FleetPoller(fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
             if fleet is not None
             else None
         )
-        self.first_lane = lane
+        self.window = config.window
+        self.paused = False
+        names: list[str | None] = [feed.name for feed in lanes]
+        self.lane_index = names.index(lane) if lane in names else 0
+        self.on_overview = fleet is not None and lane not in names
+        """The overview is shown (under the help, say): the fleet is polled, not the lane."""
+        self.lane_snapshot: LaneSnapshot | None = None
+        self.ledger_snapshot: LedgerSnapshot | None = None
+        self._lane_seen: dict[tuple[int, str], LaneSnapshot] = {}
+        self._ledger_seen: dict[str, LedgerSnapshot] = {}
+        self.overview: FleetScreen | None = None
+        self.lanes_screen: LaneScreen | None = None
+        paused = lambda: self.paused  # noqa: E731
+        self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
+        self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
+        self.fleet_loop = RefreshLoop(self, "fleet", FleetRead, self._fleet_cycle, paused)
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = config.theme if config.theme in THEME_NAMES else DEFAULT_THEME
+
+    @property
+    def ledger_window(self) -> str:
+        return self.config.ledger_window or self.window
+
+    @property
+    def lane_name(self) -> str:
+        return self.lane_feeds[self.lane_index].name if self.lane_feeds else "no lane"
 
     # --- layout -------------------------------------------------------------------------------
 
@@ -168,41 +206,30 @@ class CockpitApp(FleetOverview):
         width, height = self.size
         points = ((width, self.HORIZONTAL_BREAKPOINTS), (height, self.VERTICAL_BREAKPOINTS))
         classes = (max(p for p in breakpoints if size >= p[0])[1] for size, breakpoints in points)
-        return Screen(classes=" ".join(classes))
+        self.lanes_screen = LaneScreen(classes=" ".join(classes))
+        return self.lanes_screen
 
     def compose(self) -> ComposeResult:
-        yield StatusLine(id="status")
-        yield VitalStrip(id="vitals")
-        yield HealthLine(id="health")
-        yield Static(TOO_SMALL, id="too-small")
-        with VerticalScroll(id="body"):
-            with PaneGrid(id="panes"):
-                yield CacheGauge(id="cache")
-                yield PrefillPane(id="prefill")
-                yield PhaseBar(id="phases")
-                yield TailsPane(id="tails")
-                yield TrendsPane(id="trends")
-                yield RooflinePane(id="roofline", own_height=True)
-                yield RatiosPane(id="ratios")
-                yield SpendPane(id="spend")
-                yield LedgerTables(id="tables")
-            yield FoldNotes(id="folds")
-        yield Footer(id="keys", compact=True)
+        yield from lane_widgets()
 
     def on_load(self) -> None:
         # Before the screen is composed: the first reads wait on their sources while the UI
         # is built. Their answers are handled once it is mounted.
-        self._read_lane()
-        self._read_ledger()
+        if self.fleet_poller is not None:
+            self.overview = FleetScreen(self.config.health)
+        self._read_view()
+        self.ledger_loop.read_now()
 
     def on_mount(self) -> None:
-        self._home = self.screen
         resume_only_after_suspend()
         # Back from ctrl+z the terminal's screen is blank, and Textual repaints only what
         # changes: all of it, at once.
         self.app_resume_signal.subscribe(self, lambda _: self.refresh(layout=True))
+        if self.overview is not None:
+            self.install_screen(self.overview, "fleet")
+            if self.on_overview:
+                self.push_screen(self.overview)
         self._show()
-        self.open_on_overview()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -212,6 +239,170 @@ class CockpitApp(FleetOverview):
         await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
         if self.fleet_poller is not None:
             await self.fleet_poller.feed.aclose()
+
+    # --- what is shown --------------------------------------------------------------------------
+
+    def lane_ledger(self) -> LedgerSnapshot | None:
+        """The ledger as the lane's panes show it: the lane's own models only (its config's
+        `ledger_models`, else the `m` filter's model), or the whole ledger."""
+        if not self.lane_feeds:
+            return self.ledger_snapshot
+        feed = self.lane_feeds[self.lane_index]
+        named = {lane.name: lane.ledger_models for lane in self.config.lanes}
+        models = lane_models(named.get(feed.name, ()), feed.model_filter)
+        return for_lane(self.ledger_snapshot, models, self.config.prices)
+
+    def status_view(self) -> StatusView:
+        lane, ledger = self.lane_snapshot, self.ledger_snapshot
+        sources = [source_status("lane", lane)] if self.lane_feeds else []
+        sources += [source_status("ledger", ledger)] if self.ledger_poller else []
+        read = [snapshot.totals for snapshot in (lane, ledger) if snapshot and snapshot.totals]
+        return StatusView(
+            lane=self.lane_name,
+            index=self.lane_index + 1 if self.lane_feeds else 0,
+            count=len(self.lane_feeds),
+            window=self.window,
+            ledger_window=self.ledger_window if self.ledger_poller else None,
+            evaluated_at=read[0].end if read else None,
+            replay_at=self.replay_at,
+            sources=tuple(sources),
+            paused=self.paused,
+            model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
+            coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
+        )
+
+    def _show(self) -> None:
+        """The screen the cockpit shows (the overview or the lane's panes), from the current
+        snapshots; the other one is drawn when it is shown again."""
+        if self.on_overview and self.overview is not None:
+            self.overview.show(self.window, self.paused)
+        if self.on_overview or self.lanes_screen is None:
+            return
+        feed = self.lane_feeds[self.lane_index] if self.lane_feeds else None
+        view = LaneView(
+            lane=self.lane_snapshot,
+            ledger=self.lane_ledger(),
+            status=self.status_view(),
+            thresholds=self.config.health,
+            has_lane=feed is not None,
+            has_ledger=self.ledger_poller is not None,
+            has_profile=feed is not None and feed.hardware is not None and feed.model is not None,
+        )
+        self.lanes_screen.show(view)
+
+    # --- polling --------------------------------------------------------------------------------
+
+    def _lane_cycle(self) -> Cycle[LaneSnapshot] | None:
+        if not self.lane_pollers:
+            return None
+        poller, window = self.lane_pollers[self.lane_index], self.window
+        return Cycle(poller, window, f"read lane {poller.feed.name} over {window}")
+
+    def _ledger_cycle(self) -> Cycle[LedgerSnapshot] | None:
+        poller, window = self.ledger_poller, self.ledger_window
+        return Cycle(poller, window, f"read the agent ledger over {window}") if poller else None
+
+    def _fleet_cycle(self) -> Cycle[FleetSnapshot] | None:
+        poller, window = self.fleet_poller, self.window
+        return Cycle(poller, window, f"read the fleet over {window}") if poller else None
+
+    def _read_view(self) -> None:
+        """Read what is shown now: the fleet on the overview, else the lane."""
+        (self.fleet_loop if self.on_overview else self.lane_loop).read_now()
+
+    def _lane_changed(self) -> None:
+        """The lane, window or model filter changed: their last figures at once, then a read."""
+        self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
+        self._show()
+        self._read_view()
+
+    def on_lane_read(self, message: LaneRead) -> None:
+        snapshot = self.lane_loop.receive(message)
+        if snapshot is None:
+            return
+        self.lane_snapshot = snapshot
+        self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
+        self._show()
+        self.ledger_loop.align(self.lane_loop)
+
+    def on_ledger_read(self, message: LedgerRead) -> None:
+        snapshot = self.ledger_loop.receive(message)
+        if snapshot is None:
+            return
+        self.ledger_snapshot = snapshot
+        self._ledger_seen[snapshot.window] = snapshot
+        if not self.lane_loop.reading:  # else shown with the lane's answer, in one repaint
+            self._show()
+
+    def on_fleet_read(self, message: FleetRead) -> None:
+        snapshot = self.fleet_loop.receive(message)
+        if snapshot is None or self.overview is None:
+            return
+        if snapshot.view is not None:
+            self.add_lanes([row.lane for row in snapshot.view.rows])
+        self.overview.snapshot = snapshot
+        self._show()
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """A cycle that raised (a bug, not a source failure): say so and keep polling."""
+        if event.state != WorkerState.ERROR:
+            return
+        worker = event.worker
+        self.notify(
+            f"{worker.description}: {worker.error}",
+            title="refresh failed",
+            severity="error",
+            markup=False,
+        )
+        self._show()  # a ledger answer held for this lane cycle's
+        for loop in (self.lane_loop, self.ledger_loop, self.fleet_loop):
+            loop.failed(worker)
+
+    # --- the overview -------------------------------------------------------------------------
+
+    def action_overview(self) -> None:
+        """Back to the overview from the lane's panes; the fleet is read at once."""
+        if self.overview is None or self.on_overview:
+            return
+        self.on_overview = True
+        self.lane_loop.stop()
+        self.push_screen(self.overview)
+        self._show()
+        self.fleet_loop.read_now()
+
+    @on(RowTable.Selected)
+    def _lane_chosen(self, event: RowTable.Selected) -> None:
+        self.open_lane(event.key)
+
+    def open_lane(self, name: str) -> None:
+        """Lane `name`'s panes, from the overview: it alone is polled until escape."""
+        names = [feed.name for feed in self.lane_feeds]
+        if name not in names:
+            return
+        if self.on_overview:
+            self.on_overview = False
+            self.fleet_loop.stop()
+            if self.screen is self.overview:
+                self.pop_screen()
+        self.lane_index = names.index(name)
+        self._lane_changed()
+
+    def add_lanes(self, names: Sequence[str]) -> None:
+        """A feed, on the discovery's server, for each lane found that has none yet."""
+        discover, known = self.config.discover, {feed.name for feed in self.lane_feeds}
+        found = [name for name in names if name not in known]
+        if discover is None or not found:
+            return
+        lanes = tuple(lane_config(discover, name) for name in found)
+        self._add_feeds(build_lane_feeds(replace(self.config, lanes=lanes)))
+
+    def _add_feeds(self, feeds: Sequence[LaneFeed]) -> None:
+        self.lane_feeds += tuple(feeds)
+        self.lane_pollers += [
+            LanePoller(feed, self.refresh_s, replay_at=self.replay_at, clocks=self.clocks)
+            for feed in feeds
+        ]
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -228,7 +419,7 @@ class CockpitApp(FleetOverview):
         self.window = window
         if self.config.ledger_window is None:
             self.ledger_snapshot = self._ledger_seen.get(window)
-            self._read_ledger()
+            self.ledger_loop.read_now()
         self._lane_changed()
 
     def action_lane(self, number: int) -> None:
@@ -250,15 +441,15 @@ class CockpitApp(FleetOverview):
     def action_refresh(self) -> None:
         if self.lane_pollers:  # a long window's reused totals are evaluated anew
             self.lane_pollers[self.lane_index].forget()
-        self._read_lane()
-        self._read_ledger()
+        self._read_view()
+        self.ledger_loop.read_now()
 
     def action_pause(self) -> None:
         self.paused = not self.paused
         self._show()
-        if self.paused:
-            self._lane.disarm()  # a cycle out still shows its answer, and arms no next one
-            self._ledger.disarm()
+        if self.paused:  # a cycle out still shows its answer, and arms no next one
+            for loop in (self.lane_loop, self.ledger_loop, self.fleet_loop):
+                loop.disarm()
         else:
             self.action_refresh()
 
@@ -291,31 +482,68 @@ class CockpitApp(FleetOverview):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The pane keys act on the panes' screen only, and the arrows move between panes
         only when no other widget (a list, a field) takes them."""
-        if action in ("lane", "step_lane", "filter_model") and self.overview_open:
+        if action in ("lane", "step_lane", "filter_model") and self.on_overview:
             return False  # the overview opens a lane itself (enter)
         if action not in ("focus_pane", "details", "ledger_tables"):
             return True
-        if self.screen is not self._home:
+        if self.screen is not self.lanes_screen:
             return False
         focused = self.focused
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
+    # --- moving between panes ----------------------------------------------------------------
+
+    def _detailed(self) -> list[Widget]:
+        return [widget for widget in self.screen.focus_chain if isinstance(widget, DETAILED)]
+
+    def action_focus_pane(self, step: int) -> None:
+        panes, focused = self._detailed(), self.focused
+        if panes:
+            start = panes.index(focused) if focused in panes else (-1 if step > 0 else 0)
+            panes[(start + step) % len(panes)].focus()
+
+    def action_details(self) -> None:
+        """The focused pane's figures (the vital strip's when no pane is focused)."""
+        panes, focused = self._detailed(), self.focused
+        pane = focused if focused in panes else panes[0] if panes else None
+        if pane is None:
+            return
+        name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
+        body = details_blocks(pane, self.lane_snapshot, self.lane_ledger())
+        # border_title reads back as markup: a `[` in a model's name comes back escaped.
+        self.push_screen(DetailsScreen(f"{Content.from_markup(name).plain}: details", body))
+
+    def action_ledger_tables(self) -> None:
+        self.push_screen(LedgerTablesScreen(self.lane_ledger(), self.ledger_poller is not None))
+
+    # --- the receipt ----------------------------------------------------------------------------
+
     def action_export(self) -> None:
-        lane, ledger = self.lane_snapshot, self.lane_ledger()
+        """The receipt of what is shown (the overview's or the lane's), written to a new file."""
+        folder = self.export_dir or receipts_folder(self.config.export_dir)
         # A replay's receipt is named for the moment it shows, not the moment it was written.
         moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
-        folder = self.export_dir or receipts_folder(self.config.export_dir)
-        target = folder / receipt_name(self.lane_name, self.window, moment)
-        description = f"export the receipt to {target}"
-        export = self._export(lane, ledger, target)
+        write: Callable[[Path], Path]
+        if self.on_overview and self.overview is not None:
+            snapshot = self.overview.snapshot
+            if snapshot is None or snapshot.view is None:
+                self.notify("the fleet has not been read yet", title="export", severity="warning")
+                return
+            target = folder / receipt_name("fleet", snapshot.window, moment)
+            write = partial(write_fleet_receipt, snapshot, self.overview.rows())
+            what = "the fleet receipt"
+        else:
+            target = folder / receipt_name(self.lane_name, self.window, moment)
+            prices = self.config.prices
+            write = partial(write_receipt, self.lane_snapshot, self.lane_ledger(), prices)
+            what = "the receipt"
+        description = f"export {what} to {target}"
+        export = self._export(write, target)
         self.run_worker(export, group="export", description=description, exit_on_error=False)
 
-    async def _export(
-        self, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None, target: Path
-    ) -> None:
-        prices = self.config.prices
+    async def _export(self, write: Callable[[Path], Path], target: Path) -> None:
         try:  # a slow disk must not hold the keys
-            written = await asyncio.to_thread(write_receipt, lane, ledger, prices, target)
+            written = await asyncio.to_thread(write, target)
         except OSError as error:
             reason = f"{target}: {error.strerror or error}"
             self.notify(reason, title="export failed", severity="error", markup=False)

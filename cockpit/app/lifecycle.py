@@ -20,8 +20,7 @@ from cockpit.config.schema import Config
 
 if TYPE_CHECKING:
     from cockpit.app.app import CockpitApp
-    from cockpit.runtime.fleet_poller import FleetFeed
-    from cockpit.runtime.poller import LaneFeed, LedgerFeed
+    from cockpit.runtime.poller import FleetFeed, LaneFeed, LedgerFeed
 
 STALL_S = 10.0
 """After SIGTERM or a hang-up, how long the clean exit may take before the process ends itself."""

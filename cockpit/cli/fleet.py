@@ -16,8 +16,7 @@ from cockpit.core.timeutil import parse_duration
 
 if TYPE_CHECKING:
     from cockpit.core.fleet import FleetView
-    from cockpit.runtime.fleet_poller import FleetFeed
-    from cockpit.runtime.poller import LaneFeed
+    from cockpit.runtime.poller import FleetFeed, LaneFeed
 
 
 def discover_of(

@@ -12,15 +12,11 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from cockpit.core.figures import lane_figures
 from cockpit.core.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView, remember
 from cockpit.core.model import LaneTotals, frozen_map
-from cockpit.runtime.poller import LaneFeed, failure_reason
-
-if TYPE_CHECKING:
-    from cockpit.runtime.fleet_poller import FleetFeed
+from cockpit.runtime.poller import FleetFeed, LaneFeed, failure_reason
 
 
 class ListedFleet:

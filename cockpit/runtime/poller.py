@@ -1,4 +1,5 @@
-"""One feed's refresh cycle: read, compute figures, track freshness and back-off. No Textual.
+"""A feed's refresh cycle (a lane's, the ledger's, the fleet's): read, compute figures, track
+freshness and back-off. No Textual.
 
 The app runs one `cycle()` at a time per feed and arms the next one `delay` seconds after the
 last ended, so reads never overlap and a failing source is asked less often. A source that could
@@ -13,9 +14,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from cockpit.core.figures import LaneFigures, lane_figures
+from cockpit.core.fleet import FleetView
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures
 from cockpit.core.model import (
     FRESH,
@@ -77,10 +79,40 @@ class LaneFeed(Feed[LaneTotals], Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
+class Probes(Protocol):
+    """A feed with a cheap check that its source answers again (asked while unreachable)."""
+
+    async def probe(self) -> bool: ...
+
+
+@runtime_checkable
+class Forgets(Protocol):
+    """A feed that reuses what it read (a long window's totals) until told to forget it."""
+
+    def forget(self) -> None: ...
+
+
+@runtime_checkable
+class ListsModels(Protocol):
+    """A lane feed that can say which `model_name` values the lane has (for the `m` filter)."""
+
+    async def model_names(self) -> Sequence[str]: ...
+
+
 class LedgerFeed(Feed[LedgerTotals], Protocol):
     """The agent ledger(s), as the app sees them: totals of the sessions started in the window."""
 
     async def close(self) -> None: ...
+
+
+class FleetFeed(Protocol):
+    """Every lane at once over the window ending at `end` (None: now), or SourceFailure:
+    found on one server (`sources.fleet`), listed (`listed_fleet`), or both."""
+
+    async def read(self, window_s: float, end: float | None) -> FleetView: ...
+
+    async def aclose(self) -> None: ...
 
 
 async def close_all(lanes: Sequence[LaneFeed], ledger: LedgerFeed | None) -> None:
@@ -141,7 +173,9 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         self._retry_after: float | None = None
         """The source's own word on when to ask again (429 or 503 with Retry-After)."""
         self._clocks = clocks or Clocks()
-        self._probe: Callable[[], Awaitable[bool]] | None = getattr(feed, "probe", None)
+        self._probe: Callable[[], Awaitable[bool]] | None = (
+            feed.probe if isinstance(feed, Probes) else None
+        )
         """The feed's cheap check that its source answers again, when it has one."""
         self.feed = feed
         self._good: dict[tuple[str, str | None], Good[TotalsT, FiguresT]] = {}
@@ -262,7 +296,8 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
 
     def forget(self) -> None:
         """The next read evaluates anew what the feed may reuse (a long Prometheus window)."""
-        getattr(self.feed, "forget", lambda: None)()
+        if isinstance(self.feed, Forgets):
+            self.feed.forget()
 
     def scope(self) -> str | None:
         return self.feed.model_filter
@@ -332,4 +367,39 @@ class LedgerPoller(Poller[LedgerTotals, LedgerFigures, LedgerSnapshot]):
             figures=good.figures if good else None,
             freshness=freshness,
             latency_s=latency_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSnapshot:
+    """The overview after a refresh. On failure the last good view stays, marked stale."""
+
+    window: str
+    view: FleetView | None
+    freshness: Freshness = FRESH
+    replay_at: float | None = None
+
+
+class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
+    """Refresh cycles of the fleet: the view is its own figures."""
+
+    feed: FleetFeed
+
+    def figures(self, totals: FleetView) -> FleetView:
+        return totals
+
+    def snapshot(
+        self,
+        window: str,
+        good: Good[FleetView, FleetView] | None,
+        freshness: Freshness,
+        latency_s: float | None,
+    ) -> FleetSnapshot:
+        if freshness.state == "ok" and good is not None and good.totals.warnings:
+            freshness = Freshness("ok", reason=warning_note(good.totals.warnings))
+        return FleetSnapshot(
+            window=window,
+            view=good.totals if good else None,
+            freshness=freshness,
+            replay_at=self.replay_at,
         )

@@ -1,5 +1,5 @@
-"""The receipt the cockpit exports (`e`): its folder, its file name, and a write that never
-replaces one."""
+"""The receipts the cockpit exports (`e`, the lane's or the overview's): their folder, their
+file name, and a write that never replaces one."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import errno
 import os
 import re
 import secrets
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from platformdirs import user_data_dir
 
+from cockpit.core.fleet import FleetRow
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
+from cockpit.core.text import visible
+from cockpit.runtime.poller import FleetSnapshot
 
 
 def receipts_folder(configured: str | None) -> Path:
@@ -89,3 +94,16 @@ def write_receipt(
     from cockpit.runtime.report import markdown_receipt
 
     return write_new_file(target, markdown_receipt(lane, ledger, prices))
+
+
+def write_fleet_receipt(snapshot: FleetSnapshot, rows: Sequence[FleetRow], target: Path) -> Path:
+    """The overview's markdown receipt (`fleet_report`, its rows in the screen's order, a
+    stale view said so), written to `target` (or beside it); OSError."""
+    from cockpit.runtime.fleet_report import fleet_markdown
+
+    assert snapshot.view is not None
+    heading, _, rest = fleet_markdown(replace(snapshot.view, rows=tuple(rows))).partition("\n")
+    if snapshot.freshness.state != "ok":
+        said = visible(snapshot.freshness.describe())
+        rest = f"\n> **Fleet {said}**: the rows are its last good read.\n{rest}"
+    return write_new_file(target, f"{heading}\n{rest}")

@@ -12,11 +12,11 @@ from textual.pilot import Pilot
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.lifecycle import Setup, build_app
+from cockpit.app.overview import FleetScreen
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.cli.fleet import fleet_feed
 from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.health import Thresholds
-from cockpit.widgets.fleet import FleetScreen
 from cockpit.widgets.trends import TrendsPane
 from tests.support.feeds import (
     EVAL_AT,

@@ -13,6 +13,7 @@ import pytest
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.lifecycle import Setup, build_app
+from cockpit.app.overview import FleetScreen
 from cockpit.cli.fleet import fleet_feed
 from cockpit.cli.main import effective_config, main, parse_args
 from cockpit.config.schema import Discover, LaneConfig
@@ -23,7 +24,6 @@ from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
-from cockpit.widgets.fleet import FleetScreen
 from tests.integration import test_fleet_live as live
 from tests.integration.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
 from tests.support.feeds import EVAL_AT, ScriptedLaneFeed, SourceDown, config, fixed_clocks
