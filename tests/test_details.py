@@ -10,10 +10,11 @@ from textual.pilot import Pilot
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.core.catalogue import TREND_KEYS, trend_definition
+from cockpit.core.catalogue import definition as lane_definition
 from cockpit.core.figures import lane_figures
-from cockpit.core.glossary import lane_definition, ledger_definition, trend_definition
-from cockpit.core.ledger_figures import ledger_figures
-from cockpit.core.model import TREND_KEYS, LaneTotals, frozen_map
+from cockpit.core.ledger_figures import ledger_definition, ledger_figures
+from cockpit.core.model import LaneTotals, frozen_map
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
 from tests.test_app import on_screen, settle
@@ -159,7 +160,7 @@ async def test_without_a_ledger_the_tables_say_how_to_add_one() -> None:
 
 
 def test_every_figure_has_a_plain_language_definition() -> None:
-    """A figure added without a line in the glossary would open details that say nothing."""
+    """A figure added without a line in the catalogue would open details that say nothing."""
     lane = lane_figures(lane_totals()).figures
     ledger = ledger_figures(ledger_totals()).figures
     assert [key for key in lane if not lane_definition(key)] == []

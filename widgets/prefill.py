@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.core.figures import LENGTH_THRESHOLDS, format_value
+from cockpit.core.catalogue import LENGTH_THRESHOLDS
+from cockpit.core.figures import format_value
 from cockpit.core.model import divide
 from cockpit.core.snapshot import LaneSnapshot
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from textual.content import Content
 
-from cockpit.core.figures import format_figure, merge_reasons
+from cockpit.core.catalogue import LATENCIES, merge_reasons
+from cockpit.core.figures import format_figure
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
-from cockpit.core.tail_figures import LATENCIES
 
 from .pane import MISSING, Cells, Line, Note, Pane, PaneView, lane_source
 

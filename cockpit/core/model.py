@@ -1,5 +1,5 @@
-"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through
-`figures.py` (`Figure`s) to the panes. No I/O, no Textual."""
+"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through the
+figure catalogue (`Figure`s) to the panes. No I/O, no Textual."""
 
 from __future__ import annotations
 
@@ -250,11 +250,6 @@ LANE_GROUPED: tuple[str, ...] = (
 LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
 
-TREND_KEYS: tuple[str, ...] = (
-    "hit_rate", "ttft_p95", "itl_step", "generation_tok_s", "running", "waiting", "kv_usage",
-)  # fmt: skip
-"""What a lane's trend follows across the window."""
-
 
 @dataclass(frozen=True, slots=True)
 class Trend:
@@ -266,7 +261,7 @@ class Trend:
     end: float
     """The time of the last point (a multiple of `step_s`)."""
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
-    """TREND_KEYS -> points, all of one length."""
+    """Trend key (`catalogue.TREND_KEYS`) -> points, all of one length."""
     rates_over_s: float | None = None
     """The longer range counters are read over when a step holds too few scrapes (each point
     their rate times the step); None: over the step itself."""
@@ -305,6 +300,9 @@ class LaneTotals:
     trend: Trend | None = None
     scrape_interval_s: float | None = None
     """How often the lane's series are sampled, when known."""
+    quantiles: Mapping[str, tuple[float, bool]] = field(default_factory=frozen_map)
+    """Tail figures the server worked out (a fleet row's or a trend step's `ttft_p95`): key ->
+    (value, past the largest finite bucket); read before `histograms`."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

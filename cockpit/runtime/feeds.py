@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.config.schema import Auth, Config, LaneConfig
-from cockpit.core.figures import split_reason
+from cockpit.core.catalogue import split_reason
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
