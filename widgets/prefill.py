@@ -53,6 +53,7 @@ def prefill_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pan
         engine.row("effective_prefill_rate", "Effective prefill rate", tone="primary"),
         engine.row("mean_prompt", "Mean prompt / request"),
         engine.row("mean_fresh_prefill", "Fresh prefill / request"),
+        engine.row("prompt_generated", "Prompt : generated"),
         engine.row("computed_generated", "Computed : generated"),
         engine.row("cache_off_prefill", "Prefill with cache off"),
         engine.row("ttft_mean", "TTFT (mean)"),

@@ -457,7 +457,7 @@ CATALOGUE: tuple[Spec | Family, ...] = (
     _raw("generation_tokens", "Generated tokens", "tokens",
          "Tokens the engine generated in the window.", section="volume"),
     _ratio("prompt_generated", "Prompt : generated", "ratio", "prompt_tokens", "generation_tokens",
-           "Prompt tokens per generated token.", "ratios", "volume"),
+           "Prompt tokens per generated token.", "prefill", "volume"),
     _raw("prefix_cache_hits", "Prefix-cache hits (tokens)", "tokens",
          "Prompt tokens found in the prefix cache.", "cache", "volume"),
     _raw("prefix_cache_queries", "Prefix-cache queries (tokens)", "tokens",
