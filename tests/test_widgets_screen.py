@@ -116,22 +116,30 @@ def test_a_figure_a_health_rule_flags_takes_the_rule_colour_in_the_strip() -> No
 
 
 async def test_the_tails_sit_beside_the_mean_and_a_quantile_past_the_buckets_is_a_bound() -> None:
-    rows = list(rows_of(await shown(cockpit()), "Latency tails"))
-    assert rows[0].split() == ["mean", "p50", "p90", "p99"]
+    rows = list(rows_of(await shown(cockpit(), (250, 70)), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p90", "p95", "p99"]
     table = {row.split()[0]: row for row in rows[1:]}
     # TTFT: the 500th of 1,000 requests lies 200/250 into the (0.1 s, 0.25 s] bucket.
-    assert table["TTFT"].split() == ["TTFT", "0.90", "s", "0.22", "s", "1.00", "s", "5.00", "s"]
-    assert table["E2E"].endswith("> 60.00 s")  # 1.5 % of requests took longer than 60 s
-    assert set(table) == {"TTFT", "ITL", "E2E", "Queue"}
+    assert table["TTFT"].split() == ["TTFT", "0.90", "s", "0.22", "s", "1.00", "s", "2.07", "s",
+                                     "5.00", "s"]  # fmt: skip
+    assert table["End-to-end"].endswith("> 60.00 s")  # 1.5 % of requests took longer than 60 s
+    assert set(table) == {"TTFT", "Inter-token", "End-to-end", "Queue"}
 
 
-async def test_at_80_columns_the_tails_keep_the_mean_in_compact_cells() -> None:
-    rows = list(rows_of(await shown(cockpit(), (80, 60)), "Latency tails"))
-    assert rows[0].split() == ["mean", "p50", "p90", "p99"]
+async def test_the_tails_have_the_overviews_p95_in_compact_cells() -> None:
+    rows = list(rows_of(await shown(cockpit()), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p90", "p95", "p99"]
     table = {row.split()[0]: row.split() for row in rows[1:]}
-    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "1.00s", "5.00s"]
-    assert table["ITL"] == ["ITL", "20.0ms", "19.2ms", "46.4ms", "0.19s"]
-    assert table["E2E"][-2:] == ["20.00s", ">60s"]  # a lower bound, apart from its neighbour
+    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "1.00s", "2.07s", "5.00s"]
+
+
+async def test_at_80_columns_the_tails_keep_the_mean_and_p95_in_compact_cells() -> None:
+    rows = list(rows_of(await shown(cockpit(), (80, 60)), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p95", "p99"]
+    table = {row.split()[0]: row.split() for row in rows[1:]}
+    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "2.07s", "5.00s"]
+    assert table["ITL"] == ["ITL", "20.0ms", "19.2ms", "72.7ms", "0.19s"]
+    assert table["E2E"][-2:] == ["36.67s", ">60s"]  # a lower bound, apart from its neighbour
 
 
 async def test_trends_state_their_step_and_leave_a_gap_blank() -> None:
