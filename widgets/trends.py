@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from cockpit.core.catalogue import FIGURES, TRENDS, TrendSeries
+from cockpit.core.catalogue import FIGURES, MEAN_PER_STEP, TRENDS, TrendSeries
 from cockpit.core.figures import format_value
 from cockpit.core.model import Trend
 from cockpit.core.snapshot import LaneSnapshot
@@ -46,6 +46,7 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
         lines = (Note("no points in the window yet"),)
     else:
         lines = tuple(_spark(trend, series, engine.stale) for series in TRENDS)
+        lines += (Note(MEAN_PER_STEP),) if any(series.mean for series in TRENDS) else ()
     return PaneView(lines, (("lane", engine.freshness),))
 
 

@@ -707,13 +707,19 @@ def _noted(figure: Figure, note: str) -> Figure:
 
 class TrendSeries(NamedTuple):
     """A trend series: its key in `Trend.series`, the figure it follows step by step, its
-    label, its full scale (None: its largest point) and what it follows."""
+    label, its full scale (None: its largest point), what it follows, and whether it is a
+    gauge's mean per step (the vital strip shows the gauge now)."""
 
     key: str
     figure: str
     label: str
     top: float | None
     definition: str
+    mean: bool = False
+
+
+MEAN_PER_STEP = "avg: the mean per step, not now"
+"""What the trends say of their gauges' points."""
 
 
 TRENDS: tuple[TrendSeries, ...] = (
@@ -725,12 +731,12 @@ TRENDS: tuple[TrendSeries, ...] = (
                 "The inter-token step within each step, worked out as the window's."),
     TrendSeries("generation_tok_s", "generation_tok_s", "Gen tok/s", None,
                 "Generated tokens per second within each step."),
-    TrendSeries("running", "running", "Running", None,
-                "Requests being served, averaged within each step."),
-    TrendSeries("waiting", "waiting", "Waiting", None,
-                "Requests waiting to be scheduled, averaged within each step."),
-    TrendSeries("kv_usage", "kv_usage", "KV use", 1.0,
-                "Share of the GPU's KV cache in use, averaged within each step."),
+    TrendSeries("running", "running", "Running avg", None,
+                "Requests being served, averaged within each step.", mean=True),
+    TrendSeries("waiting", "waiting", "Waiting avg", None,
+                "Requests waiting to be scheduled, averaged within each step.", mean=True),
+    TrendSeries("kv_usage", "kv_usage", "KV use avg", 1.0,
+                "Share of the GPU's KV cache in use, averaged within each step.", mean=True),
 )  # fmt: skip
 """What a lane's trend follows across the window, in the trends pane's order (counters as
 increases within each step, so a counter reset does not spike)."""
