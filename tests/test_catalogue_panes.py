@@ -3,9 +3,13 @@ said as what it is."""
 
 from __future__ import annotations
 
-from cockpit.core.catalogue import FIGURES
-from cockpit.widgets.pane import Note, Row, Spark
+import pytest
+
+from cockpit.core.catalogue import FIGURES, definition, tail_keys
+from cockpit.core.figures import format_figure
+from cockpit.widgets.pane import Cells, Note, Row, Spark
 from cockpit.widgets.prefill import prefill_view
+from cockpit.widgets.tails import tails_view
 from cockpit.widgets.trends import trends_view
 from tests.test_widgets import lane_snapshot, rows
 
@@ -23,3 +27,18 @@ def test_a_gauge_trend_says_it_is_the_mean_per_step_not_the_value_now() -> None:
     assert {"Running avg", "Waiting avg", "KV use avg"} <= set(sparks)
     notes = [line.text for line in lines if isinstance(line, Note)]
     assert notes == ["avg: the mean per step, not now"]
+
+
+def test_the_tails_have_a_tpot_row_from_the_engines_per_request_histogram() -> None:
+    lane = lane_snapshot()
+    assert lane.figures is not None
+    figures = lane.figures.figures
+    tpot = figures["tpot_p95"]
+    # The 950th of 1,000 requests lies 100/140 into the (0.025 s, 0.05 s] bucket.
+    assert tpot.value == pytest.approx(0.025 + 0.025 * 100 / 140)
+    assert figures["tpot_mean"].value == pytest.approx(0.021)
+    cells = {line.label: line.values for line in tails_view(lane).lines if isinstance(line, Cells)}
+    assert cells["TPOT"] == tuple(
+        format_figure(figures[key]) for key in ("tpot_mean", *tail_keys("tpot"))
+    )
+    assert "time per output token" in definition("tpot_mean")

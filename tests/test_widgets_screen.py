@@ -123,7 +123,7 @@ async def test_the_tails_sit_beside_the_mean_and_a_quantile_past_the_buckets_is_
     assert table["TTFT"].split() == ["TTFT", "0.90", "s", "0.22", "s", "1.00", "s", "2.07", "s",
                                      "5.00", "s"]  # fmt: skip
     assert table["End-to-end"].endswith("> 60.00 s")  # 1.5 % of requests took longer than 60 s
-    assert set(table) == {"TTFT", "Inter-token", "End-to-end", "Queue"}
+    assert set(table) == {"TTFT", "Inter-token", "TPOT", "End-to-end", "Queue"}
 
 
 async def test_the_tails_have_the_overviews_p95_in_compact_cells() -> None:

@@ -366,11 +366,13 @@ class Latency(NamedTuple):
 LATENCIES: tuple[Latency, ...] = (
     Latency("ttft", "ttft_mean", "Time to first token", "TTFT", "TTFT"),
     Latency("itl", "itl_hist_mean", "Inter-token latency", "Inter-token", "ITL"),
+    Latency("tpot", "tpot_mean", "Time per output token", "TPOT", "TPOT"),
     Latency("e2e", "e2e_mean", "End-to-end latency", "End-to-end", "E2E"),
     Latency("queue", "queue_mean", "Queue time", "Queue", "Queue"),
 )
 """In the order a user asks. The ITL histogram counts per engine step in vLLM, per token in
-SGLang: its own mean (`itl_hist_mean`), not the step (`itl_mean`), sits beside its tails."""
+SGLang: its own mean (`itl_hist_mean`), not the step (`itl_mean`), sits beside its tails.
+TPOT is each request's own mean time per token after its first, one observation a request."""
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
 
 
@@ -556,6 +558,10 @@ CATALOGUE: tuple[Spec | Family, ...] = (
          "observes it once per engine step (it is the step); SGLang once per token (under "
          "speculative decoding, a fraction of the step).", "tails", "tails",
          "itl_sum", empty=NO_REQUESTS),
+    _mean("tpot_mean", "Time per output token (mean)", "seconds", "tpot",
+          "Mean over requests of each one's time per output token after its first (decode "
+          "time / (generated − 1), 0 for a 1-token request): what benchmark clients call "
+          "TPOT.", "tails", "tails"),
     # Now and the last minute, beside the window: the vital signs.
     _raw("running_now", "Running requests (now)", "number",
          "Requests being served at the evaluation time.", "vitals", "now"),

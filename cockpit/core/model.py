@@ -220,7 +220,7 @@ LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generat
 """Counters' increase over the minute before the evaluation time, not over W."""
 LAST_MINUTE_S = 60.0
 
-_SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl e2e step_tokens"
+_SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl tpot e2e step_tokens"
 """What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
 LANE_COUNTERS: tuple[str, ...] = (
@@ -247,7 +247,7 @@ LANE_GROUPED: tuple[str, ...] = (
 )  # fmt: skip
 """Keys of the above that keep one label: label value -> value (`LaneTotals.groups`)."""
 
-LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
+LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "tpot", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
 
 

@@ -164,8 +164,10 @@ def _vllm_specs() -> dict[str, Spec]:
             Histogram("vllm:time_per_output_token_seconds"),
         ),
         "queue": Histogram("vllm:request_queue_time_seconds"),
+        "tpot": Histogram("vllm:request_time_per_output_token_seconds"),
     }
     phases = {
+        "tpot": "vllm:request_time_per_output_token_seconds",
         "kv_computed": "vllm:request_prefill_kv_computed_tokens",
         "prompt_len": "vllm:request_prompt_tokens",
         "gen_len": "vllm:request_generation_tokens",
@@ -283,6 +285,7 @@ def _sglang_specs() -> dict[str, Spec]:
         "ttft": _streaming(Histogram, "sglang:time_to_first_token_seconds"),
         "itl": Histogram("sglang:inter_token_latency_seconds"),
         "queue": Histogram("sglang:queue_time_seconds", ranks=RANK),
+        "tpot": Histogram("sglang:request_time_per_output_token_seconds"),
         "decode_sum": no_decode,
         "decode_count": no_decode,
         "step_tokens_sum": Unavailable("SGLang exposes no tokens-per-step histogram"),
@@ -293,6 +296,7 @@ def _sglang_specs() -> dict[str, Spec]:
         "prompt_len": "sglang:prompt_tokens_histogram",
         "gen_len": "sglang:generation_tokens_histogram",
         "itl": "sglang:inter_token_latency_seconds",
+        "tpot": "sglang:request_time_per_output_token_seconds",
     }
     for key, base in phases.items():
         specs[f"{key}_sum"], specs[f"{key}_count"] = _phase(base)
