@@ -7,6 +7,7 @@ import pytest
 
 from cockpit.core.catalogue import FIGURES, definition, tail_keys
 from cockpit.core.figures import format_figure
+from cockpit.runtime.report import lane_markdown
 from cockpit.widgets.pane import Cells, Note, Row, Spark
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.tails import tails_view
@@ -42,3 +43,19 @@ def test_the_tails_have_a_tpot_row_from_the_engines_per_request_histogram() -> N
         format_figure(figures[key]) for key in ("tpot_mean", *tail_keys("tpot"))
     )
     assert "time per output token" in definition("tpot_mean")
+
+
+def test_a_quantile_inside_the_first_bucket_reads_as_its_bound_on_the_pane() -> None:
+    """600 of 1,000 queue times lie in the first bucket (0 to 10 ms): p50 is only `< 10 ms`."""
+    lane = lane_snapshot()
+    assert lane.figures is not None and lane.totals is not None
+    p50 = lane.figures["queue_p50"]
+    assert p50.value == pytest.approx(0.01 * 500 / 600) and p50.below == 0.01
+    full = {c.label: c.values for c in tails_view(lane).lines if isinstance(c, Cells)}
+    compact = {c.label: c.values for c in tails_view(lane, compact=True).lines
+               if isinstance(c, Cells)}  # fmt: skip
+    assert full["Queue"][1] == "< 10.0 ms" and compact["Queue"][1] == "<0.01s"
+    assert full["Queue"][2] == format_figure(lane.figures["queue_p90"])  # past the first bucket
+    receipt = "\n".join(lane_markdown(lane.figures, lane.totals, "1h"))
+    assert "| Queue time | 50.0 ms | 8.3 ms |" in receipt  # the receipt keeps its wording
+    assert "Queue time p50: within the engine's first bucket (≤ 0.01 s)" in receipt

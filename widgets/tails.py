@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from textual.content import Content
 
 from cockpit.core.catalogue import LATENCIES, merge_reasons
-from cockpit.core.figures import format_figure
+from cockpit.core.figures import format_figure, format_value
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
 
@@ -48,10 +48,19 @@ class TailsPane(Pane):
 
 
 def compact_figure(figure: Figure) -> str:
-    """`0.41s`, `19.2ms`, `>60s`: a tail in six cells or fewer."""
+    """`0.41s`, `19.2ms`, `>60s`, `<0.3s`: a tail in six cells or fewer."""
     if figure.above and figure.value is not None:
         return f">{figure.value:g}s"  # a bucket's bound: 60, 2.5, 7680
+    if figure.below is not None:
+        return f"<{figure.below:g}s"
     return format_figure(figure).replace(" ", "")
+
+
+def tail_figure(figure: Figure) -> str:
+    """A tail as the receipt has it, but `< 0.30 s` inside the first bucket: its bound."""
+    if figure.below is not None:
+        return f"< {format_value(figure.below, figure.unit)}"
+    return format_figure(figure)
 
 
 def tails_view(
@@ -61,7 +70,7 @@ def tails_view(
     quantiles: tuple[str, ...] = QUANTILES,
 ) -> PaneView:
     engine = lane_source(lane, lane_configured)
-    column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, format_figure)
+    column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, tail_figure)
 
     def cell(key: str) -> str:
         figure = engine.get(key)

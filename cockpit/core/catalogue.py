@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
@@ -95,6 +95,7 @@ class Reading:
     label: str = ""
     """The label, when the data decides it (the bucket bound a length share used)."""
     above: bool = False
+    below: float | None = None
 
 
 Formula = Callable[[Inputs], float | Reading | None]
@@ -399,9 +400,10 @@ def _tail(histogram: str, percentile: int) -> Formula:
             return Reading(None, reason=why, query=query)
         value, above = found
         first = min(le for le, _ in buckets) if buckets else math.nan
-        note = "past the engine's largest bucket" if above else ""
         if value <= first and not above:  # interpolated from 0 across the whole first bucket
             note = f"within the engine's first bucket (≤ {first:g} s)"
+            return Reading(value, note=note, query=query, below=first)
+        note = "past the engine's largest bucket" if above else ""
         return Reading(value, note=note, query=query, above=above)
 
     return formula
@@ -683,7 +685,7 @@ def _figure(spec: Spec, inputs: Inputs) -> Figure:
         keys = next(k for k in (found.why, spec.why, spec.reads) if k is not None)
         why = found.reason or inputs.why(keys, found.empty or spec.empty)
     return make_figure(spec.key, found.label or spec.label, found.value, spec.unit, why, query,
-                       found.note, found.above)  # fmt: skip
+                       found.note, found.above, found.below)  # fmt: skip
 
 
 def _members(family: Family, inputs: Inputs) -> list[Figure]:
@@ -704,8 +706,7 @@ def _noted(figure: Figure, note: str) -> Figure:
     """The figure with its engine's note beside its value (unless missing or noted already)."""
     if not note or figure.missing or figure.reason:
         return figure
-    return Figure(figure.key, figure.label, figure.value, figure.unit, note, figure.query,
-                  figure.above)  # fmt: skip
+    return replace(figure, reason=note)
 
 
 # --- trends -----------------------------------------------------------------------------

@@ -86,6 +86,9 @@ class Figure:
     query: str = ""
     above: bool = False
     """`value` is a lower bound (a quantile past the largest finite bucket reads `> 60 s`)."""
+    below: float | None = None
+    """An upper bound `value` lies under, all it is known to be (a quantile inside the first
+    bucket, interpolated from 0 to its bound, reads `< 0.30 s` on screen)."""
 
     @property
     def missing(self) -> bool:
@@ -101,13 +104,17 @@ def make_figure(
     query: str | None = "",
     note: str = "",
     above: bool = False,
+    below: float | None = None,
 ) -> Figure:
     """A figure, missing with `why` when `value` is None or not finite; `note` beside a value;
-    `above`: the value is a lower bound."""
+    `above`: the value is a lower bound; `below`: an upper bound of it."""
     if value is not None and not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
     reason = note if value is not None else why
-    return Figure(key, label, value, unit, reason, query or "", above and value is not None)
+    known = value is not None
+    return Figure(
+        key, label, value, unit, reason, query or "", above and known, below if known else None
+    )
 
 
 K = TypeVar("K")
