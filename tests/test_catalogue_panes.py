@@ -3,15 +3,19 @@ said as what it is."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cockpit.core.catalogue import FIGURES, definition, tail_keys
-from cockpit.core.figures import format_figure
+from cockpit.core.figures import format_figure, lane_figures
+from cockpit.core.model import frozen_map
 from cockpit.runtime.report import lane_markdown
 from cockpit.widgets.pane import Cells, Note, Row, Spark
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.tails import tails_view
 from cockpit.widgets.trends import trends_view
+from tests.test_app_feeds import lane_totals
 from tests.test_widgets import lane_snapshot, rows
 
 
@@ -59,3 +63,15 @@ def test_a_quantile_inside_the_first_bucket_reads_as_its_bound_on_the_pane() -> 
     receipt = "\n".join(lane_markdown(lane.figures, lane.totals, "1h"))
     assert "| Queue time | 50.0 ms | 8.3 ms |" in receipt  # the receipt keeps its wording
     assert "Queue time p50: within the engine's first bucket (≤ 0.01 s)" in receipt
+
+
+def test_a_figures_text_is_stable_when_its_data_is() -> None:
+    """A p90 of 0.375 worked out twice, a float's noise apart, reads the same both times."""
+    noisy = (0.37499999999999994, 0.375, 0.37500000000000006)
+    texts = set()
+    for value in noisy:
+        totals = replace(lane_totals(), quantiles=frozen_map({"ttft_p90": (value, False)}))
+        figure = lane_figures(totals)["ttft_p90"]
+        assert figure.value == value  # the value as worked out; its text rounds it once
+        texts.add(format_figure(figure))
+    assert texts == {"0.38 s"}
