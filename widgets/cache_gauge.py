@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from cockpit.core.catalogue import HIT_RATE_BAND
 from cockpit.core.figures import format_value, si
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
 from .pane import Bar, Note, Pane, PaneView, Row, Segment, Source, Tone, lane_source, ledger_source
 
-LOW = 0.70
-"""Below this the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
-HIGH = 0.90
+LOW = HIT_RATE_BAND.low
 
 
 class CacheGauge(Pane):
@@ -30,7 +29,7 @@ class CacheGauge(Pane):
 
 def band(rate: float | None, low: float) -> tuple[Tone, str]:
     """The hit rate's tone, and its band in words too, so the gauge reads without colour."""
-    high = max(low, HIGH)
+    high = max(low, HIT_RATE_BAND.high)
     if rate is None:
         return "muted", ""
     if rate < low:

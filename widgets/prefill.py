@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cockpit.core.figures import LENGTH_THRESHOLDS, format_value
+from cockpit.core.catalogue import LENGTH_THRESHOLDS
+from cockpit.core.figures import format_value
 from cockpit.core.model import divide
 from cockpit.core.snapshot import LaneSnapshot
 
@@ -52,6 +53,7 @@ def prefill_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pan
         engine.row("effective_prefill_rate", "Effective prefill rate", tone="primary"),
         engine.row("mean_prompt", "Mean prompt / request"),
         engine.row("mean_fresh_prefill", "Fresh prefill / request"),
+        engine.row("prompt_generated", "Prompt : generated"),
         engine.row("computed_generated", "Computed : generated"),
         engine.row("cache_off_prefill", "Prefill with cache off"),
         engine.row("ttft_mean", "TTFT (mean)"),

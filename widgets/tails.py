@@ -1,5 +1,6 @@
-"""How bad the tail is: p50 / p90 / p99 of each latency beside its histogram's mean, over the
-window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where room is short)."""
+"""How bad the tail is: p50 / p90 / p95 / p99 of each latency beside its histogram's mean, over
+the window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where room is
+short); where even compact cells don't fit, p90 gives way (p95 is the overview's column)."""
 
 from __future__ import annotations
 
@@ -7,59 +8,78 @@ from collections.abc import Sequence
 
 from textual.content import Content
 
-from cockpit.core.figures import format_figure, merge_reasons
+from cockpit.core.catalogue import LATENCIES, merge_reasons
+from cockpit.core.figures import format_figure, format_value
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
-from cockpit.core.tail_figures import LATENCIES
 
 from .pane import MISSING, Cells, Line, Note, Pane, PaneView, lane_source
 
-QUANTILES = ("p50", "p90", "p99")
+QUANTILES = ("p50", "p90", "p95", "p99")
+NARROW = ("p50", "p95", "p99")
 COLUMN = 10
 """Cells per column: `> 60.00 s` fits with a cell to spare."""
 COMPACT_COLUMN = 8
-"""Cells per column of the compact cells (`0.41s`, `>60s`): a cell fewer still fits 80 columns."""
+"""Cells per column of the compact cells (`0.41s`, `>60s`), a cell fewer where room is short."""
 FULL_WIDTH = Cells("", ()).min_label + (COLUMN - 1) * (1 + len(QUANTILES))
 """The narrowest pane the full cells fit, a cell narrower each (the pane's own squeeze)."""
+COMPACT_WIDTH = Cells("", ()).min_label + (COMPACT_COLUMN - 1) * (1 + len(QUANTILES))
 
 
 class TailsPane(Pane):
-    """Mean, p50, p90 and p99 of TTFT, inter-token, end-to-end and queue time."""
+    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time."""
 
     BORDER_TITLE = "Latency tails"
     compact: PaneView | None = None
     """The view in compact cells, drawn where the full ones would leave the mean out."""
+    narrow: PaneView | None = None
+    """The compact view without p90, where the compact cells would leave the mean out."""
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         self.compact = tails_view(lane, lane_configured, compact=True)
+        self.narrow = tails_view(lane, lane_configured, compact=True, quantiles=NARROW)
         self.view = tails_view(lane, lane_configured)
 
     def lines_at(self, width: int) -> Sequence[Content]:
-        view = self.view if width >= FULL_WIDTH or self.compact is None else self.compact
+        view = self.view
+        if width < FULL_WIDTH and self.compact is not None and self.narrow is not None:
+            view = self.compact if width >= COMPACT_WIDTH else self.narrow
         return [line.content(width) for line in view.lines]
 
 
 def compact_figure(figure: Figure) -> str:
-    """`0.41s`, `19.2ms`, `>60s`: a tail in six cells or fewer."""
+    """`0.41s`, `19.2ms`, `>60s`, `<0.3s`: a tail in six cells or fewer."""
     if figure.above and figure.value is not None:
         return f">{figure.value:g}s"  # a bucket's bound: 60, 2.5, 7680
+    if figure.below is not None:
+        return f"<{figure.below:g}s"
     return format_figure(figure).replace(" ", "")
 
 
+def tail_figure(figure: Figure) -> str:
+    """A tail as the receipt has it, but `< 0.30 s` inside the first bucket: its bound."""
+    if figure.below is not None:
+        return f"< {format_value(figure.below, figure.unit)}"
+    return format_figure(figure)
+
+
 def tails_view(
-    lane: LaneSnapshot | None, lane_configured: bool = True, compact: bool = False
+    lane: LaneSnapshot | None,
+    lane_configured: bool = True,
+    compact: bool = False,
+    quantiles: tuple[str, ...] = QUANTILES,
 ) -> PaneView:
     engine = lane_source(lane, lane_configured)
-    column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, format_figure)
+    column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, tail_figure)
 
     def cell(key: str) -> str:
         figure = engine.get(key)
         return MISSING if figure is None or figure.missing else shown(figure)
 
-    header = Cells("", ("mean", *QUANTILES), "muted", column=column, drop_first=True)
+    header = Cells("", ("mean", *quantiles), "muted", column=column, drop_first=True)
     lines: list[Line] = [header]
     for latency in LATENCIES:
-        values = (cell(latency.mean), *(cell(f"{latency.histogram}_{q}") for q in QUANTILES))
+        values = (cell(latency.mean), *(cell(f"{latency.histogram}_{q}") for q in quantiles))
         lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
                            short=latency.short, drop_first=True))  # fmt: skip
     figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]

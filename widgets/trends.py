@@ -5,22 +5,12 @@ from __future__ import annotations
 
 from textual.content import Content
 
+from cockpit.core.catalogue import FIGURES, MEAN_PER_STEP, TRENDS, TrendSeries
 from cockpit.core.figures import format_value
-from cockpit.core.model import Trend, Unit
+from cockpit.core.model import Trend
 from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Line, Note, Pane, PaneView, Spark, lane_source
-
-SERIES: tuple[tuple[str, str, Unit, float | None], ...] = (
-    ("hit_rate", "Hit rate", "share", 1.0),
-    ("ttft_p95", "TTFT p95", "seconds", None),
-    ("itl_step", "Step (ITL)", "seconds", None),
-    ("generation_tok_s", "Gen tok/s", "tok/s", None),
-    ("running", "Running", "number", None),
-    ("waiting", "Waiting", "number", None),
-    ("kv_usage", "KV use", "share", 1.0),
-)
-"""(trend key, label, unit, full scale: None for the series' own largest point)."""
 
 
 def step_text(step_s: float) -> str:
@@ -55,11 +45,13 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
     elif not any(point is not None for points in trend.series.values() for point in points):
         lines = (Note("no points in the window yet"),)
     else:
-        lines = tuple(_spark(trend, *series, engine.stale) for series in SERIES)
+        lines = tuple(_spark(trend, series, engine.stale) for series in TRENDS)
+        lines += (Note(MEAN_PER_STEP),) if any(series.mean for series in TRENDS) else ()
     return PaneView(lines, (("lane", engine.freshness),))
 
 
-def _spark(trend: Trend, key: str, label: str, unit: Unit, top: float | None, stale: bool) -> Spark:
-    points = trend.series.get(key, ())
+def _spark(trend: Trend, series: TrendSeries, stale: bool) -> Spark:
+    points = trend.series.get(series.key, ())
     latest = next((point for point in reversed(points) if point is not None), None)
-    return Spark(label, tuple(points), format_value(latest, unit), top, stale=stale)
+    text = format_value(latest, FIGURES[series.figure].unit)
+    return Spark(series.label, tuple(points), text, series.top, stale=stale)

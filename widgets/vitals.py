@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from textual.content import Content
 from textual.reactive import reactive
 
-from cockpit.core.engine_figures import FINISH_REASONS, WAIT_REASONS
+from cockpit.core.catalogue import FINISH_REASONS, WAIT_REASONS
 from cockpit.core.figures import format_figure, format_value
 from cockpit.core.health import Finding, down_words
 from cockpit.core.model import Figure

@@ -15,17 +15,22 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 
-from cockpit.core.engine_figures import FINISH_REASONS, WAIT_REASONS
-from cockpit.core.glossary import lane_definition, ledger_definition, raw_keys, trend_definition
+from cockpit.core.catalogue import (
+    LATENCIES,
+    TRENDS,
+    definition,
+    pane_keys,
+    reads,
+    tail_keys,
+)
+from cockpit.core.ledger_figures import ledger_definition
 from cockpit.core.model import Figure, SourceFailure
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.core.tail_figures import LATENCIES
 from cockpit.core.text import first_line, visible
 from cockpit.core.timeutil import stamp
 from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
-from cockpit.widgets.tails import QUANTILES, TailsPane
-from cockpit.widgets.trends import SERIES as TREND_SERIES
+from cockpit.widgets.tails import TailsPane
 from cockpit.widgets.trends import TrendsPane
 from cockpit.widgets.vitals import VitalStrip
 
@@ -219,17 +224,17 @@ def _figure_fields(
     lane_figures = lane.figures.figures if lane is not None and lane.figures else {}
     lane_totals = lane.totals if lane is not None else None
     if lane_totals is not None and lane_figures.get(figure.key) == figure:
-        definition = lane_definition(figure.key)
+        meaning = definition(figure.key)
         queries = [figure.query] if figure.query else []
-        from_raw = (lane_totals.queries.get(key) for key in raw_keys(definition))
+        from_raw = (lane_totals.queries.get(key) for key in reads(figure.key))
         queries += [query for query in from_raw if query and query not in queries]
         end: float | None = lane_totals.end
     else:
         totals = ledger.totals if ledger is not None else None
-        definition = ledger_definition(figure.key)
+        meaning = ledger_definition(figure.key)
         queries = [figure.query] if figure.query else list(totals.queries if totals else ())
         end = totals.end if totals is not None else None
-    lines = [Content.styled(definition, "italic")] if definition else []
+    lines = [Content.styled(meaning, "italic")] if meaning else []
     lines += [_field("query", query) for query in queries]
     if end is not None:
         lines.append(_field("at", stamp(end)))
@@ -240,25 +245,18 @@ def _figure_fields(
     return lines
 
 
-VITAL_KEYS: tuple[str, ...] = (
-    "running_now", "waiting_now", *(f"waiting_now_{reason}" for reason in WAIT_REASONS),
-    "kv_usage_now", "requests_per_s", "requests_per_s_1m", "prompt_tok_s", "prompt_tok_s_1m",
-    "generation_tok_s", "generation_tok_s_1m", *(f"finished_{reason}" for reason in FINISH_REASONS),
-    "preemptions", "admission_rejections",
-)  # fmt: skip
-"""The vital strip's figures (it packs them into items, not rows)."""
 TAIL_KEYS: tuple[str, ...] = tuple(
-    key
-    for prefix, mean, *_ in LATENCIES
-    for key in (mean, *(f"{prefix}_{quantile}" for quantile in QUANTILES))
+    key for latency in LATENCIES for key in (latency.mean, *tail_keys(latency.histogram))
 )
 """The latency tails' figures (a table of cells, not rows)."""
 
 
 def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
-    """The figures a widget shows, as rows: the lane's by key where its lines are not rows."""
-    keys = VITAL_KEYS if isinstance(widget, VitalStrip) else TAIL_KEYS
+    """The figures a widget shows, as rows: the lane's by key where its lines are not rows
+    (the vital strip packs its figures into items)."""
     if isinstance(widget, VitalStrip | TailsPane):
+        totals = lane.totals if lane is not None else None
+        keys = pane_keys("vitals", totals) if isinstance(widget, VitalStrip) else TAIL_KEYS
         engine = lane_source(lane)
         return [engine.row(key) for key in keys if engine.get(key) is not None]
     lines = widget.view.lines if isinstance(widget, Pane) else ()
@@ -271,15 +269,18 @@ def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
     if trend is None:
         return [(Content("no trend read yet"), False)]
     blocks: list[Block] = []
-    for key, label, _, _ in TREND_SERIES:
-        points = trend.series.get(key, ())
+    for series in TRENDS:
+        points = trend.series.get(series.key, ())
         gaps = sum(point is None for point in points)
         every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
         fields = [
-            Content.styled(trend_definition(key), "italic"),
+            Content.styled(series.definition, "italic"),
             _field("points", f"{every}; {gaps} without data (blank)"),
         ]
-        blocks += [(Content.styled(label, "bold"), False), (Content("\n").join(fields), True)]
+        blocks += [
+            (Content.styled(series.label, "bold"), False),
+            (Content("\n").join(fields), True),
+        ]
     return blocks
 
 

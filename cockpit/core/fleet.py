@@ -1,8 +1,9 @@
 """The fleet: every lane of one Prometheus-API server in one table, from one query. Pure: no I/O.
 
 `fleet_plan` asks every lane's figures at once (`sum by (<label>)` of the lane panes' PromQL);
-`Discovery.rows` makes a `FleetRow` per lane, each column as `figures.lane_figures` works it
-out, but for 100 lanes in a few ms rather than its 20. A lane whose series vanish stays, gone.
+`Discovery.rows` makes a `FleetRow` per lane, each column the catalogue's figure evaluated over
+the lane's part of the answer (only the columns' figures). A lane whose series vanish stays,
+gone.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 from cockpit import engines
 from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core import promql
-from cockpit.core.figures import format_value, merge_reasons
-from cockpit.core.model import Missing, Unit, divide, frozen_map
+from cockpit.core.catalogue import FIGURES, NO_REQUESTS, evaluate
+from cockpit.core.figures import format_value
+from cockpit.core.model import LaneTotals, Missing, Unit, frozen_map
 from cockpit.core.promql import NO_SAMPLES, selector_with
-from cockpit.core.tail_figures import NO_REQUESTS
 from cockpit.core.timeutil import promql_duration
 from cockpit.engines import Engine
 from cockpit.engines.specs import Unavailable
@@ -29,13 +30,11 @@ from cockpit.engines.specs import Unavailable
 
 @dataclass(frozen=True, slots=True)
 class FleetColumn:
-    """A column: its key in `FleetRow.values`, heading, unit (None: not a number), and the
-    raw lane keys (or plan keys) whose reasons say why a discovered lane's value is missing."""
+    """A column: its key in `FleetRow.values`, heading, and unit (None: not a number)."""
 
     key: str
     title: str
     unit: Unit | None
-    inputs: tuple[str, ...] = ()
 
 
 # Keys of the columns that aren't lane figures: the name, the engine's state, the seconds from
@@ -46,22 +45,26 @@ LANE, UP, AGE, TREND = "lane", "up", "age", "trend"
 # younger than the window), and the names an engine is told apart by (`Engine.requires`).
 TTFT_P95, TTFT_ABOVE, NEWEST, START, MARKED = "ttft_p95", "ttft_above", "newest", "start", "marked"
 
+
+def _figure(key: str, title: str) -> FleetColumn:
+    """A column that is a catalogue figure, worked out by its formula."""
+    return FleetColumn(key, title, FIGURES[key].unit)
+
+
 FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     FleetColumn(LANE, "Lane", None),
     FleetColumn(UP, "Engine", None),
-    FleetColumn("running_now", "Running", "number", ("running_now",)),
-    FleetColumn("waiting_now", "Waiting", "number", ("waiting_now",)),
-    FleetColumn("kv_usage_now", "KV", "share", ("kv_usage_now",)),
-    FleetColumn("requests_per_s", "Req/s", "number", ("requests",)),
-    FleetColumn("generation_tok_s", "Gen tok/s", "tok/s", ("generation_tokens",)),
-    FleetColumn(
-        "prefix_cache_hit_rate", "Hit rate", "share", ("prefix_cache_hits", "prefix_cache_queries")
-    ),
-    FleetColumn("mean_fresh_prefill", "Fresh prefill", "tokens", ("kv_computed_sum", "requests")),
-    FleetColumn(TTFT_P95, "TTFT p95", "seconds", ("ttft",)),
-    FleetColumn("itl_mean", "Step", "seconds", ("itl_sum", "itl_count")),
-    FleetColumn("decode_share", "Decode", "share", ("prefill_sum", "decode_sum")),
-    FleetColumn(AGE, "Age", "seconds", (NEWEST,)),
+    _figure("running_now", "Running"),
+    _figure("waiting_now", "Waiting"),
+    _figure("kv_usage_now", "KV"),
+    _figure("requests_per_s", "Req/s"),
+    _figure("generation_tok_s", "Gen tok/s"),
+    _figure("prefix_cache_hit_rate", "Hit rate"),
+    _figure("mean_fresh_prefill", "Fresh prefill"),
+    _figure(TTFT_P95, "TTFT p95"),
+    _figure("itl_mean", "Step"),
+    _figure("decode_share", "Decode"),
+    FleetColumn(AGE, "Age", "seconds"),
     FleetColumn(TREND, "Trend", None),
 )
 """Left to right; the numeric ones are lane figure keys (the same thresholds colour them)."""
@@ -313,78 +316,50 @@ def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
 
 
 def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
-    """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column as the
-    lane panes define it; its state from its live series and scrape targets."""
+    """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column the
+    catalogue's figure over them; its state from its live series and scrape targets."""
     raw = {key: samples[fig] for key, fig in plan.figs[dialect].items() if fig in samples}
     v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
     newest, start = v(NEWEST), v(START)
-    window = plan.window_s
-    if start is not None and start > end - window + promql.subquery_step(window):
-        window = max(end - start, 0.0) or window  # a lane younger than the window
-    values = {
-        "running_now": v("running_now"),
-        "waiting_now": v("waiting_now"),
-        "kv_usage_now": v("kv_usage_now"),
-        "requests_per_s": divide(v("requests"), window),
-        "generation_tok_s": divide(v("generation_tokens"), window),
-        "prefix_cache_hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
-        "mean_fresh_prefill": _fresh_prefill(v),
-        "ttft_p95": v(TTFT_P95),
-        "itl_mean": engines.engine(dialect).decode_pace(v).step_s.value,
-        "decode_share": _decode_share(v("prefill_sum"), v("decode_sum")),
-        AGE: None if newest is None else max(end - newest, 0.0),
-    }
+    covered = None
+    if start is not None and start > end - plan.window_s + promql.subquery_step(plan.window_s):
+        covered = max(end - start, 0.0) or None  # a lane younger than the window
+    figures = evaluate(_row_totals(plan, raw, dialect, end, covered), FIGURE_COLUMNS)
+    values = {key: figure.value for key, figure in figures.items()}
     up, why = _state(plan, samples, newest is not None)
-    above = values["ttft_p95"] is not None and TTFT_ABOVE in raw
     return FleetRow(
         lane,
         up=bool(up),
-        values=frozen_map(values),
+        values=frozen_map({**values, AGE: None if newest is None else max(end - newest, 0.0)}),
         gone=up is None,
-        reasons=frozen_map(_reasons(plan.unavailable[dialect], raw, values)),
-        above=frozenset({"ttft_p95"} if above else ()),
+        reasons=frozen_map({key: f.reason for key, f in figures.items() if f.missing}),
+        above=frozenset(key for key, figure in figures.items() if figure.above),
         dialect=dialect,
         down_reason=why,
     )
 
 
-def _reasons(
-    unavailable: Mapping[str, str],
+def _row_totals(
+    plan: FleetPlan,
     raw: Mapping[str, float | Missing],
-    values: Mapping[str, float | None],
-) -> dict[str, str]:
-    """Why each missing column is, as the lane panes say it: its inputs' reasons."""
-    if None not in values.values():
-        return {}
+    dialect: str,
+    end: float,
+    covered: float | None,
+) -> LaneTotals:
+    """A lane's part of the answer as the totals the catalogue reads: its raw keys, why each
+    absent one is, and the server's TTFT p95."""
+    values = {key: value for key, value in raw.items() if isinstance(value, float)}
     absent = {key: NO_SAMPLES for key in RAW_KEYS if key not in raw}
-    absent.update(unavailable)
+    absent.update(plan.unavailable[dialect])
     absent.update((key, read.reason) for key, read in raw.items() if isinstance(read, Missing))
     if isinstance(raw.get(TTFT_P95), Missing):
         absent["ttft"] = NO_REQUESTS  # NaN: no observation in the window
     elif TTFT_P95 not in raw:
         absent.setdefault("ttft", NO_SAMPLES)
-    return {
-        key: merge_reasons(absent[k] for k in COLUMN_BY_KEY[key].inputs if k in absent)
-        or "no data in window"
-        for key, value in values.items()
-        if value is None
-    }
-
-
-def _fresh_prefill(v: Callable[[str], float | None]) -> float | None:
-    """Mean fresh prefill per request, as `figures.lane_figures` finds it."""
-    mean = divide(v("kv_computed_sum"), v("kv_computed_count"))
-    if mean is not None:
-        return mean
-    computed = v("prompt_computed")
-    queries, hits = v("prefix_cache_queries"), v("prefix_cache_hits")
-    if computed is None and queries is not None and hits:
-        computed = queries - hits
-    return divide(computed, v("requests"))
-
-
-def _decode_share(prefill: float | None, decode: float | None) -> float | None:
-    return None if prefill is None or decode is None else divide(decode, prefill + decode)
+    p95 = values.pop(TTFT_P95, None)
+    quantiles = {} if p95 is None else {TTFT_P95: (p95, TTFT_ABOVE in raw)}
+    return LaneTotals("", dialect, plan.window_s, end, frozen_map(values), frozen_map(absent),
+                      covered_s=covered, quantiles=frozen_map(quantiles))  # fmt: skip
 
 
 def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, str]:

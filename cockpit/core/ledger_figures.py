@@ -18,6 +18,42 @@ from cockpit.core.model import (
     make_figure,
 )
 
+DEFINITIONS: Mapping[str, str] = {
+    "sessions": "Agent sessions started in the window.",
+    "api_calls": "API calls those sessions made.",
+    "prompt_tokens": "Prompt tokens the sessions sent: input + cache read + cache write.",
+    "input_tokens": "Prompt tokens sent uncached (input), as the ledger records them.",
+    "cache_read_tokens": "Prompt tokens read from the provider's cache.",
+    "cache_write_tokens": "Prompt tokens written to the provider's cache.",
+    "cache_read_share": "Share of prompt tokens read from cache: cache read / prompt.",
+    "fresh_prefill_tokens": "Prompt tokens computed fresh: input + cache write.",
+    "output_tokens": "Output tokens, reasoning included.",
+    "reasoning_tokens": "Reasoning tokens (a subset of output), where the ledger reports them.",
+    "prompt_output": "Prompt tokens per output token.",
+    "fresh_output": "Freshly computed prompt tokens (input + cache write) per output token.",
+    "mean_prompt_per_call": "Mean prompt tokens per API call: prompt / API calls.",
+    "mean_output_per_call": "Mean output tokens per API call: output / API calls.",
+    "spend_units": "Spend in units of an input token: input×1 + cache read×0.1 + cache "
+    "write×1.25 + output×5 (the ratios are the config's `prices`).",
+    "prompt_side_share": "Share of spend units on the prompt side, with caching as measured.",
+    "prompt_side_share_uncached": "Share of spend units on the prompt side if every prompt "
+    "token were paid at the input price.",
+    "cost_usd": "USD over the window: each session's actual cost where recorded, else "
+    "Hermes's estimate (`actual_cost_usd`, `estimated_cost_usd`, `cost_status`).",
+    "cost_usd_actual": "The part of the cost recorded as actually billed.",
+    "cost_usd_estimated": "The part of the cost Hermes estimated (no actual cost recorded).",
+    "paid_tokens": "Prompt + output tokens of models with a price.",
+    "unpriced_tokens": "Prompt + output tokens of models without a price (local, or price 0): "
+    "kept apart from the paid ones.",
+}
+"""Ledger figure key -> its meaning in a line, over sessions started in the window (the
+details screen shows it beside the figure)."""
+
+
+def ledger_definition(key: str) -> str:
+    """The ledger figure's meaning ('' for a key not described here)."""
+    return DEFINITIONS.get(key, "")
+
 
 @dataclass(frozen=True, slots=True)
 class Prices:

@@ -1,5 +1,5 @@
-"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through
-`figures.py` (`Figure`s) to the panes. No I/O, no Textual."""
+"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through the
+figure catalogue (`Figure`s) to the panes. No I/O, no Textual."""
 
 from __future__ import annotations
 
@@ -89,6 +89,9 @@ class Figure:
     doubtful: bool = False
     """`value` is read from data that needed mending (`reason` says how): shown with its
     reason, but no health rule fires on it."""
+    below: float | None = None
+    """An upper bound `value` lies under, all it is known to be (a quantile inside the first
+    bucket, interpolated from 0 to its bound, reads `< 0.30 s` on screen)."""
 
     @property
     def missing(self) -> bool:
@@ -105,15 +108,25 @@ def make_figure(
     note: str = "",
     above: bool = False,
     doubtful: bool = False,
+    below: float | None = None,
 ) -> Figure:
     """A figure, missing with `why` when `value` is None or not finite; `note` beside a value;
-    `above`: the value is a lower bound; `doubtful`: read from mended data (see `Figure`)."""
+    `above`: the value is a lower bound; `doubtful`: read from mended data (see `Figure`);
+    `below`: an upper bound of it."""
     if value is not None and not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
     reason = note if value is not None else why
-    present = value is not None
+    known = value is not None
     return Figure(
-        key, label, value, unit, reason, query or "", above and present, doubtful and present
+        key,
+        label,
+        value,
+        unit,
+        reason,
+        query or "",
+        above and known,
+        doubtful and known,
+        below if known else None,
     )
 
 
@@ -229,7 +242,7 @@ LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generat
 """Counters' increase over the minute before the evaluation time, not over W."""
 LAST_MINUTE_S = 60.0
 
-_SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl e2e step_tokens"
+_SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl tpot e2e step_tokens"
 """What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
 LANE_COUNTERS: tuple[str, ...] = (
@@ -256,13 +269,8 @@ LANE_GROUPED: tuple[str, ...] = (
 )  # fmt: skip
 """Keys of the above that keep one label: label value -> value (`LaneTotals.groups`)."""
 
-LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
+LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "tpot", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
-
-TREND_KEYS: tuple[str, ...] = (
-    "hit_rate", "ttft_p95", "itl_step", "generation_tok_s", "running", "waiting", "kv_usage",
-)  # fmt: skip
-"""What a lane's trend follows across the window."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +283,7 @@ class Trend:
     end: float
     """The time of the last point (a multiple of `step_s`)."""
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
-    """TREND_KEYS -> points, all of one length."""
+    """Trend key (`catalogue.TREND_KEYS`) -> points, all of one length."""
     rates_over_s: float | None = None
     """The longer range counters are read over when a step holds too few scrapes (each point
     their rate times the step); None: over the step itself."""
@@ -317,6 +325,9 @@ class LaneTotals:
     trend: Trend | None = None
     scrape_interval_s: float | None = None
     """How often the lane's series are sampled, when known."""
+    quantiles: Mapping[str, tuple[float, bool]] = field(default_factory=frozen_map)
+    """Tail figures the server worked out (a fleet row's or a trend step's `ttft_p95`): key ->
+    (value, past the largest finite bucket); read before `histograms`."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

@@ -255,15 +255,26 @@ GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
 """Steps a long window's gauges may be sampled at when the lane's history is shorter."""
 
 
+GAUGE_POINTS = 60
+"""A short span's gauges are sampled at this many instants at least (a 45 s window at the
+15 s step read three, each a scrape's value or not)."""
+FINE_GAUGE_STEPS: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
+"""Steps at least as fine as the scrape intervals a short span's gauges are sampled at."""
+
+
 def gauge_step(window_s: float, covered_s: float | None) -> float:
     """The subquery step of a window's gauges: the window's own, or, when the lane's data
     covers only `covered_s` of it, one fine enough for that history (rounded up to
-    `GAUGE_STEPS`, so a growing history changes the query rarely)."""
+    `GAUGE_STEPS`, so a growing history changes the query rarely); over a span shorter than
+    `GAUGE_POINTS` such steps, the `FINE_GAUGE_STEPS` one that gives it that many instants."""
     step = subquery_step(window_s)
-    if covered_s is None or covered_s >= window_s:
-        return step
-    wanted = subquery_step(max(covered_s, 0.0))
-    return min([s for s in GAUGE_STEPS if s >= wanted] + [step])
+    span = window_s if covered_s is None or covered_s >= window_s else max(covered_s, 0.0)
+    if span < window_s:
+        wanted = subquery_step(span)
+        step = min([s for s in GAUGE_STEPS if s >= wanted] + [step])
+    if span < GAUGE_POINTS * step:
+        step = max((s for s in FINE_GAUGE_STEPS if s * GAUGE_POINTS <= span), default=1.0)
+    return step
 
 
 FINE_STEP_S = 15.0

@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import Any
 
 from cockpit.core import promql
-from cockpit.core.model import TREND_KEYS, Trend, divide, frozen_map
+from cockpit.core.catalogue import TREND_KEYS, TRENDS, evaluate
+from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.timeutil import promql_duration
 from cockpit.engines import dialects
-from cockpit.engines.decode_pace import decode_pace
 
 POINTS = 60
 """A window is cut into about this many steps."""
@@ -61,17 +61,12 @@ def point_times(window_s: float, end: float) -> tuple[float, ...]:
 
 
 def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, float | None]:
-    """The trend keys over one step, as the window's figures define them."""
-    v = values.get
-    return {
-        "hit_rate": divide(v("prefix_cache_hits"), v("prefix_cache_queries")),
-        "ttft_p95": v(TTFT_P95),
-        "itl_step": decode_pace(dialect, v).step_s.value,
-        "generation_tok_s": divide(v("generation_tokens"), step_s),
-        "running": v("running"),
-        "waiting": v("waiting"),
-        "kv_usage": v("kv_usage"),
-    }
+    """The trend keys over one step: each its catalogue figure over the step's values."""
+    quantiles = {TTFT_P95: (values[TTFT_P95], False)} if TTFT_P95 in values else {}
+    raw = {key: value for key, value in values.items() if key != TTFT_P95}
+    totals = LaneTotals("", dialect, step_s, 0.0, raw, quantiles=quantiles)
+    figures = evaluate(totals, (series.figure for series in TRENDS))
+    return {series.key: figures[series.figure].value for series in TRENDS}
 
 
 def make_trend(

@@ -22,8 +22,8 @@ def window_specs() -> dict[str, Spec]:
     computed = Counter("llamacpp:prompt_tokens_total")
     cached = Counter("llamacpp:prompt_tokens_cached_total")
     generated = Counter("llamacpp:tokens_predicted_total")
-    histograms = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "queue")
-    means = ("kv_computed", "prompt_len", "gen_len", "queue", "ttft", "e2e")
+    histograms = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "tpot", "queue")
+    means = ("kv_computed", "prompt_len", "gen_len", "queue", "ttft", "tpot", "e2e")
     # fmt: off
     return {
         "prompt_tokens": Combined(computed, cached, "+"),

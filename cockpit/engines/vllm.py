@@ -28,6 +28,7 @@ PHASES = {
     "ttft": "vllm:time_to_first_token_seconds",
     "itl": "vllm:inter_token_latency_seconds",
     "e2e": "vllm:e2e_request_latency_seconds",
+    "tpot": "vllm:request_time_per_output_token_seconds",
     "step_tokens": "vllm:iteration_tokens_total",
 }
 OLDER_ITL = "vllm:time_per_output_token_seconds"
@@ -73,6 +74,7 @@ def window_specs() -> dict[str, Spec]:
         "ttft": Histogram("vllm:time_to_first_token_seconds"),
         "itl": first(Histogram(PHASES["itl"]), Histogram(OLDER_ITL)),
         "queue": Histogram("vllm:request_queue_time_seconds"),
+        "tpot": Histogram(PHASES["tpot"]),
         **phases(PHASES),
         **{key: first(spec, older[key]) for key, spec in itl.items()},
     }

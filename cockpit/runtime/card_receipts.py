@@ -18,13 +18,13 @@ from typing import Any
 
 from cockpit import engines
 from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.catalogue import LATENCIES
 from cockpit.core.figures import lane_figures
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.model import LaneTotals
 from cockpit.core.promql import escape_label_value, parse_selector
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
-from cockpit.core.tail_figures import LATENCIES
 from cockpit.core.timeutil import stamp
 from cockpit.runtime.cards import Card, CardError, CardStore
 from cockpit.sources.http import SourceError

@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from cockpit.config.schema import AUTO, Auth, Config, LaneConfig, LedgerConfig
-from cockpit.core.figures import split_reason
+from cockpit.core.catalogue import split_reason
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot

@@ -7,13 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from cockpit.core.figures import (
-    LANE_TIMING_TABLE,
-    LANE_VOLUME_TABLE,
-    LaneFigures,
-    format_figure,
-    format_value,
-)
+from cockpit.core.catalogue import LATENCIES, PERCENTILES, Section, section_of, tail_keys
+from cockpit.core.figures import LaneFigures, format_figure, format_value
 from cockpit.core.ledger_figures import (
     GroupRatio,
     LedgerFigures,
@@ -23,7 +18,6 @@ from cockpit.core.ledger_figures import (
 )
 from cockpit.core.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
-from cockpit.core.tail_figures import LATENCIES, PERCENTILES, tail_keys
 from cockpit.core.text import visible
 from cockpit.core.timeutil import stamp
 
@@ -190,29 +184,20 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
         f"{stamp(totals.end)}{coverage}",
         "",
     ]
-    waiting_now = [key for key in figures.engine_keys if key.startswith("waiting_now_")]
-    engine = [key for key in figures.engine_keys if key not in waiting_now]
 
-    def table(header: str, keys: Iterable[str]) -> list[str]:
-        shown = [figures[key] for key in keys if key in figures.figures]
+    def table(header: str, section: Section) -> list[str]:
+        shown = [f for key, f in figures.figures.items() if section_of(key) == section]
         return markdown_table((header, "Value"), [(f.label, _value(f)) for f in shown])
 
-    lines += table(f"Metric ({window})", LANE_VOLUME_TABLE)
+    lines += table(f"Metric ({window})", "volume")
     lines += ["", f"### Where the time goes (per-request means, {window})", ""]
-    lines += table("Figure", LANE_TIMING_TABLE)
+    lines += table("Figure", "timing")
     lines += _tails(figures, window)
     lines += ["", "### Now and the last minute, beside the window", ""]
-    lines += table("Figure", (*LANE_NOW_TABLE, *waiting_now))
+    lines += table("Figure", "now")
     if figures.engine_keys:
-        lines += ["", f"### What else the engine says ({window})", "", *table("Figure", engine)]
+        lines += ["", f"### What else the engine says ({window})", "", *table("Figure", "engine")]
     return lines
-
-
-LANE_NOW_TABLE: tuple[str, ...] = (
-    "running_now", "waiting_now", "kv_usage_now", "requests_per_s", "requests_per_s_1m",
-    "prompt_tok_s", "prompt_tok_s_1m", "generation_tok_s", "generation_tok_s_1m",
-)  # fmt: skip
-"""The vital signs' figures, in the receipt's order."""
 
 
 def _tails(figures: LaneFigures, window: str) -> list[str]:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.core.catalogue import TREND_KEYS, trend_definition
+from cockpit.core.catalogue import definition as lane_definition
 from cockpit.core.figures import lane_figures
-from cockpit.core.glossary import lane_definition, ledger_definition, trend_definition
-from cockpit.core.ledger_figures import ledger_figures
-from cockpit.core.model import TREND_KEYS, LaneTotals, frozen_map
+from cockpit.core.ledger_figures import ledger_definition, ledger_figures
+from cockpit.core.model import LaneTotals, frozen_map
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
 from tests.support.feeds import (
@@ -75,7 +76,7 @@ async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_ca
         assert QUERIES_QUERY in hit_rate  # the query of a raw key it is made from
         assert NOT_EXPOSED in hit_rate  # why it is missing
         ledger = text[text.index("Ledger cache-read share") :]
-        assert "SELECT ... FROM sessions" in ledger  # the ledger's own SQL
+        assert "FROM sessions WHERE started_at >" in ledger  # the ledger's own SQL
         assert EVALUATED in ledger
         assert EVALUATED in screen_text(cockpit)  # on screen, not only in the widget
         await pilot.press("escape")
@@ -148,7 +149,7 @@ async def test_without_a_ledger_the_tables_say_how_to_add_one() -> None:
 
 
 def test_every_figure_has_a_plain_language_definition() -> None:
-    """A figure added without a line in the glossary would open details that say nothing."""
+    """A figure added without a line in the catalogue would open details that say nothing."""
     lane = lane_figures(lane_totals()).figures
     ledger = ledger_figures(ledger_totals()).figures
     assert [key for key in lane if not lane_definition(key)] == []

@@ -117,35 +117,44 @@ def test_a_figure_a_health_rule_flags_takes_the_rule_colour_in_the_strip() -> No
 
 
 async def test_the_tails_sit_beside_the_mean_and_a_quantile_past_the_buckets_is_a_bound() -> None:
-    rows = list(rows_of(await shown(cockpit()), "Latency tails"))
-    assert rows[0].split() == ["mean", "p50", "p90", "p99"]
+    rows = list(rows_of(await shown(cockpit(), (250, 70)), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p90", "p95", "p99"]
     table = {row.split()[0]: row for row in rows[1:]}
     # TTFT: the 500th of 1,000 requests lies 200/250 into the (0.1 s, 0.25 s] bucket.
-    assert table["TTFT"].split() == ["TTFT", "0.90", "s", "0.22", "s", "1.00", "s", "5.00", "s"]
-    assert table["E2E"].endswith("> 60.00 s")  # 1.5 % of requests took longer than 60 s
-    assert set(table) == {"TTFT", "ITL", "E2E", "Queue"}
+    assert table["TTFT"].split() == ["TTFT", "0.90", "s", "0.22", "s", "1.00", "s", "2.07", "s",
+                                     "5.00", "s"]  # fmt: skip
+    assert table["End-to-end"].endswith("> 60.00 s")  # 1.5 % of requests took longer than 60 s
+    assert set(table) == {"TTFT", "Inter-token", "TPOT", "End-to-end", "Queue"}
 
 
-async def test_at_80_columns_the_tails_keep_the_mean_in_compact_cells() -> None:
-    rows = list(rows_of(await shown(cockpit(), (80, 60)), "Latency tails"))
-    assert rows[0].split() == ["mean", "p50", "p90", "p99"]
+async def test_the_tails_have_the_overviews_p95_in_compact_cells() -> None:
+    rows = list(rows_of(await shown(cockpit()), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p90", "p95", "p99"]
     table = {row.split()[0]: row.split() for row in rows[1:]}
-    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "1.00s", "5.00s"]
-    assert table["ITL"] == ["ITL", "20.0ms", "19.2ms", "46.4ms", "0.19s"]
-    assert table["E2E"][-2:] == ["20.00s", ">60s"]  # a lower bound, apart from its neighbour
+    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "1.00s", "2.07s", "5.00s"]
+
+
+async def test_at_80_columns_the_tails_keep_the_mean_and_p95_in_compact_cells() -> None:
+    rows = list(rows_of(await shown(cockpit(), (80, 60)), "Latency tails"))
+    assert rows[0].split() == ["mean", "p50", "p95", "p99"]
+    table = {row.split()[0]: row.split() for row in rows[1:]}
+    assert table["TTFT"] == ["TTFT", "0.90s", "0.22s", "2.07s", "5.00s"]
+    assert table["ITL"] == ["ITL", "20.0ms", "19.2ms", "72.7ms", "0.19s"]
+    assert table["E2E"][-2:] == ["36.67s", ">60s"]  # a lower bound, apart from its neighbour
 
 
 async def test_trends_state_their_step_and_leave_a_gap_blank() -> None:
     text = await shown(cockpit())
     assert "╭─ Trends · step 1 min" in text
     rows = {row[:11].strip(): row[12:] for row in rows_of(text, "Trends · step 1 min")}
-    assert list(rows) == ["Hit rate", "TTFT p95", "Step (ITL)", "Gen tok/s", "Running",
-                          "Waiting", "KV use"]  # fmt: skip
+    assert list(rows) == ["Hit rate", "TTFT p95", "Step (ITL)", "Gen tok/s", "Running avg",
+                          "Waiting avg", "KV use avg", "avg: the me"]  # fmt: skip
+    del rows["avg: the me"]  # the note: the gauges' points are means per step
     for name, row in rows.items():
         line = row[: max(row.rfind(block) for block in SPARK_BLOCKS) + 1].strip()
         assert " " in line, name  # the four minutes with no data: blank, not ▁
         assert row[len(line) :].strip(), name  # the latest point beside
-    assert rows["KV use"].endswith("55.4%")  # the trend's last point
+    assert rows["KV use avg"].endswith("55.4%")  # the trend's last point
 
 
 def test_a_sparkline_spreads_its_points_leaves_gaps_blank_and_draws_zero_low() -> None:

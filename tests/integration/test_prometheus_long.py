@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from cockpit.core.promql import gauge_step
 from cockpit.core.timeutil import stamp
 from cockpit.core.trends import trend_step
 from cockpit.sources.prometheus import PrometheusSource
@@ -169,7 +170,8 @@ async def test_a_history_shorter_than_the_window_reads_alike_in_every_window(
         partial = ASKED_AT - window < first
         assert totals.coverage_note == (f"data since {stamp(first)}" if partial else ""), window
         assert totals.covered_s == (pytest.approx(ASKED_AT - first) if partial else None)
-        mean = grid_mean(engines, max(first, ASKED_AT - window), ASKED_AT)
+        step = int(gauge_step(window, totals.covered_s))  # a short span: finer than 15 s
+        mean = grid_mean(engines, max(first, ASKED_AT - window), ASKED_AT, step)
         assert totals.values["running"] == pytest.approx(mean, rel=1e-9), window
 
 

@@ -60,6 +60,8 @@ def lane_values(scale: float = 1.0) -> dict[str, float]:
         "kv_usage": 0.6,
         "e2e_sum": 9700.0 * scale,
         "e2e_count": 1000 * scale,
+        "tpot_sum": 21.0 * scale,
+        "tpot_count": 1000 * scale,
         "preemptions": 3 * scale,
         # now, and over the last minute
         "running_now": 7.0,
@@ -81,6 +83,7 @@ LATENCY_BUCKETS: dict[str, tuple[Bucket, ...]] = {
             (40.0, 960.0), (60.0, 985.0), (INF, 1000.0)),
     "queue": ((0.01, 600.0), (0.05, 800.0), (0.1, 900.0), (0.5, 980.0), (1.0, 995.0),
               (INF, 1000.0)),
+    "tpot": ((0.01, 50.0), (0.025, 850.0), (0.05, 990.0), (0.1, 1000.0), (INF, 1000.0)),
 }  # fmt: skip
 """The latency histograms' cumulative counts per `le` over the window (1,000 requests)."""
 

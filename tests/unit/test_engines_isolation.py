@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.engines import engines
+from tests.support.repo import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SCANNED = ("cockpit", "widgets", "themes")
 ALLOWED = ("cockpit/engines/", "cockpit/demo/")
 """The adapters themselves, and the simulated engines of the demo."""

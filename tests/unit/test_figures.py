@@ -9,13 +9,8 @@ from collections import defaultdict
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cockpit.core.figures import (
-    bucket_share,
-    format_value,
-    lane_figures,
-    lane_load,
-    merge_reasons,
-)
+from cockpit.core.catalogue import bucket_share, merge_reasons
+from cockpit.core.figures import format_value, lane_figures, lane_load
 from cockpit.core.ledger_figures import Prices, ledger_figures, ratio_range
 from cockpit.core.model import Bucket, LaneTotals, LedgerTotals, TokenCounts, frozen_map
 from cockpit.roofline.model import Hardware, ModelProfile, operating_points
