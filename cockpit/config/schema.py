@@ -254,6 +254,7 @@ def _readers(
         # `health:`; a KV threshold of 0 would always fire, the other shares' 0 is a choice
         "queue_refreshes": lambda n, k: integer(reader, n, k, MAX_QUEUE_REFRESHES),
         "kv_usage": lambda n, k: number(reader, n, k, 1.0),
+        "gpu_memory": lambda n, k: number(reader, n, k, 1.0),
         "hit_rate": lambda n, k: number(reader, n, k, 1.0, zero=True),
         "failed_share": lambda n, k: number(reader, n, k, 1.0, zero=True),
         "ttft_p99_slo": lambda n, k: (  # null: no SLO

@@ -6,6 +6,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from cockpit.core.figures import LaneFigures, lane_load
+from cockpit.core.gpu_figures import GpuFigures, gpu_figures
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures, narrow
 from cockpit.core.model import FRESH, Freshness, LaneTotals, LedgerTotals
 from cockpit.roofline.model import Hardware, ModelProfile, RooflineView, operating_points
@@ -39,6 +40,15 @@ class LaneSnapshot:
             load = lane_load(self.figures, self.gpus)
             points = operating_points(load, self.hardware, self.model, self.chunk_tokens)
         return RooflineView(self.hardware, self.model, points)
+
+    def gpu_figures(self) -> GpuFigures | None:
+        """The lane's GPU figures (None without a GPU source), energy per token over the
+        lane's own token counts of the window."""
+        totals = self.totals
+        if totals is None:
+            return None
+        tokens = totals.get("generation_tokens"), totals.get("prompt_tokens")
+        return gpu_figures(totals.gpu, *tokens)
 
 
 @dataclass(frozen=True, slots=True)
