@@ -9,7 +9,13 @@ from cockpit.core.figures import LaneFigures, lane_load
 from cockpit.core.gpu_figures import GpuFigures, gpu_figures
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures, narrow
 from cockpit.core.model import FRESH, Freshness, LaneTotals, LedgerTotals
-from cockpit.roofline.model import Hardware, ModelProfile, RooflineView, operating_points
+from cockpit.roofline.model import (
+    Hardware,
+    ModelProfile,
+    RooflineView,
+    gpu_point,
+    operating_points,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +45,10 @@ class LaneSnapshot:
         if self.figures is not None:
             load = lane_load(self.figures, self.gpus)
             points = operating_points(load, self.hardware, self.model, self.chunk_tokens)
+            if (gpu := self.gpu_figures()) is not None:
+                dram, tensor = gpu.value("dram_active"), gpu.value("tensor_active")
+                g, why = gpu_point(self.hardware, self.model, dram, tensor)
+                points = replace(points, gpu=g, gpu_reason=why)
         return RooflineView(self.hardware, self.model, points)
 
     def gpu_figures(self) -> GpuFigures | None:
