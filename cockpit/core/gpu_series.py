@@ -141,9 +141,11 @@ def expression(exporter: Exporter, series: Series, selector: str, window_s: floa
     metric = _series_selector(series.metrics, selector)
     if series.kind == "now":
         return f"{by} ({metric})"
+    step = promql_duration(subquery_step(window_s))
     if series.kind == "mean":  # sampled like the lane's gauges; young data: the value now
-        step = promql_duration(subquery_step(window_s))
         return f"({by} (avg_over_time(({by} ({metric}))[{window}:{step}])) or {by} ({metric}))"
+    if len(series.metrics) > 1:  # flags of one GPU under several names: joined first
+        return f"{by} (max_over_time(({by} ({metric}))[{window}:{step}]))"
     over = "max_over_time" if series.kind == "peak" else "increase"
     picked = " > 0" if series.labels else ""  # an XID code counts once it has occurred
     return f"{by} ({over}({metric}[{window}])){picked}"
