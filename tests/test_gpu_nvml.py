@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import ctypes.util
+import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
+from conftest import REPO
 
-from cockpit.core.gpu import GpuTotals
+from cockpit.core.gpu import Gpu, GpuTotals
 from cockpit.core.gpu_figures import gpu_figures
 from cockpit.demo import SimulatedLane
 from cockpit.sources.gpu_nvml import NO_DRIVER, NO_PACKAGE, NvmlGpu
@@ -72,3 +74,27 @@ def test_a_lane_with_nvml_reads_and_its_receipt_says_why_no_gpu(engine: str) -> 
     markdown = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert markdown.returncode == 0 and f"> {WORDS}" in markdown.stdout
     assert "Traceback" not in markdown.stderr + done.stderr
+
+
+def test_the_gpu_check_says_how_to_run_it_and_fails_without_a_gpu() -> None:
+    pytest.importorskip("pynvml")
+    script = REPO / "e2e" / "gpu_check.py"
+    assert "python e2e/gpu_check.py" in script.read_text()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and WORDS in done.stderr
+
+
+def test_the_gpu_check_names_each_disagreement_beyond_its_tolerance() -> None:
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "e2e" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    gpu = Gpu("0", "u", util=0.5, memory_used_bytes=1000 * 2**20, memory_total_bytes=81559 * 2**20,
+              power_w=400.0, temp_c=60.0)  # fmt: skip
+    assert check.disagreements([gpu], [[55.0, 1010.0, 81559.0, 420.0, 61.0]]) == []
+    found = check.disagreements([gpu], [[75.0, 1010.0, 81559.0, 500.0, 61.0]])
+    assert found == [
+        "GPU 0 util %: cockpit 50.0, nvidia-smi 75 (allowed ±10)",
+        "GPU 0 power W: cockpit 400.0, nvidia-smi 500 (allowed ±50)",
+    ]
+    assert check.disagreements([gpu], []) == ["the cockpit reads 1 GPUs, nvidia-smi 0"]
