@@ -13,7 +13,13 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from cockpit.core.text import visible
-from cockpit.roofline.model import MeasuredPoint, OperatingPoints, RooflineView, RoofPoint
+from cockpit.roofline.model import (
+    GPU_POINT_LEGEND,
+    MeasuredPoint,
+    OperatingPoints,
+    RooflineView,
+    RoofPoint,
+)
 from cockpit.roofline.table import intensity_text, rate_text, si
 
 from .pane import BORDER_ROWS, LinesWidget
@@ -89,9 +95,12 @@ def caption_lines(
     lines.append(_point_line("P", prefill, compact) if prefill else f"P — {points.prefill_reason}")
     lines += _decode_lines(points, compact)
     lines += _measured_lines(points.measured, points.measured_reason, compact)
+    if points.gpu is not None:  # G: only for a lane whose GPUs give their activity
+        lines.append(_point_line("G", points.gpu, compact))
     if points.above_roof:
         lines.append(ABOVE_ROOF_COMPACT if compact else ABOVE_ROOF)
-    return [*lines, *LEGEND] if legend else lines
+    measured_by_gpu = [GPU_POINT_LEGEND] if points.gpu is not None else []
+    return [*lines, *LEGEND, *measured_by_gpu] if legend else lines
 
 
 def pane_title(view: RooflineView | None) -> str:

@@ -20,7 +20,7 @@ from cockpit.roofline.table import intensity_text
 TITLE_MIN_HEIGHT = 20
 """Below this pane height, no axis labels (and no roofs line in the caption): rows are short."""
 
-LETTERS = {"prefill": "P", "decode": "D", "measured": "M"}
+LETTERS = {"prefill": "P", "decode": "D", "measured": "M", "gpu": "G"}
 """Each point's letter, in the order of the operating points."""
 
 
@@ -65,7 +65,7 @@ class PlotSpec:
 def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str]) -> PlotSpec:
     """The spec of `view` in a pane and plot of these sizes, in the theme's colours."""
     hw, points = view.hw, view.points
-    named = (points.prefill, points.decode, points.measured) if points is not None else ()
+    named = (points.prefill, points.decode, points.measured, points.gpu) if points else ()
     plotted = [
         (name, point)
         for name, point in zip(LETTERS, named, strict=False)
@@ -144,6 +144,7 @@ COLOURS = {
     "prefill": "text-warning",
     "decode": "text-success",
     "measured": "text-secondary",
+    "gpu": "text-accent",
 }
 """The theme variable each part is drawn in (the readable `text-*` shades)."""
 

@@ -101,6 +101,13 @@ def _source_options() -> _Parser:
     add("--model", metavar="ID", help="ad-hoc lane's model profile")
     add("--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group")
     add(
+        "--gpu-selector",
+        metavar="MATCHERS",
+        help="ad-hoc lane's GPUs: dcgm-exporter or nvidia_gpu_exporter series on its --prometheus",
+    )
+    add("--gpu-metrics-url", metavar="URL", help="ad-hoc lane's GPUs: scrape an exporter directly")
+    add("--nvml", action="store_true", help="ad-hoc lane's GPUs: this machine's, through NVML")
+    add(
         "--ledger",
         metavar="PATH",
         action="append",

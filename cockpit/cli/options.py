@@ -49,13 +49,27 @@ def _lane_flags(args: argparse.Namespace) -> dict[str, object]:
     """The ad-hoc lane's options given on the command line, by their config key."""
     options = ("prometheus", "metrics_url", "selector", "hardware", "model", "gpus")
     given = {option: getattr(args, option) for option in options}
-    return {option: value for option, value in given.items() if value not in (None, "")}
+    flags = {option: value for option, value in given.items() if value not in (None, "")}
+    gpu = {"selector": args.gpu_selector, "metrics_url": args.gpu_metrics_url}
+    gpu = {key: value for key, value in gpu.items() if value is not None}
+    if gpu or args.nvml:
+        flags["gpu"] = {**gpu, **({"nvml": True} if args.nvml else {})}
+    return flags
+
+
+GPU_FLAGS = {
+    "gpu": "--gpu-selector, --gpu-metrics-url, --nvml",
+    "gpu.selector": "--gpu-selector",
+    "gpu.metrics_url": "--gpu-metrics-url",
+    "gpu.nvml": "--nvml",
+}
+"""The ad-hoc lane's `gpu:` options by the flags that give them."""
 
 
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
     if not (args.prometheus or args.metrics_url):
         # alone, these would be ignored without a word
-        given = [f"--{option}" for option in _lane_flags(args)]  # no server among them
+        given = [GPU_FLAGS.get(o, f"--{o}") for o in _lane_flags(args)]  # no server among them
         given += ["--engine"] if args.engine != AUTO else []
         if given:
             problem = "describes an ad-hoc lane: give --prometheus URL or --metrics-url URL with it"
@@ -72,10 +86,12 @@ def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:
         text = yaml.safe_dump({"lanes": [lane]}, sort_keys=False)
         return parse_text(text, "<command line>").lanes[0]
     except ConfigError as error:  # said by its flag rather than by the config it becomes
-        key = error.key.removeprefix("lanes[0]").removeprefix(".").split(".")[0]
+        path = error.key.removeprefix("lanes[0]").removeprefix(".")
+        key = path.split(".")[0]
         if not key:
             raise refused("--prometheus, --metrics-url", "give one of the two, not both") from None
         flag = "--selector" if key == "name" else "--" + key.replace("_", "-")
+        flag = GPU_FLAGS.get(path, flag)
         raise refused(flag, error.problem) from None
 
 

@@ -55,6 +55,18 @@ class Auth:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuConfig:
+    """Where a lane's GPUs are read: exactly one of the three."""
+
+    selector: str | None = None
+    """Matchers of an exporter's series on the lane's Prometheus (`job="dcgm"`)."""
+    metrics_url: str | None = None
+    """An exporter's own /metrics, scraped directly."""
+    nvml: bool = False
+    """This machine's GPUs, through NVML."""
+
+
+@dataclass(frozen=True, slots=True)
 class LaneConfig:
     name: str
     prometheus: str | None = None
@@ -79,6 +91,7 @@ class LaneConfig:
     """The ledger's `provider/model` (or model) names that are this lane's traffic."""
     tenant: str | None = None
     """Sent as `X-Scope-OrgID` (a Mimir, Cortex or multi-tenant Thanos server's tenant)."""
+    gpu: GpuConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +157,9 @@ _TOP_KEYS = (
 _LANE_KEYS = (
     "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
     "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
-    "ledger_models", "tenant",
+    "ledger_models", "tenant", "gpu",
 )  # fmt: skip
+_GPU_KEYS = ("selector", "metrics_url", "nvml")
 _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
     "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
@@ -235,11 +249,14 @@ def _readers(
         "timeout": lambda n, k: number(reader, n, k, MAX_TIMEOUT_S),
         "ledger_models": lambda n, k: tuple(dict.fromkeys(_each(reader, n, k, text))),
         "tenant": lambda n, k: text(reader, n, k),
+        "gpu": lambda n, k: _gpu(reader, n, k, readers),
+        "nvml": lambda n, k: boolean(reader, n, k),
         # `prices:` (spend units per token)
         **dict.fromkeys(_PRICE_KEYS, lambda n, k: number(reader, n, k, MAX_PRICE, zero=True)),
         # `health:`; a KV threshold of 0 would always fire, the other shares' 0 is a choice
         "queue_refreshes": lambda n, k: integer(reader, n, k, MAX_QUEUE_REFRESHES),
         "kv_usage": lambda n, k: number(reader, n, k, 1.0),
+        "gpu_memory": lambda n, k: number(reader, n, k, 1.0),
         "hit_rate": lambda n, k: number(reader, n, k, 1.0, zero=True),
         "failed_share": lambda n, k: number(reader, n, k, 1.0, zero=True),
         "ttft_p99_slo": lambda n, k: (  # null: no SLO
@@ -282,7 +299,19 @@ def _lane(reader: YamlReader, node: Node, key: str, readers: Readers) -> LaneCon
         reader.fail(node, key, problem)
     if values.get("auth") and "prometheus" not in values:
         reader.fail(items["auth"][0], f"{key}.auth", "auth is for a prometheus server")
+    if values.get("gpu") and values["gpu"].selector is not None and "prometheus" not in values:
+        problem = "gpu.selector reads the lane's prometheus: use gpu.metrics_url or gpu.nvml"
+        reader.fail(items["gpu"][0], f"{key}.gpu.selector", problem)
     return LaneConfig(**values)
+
+
+def _gpu(reader: YamlReader, node: Node, key: str, readers: Readers) -> GpuConfig:
+    """`gpu:` one of `selector` (the lane's Prometheus), `metrics_url` (an exporter), `nvml`."""
+    config = GpuConfig(**_section(reader, node, key, _GPU_KEYS, readers))
+    given = [config.selector is not None, config.metrics_url is not None, config.nvml]
+    if sum(given) != 1:
+        reader.fail(node, key, "gpu needs exactly one of selector, metrics_url or nvml: true")
+    return config
 
 
 def _discover(reader: YamlReader, node: Node, key: str, readers: Readers) -> Discover:

@@ -35,7 +35,7 @@ def _significant(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-_SI_UNITS = {"flop/s": "FLOP/s", "bytes/s": "B/s", "bytes": "B"}
+_SI_UNITS = {"flop/s": "FLOP/s", "bytes/s": "B/s", "bytes": "B", "watts": "W", "joules": "J"}
 
 
 def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
@@ -61,6 +61,8 @@ def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
         return f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s"
     if unit in _SI_UNITS:
         return si(value, unit=_SI_UNITS[unit])
+    if unit == "celsius":
+        return f"{value:.0f} °C"
     if unit == "usd":  # a cost under a cent keeps its digits (not "$0.00")
         return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
     return f"{value:,.3g}"

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from cockpit.core.figures import format_figure
-from cockpit.core.model import Figure, Freshness, Unit
+from cockpit.core.gpu import Gpu
+from cockpit.core.gpu_figures import GpuFigures
+from cockpit.core.model import Figure, Freshness, Unit, divide
 from cockpit.core.timeutil import clock
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ class Thresholds:
     """Aborted and erred requests above this share of those finished."""
     ttft_p99_slo: float | None = None
     """TTFT p99 above this many seconds; None: no SLO, no rule."""
+    gpu_memory: float = 0.98
+    """A GPU's memory in use at or above this share (at its limit)."""
 
 
 Severity = Literal["bad", "warn"]
@@ -98,6 +102,7 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     for limit in _LIMITS:
         figure = next((figures[key] for key in limit.keys if _present(figures.get(key))), None)
         findings.append(_over(limit, figure, thresholds))
+    findings += _gpu_findings(snapshot.gpu_figures(), thresholds)
     return tuple(finding for finding in findings if finding is not None)
 
 
@@ -111,6 +116,11 @@ def rule_lines(thresholds: Thresholds) -> list[str]:
         value = limit.limit(thresholds)
         said = f"{limit.compare} {_threshold(value, limit.unit)}" if value is not None else ""
         lines.append(f"{limit.words}: {' or '.join(limit.keys)} {said or limit.off}")
+    lines[-1:-1] = [  # the GPU rules, ahead of the one that may be off
+        "GPU XID error: a GPU reported an XID error in the window",
+        f"GPU memory at its limit: a GPU's memory in use ≥ {thresholds.gpu_memory * 100:g}%",
+        "GPU throttled: a GPU's clocks held down by its power limit or by heat in the window",
+    ]
     return lines
 
 
@@ -162,3 +172,43 @@ def _threshold(value: float, unit: Unit) -> str:
     if unit == "share":
         return f"{value * 100:g}%"
     return f"{value:g} s" if unit == "seconds" else f"{value:g}"
+
+
+# --- the GPUs -----------------------------------------------------------------------------
+
+
+def _gpu_findings(figures: GpuFigures | None, thresholds: Thresholds) -> list[Finding]:
+    """The GPU rules: an XID error, a GPU at its memory limit, clocks held down, each naming
+    the GPUs (by index) it fires for."""
+    gpus = [gpu for gpu, _ in figures.per_gpu] if figures is not None else []
+
+    def memory(gpu: Gpu) -> float:
+        return divide(gpu.memory_used_bytes, gpu.memory_total_bytes) or 0.0
+
+    limit = f"memory at its limit (alert at ≥ {thresholds.gpu_memory * 100:g}%)"
+    findings = [
+        _gpu_rule("gpu_xid", "gpu_xid_errors", "bad", [g for g in gpus if g.xid],
+                  lambda g: f"XID {g.xid:.0f}", "XID error in the window"),
+        _gpu_rule("gpu_memory_full", "gpu_memory_used_bytes", "warn",
+                  [g for g in gpus if memory(g) >= thresholds.gpu_memory],
+                  lambda g: f"{memory(g):.0%}", limit),
+        _gpu_rule("gpu_throttled", "gpu_power_throttled", "warn",
+                  [g for g in gpus if g.throttle_power or g.throttle_thermal],
+                  lambda g: "power" if g.throttle_power else "heat",
+                  "clocks held down in the window"),
+    ]  # fmt: skip
+    return [finding for finding in findings if finding is not None]
+
+
+def _gpu_rule(
+    rule: str,
+    key: str,
+    severity: Severity,
+    fired: list[Gpu],
+    detail: Callable[[Gpu], str],
+    words: str,
+) -> Finding | None:
+    if not fired:
+        return None
+    which = ", ".join(f"GPU {gpu.id or gpu.uuid} ({detail(gpu)})" for gpu in fired)
+    return Finding(rule, key, f"{which}: {words}", severity)

@@ -7,9 +7,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from cockpit.core.timeutil import clock
+
+if TYPE_CHECKING:
+    from cockpit.core.gpu import GpuTotals
 
 FailureCause = Literal["", "source", "engine"]
 
@@ -70,7 +73,7 @@ class SourceFailure(Exception):
 
 Unit = Literal[
     "count", "number", "tokens", "ratio", "share", "seconds", "tok/s", "flop/s", "bytes/s",
-    "units", "bytes", "usd",
+    "units", "bytes", "usd", "watts", "joules", "celsius",
 ]  # fmt: skip
 
 
@@ -328,6 +331,10 @@ class LaneTotals:
     quantiles: Mapping[str, tuple[float, bool]] = field(default_factory=frozen_map)
     """Tail figures the server worked out (a fleet row's or a trend step's `ttft_p95`): key ->
     (value, past the largest finite bucket); read before `histograms`."""
+    riders: Mapping[str, list[dict[str, Any]]] = field(default_factory=frozen_map)
+    """Samples of the expressions asked in the lane's query beside its own (its GPUs'), by key."""
+    gpu: GpuTotals | None = None
+    """The lane's GPUs, when it has a GPU source."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

@@ -6,9 +6,16 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from cockpit.core.figures import LaneFigures, lane_load
+from cockpit.core.gpu_figures import GpuFigures, gpu_figures
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures, narrow
 from cockpit.core.model import FRESH, Freshness, LaneTotals, LedgerTotals
-from cockpit.roofline.model import Hardware, ModelProfile, RooflineView, operating_points
+from cockpit.roofline.model import (
+    Hardware,
+    ModelProfile,
+    RooflineView,
+    gpu_point,
+    operating_points,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +45,20 @@ class LaneSnapshot:
         if self.figures is not None:
             load = lane_load(self.figures, self.gpus)
             points = operating_points(load, self.hardware, self.model, self.chunk_tokens)
+            if (gpu := self.gpu_figures()) is not None:
+                dram, tensor = gpu.value("dram_active"), gpu.value("tensor_active")
+                g, why = gpu_point(self.hardware, self.model, dram, tensor)
+                points = replace(points, gpu=g, gpu_reason=why)
         return RooflineView(self.hardware, self.model, points)
+
+    def gpu_figures(self) -> GpuFigures | None:
+        """The lane's GPU figures (None without a GPU source), energy per token over the
+        lane's own token counts of the window."""
+        totals = self.totals
+        if totals is None:
+            return None
+        tokens = totals.get("generation_tokens"), totals.get("prompt_tokens")
+        return gpu_figures(totals.gpu, *tokens)
 
 
 @dataclass(frozen=True, slots=True)

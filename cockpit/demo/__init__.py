@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from cockpit.demo.dcgm import SimulatedDcgm
 from cockpit.demo.hermes import SimulatedHermes
 from cockpit.demo.lane import LOOPBACK, SimulatedLane
 from cockpit.demo.lane_presets import PRESETS, LanePreset
@@ -52,6 +53,8 @@ class DemoLaneConfig:
     selector: str
     gpus: int
     chunk_tokens: int
+    gpu_metrics_url: str = ""
+    """The lane's simulated dcgm-exporter."""
 
 
 @dataclass(slots=True)
@@ -72,6 +75,8 @@ class Demo:
     folder: Path | None = None
     lanes: dict[str, SimulatedLane] = field(default_factory=dict)
     lane_urls: dict[str, str] = field(default_factory=dict)
+    exporters: dict[str, SimulatedDcgm] = field(default_factory=dict)
+    """Each lane's simulated dcgm-exporter."""
     hermes: SimulatedHermes | None = None
     prometheus: DemoPrometheus | None = None
     prometheus_note: str = ""
@@ -97,6 +102,8 @@ class Demo:
                 )
                 self.lanes[name] = lane
                 self.lane_urls[name] = lane.start()
+                self.exporters[name] = SimulatedDcgm(lane.preset)
+                self.exporters[name].start()
             self.hermes = SimulatedHermes(
                 self.ledger_path, seed=self.seed, history_sessions=self.history_sessions
             ).start()
@@ -113,6 +120,7 @@ class Demo:
             self.prometheus_note = "prometheus is not on PATH; the lanes are scraped directly"
             return
         targets = {name: f"{LOOPBACK}:{lane.port}" for name, lane in self.lanes.items()}
+        targets |= {f"{name}-dcgm": f"{LOOPBACK}:{e.port}" for name, e in self.exporters.items()}
         self.prometheus = DemoPrometheus(binary, self.folder / "prometheus", targets)
         self.prometheus.wait_ready()
 
@@ -128,6 +136,7 @@ class Demo:
                 selector=f'job="{name}"',
                 gpus=lane.preset.gpus,
                 chunk_tokens=lane.preset.chunk_tokens,
+                gpu_metrics_url=f"http://{LOOPBACK}:{self.exporters[name].port}/metrics",
             )
             for name, lane in self.lanes.items()
         ]
@@ -139,6 +148,9 @@ class Demo:
             self.prometheus = None
         for lane in self.lanes.values():
             lane.stop()
+        for exporter in self.exporters.values():
+            exporter.stop()
+        self.exporters.clear()
         self.lanes.clear()
         self.lane_urls.clear()
         if self.hermes is not None:
@@ -175,8 +187,10 @@ def demo_config_data(demo: Demo) -> dict[str, Any]:
         if lane.prometheus_url is not None:
             entry["prometheus"] = lane.prometheus_url
             entry["selector"] = lane.selector
+            entry["gpu"] = {"selector": f'job="{lane.name}-dcgm"'}
         else:
             entry["metrics_url"] = lane.metrics_url
+            entry["gpu"] = {"metrics_url": lane.gpu_metrics_url}
         lanes.append(entry)
     return {"lanes": lanes, "ledgers": [str(demo.ledger_path)]}
 

@@ -123,6 +123,35 @@ class MeasuredPoint(RoofPoint):
     bytes_ratio: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class GpuPoint(RoofPoint):
+    """Where the GPUs' own activity counters place the lane, per second (`seconds` is 1):
+    DRAM activity × the peak bandwidth moved, tensor activity × the peak FLOP/s done."""
+
+    dram_active: float
+    tensor_active: float
+
+
+GPU_POINT_LEGEND = (
+    "G measured by the GPU: DRAM activity × peak bandwidth, tensor activity × peak FLOP/s; "
+    "an upper bound of the bytes and FLOPs moved (the ratios count busy cycles, not bytes "
+    "or FLOPs)"
+)
+
+
+def gpu_point(
+    hw: Hardware, model: ModelProfile, dram_active: float | None, tensor_active: float | None
+) -> tuple[GpuPoint | None, str]:
+    """The measured point G under the roof of the model's number format, or why there is none."""
+    if dram_active is None or tensor_active is None:
+        return None, "no DRAM and tensor activity (dcgm-exporter's profiling fields give them)"
+    if dram_active <= 0 or tensor_active <= 0:
+        return None, "the GPUs' memory interface or tensor pipes were idle"
+    hw = roof_for(hw, model)
+    flops, moved = tensor_active * hw.peak_flops, dram_active * hw.bandwidth
+    return GpuPoint(flops, moved, 1.0, hw, dram_active, tensor_active), ""
+
+
 # --- the seed's formulas ----------------------------------------------------------------
 
 
@@ -226,6 +255,9 @@ class OperatingPoints:
     prefill_reason: str = ""
     decode_reason: str = ""
     measured_reason: str = ""
+    gpu: GpuPoint | None = None
+    """G: what the GPUs' activity counters measured."""
+    gpu_reason: str = "no GPU source (a lane's gpu: in the config)"
 
     @property
     def above_roof(self) -> bool:

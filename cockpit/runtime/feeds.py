@@ -28,6 +28,7 @@ from cockpit.runtime.poller import (
     failure_reason,
     warning_note,
 )
+from cockpit.sources.gpu import GpuSource, PrometheusGpu, ScrapeGpu, with_gpu
 from cockpit.sources.http import SourceError
 from cockpit.sources.ledger import (
     LedgerSet,
@@ -88,6 +89,7 @@ class ConfiguredLane:
 
     lane: LaneConfig
     model_filter: str | None = field(default=None, kw_only=True)
+    gpu_source: GpuSource | None = field(default=None, kw_only=True)
 
     def filter_model(self, model: str | None) -> None:
         self.model_filter = model or None
@@ -129,7 +131,12 @@ class PrometheusLaneFeed(ConfiguredLane):
         return self.source
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
-        return await self._source().read_lane(self.name, self.dialect, self.selector, window_s, end)
+        riders = self.gpu_source.expressions(window_s) if self.gpu_source else None
+        source = self._source()
+        totals = await source.read_lane(
+            self.name, self.dialect, self.selector, window_s, end, riders
+        )
+        return await with_gpu(totals, self.gpu_source, window_s, end)
 
     async def model_names(self) -> list[str]:
         """The lane's `model_name` values, whatever the model filter (the `m` filter offers
@@ -151,6 +158,8 @@ class PrometheusLaneFeed(ConfiguredLane):
         if self.source is not None and self.servers is not None:
             await self.servers.release(self.source)
             self.source = None
+        if self.gpu_source is not None:
+            await self.gpu_source.close()
 
 
 @dataclass(eq=False)
@@ -163,7 +172,8 @@ class ScrapeLaneFeed(ConfiguredLane):
         """Take a sample (each refresh is one scrape), then the window from the buffer."""
         if end is None:
             await self.source.poll()
-        return await self.source.read_lane(self.name, self.dialect, self.selector, window_s, end)
+        totals = await self.source.read_lane(self.name, self.dialect, self.selector, window_s, end)
+        return await with_gpu(totals, self.gpu_source, window_s, end)
 
     async def model_names(self) -> list[str]:
         """The `model_name` values of the lane's series scraped so far (one scrape if none)."""
@@ -173,6 +183,8 @@ class ScrapeLaneFeed(ConfiguredLane):
 
     async def close(self) -> None:
         await self.source.aclose()
+        if self.gpu_source is not None:
+            await self.gpu_source.close()
 
 
 def prometheus_source(lane: LaneConfig) -> PrometheusSource:
@@ -221,11 +233,12 @@ def build_lane_feeds(config: Config) -> list[LaneFeed]:
     servers = _Servers()
     feeds: list[LaneFeed] = []
     for lane in config.lanes:
+        gpu = gpu_source(lane)
         if lane.prometheus:
             try:
-                feeds.append(PrometheusLaneFeed(lane, servers.get(lane), servers))
+                feeds.append(PrometheusLaneFeed(lane, servers.get(lane), servers, gpu_source=gpu))
             except SourceError as error:
-                feeds.append(PrometheusLaneFeed(lane, None, setup_error=str(error)))
+                feeds.append(PrometheusLaneFeed(lane, None, setup_error=str(error), gpu_source=gpu))
         else:
             from cockpit.sources.scrape import ScrapeSource
 
@@ -234,8 +247,21 @@ def build_lane_feeds(config: Config) -> list[LaneFeed]:
             source = ScrapeSource(
                 lane.metrics_url, selector=lane.selector, timeout=lane.timeout_s, verify=verify
             )
-            feeds.append(ScrapeLaneFeed(lane, source))
+            feeds.append(ScrapeLaneFeed(lane, source, gpu_source=gpu))
     return feeds
+
+
+def gpu_source(lane: LaneConfig) -> GpuSource | None:
+    """The lane's GPU source, as its `gpu:` block says (None without one)."""
+    if lane.gpu is None:
+        return None
+    if lane.gpu.selector is not None:
+        return PrometheusGpu(lane.gpu.selector)
+    if lane.gpu.metrics_url is not None:
+        return ScrapeGpu(lane.gpu.metrics_url, timeout=lane.timeout_s, verify=lane.verify_tls)
+    from cockpit.sources.gpu_nvml import NvmlGpu
+
+    return NvmlGpu()
 
 
 def build_feeds(

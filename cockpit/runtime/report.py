@@ -272,6 +272,7 @@ def markdown_receipt(
     if lane is not None and lane.figures is not None and lane.totals is not None:
         lines += _freshness_note(lane.freshness)
         lines += [*lane_markdown(lane.figures, lane.totals, lane.window), ""]
+        lines += gpu_markdown(lane)
     elif lane is not None:
         lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
     lines += _provenance(lane, ledger)
@@ -307,6 +308,8 @@ def json_receipt(
         receipt["ledger"] = _ledger_json(ledger, prices or Prices())
     if lane is not None:
         receipt["lane"] = _lane_json(lane)
+        if (gpu := gpu_json(lane)) is not None:
+            receipt["gpu"] = gpu
     return receipt
 
 
@@ -367,4 +370,53 @@ def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
             "queries": dict(totals.queries),
         },
     )
+    return data
+
+
+# --- the GPUs -------------------------------------------------------------------------------
+
+
+def gpu_markdown(lane: LaneSnapshot) -> list[str]:
+    """The lane's GPUs: its GPU figures, then one row per GPU (nothing without a GPU source)."""
+    gpu = lane.gpu_figures()
+    if gpu is None:
+        return []
+    lines = [f"## The GPUs of {lane.lane}: {gpu.source or 'none read'}, {gpu.where}", ""]
+    if gpu.reason:
+        lines += [f"> {gpu.reason}", ""]
+    rows = [(f.label, _value(f)) for f in gpu.figures.values()]
+    lines += markdown_table((f"Figure ({lane.window})", "Value"), rows)
+    if gpu.per_gpu:
+        keys = list(gpu.per_gpu[0][1])
+        header = ("GPU", *(gpu.per_gpu[0][1][key].label for key in keys))
+        per_gpu = [
+            (f"{one.id} {one.name}".strip(), *(format_figure(figures[k]) for k in keys))
+            for one, figures in gpu.per_gpu
+        ]
+        lines += ["", *markdown_table(header, per_gpu)]
+    return [*lines, ""]
+
+
+def gpu_json(lane: LaneSnapshot) -> dict[str, Any] | None:
+    """The lane's GPU figures and each GPU's, values in SI units and shares 0-1."""
+    gpu = lane.gpu_figures()
+    if gpu is None:
+        return None
+    data: dict[str, Any] = {"source": gpu.source, "where": gpu.where, "window": lane.window}
+    if gpu.reason:
+        data["reason"] = gpu.reason
+    data["figures"] = {key: _figure_json(f) for key, f in gpu.figures.items()}
+    data["gpus"] = [
+        {
+            "id": one.id,
+            "uuid": one.uuid,
+            "name": one.name,
+            "figures": {key: _figure_json(f) for key, f in figures.items()},
+            **({"processes": [list(p) for p in one.processes]} if one.processes else {}),
+        }
+        for one, figures in gpu.per_gpu
+    ]
+    totals = lane.totals.gpu if lane.totals is not None else None
+    if totals is not None and totals.queries:
+        data["queries"] = dict(totals.queries)
     return data

@@ -98,6 +98,8 @@ class _Ask:
     present: bool
     """A read of now, not of the past (`--at`)."""
     live: Mapping[str, str]
+    riders: Mapping[str, str] = field(default_factory=dict)
+    """Expressions asked beside the lane's in its one query (its GPUs'), at every refresh."""
 
 
 @dataclass(slots=True)
@@ -168,9 +170,11 @@ class PrometheusSource:
         selector: str,
         window_s: float,
         end: float | None = None,
+        riders: Mapping[str, str] | None = None,
     ) -> LaneTotals:
         """The lane's raw totals over (end - window, end] with its trend up to `end`
-        (`History`); `dialect=None` detects it.
+        (`History`); `dialect=None` detects it. `riders` ride in the same query, their samples
+        in `LaneTotals.riders`.
 
         Totals evaluated less than `reevaluation_interval(window_s)` before `end` are
         returned again as they were (with their own `end`)."""
@@ -183,7 +187,7 @@ class PrometheusSource:
         live = {LIVE: f"(count({presence}) or vector(0))"}
         if end is None:  # in the past (`--at`), later samples are no clock's fault
             live[AHEAD] = ahead
-        ask = _Ask(lane, dialect, selector, window_s, at, end is None, live)
+        ask = _Ask(lane, dialect, selector, window_s, at, end is None, live, riders or {})
         plan = self._plan(memory, ask, names)
         last = memory.last.get(window_s)
         if (
@@ -216,7 +220,7 @@ class PrometheusSource:
         """The last evaluation's totals with the lane's now and last-minute keys read fresh;
         while the lane is down, only whether it is back."""
         fresh = {k: e for k, e in plan.exprs.items() if k in FRESH_KEYS and not last.down}
-        state = {**promql.targets_expressions(ask.selector), **ask.live, **fresh}
+        state = {**promql.targets_expressions(ask.selector), **ask.live, **fresh, **ask.riders}
         answer = await self.query(promql.combined_query(state), ask.end)
         found = promql.split_by_fig(answer.result)
         note, down = self._targets(found, ask.present, last.totals.scrape_interval_s)
@@ -234,6 +238,7 @@ class PrometheusSource:
             groups=frozen_map({**_stale(old.groups), **read.groups}),
             warnings=(*last.warnings, *note),
             eval_seconds=answer.eval_seconds,
+            riders=_riders(found, ask),
         )
 
     async def _evaluate_window(
@@ -251,7 +256,8 @@ class PrometheusSource:
         return evaluated.totals
 
     async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
-        answer = await self.query(f"{plan.query} or {promql.combined_query(ask.live)}", ask.end)
+        extra = promql.combined_query({**ask.live, **ask.riders})
+        answer = await self.query(f"{plan.query} or {extra}", ask.end)
         found = promql.split_by_fig(answer.result)
         start, scrapes = found.get(promql.DATA_START), found.get(promql.SCRAPES)
         interval = promql.scrape_interval(scrapes, start, ask.end, ask.window_s)
@@ -285,6 +291,7 @@ class PrometheusSource:
             selector=ask.selector,
             warnings=(*answer.warnings, *note),
             eval_seconds=answer.eval_seconds,
+            riders=_riders(found, ask),
         )
         return _Evaluated(plan.query, totals, answer.warnings, down)
 
@@ -483,6 +490,10 @@ V = TypeVar("V")
 def _stale(mapping: Mapping[str, V]) -> dict[str, V]:
     """A reused read's entries but its fresh keys (this refresh reads those again)."""
     return {key: value for key, value in mapping.items() if key not in FRESH_KEYS}
+
+
+def _riders(found: Mapping[str, list[dict[str, Any]]], ask: _Ask) -> Mapping[str, Any]:
+    return frozen_map({key: found[key] for key in ask.riders if key in found})
 
 
 def _is_sample(sample: object) -> bool:

@@ -134,6 +134,7 @@ def test_example_shows_every_option() -> None:
     options = [
         *module._TOP_KEYS,
         *module._LANE_KEYS,
+        *module._GPU_KEYS,
         "bearer_env",
         "bearer_file",
         "username",

@@ -146,7 +146,7 @@ def test_the_help_lists_every_rule_with_its_figure_and_threshold() -> None:
     assert lines[1] == "queue building: waiting_now > 0 for ≥ 3 refreshes in a row"
     for key, _, _, _, _, said in RULES:
         assert any(key in line and said in line for line in lines), (key, lines)
-    assert len(lines) == 7
+    assert len(lines) == 10  # with the three GPU rules
     off = rule_lines(Thresholds())[-1]
     assert off == "TTFT p99: ttft_p99 > the SLO (off: set health.ttft_p99_slo)"
 

@@ -1,0 +1,225 @@
+"""A lane's GPUs, read three ways behind one protocol: an exporter's series on the lane's
+Prometheus (riding in the lane's one query), a direct scrape of an exporter's `/metrics`, or
+NVML on this machine (`cockpit.sources.gpu_nvml`). A GPU source never raises: what went wrong
+is its totals' `reason`, and the lane's own figures carry on."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from itertools import pairwise
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from cockpit.core.gpu import GpuTotals
+from cockpit.core.gpu_series import (
+    EXPORTERS,
+    Exporter,
+    Series,
+    Values,
+    expression_key,
+    gpu_expressions,
+    gpu_totals,
+    values_from_samples,
+)
+from cockpit.core.model import LaneTotals
+from cockpit.core.promql import Samples
+from cockpit.sources.buffer import span
+from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
+
+MAX_READS = 4096
+"""Reads a scrape or NVML source keeps (5.7 h at a 5 s refresh); a longer window reads
+"since start"."""
+NEEDS_SECOND = "needs a second read"
+
+Reading = tuple[str, Mapping[str, str], float]
+"""One sample: its name, labels and value."""
+LabelKey = tuple[tuple[str, str], ...]
+
+
+class GpuSource(Protocol):
+    """What a lane feed asks of its GPU source at each refresh."""
+
+    def expressions(self, window_s: float) -> Mapping[str, str]:
+        """PromQL to ride in the lane's query (none for a source that reads on its own)."""
+        ...
+
+    async def read(
+        self, window_s: float, end: float | None, found: Mapping[str, Samples]
+    ) -> GpuTotals:
+        """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class PrometheusGpu:
+    """An exporter's series on the lane's Prometheus, chosen by `selector`."""
+
+    def __init__(self, selector: str) -> None:
+        self.selector = selector
+
+    def expressions(self, window_s: float) -> dict[str, str]:
+        return gpu_expressions(self.selector, window_s)
+
+    async def read(
+        self, window_s: float, end: float | None, found: Mapping[str, Samples]
+    ) -> GpuTotals:
+        exprs = self.expressions(window_s)
+        mine = {key: found[key] for key in exprs if key in found}
+        totals = gpu_totals(values_from_samples(mine), f"{{{self.selector}}}")
+        return _with_queries(totals, exprs)
+
+    async def close(self) -> None:
+        return None
+
+
+def _with_queries(totals: GpuTotals, queries: Mapping[str, str]) -> GpuTotals:
+    return replace(totals, queries=dict(queries))
+
+
+async def with_gpu(
+    totals: LaneTotals, source: GpuSource | None, window_s: float, end: float | None
+) -> LaneTotals:
+    """The lane's totals with its GPUs read (from its own answer's riders, or on their own)."""
+    if source is None:
+        return totals
+    return replace(totals, gpu=await source.read(window_s, end, totals.riders))
+
+
+class ReadBuffer:
+    """The last `MAX_READS` reads of some exporters' series, reduced over a window as PromQL
+    would: the value at the end, the mean or largest in the window, a counter's increase
+    since the last read before the window (a reset counts from zero)."""
+
+    def __init__(self, exporters: Iterable[Exporter]) -> None:
+        self._by_name: dict[str, list[tuple[str, Series, tuple[str, ...]]]] = {}
+        for exporter in exporters:
+            for series in exporter.series:
+                labels = tuple(dict.fromkeys((*exporter.gpu_labels, *series.labels)))
+                for metric in series.metrics:
+                    entry = (expression_key(exporter, series), series, labels)
+                    self._by_name.setdefault(metric, []).append(entry)
+        entries = [entry for found in self._by_name.values() for entry in found]
+        self._kinds = {key: series.kind for key, series, _ in entries}
+        self._events = {
+            key for key, series, _ in entries if series.labels and series.kind == "increase"
+        }
+        """Counters of events by a label (XID codes): a code counts once it has occurred."""
+        self.reads: deque[tuple[float, dict[str, dict[LabelKey, float]]]] = deque(maxlen=MAX_READS)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def add(self, at: float, samples: Iterable[Reading]) -> None:
+        read: dict[str, dict[LabelKey, float]] = {}
+        for name, labels, value in samples:
+            for key, _, wanted in self._by_name.get(name, ()):
+                label_key = tuple((label, labels.get(label, "")) for label in wanted)
+                mine = read.setdefault(key, {})
+                mine[label_key] = max(value, mine.get(label_key, value))  # flags: any set
+        self.reads.append((at, read))
+
+    def values(self, window_s: float, end: float | None) -> tuple[Values, str]:
+        """Each series' reduced value over (end - window, end] (end: the last read), and the
+        words for a window the reads don't reach back over."""
+        reads = [r for r in self.reads if end is None or r[0] <= end]
+        if not reads:
+            return {}, ""
+        end = reads[-1][0] if end is None else end
+        start = end - window_s
+        before = [r for r in reads if r[0] <= start]
+        inside = [r for r in reads if r[0] > start]
+        base = before[-1:] if before else []
+        note = "" if before else f"since start ({span(end - reads[0][0])})"
+        values: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for key, kind in self._kinds.items():
+            points: dict[LabelKey, list[float]] = {}
+            for _, read in (base + inside) if kind == "increase" else inside:
+                for label_key, value in read.get(key, {}).items():
+                    points.setdefault(label_key, []).append(value)
+            last = inside[-1][1].get(key, {}) if inside else {}
+            for label_key, seen in points.items():
+                reduced = _reduce(kind, seen, last.get(label_key))
+                if reduced is not None and (reduced > 0 or key not in self._events):
+                    values.setdefault(key, []).append((dict(label_key), reduced))
+        return values, note
+
+
+def _reduce(kind: str, seen: list[float], now: float | None) -> float | None:
+    if kind == "now":
+        return now
+    if kind == "mean":
+        return sum(seen) / len(seen)
+    if kind == "peak":
+        return max(seen)
+    if len(seen) < 2:
+        return None
+    return sum(b - a if b >= a else b for a, b in pairwise(seen))
+
+
+class ScrapeGpu:
+    """An exporter's own `/metrics` (dcgm-exporter or nvidia_gpu_exporter), one GET a refresh."""
+
+    def __init__(self, url: str, *, timeout: float = 5.0, verify: bool | str = True) -> None:
+        self.url = redact_url(url)
+        parts = urlsplit(url)
+        self._path = parts.path or "/"
+        self.http = HttpClient(
+            urlunsplit((parts.scheme, parts.netloc, "", "", "")), timeout=timeout, verify=verify
+        )
+        self.buffer = ReadBuffer(EXPORTERS)
+        self.failure = ""
+
+    def expressions(self, window_s: float) -> dict[str, str]:
+        return {}
+
+    async def read(
+        self, window_s: float, end: float | None, found: Mapping[str, Samples]
+    ) -> GpuTotals:
+        if end is None:
+            try:
+                await self.poll()
+            except SourceError as error:
+                self.failure = error.reason
+        return self.totals(window_s, end)
+
+    async def poll(self) -> None:
+        """One GET into the buffer; SourceError with a one-line reason on failure."""
+        reply = await self.http.get(self._path)
+        if reply.status >= 400:
+            raise status_error(self.url, reply)
+        self.ingest(reply.text, time.time())
+        self.failure = ""
+
+    def ingest(self, text: str, at: float) -> None:
+        """One exposition taken at `at` (epoch seconds), into the buffer."""
+        self.buffer.add(at, parse_exposition(text, self.buffer.names))
+
+    def totals(self, window_s: float, end: float | None) -> GpuTotals:
+        values, note = self.buffer.values(window_s, end)
+        totals = gpu_totals(values, self.url, note)
+        # the last good reads stay, said to be older
+        return replace(totals, reason=self.failure) if self.failure else totals
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def parse_exposition(text: str, names: frozenset[str]) -> list[Reading]:
+    """The samples named `names` of a Prometheus text exposition; lines it can't read are
+    left out (one bad line costs its sample, not the scrape)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    wanted = [line for line in text.splitlines() if line.split("{", 1)[0].split(" ", 1)[0] in names]
+    readings: list[Reading] = []
+    for line in wanted:
+        try:
+            for family in text_string_to_metric_families(line + "\n"):
+                readings += [(s.name, s.labels, float(s.value)) for s in family.samples]
+        except ValueError:
+            continue
+    return readings
