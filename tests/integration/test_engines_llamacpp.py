@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +19,10 @@ import pytest
 from cockpit import engines
 from cockpit.core.fleet import fleet_plan
 from cockpit.engines.pace import NO_SPECULATION
+from tests.support.repo import FIXTURES
 from tests.unit.test_engines_isolation import violations
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "llamacpp" / "metrics.txt"
+FIXTURE = FIXTURES / "llamacpp" / "metrics.txt"
 LATER = {
     "llamacpp:prompt_tokens_total": "489046",
     "llamacpp:prompt_tokens_cached_total": "6.86e+06",
