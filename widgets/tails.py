@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from textual.content import Content
 
-from cockpit.core.catalogue import LATENCIES, merge_reasons
+from cockpit.core.catalogue import LATENCIES, merge_reasons, slo_keys
 from cockpit.core.figures import format_figure, format_value
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
@@ -27,7 +27,8 @@ COMPACT_WIDTH = Cells("", ()).min_label + (COMPACT_COLUMN - 1) * (1 + len(QUANTI
 
 
 class TailsPane(Pane):
-    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time."""
+    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time; the share
+    that met each latency target the lane sets, and the TTFT goodput."""
 
     BORDER_TITLE = "Latency tails"
     compact: PaneView | None = None
@@ -82,6 +83,7 @@ def tails_view(
         values = (cell(latency.mean), *(cell(f"{latency.histogram}_{q}") for q in quantiles))
         lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
                            short=latency.short, drop_first=True))  # fmt: skip
+    lines += [engine.row(key) for key in slo_keys(engine.figures)]
     figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]
     said = [f for f in figures if f is not None and (f.missing or f.doubtful) and f.reason]
     reasons = merge_reasons(f.reason for f in said)

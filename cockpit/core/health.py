@@ -88,6 +88,11 @@ _LIMITS = (
            "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
 )  # fmt: skip
 """In the order the health line shows them, after the down rule and queue building."""
+SLO_ATTAINMENT = 0.99
+"""With a lane TTFT target, the TTFT rule fires when fewer requests than this met it: what a
+p99 above the target means, read from the buckets."""
+_ATTAINMENT = _Limit("ttft_slo", "TTFT SLO attainment", ("ttft_slo_attainment",), "<",
+                     lambda t: SLO_ATTAINMENT, "share", "bad")  # fmt: skip
 
 
 def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Finding, ...]:
@@ -100,6 +105,8 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     figures = snapshot.figures.figures if snapshot.figures is not None else {}
     findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
     for limit in _LIMITS:
+        if limit.rule == _ATTAINMENT.rule and _present(figures.get(_ATTAINMENT.keys[0])):
+            limit = _ATTAINMENT  # the lane's TTFT target is set: read its attainment
         figure = next((figures[key] for key in limit.keys if _present(figures.get(key))), None)
         findings.append(_over(limit, figure, thresholds))
     findings += _gpu_findings(snapshot.gpu_figures(), thresholds)
