@@ -28,6 +28,8 @@ class Slo:
 
 
 NO_SLO = Slo()
+INTERPOLATED = "interpolated"
+"""How the note of a share read between bounds begins."""
 
 
 class Attainment(NamedTuple):
@@ -68,4 +70,4 @@ def attainment(target: float, buckets: Sequence[Bucket]) -> Attainment | None:
     where = f"between the engine's buckets {low:g} s and {bounds[at]:g} s" if at else (
         f"within the engine's first bucket (≤ {bounds[at]:g} s)"
     )  # fmt: skip
-    return Attainment(met, total, f"interpolated {where}")
+    return Attainment(met, total, f"{INTERPOLATED} {where}")

@@ -83,17 +83,21 @@ def test_the_tails_show_the_targets_met_only_where_the_lane_sets_them() -> None:
     plain = tails_view(lane_snapshot())
     assert not [line for line in plain.lines if isinstance(line, Row)]
     totals = lane_totals()
-    figures = lane_figures(totals, slo=Slo(ttft_s=0.5, e2e_s=120.0))
+    figures = lane_figures(totals, slo=Slo(ttft_s=0.5, itl_s=0.04, e2e_s=120.0))
     lane = replace(lane_snapshot(), totals=totals, figures=figures)
     shown = {line.label: line for line in tails_view(lane).lines if isinstance(line, Row)}
     assert list(shown) == [
-        "TTFT ≤ 0.5 s: SLO attainment", "E2E ≤ 120 s: SLO attainment",
+        "TTFT ≤ 0.5 s: SLO attainment", "ITL ≤ 0.04 s: SLO attainment",
+        "E2E ≤ 120 s: SLO attainment",
         "TTFT ≤ 0.5 s: goodput (req/s)",
     ]  # fmt: skip
-    assert shown["TTFT ≤ 0.5 s: SLO attainment"].value == "78.0%"
+    assert shown["TTFT ≤ 0.5 s: SLO attainment"].value == "78.0%"  # at a bound: exact
+    assert shown["ITL ≤ 0.04 s: SLO attainment"].value == "≈ 85.5%"  # between 25 and 50 ms
     assert shown["E2E ≤ 120 s: SLO attainment"].value == "> 98.5%"  # past the 60 s bucket
     assert shown["TTFT ≤ 0.5 s: goodput (req/s)"].value == format_figure(
         figures["ttft_goodput_req_s"]
     )
     details = [row.figure.key for row in _rows(TailsPane(), lane) if row.figure is not None]
-    assert details[-3:] == ["ttft_slo_attainment", "e2e_slo_attainment", "ttft_goodput_req_s"]
+    assert details[-4:] == [
+        "ttft_slo_attainment", "itl_slo_attainment", "e2e_slo_attainment", "ttft_goodput_req_s",
+    ]  # fmt: skip
