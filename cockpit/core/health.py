@@ -113,8 +113,9 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     return tuple(finding for finding in findings if finding is not None)
 
 
-def rule_lines(thresholds: Thresholds) -> list[str]:
-    """One line per rule, naming its figure and threshold (the `?` help lists them)."""
+def rule_lines(thresholds: Thresholds, ttft_target: bool = False) -> list[str]:
+    """One line per rule, naming its figure and threshold (the `?` help lists them);
+    `ttft_target`: a lane sets a TTFT target, whose attainment its TTFT rule reads."""
     lines = [
         "engine DOWN / source unreachable / failing: the lane's last read failed, and since when",
         f"queue building: waiting_now > 0 for ≥ {thresholds.queue_refreshes} refreshes in a row",
@@ -128,6 +129,9 @@ def rule_lines(thresholds: Thresholds) -> list[str]:
         f"GPU memory at its limit: a GPU's memory in use ≥ {thresholds.gpu_memory * 100:g}%",
         "GPU throttled: a GPU's clocks held down by its power limit or by heat in the window",
     ]
+    if ttft_target:
+        below = f"< {_threshold(SLO_ATTAINMENT, 'share')}"
+        lines.append(f"{_ATTAINMENT.words}: {_ATTAINMENT.keys[0]} {below} (a lane with slo.ttft_s)")
     return lines
 
 

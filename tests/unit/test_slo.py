@@ -16,7 +16,7 @@ from cockpit.cli.options import effective_config
 from cockpit.config.schema import ConfigError
 from cockpit.core.catalogue import SLO_KEYS, slo_keys
 from cockpit.core.figures import format_figure, lane_figures
-from cockpit.core.health import Finding, Thresholds, check
+from cockpit.core.health import Finding, Thresholds, check, rule_lines
 from cockpit.core.model import FRESH, Bucket, frozen_map
 from cockpit.core.quantiles import histogram_quantile
 from cockpit.core.slo import Slo, attainment
@@ -144,6 +144,12 @@ def test_with_a_ttft_target_the_ttft_rule_reads_the_attainment() -> None:
     assert finding.figure_key == "ttft_slo_attainment" and finding.severity == "bad"
     assert finding.text == "TTFT SLO attainment: 97.0% (alert at < 99%)"
     assert ttft_findings(Slo(ttft_s=10.0), Thresholds()) == []  # 99.8 % met it
+
+
+def test_the_help_lists_the_attainment_rule_where_a_lane_sets_a_ttft_target() -> None:
+    assert rule_lines(Thresholds(), ttft_target=True)[:-1] == rule_lines(Thresholds())
+    said = "TTFT SLO attainment: ttft_slo_attainment < 99% (a lane with slo.ttft_s)"
+    assert rule_lines(Thresholds(), ttft_target=True)[-1] == said
 
 
 def test_the_ad_hoc_flags_set_the_lane_s_targets(tmp_path: Path) -> None:
