@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import demo_sources, load_average, spread, table, wait_prometheus_rates
+from cockpit.core.slo import NO_SLO, Slo
 
 REQUESTS_TARGET = 2
 CLIENT_TARGET_MS = 5.0
@@ -55,6 +56,7 @@ class BenchFeed:
     hardware: Any = None
     model: Any = None
     host_kv_tokens: float = 0.0
+    slo: Slo = NO_SLO
     chunk_tokens: int | None = None
     gpus: int = 1
     model_filter: str | None = None

@@ -5,15 +5,17 @@ short); where even compact cells don't fit, p90 gives way (p95 is the overview's
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from textual.content import Content
 
-from cockpit.core.catalogue import LATENCIES, merge_reasons
+from cockpit.core.catalogue import LATENCIES, merge_reasons, slo_keys
 from cockpit.core.figures import format_figure, format_value
 from cockpit.core.model import Figure
+from cockpit.core.slo import INTERPOLATED
 from cockpit.core.snapshot import LaneSnapshot
 
-from .pane import MISSING, Cells, Line, Note, Pane, PaneView, lane_source
+from .pane import MISSING, Cells, Line, Note, Pane, PaneView, Row, lane_source
 
 QUANTILES = ("p50", "p90", "p95", "p99")
 NARROW = ("p50", "p95", "p99")
@@ -27,7 +29,8 @@ COMPACT_WIDTH = Cells("", ()).min_label + (COMPACT_COLUMN - 1) * (1 + len(QUANTI
 
 
 class TailsPane(Pane):
-    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time."""
+    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time; the share
+    that met each latency target the lane sets, and the TTFT goodput."""
 
     BORDER_TITLE = "Latency tails"
     compact: PaneView | None = None
@@ -63,6 +66,13 @@ def tail_figure(figure: Figure) -> str:
     return format_figure(figure)
 
 
+def _target_row(row: Row) -> Row:
+    """A target's row, `≈` before a share interpolated between the engine's bounds."""
+    if row.figure is not None and not row.figure.missing and INTERPOLATED in row.figure.reason:
+        return replace(row, value=f"≈ {row.value}")
+    return row
+
+
 def tails_view(
     lane: LaneSnapshot | None,
     lane_configured: bool = True,
@@ -82,6 +92,7 @@ def tails_view(
         values = (cell(latency.mean), *(cell(f"{latency.histogram}_{q}") for q in quantiles))
         lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
                            short=latency.short, drop_first=True))  # fmt: skip
+    lines += [_target_row(engine.row(key)) for key in slo_keys(engine.figures)]
     figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]
     said = [f for f in figures if f is not None and (f.missing or f.doubtful) and f.reason]
     reasons = merge_reasons(f.reason for f in said)

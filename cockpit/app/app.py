@@ -477,7 +477,8 @@ class CockpitApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(rule_lines(self.config.health)))
+            targets = any(lane.slo.ttft_s is not None for lane in self.config.lanes)
+            self.push_screen(HelpScreen(rule_lines(self.config.health, targets)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The pane keys act on the panes' screen only, and the arrows move between panes

@@ -21,6 +21,7 @@ from cockpit.core.catalogue import (
     definition,
     pane_keys,
     reads,
+    slo_keys,
     tail_keys,
 )
 from cockpit.core.ledger_figures import ledger_definition
@@ -256,8 +257,12 @@ def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
     (the vital strip packs its figures into items)."""
     if isinstance(widget, VitalStrip | TailsPane):
         totals = lane.totals if lane is not None else None
-        keys = pane_keys("vitals", totals) if isinstance(widget, VitalStrip) else TAIL_KEYS
         engine = lane_source(lane)
+        keys = (
+            pane_keys("vitals", totals)
+            if isinstance(widget, VitalStrip)
+            else (*TAIL_KEYS, *slo_keys(engine.figures))
+        )
         return [engine.row(key) for key in keys if engine.get(key) is not None]
     lines = widget.view.lines if isinstance(widget, Pane) else ()
     return [line for line in lines if isinstance(line, Row)]

@@ -107,6 +107,10 @@ def _source_options() -> _Parser:
     )
     add("--gpu-metrics-url", metavar="URL", help="ad-hoc lane's GPUs: scrape an exporter directly")
     add("--nvml", action="store_true", help="ad-hoc lane's GPUs: this machine's, through NVML")
+    for target, what in (("ttft", "time to first token"), ("itl", "inter-token latency"),
+                         ("e2e", "end-to-end latency")):  # fmt: skip
+        add(f"--slo-{target}", type=float, metavar="S", help=f"ad-hoc lane's {what} target "
+            "in seconds: the share of the window that met it")  # fmt: skip
     add(
         "--ledger",
         metavar="PATH",

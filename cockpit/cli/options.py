@@ -54,16 +54,23 @@ def _lane_flags(args: argparse.Namespace) -> dict[str, object]:
     gpu = {key: value for key, value in gpu.items() if value is not None}
     if gpu or args.nvml:
         flags["gpu"] = {**gpu, **({"nvml": True} if args.nvml else {})}
+    slo = {f"{target}_s": getattr(args, f"slo_{target}") for target in SLO_TARGETS}
+    slo = {key: value for key, value in slo.items() if value is not None}
+    if slo:
+        flags["slo"] = slo
     return flags
 
 
+SLO_TARGETS = ("ttft", "itl", "e2e")
 GPU_FLAGS = {
     "gpu": "--gpu-selector, --gpu-metrics-url, --nvml",
     "gpu.selector": "--gpu-selector",
     "gpu.metrics_url": "--gpu-metrics-url",
     "gpu.nvml": "--nvml",
+    "slo": "--slo-ttft, --slo-itl, --slo-e2e",
+    **{f"slo.{target}_s": f"--slo-{target}" for target in SLO_TARGETS},
 }
-"""The ad-hoc lane's `gpu:` options by the flags that give them."""
+"""The ad-hoc lane's `gpu:` and `slo:` options by the flags that give them."""
 
 
 def _adhoc_lane(args: argparse.Namespace) -> LaneConfig | None:

@@ -25,6 +25,7 @@ from cockpit.config.yaml_values import (
 )
 from cockpit.core.health import Thresholds
 from cockpit.core.ledger_figures import Prices
+from cockpit.core.slo import NO_SLO, Slo
 from cockpit.core.timeutil import WINDOWS, TimeParseError, parse_duration
 from cockpit.engines import engines
 from cockpit.roofline.model import Hardware, ModelProfile
@@ -81,6 +82,8 @@ class LaneConfig:
     gpus: int = 1
     host_kv_tokens: float = 0.0
     """KV tokens held by a host (CPU) tier, added to the GPU's resident tokens."""
+    slo: Slo = NO_SLO
+    """Latency targets: the share of the window's requests that met each."""
     chunk_tokens: int | None = None
     """Chunked-prefill size; the prefill point's intensity when set."""
     auth: Auth | None = None
@@ -148,6 +151,7 @@ MAX_PRICE = 1e6
 MAX_TOKENS = 1e15
 MAX_GPUS = 65536
 MAX_QUEUE_REFRESHES = 10_000
+MAX_SLO_S = 86400.0
 
 _TOP_KEYS = (
     "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
@@ -157,9 +161,10 @@ _TOP_KEYS = (
 _LANE_KEYS = (
     "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
     "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
-    "ledger_models", "tenant", "gpu",
+    "ledger_models", "tenant", "gpu", "slo",
 )  # fmt: skip
 _GPU_KEYS = ("selector", "metrics_url", "nvml")
+_SLO_KEYS = tuple(f.name for f in fields(Slo))
 _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
     "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
@@ -251,6 +256,8 @@ def _readers(
         "tenant": lambda n, k: text(reader, n, k),
         "gpu": lambda n, k: _gpu(reader, n, k, readers),
         "nvml": lambda n, k: boolean(reader, n, k),
+        "slo": lambda n, k: Slo(**_section(reader, n, k, _SLO_KEYS, readers)),
+        **dict.fromkeys(_SLO_KEYS, lambda n, k: number(reader, n, k, MAX_SLO_S)),
         # `prices:` (spend units per token)
         **dict.fromkeys(_PRICE_KEYS, lambda n, k: number(reader, n, k, MAX_PRICE, zero=True)),
         # `health:`; a KV threshold of 0 would always fire, the other shares' 0 is a choice

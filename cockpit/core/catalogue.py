@@ -16,13 +16,14 @@ from typing import Literal, NamedTuple
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
 from cockpit.core.quantiles import histogram_quantile
+from cockpit.core.slo import NO_SLO, Slo, attainment
 from cockpit.engines.decode_pace import DecodePace, Derived, decode_pace
 from cockpit.engines.dialects import DialectError, figure_notes
 
 PaneName = Literal["", "vitals", "cache", "prefill", "phases", "tails", "ratios", "roofline"]
-Section = Literal["", "volume", "timing", "tails", "now", "engine"]
-"""A receipt's table: the seed's volume and timing tables, the tails, now and the last minute,
-what else the engine says ('': the JSON receipt only)."""
+Section = Literal["", "volume", "timing", "tails", "slo", "now", "engine"]
+"""A receipt's table: the seed's volume and timing tables, the tails, the SLO attainment, now
+and the last minute, what else the engine says ('': the JSON receipt only)."""
 NO_DATA = "no data in window"
 NO_REQUESTS = "no requests in window"
 SCRAPED = "scrape "
@@ -54,10 +55,11 @@ def merge_reasons(reasons: Iterable[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
-    """What a formula reads: the raw totals and the configured host KV tier."""
+    """What a formula reads: the raw totals, the configured host KV tier and latency targets."""
 
     totals: LaneTotals
     host_kv_tokens: float = 0.0
+    slo: Slo = NO_SLO
 
     def v(self, key: str) -> float | None:
         return self.totals.values.get(key)
@@ -436,6 +438,68 @@ def _tail_specs() -> Iterator[Spec]:
                        "tails", "tails")  # fmt: skip
 
 
+# --- SLO attainment ---------------------------------------------------------------------
+
+NO_SLO_SET = "no SLO set"
+"""How an attainment figure whose target isn't set begins its reason."""
+SLO_TARGETS: Mapping[str, tuple[str, str]] = {
+    "ttft": ("TTFT", "requests"),
+    "itl": ("ITL", "tokens"),
+    "e2e": ("E2E", "requests"),
+}
+"""histogram -> how the figure names it, what its observations are."""
+SLO_KEYS = (*(f"{histogram}_slo_attainment" for histogram in SLO_TARGETS), "ttft_goodput_req_s")
+
+
+def _attained(histogram: str, per_second: bool = False) -> Formula:
+    """The share of the window's observations that met the target (or, `per_second`, the
+    number that met it per second of the window)."""
+    name = SLO_TARGETS[histogram][0]
+
+    def formula(i: Inputs) -> Reading:
+        target: float | None = getattr(i.slo, f"{histogram}_s")
+        if target is None:
+            flag = f"--slo-{histogram}"
+            return Reading(None, reason=f"{NO_SLO_SET} (slo.{histogram}_s, {flag})")
+        buckets = i.totals.histograms.get(histogram)
+        found = attainment(target, buckets) if buckets is not None else None
+        label = f"{name} ≤ {target:g} s: {'goodput (req/s)' if per_second else 'SLO attainment'}"
+        if found is None:
+            why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
+            return Reading(None, reason=why, label=label)
+        value = divide(found.met, i.window) if per_second else found.share
+        mended = i.totals.bucket_notes.get(histogram, "")
+        return Reading(value, note=_joined(mended, found.note), label=label,
+                       above=found.lower_bound, doubtful=bool(mended))  # fmt: skip
+
+    return formula
+
+
+def slo_keys(figures: Mapping[str, Figure]) -> tuple[str, ...]:
+    """The SLO figures whose target is set (the only ones a pane or a receipt shows)."""
+    return tuple(
+        key
+        for key in SLO_KEYS
+        if (figure := figures.get(key)) is not None and not figure.reason.startswith(NO_SLO_SET)
+    )
+
+
+def _slo_specs() -> Iterator[Spec]:
+    for histogram, (name, counted) in SLO_TARGETS.items():
+        yield Spec(f"{histogram}_slo_attainment", f"{name} SLO attainment", "share",
+                   (histogram,), _attained(histogram),
+                   f"Share of the window's {counted} whose {name} met the lane's target "
+                   f"(`slo.{histogram}_s`), from the engine's `{histogram}` histogram: exact at a "
+                   "bucket bound, else interpolated inside the bucket as histogram_quantile "
+                   "does (`> x`: past the largest finite bucket, a lower bound).", "tails", "slo",
+                   histogram)  # fmt: skip
+    yield Spec("ttft_goodput_req_s", "TTFT goodput (req/s)", "number", ("ttft",),
+               _attained("ttft", per_second=True),
+               "Requests per second of the window whose TTFT met the lane's target "
+               "(`slo.ttft_s`): the requests that met it / the window's seconds.", "tails", "slo",
+               "ttft")  # fmt: skip
+
+
 # --- the catalogue ----------------------------------------------------------------------
 
 FINISH_REASONS = ("stop", "length", "abort", "error")
@@ -571,6 +635,7 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "Mean over requests of each one's time per output token after its first (decode "
           "time / (generated − 1), 0 for a 1-token request): what benchmark clients call "
           "TPOT.", "tails", "tails"),
+    *_slo_specs(),
     # Now and the last minute, beside the window: the vital signs.
     _raw("running_now", "Running requests (now)", "number",
          "Requests being served at the evaluation time.", "vitals", "now"),
@@ -670,11 +735,14 @@ def pane_keys(pane: PaneName, totals: LaneTotals | None = None) -> tuple[str, ..
 
 
 def evaluate(
-    totals: LaneTotals, keys: Iterable[str] | None = None, host_kv_tokens: float = 0.0
+    totals: LaneTotals,
+    keys: Iterable[str] | None = None,
+    host_kv_tokens: float = 0.0,
+    slo: Slo = NO_SLO,
 ) -> dict[str, Figure]:
     """The catalogue over `totals`: every figure in catalogue order (a family's members as the
     engine names them), or only the figures `keys`. Each said with its engine's note."""
-    inputs, notes = Inputs(totals, host_kv_tokens), figure_notes(totals.dialect)
+    inputs, notes = Inputs(totals, host_kv_tokens, slo), figure_notes(totals.dialect)
     if keys is not None:
         made: Iterable[Figure] = (_figure(FIGURES[key], inputs) for key in keys)
     else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from cockpit.core.catalogue import evaluate, section_of
 from cockpit.core.model import Figure, LaneTotals, Unit, frozen_map
+from cockpit.core.slo import NO_SLO, Slo
 from cockpit.roofline.model import LaneLoad
 
 # --- formatting ---------------------------------------------------------------------------
@@ -102,9 +103,9 @@ class LaneFigures:
         return tuple(key for key in self.figures if section_of(key) == "engine")
 
 
-def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0) -> LaneFigures:
+def lane_figures(totals: LaneTotals, host_kv_tokens: float = 0.0, slo: Slo = NO_SLO) -> LaneFigures:
     """Every lane figure of the catalogue from one refresh's raw totals."""
-    return LaneFigures(frozen_map(evaluate(totals, host_kv_tokens=host_kv_tokens)))
+    return LaneFigures(frozen_map(evaluate(totals, host_kv_tokens=host_kv_tokens, slo=slo)))
 
 
 def lane_load(figures: LaneFigures, gpus: int = 1) -> LaneLoad:

@@ -88,6 +88,11 @@ _LIMITS = (
            "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
 )  # fmt: skip
 """In the order the health line shows them, after the down rule and queue building."""
+SLO_ATTAINMENT = 0.99
+"""With a lane TTFT target, the TTFT rule fires when fewer requests than this met it: what a
+p99 above the target means, read from the buckets."""
+_ATTAINMENT = _Limit("ttft_slo", "TTFT SLO attainment", ("ttft_slo_attainment",), "<",
+                     lambda t: SLO_ATTAINMENT, "share", "bad")  # fmt: skip
 
 
 def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Finding, ...]:
@@ -100,14 +105,17 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     figures = snapshot.figures.figures if snapshot.figures is not None else {}
     findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
     for limit in _LIMITS:
+        if limit.rule == _ATTAINMENT.rule and _present(figures.get(_ATTAINMENT.keys[0])):
+            limit = _ATTAINMENT  # the lane's TTFT target is set: read its attainment
         figure = next((figures[key] for key in limit.keys if _present(figures.get(key))), None)
         findings.append(_over(limit, figure, thresholds))
     findings += _gpu_findings(snapshot.gpu_figures(), thresholds)
     return tuple(finding for finding in findings if finding is not None)
 
 
-def rule_lines(thresholds: Thresholds) -> list[str]:
-    """One line per rule, naming its figure and threshold (the `?` help lists them)."""
+def rule_lines(thresholds: Thresholds, ttft_target: bool = False) -> list[str]:
+    """One line per rule, naming its figure and threshold (the `?` help lists them);
+    `ttft_target`: a lane sets a TTFT target, whose attainment its TTFT rule reads."""
     lines = [
         "engine DOWN / source unreachable / failing: the lane's last read failed, and since when",
         f"queue building: waiting_now > 0 for ≥ {thresholds.queue_refreshes} refreshes in a row",
@@ -121,6 +129,9 @@ def rule_lines(thresholds: Thresholds) -> list[str]:
         f"GPU memory at its limit: a GPU's memory in use ≥ {thresholds.gpu_memory * 100:g}%",
         "GPU throttled: a GPU's clocks held down by its power limit or by heat in the window",
     ]
+    if ttft_target:
+        below = f"< {_threshold(SLO_ATTAINMENT, 'share')}"
+        lines.append(f"{_ATTAINMENT.words}: {_ATTAINMENT.keys[0]} {below} (a lane with slo.ttft_s)")
     return lines
 
 

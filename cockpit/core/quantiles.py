@@ -31,7 +31,7 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
     ordered = sorted(buckets, key=lambda bucket: bucket[0])
     if ordered[-1][0] != math.inf:
         return None
-    bounds, counts = _envelope(ordered)
+    bounds, counts = envelope(ordered)
     if len(bounds) < 2 or counts[-1] == 0:
         return None
     rank = q * counts[-1]
@@ -48,7 +48,7 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
     return start + (bounds[b] - start) * (rank / count), False
 
 
-def _envelope(ordered: Sequence[Bucket]) -> tuple[list[float], list[float]]:
+def envelope(ordered: Sequence[Bucket]) -> tuple[list[float], list[float]]:
     """Bounds and counts: equal bounds (series that overlap once summed) added up, then each
     count raised to the largest before it (the envelope Prometheus takes when the increases of
     separately scraped buckets disagree)."""

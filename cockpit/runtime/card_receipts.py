@@ -117,7 +117,7 @@ def card_snapshot(lane: LaneConfig, card: Card, totals: LaneTotals) -> LaneSnaps
         lane=lane.name,
         window=f"card {card.name}",
         totals=totals,
-        figures=lane_figures(totals, lane.host_kv_tokens),
+        figures=lane_figures(totals, lane.host_kv_tokens, lane.slo),
         hardware=hardware,
         model=lane.model,
         gpus=lane.gpus,

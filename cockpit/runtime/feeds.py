@@ -98,6 +98,7 @@ class ConfiguredLane:
     gpus = property(lambda self: self.lane.gpus)
     model = property(lambda self: self.lane.model)
     host_kv_tokens = property(lambda self: self.lane.host_kv_tokens)
+    slo = property(lambda self: self.lane.slo)
     chunk_tokens = property(lambda self: self.lane.chunk_tokens)
 
     @property

@@ -56,7 +56,7 @@ class ListedFleet:
             empty = frozen_map(dict.fromkeys(NUMERIC_COLUMNS))
             return FleetRow(feed.name, up=False, values=empty, down_reason=failure_reason(result))
         assert isinstance(result, LaneTotals)
-        figures = lane_figures(result, feed.host_kv_tokens).figures
+        figures = lane_figures(result, feed.host_kv_tokens, feed.slo).figures
         values: dict[str, float | None] = {key: figures[key].value for key in FIGURE_COLUMNS}
         reasons = {key: figures[key].reason for key in FIGURE_COLUMNS if values[key] is None}
         return FleetRow(

@@ -27,6 +27,7 @@ from cockpit.core.model import (
     LedgerTotals,
     SourceFailure,
 )
+from cockpit.core.slo import Slo
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import first_line
 from cockpit.core.timeutil import parse_duration
@@ -61,6 +62,11 @@ class LaneFeed(Feed[LaneTotals], Protocol):
     @property
     def host_kv_tokens(self) -> float:
         """KV tokens held by a host tier, added to the GPU's resident tokens."""
+        ...
+
+    @property
+    def slo(self) -> Slo:
+        """The lane's latency targets."""
         ...
 
     @property
@@ -286,7 +292,7 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
     """Good refreshes in a row that found requests waiting (a failed one ends the run)."""
 
     def figures(self, totals: LaneTotals) -> LaneFigures:
-        return lane_figures(totals, self.feed.host_kv_tokens)
+        return lane_figures(totals, self.feed.host_kv_tokens, self.feed.slo)
 
     async def cycle(self, window: str) -> LaneSnapshot:
         snapshot = await super().cycle(window)

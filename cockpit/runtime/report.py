@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from cockpit.core.catalogue import LATENCIES, PERCENTILES, Section, section_of, tail_keys
+from cockpit.core.catalogue import (
+    LATENCIES,
+    PERCENTILES,
+    Section,
+    section_of,
+    slo_keys,
+    tail_keys,
+)
 from cockpit.core.figures import LaneFigures, format_figure, format_value
 from cockpit.core.ledger_figures import (
     GroupRatio,
@@ -193,6 +200,10 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
     lines += ["", f"### Where the time goes (per-request means, {window})", ""]
     lines += table("Figure", "timing")
     lines += _tails(figures, window)
+    if slo := slo_keys(figures.figures):
+        rows = [(f.label, _value(f)) for f in (figures[key] for key in slo)]
+        lines += ["", f"### Latency targets met ({window})", ""]
+        lines += markdown_table(("Figure", "Value"), rows)
     lines += ["", "### Now and the last minute, beside the window", ""]
     lines += table("Figure", "now")
     if figures.engine_keys:

@@ -7,13 +7,15 @@ from dataclasses import replace
 
 import pytest
 
+from cockpit.app.screens import _rows
 from cockpit.core.catalogue import FIGURES, definition, tail_keys
 from cockpit.core.figures import format_figure, lane_figures
 from cockpit.core.model import frozen_map
+from cockpit.core.slo import Slo
 from cockpit.runtime.report import lane_markdown
 from cockpit.widgets.pane import Cells, Note, Row, Spark
 from cockpit.widgets.prefill import prefill_view
-from cockpit.widgets.tails import tails_view
+from cockpit.widgets.tails import TailsPane, tails_view
 from cockpit.widgets.trends import trends_view
 from tests.app.test_widgets import lane_snapshot, rows
 from tests.support.feeds import lane_totals
@@ -75,3 +77,27 @@ def test_a_figures_text_is_stable_when_its_data_is() -> None:
         assert figure.value == value  # the value as worked out; its text rounds it once
         texts.add(format_figure(figure))
     assert texts == {"0.38 s"}
+
+
+def test_the_tails_show_the_targets_met_only_where_the_lane_sets_them() -> None:
+    plain = tails_view(lane_snapshot())
+    assert not [line for line in plain.lines if isinstance(line, Row)]
+    totals = lane_totals()
+    figures = lane_figures(totals, slo=Slo(ttft_s=0.5, itl_s=0.04, e2e_s=120.0))
+    lane = replace(lane_snapshot(), totals=totals, figures=figures)
+    shown = {line.label: line for line in tails_view(lane).lines if isinstance(line, Row)}
+    assert list(shown) == [
+        "TTFT ≤ 0.5 s: SLO attainment", "ITL ≤ 0.04 s: SLO attainment",
+        "E2E ≤ 120 s: SLO attainment",
+        "TTFT ≤ 0.5 s: goodput (req/s)",
+    ]  # fmt: skip
+    assert shown["TTFT ≤ 0.5 s: SLO attainment"].value == "78.0%"  # at a bound: exact
+    assert shown["ITL ≤ 0.04 s: SLO attainment"].value == "≈ 85.5%"  # between 25 and 50 ms
+    assert shown["E2E ≤ 120 s: SLO attainment"].value == "> 98.5%"  # past the 60 s bucket
+    assert shown["TTFT ≤ 0.5 s: goodput (req/s)"].value == format_figure(
+        figures["ttft_goodput_req_s"]
+    )
+    details = [row.figure.key for row in _rows(TailsPane(), lane) if row.figure is not None]
+    assert details[-4:] == [
+        "ttft_slo_attainment", "itl_slo_attainment", "e2e_slo_attainment", "ttft_goodput_req_s",
+    ]  # fmt: skip

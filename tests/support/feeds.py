@@ -21,6 +21,7 @@ from cockpit.core.model import (
     Trend,
     frozen_map,
 )
+from cockpit.core.slo import NO_SLO, Slo
 from cockpit.roofline.model import Hardware, ModelProfile
 from cockpit.runtime.poller import Clocks
 
@@ -173,6 +174,7 @@ class ScriptedLaneFeed:
     hardware: Hardware | None = H100
     model: ModelProfile | None = LLAMA_8B
     host_kv_tokens: float = 0.0
+    slo: Slo = NO_SLO
     chunk_tokens: int | None = None
     gpus: int = 1
     delay_s: float = 0.0

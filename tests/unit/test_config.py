@@ -10,6 +10,7 @@ import pytest
 
 from cockpit.config.schema import ConfigError, parse_config
 from cockpit.core.health import Thresholds
+from cockpit.core.slo import NO_SLO, Slo
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
 from tests.support.cli import COCKPIT
 from tests.support.repo import REPO
@@ -35,6 +36,7 @@ def test_example_config_loads_every_option() -> None:
     assert first.hardware is not None and first.hardware.id == "gb300"
     assert first.auth is not None and first.auth.kind == "bearer"
     assert first.auth.secret_env == "PROM_TOKEN"
+    assert first.slo == Slo(ttft_s=2.5, itl_s=0.1, e2e_s=60.0) and second.slo == NO_SLO
     assert second.metrics_url and second.hardware and second.hardware.id == "my-h100"
     assert second.model is not None and second.model.layers == 32
     assert config.prices.cache_write == 1.25
@@ -78,6 +80,12 @@ def test_empty_config_is_defaults() -> None:
         ("- a\n- b\n", 1, "", "mapping"),
         ("lanes:\n  - name: a\n    prometheus: http://x\n    auth: {bearer_env: T, username: u}\n",
          4, "lanes[0].auth", "either"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    slo:\n      ttft: 1\n", 5,
+         "lanes[0].slo.ttft", "did you mean 'ttft_s'"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    slo:\n      itl_s: 0\n", 5,
+         "lanes[0].slo.itl_s", "positive"),
+        ("lanes:\n  - name: a\n    prometheus: http://x\n    slo: {e2e_s: soon}\n", 4,
+         "lanes[0].slo.e2e_s", "expected a number"),
     ],
 )  # fmt: skip
 def test_each_mistake_names_line_and_key(text: str, line: int, key: str, words: str) -> None:
@@ -135,6 +143,7 @@ def test_example_shows_every_option() -> None:
         *module._TOP_KEYS,
         *module._LANE_KEYS,
         *module._GPU_KEYS,
+        *module._SLO_KEYS,
         "bearer_env",
         "bearer_file",
         "username",
