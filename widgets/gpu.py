@@ -45,9 +45,11 @@ def _memory(used: Figure | None, total: Figure | None) -> str:
     """`71.5/80 GiB`: in use of the memory there is."""
     if used is None or used.value is None:
         return MISSING
+    gib = used.value / GIB
+    shown = f"{gib:.1f}" if gib < 100 else f"{gib:,.0f}"
     if total is None or total.value is None:
-        return f"{used.value / GIB:.1f} GiB"
-    return f"{used.value / GIB:.1f}/{total.value / GIB:.0f} GiB"
+        return f"{shown} GiB"
+    return f"{shown}/{total.value / GIB:,.0f} GiB"
 
 
 def _readings(figures: Mapping[str, Figure]) -> tuple[str, str, str, str]:
@@ -81,7 +83,7 @@ def gpu_view(gpu: GpuFigures | None, flagged: Mapping[str, Tone]) -> GpuView:
         ("util", util, "plain"),
         ("mem", memory, tones.get("mem", "plain")),
         ("power", power, tones.get("power", "plain")),
-        ("max", temp, "plain"),
+        ("hottest", temp, "plain"),
     )
     note: tuple[Item, ...] = (("", short_reason(gpu.reason), "warn"),) if gpu.reason else ()
     return GpuView(cells, together, note)

@@ -32,8 +32,8 @@ def test_a_cell_per_gpu_when_they_fit() -> None:
 
 def test_the_gpus_together_when_a_cell_each_does_not_fit() -> None:
     (text,) = line(gpu_totals(8), 120)
-    assert text.startswith("GPUs 8 │ util 52.0% │ mem 604.0/637 GiB")
-    assert text.endswith("power 3.776 kW │ max 92 °C")
+    assert text.startswith("GPUs 8 │ util 52.0% │ mem 604/637 GiB")
+    assert text.endswith("power 3.776 kW │ hottest 92 °C")
 
 
 def test_one_line_cut_at_the_width() -> None:
@@ -57,3 +57,12 @@ def test_the_gpu_rules_reach_the_health_line() -> None:
 
 def test_a_lane_that_is_down_shows_no_gpu_line() -> None:
     assert line(gpu_totals(2), 120, Freshness("stale", since=EVAL_AT)) == []
+
+
+def test_a_gpu_health_finding_colours_its_item() -> None:
+    lane = snapshot(gpu_totals(2))
+    tones = {
+        label: tone for label, _, tone in lane_gpu_view(lane, check(lane, Thresholds())).together
+    }
+    assert tones == {"GPUs": "plain", "util": "plain", "mem": "warn", "power": "warn",
+                     "hottest": "plain"}  # fmt: skip
