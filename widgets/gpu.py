@@ -67,7 +67,7 @@ def gpu_view(gpu: GpuFigures | None, flagged: Mapping[str, Tone]) -> GpuView:
     health rule flags takes the rule's colour."""
     if gpu is None:
         return NO_GPU
-    name = f"GPU {gpu.source}".rstrip()
+    name = f"GPU {gpu.source}".rstrip() + ":"
     if not gpu.per_gpu:
         reason = short_reason(gpu.reason) or "no GPU read"
         return GpuView(note=((name, reason, "alarm" if gpu.reason else "muted"),))

@@ -47,7 +47,7 @@ def test_no_gpu_source_no_line() -> None:
 
 def test_a_failed_read_says_why() -> None:
     (text,) = line(gpu_totals(failed="connection refused (127.0.0.1:9400)"), 120)
-    assert text == "GPU connection refused (127.0.0.1:9400)"
+    assert text == "GPU: connection refused (127.0.0.1:9400)"
 
 
 def test_the_gpu_rules_reach_the_health_line() -> None:
