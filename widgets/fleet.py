@@ -16,13 +16,13 @@ from cockpit.core.fleet import (
     COLUMN_BY_KEY,
     DEFAULT_TREND,
     FIGURE_COLUMNS,
-    FLEET_COLUMNS,
     LANE,
     TREND,
     UP,
     FleetColumn,
     FleetRow,
     format_cell,
+    shown_columns,
     sort_rows,
 )
 from cockpit.core.health import Thresholds, check
@@ -100,20 +100,19 @@ def table_view(
 ) -> TableView:
     """The rows as the table draws them, gone lanes (and a stale fleet) dimmed."""
     arrow = " ▼" if order.reverse else " ▲"
+    columns = shown_columns(rows)
     titles = tuple(
         (f"Trend {COLUMN_BY_KEY[order.trend].title}" if c.key == TREND else c.title)
         + (arrow if c.key == order.sort else "")
-        for c in FLEET_COLUMNS
+        for c in columns
     )
     cells: list[tuple[Cell, ...]] = []
     for row in rows:
         tones = {LANE: "bold", **{k: TONE_STYLE[t] for k, t in row_tones(row, thresholds).items()}}
-        cells.append(
-            tuple((cell_text(row, c, order.trend), tones.get(c.key, "")) for c in FLEET_COLUMNS)
-        )
+        cells.append(tuple((cell_text(row, c, order.trend), tones.get(c.key, "")) for c in columns))
     return TableView(
         titles,
-        tuple(column.unit is not None for column in FLEET_COLUMNS),
+        tuple(column.unit is not None for column in columns),
         tuple(row.lane for row in rows),
         tuple(cells),
         tuple("dim" if row.gone or stale else "" for row in rows),

@@ -17,8 +17,9 @@ from cockpit.core.snapshot import LaneSnapshot
 from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 
+from .gpu import NO_GPU, GpuView, gpu_view
 from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
-from .status import pack_items
+from .status import SEPARATOR, pack_items
 
 Item = tuple[str, str, Tone]
 """(label, value, tone): `label value`, or the value alone (a message: `engine DOWN since …`)."""
@@ -38,6 +39,20 @@ def _item_content(item: Item) -> Content:
 
 def _lines(items: tuple[Item, ...], width: int) -> list[Content]:
     return pack_items([_item_content(item) for item in items], width)
+
+
+def _one_line(items: tuple[Item, ...]) -> Content:
+    return Content(SEPARATOR).join([_item_content(item) for item in items])
+
+
+def gpu_line(view: GpuView, width: int) -> list[Content]:
+    """One line: a cell per GPU when they fit, else the GPUs together (cut with `…`)."""
+    if view == NO_GPU:
+        return []
+    line = _one_line((*view.cells, *view.note))
+    if not view.cells or line.cell_length > width:
+        line = _one_line((*view.together, *view.note))
+    return [line.truncate(width, ellipsis=True)]
 
 
 class PackedLine(LinesWidget):
@@ -141,17 +156,36 @@ def vitals_view(
     return vital_items(lane_source(lane).figures, flagged)
 
 
+def lane_gpu_view(lane: LaneSnapshot | None, findings: Iterable[Finding] = ()) -> GpuView:
+    """The lane's GPU line: none while the lane is down (the strip says what is)."""
+    if lane is None or lane.freshness.state != "ok":
+        return NO_GPU
+    flagged: dict[str, Tone] = {finding.figure_key: finding.severity for finding in findings}
+    return gpu_view(lane.gpu_figures(), flagged)
+
+
 class VitalStrip(PackedLine):
-    """Running / waiting now, KV now, rates, finish reasons, preemptions; or what is down."""
+    """Running / waiting now, KV now, rates, finish reasons, preemptions; or what is down.
+    Then the lane's GPUs on one line, when it has a GPU source."""
 
     DEFAULT_CSS = "VitalStrip:focus { background: $accent 25%; }"
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
+    gpu: reactive[GpuView] = reactive(NO_GPU, repaint=False, init=False)
+
+    def watch_gpu(self, old: GpuView, gpu: GpuView) -> None:
+        self.refresh(layout=(old == NO_GPU) != (gpu == NO_GPU))
+
     def show(
         self, lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
     ) -> None:
+        findings = tuple(findings)
         self.view = vitals_view(lane, configured, findings)
+        self.gpu = lane_gpu_view(lane, findings)
+
+    def lines_at(self, width: int) -> Sequence[Content]:
+        return [*_lines(self.view, width), *gpu_line(self.gpu, width)]
 
 
 # --- the health line ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from cockpit.core.fleet import FLEET_COLUMNS, NUMERIC_COLUMNS, FleetRow, filter_rows
+from cockpit.core.fleet import NUMERIC_COLUMNS, FleetRow, filter_rows, shown_columns
 from cockpit.core.health import Thresholds
 from cockpit.runtime.poller import FleetSnapshot
 from cockpit.widgets.fleet import FleetOrder, fleet_status, next_key, ordered_rows, table_view
@@ -82,7 +82,8 @@ class FleetScreen(Screen[None]):
     # --- keys ---------------------------------------------------------------------------------
 
     def action_sort(self, step: int) -> None:
-        self.order.sort = next_key([column.key for column in FLEET_COLUMNS], self.order.sort, step)
+        keys = [column.key for column in shown_columns(self.rows())]
+        self.order.sort = next_key(keys, self.order.sort, step)
         self.redraw()
 
     def action_reverse(self) -> None:

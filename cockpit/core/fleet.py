@@ -19,6 +19,7 @@ from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core import promql
 from cockpit.core.catalogue import FIGURES, NO_REQUESTS, evaluate
 from cockpit.core.figures import format_value
+from cockpit.core.gpu_figures import GpuFigures
 from cockpit.core.model import LaneTotals, Missing, Unit, frozen_map
 from cockpit.core.promql import NO_SAMPLES, selector_with
 from cockpit.core.timeutil import promql_duration
@@ -64,15 +65,22 @@ FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     _figure(TTFT_P95, "TTFT p95"),
     _figure("itl_mean", "Step"),
     _figure("decode_share", "Decode"),
+    FleetColumn("gpu_util", "GPU", "share"),
+    FleetColumn("gpu_power_w", "Power", "watts"),
     FleetColumn(AGE, "Age", "seconds"),
     FleetColumn(TREND, "Trend", None),
 )
 """Left to right; the numeric ones are lane figure keys (the same thresholds colour them)."""
 
+GPU_COLUMNS: tuple[str, ...] = ("gpu_util", "gpu_power_w")
+"""The lane's GPU figures (`gpu_figures`), read only for a lane listed with a GPU source."""
 FIGURE_COLUMNS: tuple[str, ...] = tuple(
-    c.key for c in FLEET_COLUMNS if c.unit is not None and c.key != AGE
+    c.key for c in FLEET_COLUMNS if c.unit is not None and c.key not in (AGE, *GPU_COLUMNS)
 )
-NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, AGE)
+"""The columns that are catalogue figures."""
+NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, *GPU_COLUMNS, AGE)
+NO_GPU_SOURCE = "no GPU source (the lane has no `gpu:` block)"
+NOT_IN_FLEET_QUERY = "not in the fleet's one query: list the lane with a `gpu:` block"
 COLUMN_BY_KEY: Mapping[str, FleetColumn] = frozen_map({c.key: c for c in FLEET_COLUMNS})
 DEFAULT_TREND = "generation_tok_s"
 HISTORY_POINTS = 60
@@ -98,6 +106,8 @@ class FleetRow:
     down_reason: str = ""
     refreshes: tuple[Mapping[str, float | None], ...] = ()
     """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
+    has_gpu: bool = False
+    """The lane was read with its GPU source (a lane listed with a `gpu:` block)."""
 
     def history(self, key: str) -> tuple[float | None, ...]:
         """Column `key` at the last refreshes, oldest first (the trend draws one)."""
@@ -123,6 +133,23 @@ class FleetView:
     """Server-side evaluation time, when the server reports query stats."""
     listed: Mapping[str, str] = field(default_factory=frozen_map)
     """Lane listed in the config -> where its own query read it, or why it wasn't."""
+
+
+def gpu_cells(gpu: GpuFigures | None) -> tuple[dict[str, float | None], dict[str, str]]:
+    """The GPU columns' values of a lane read with its GPU source (None: it has none), and
+    why each missing one is."""
+    if gpu is None:
+        return dict.fromkeys(GPU_COLUMNS), dict.fromkeys(GPU_COLUMNS, NO_GPU_SOURCE)
+    values = {key: gpu.value(key) for key in GPU_COLUMNS}
+    reasons = {key: gpu.figures[key].reason for key in GPU_COLUMNS if values[key] is None}
+    return values, reasons
+
+
+def shown_columns(rows: Iterable[FleetRow]) -> tuple[FleetColumn, ...]:
+    """The columns, the GPU ones only when a lane has a GPU source."""
+    if any(row.has_gpu for row in rows):
+        return FLEET_COLUMNS
+    return tuple(column for column in FLEET_COLUMNS if column.key not in GPU_COLUMNS)
 
 
 def sort_rows(
@@ -327,12 +354,14 @@ def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: fl
     figures = evaluate(_row_totals(plan, raw, dialect, end, covered), FIGURE_COLUMNS)
     values = {key: figure.value for key, figure in figures.items()}
     up, why = _state(plan, samples, newest is not None)
+    age = None if newest is None else max(end - newest, 0.0)
+    reasons = {key: f.reason for key, f in figures.items() if f.missing}
     return FleetRow(
         lane,
         up=bool(up),
-        values=frozen_map({**values, AGE: None if newest is None else max(end - newest, 0.0)}),
+        values=frozen_map({**values, **dict.fromkeys(GPU_COLUMNS), AGE: age}),
         gone=up is None,
-        reasons=frozen_map({key: f.reason for key, f in figures.items() if f.missing}),
+        reasons=frozen_map({**reasons, **dict.fromkeys(GPU_COLUMNS, NOT_IN_FLEET_QUERY)}),
         above=frozenset(key for key, figure in figures.items() if figure.above),
         dialect=dialect,
         down_reason=why,

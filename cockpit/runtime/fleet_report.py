@@ -9,20 +9,23 @@ from typing import Any
 
 from cockpit.core.fleet import (
     COLUMN_BY_KEY,
-    FLEET_COLUMNS,
     NUMERIC_COLUMNS,
     TREND,
     UP,
+    FleetColumn,
     FleetRow,
     FleetView,
     format_cell,
+    shown_columns,
 )
 from cockpit.core.text import visible
 from cockpit.core.timeutil import promql_duration, stamp
 from cockpit.runtime.report import markdown_table
 
-COLUMNS = tuple(column for column in FLEET_COLUMNS if column.key != TREND)
-"""A receipt is one read: no trend to draw."""
+
+def receipt_columns(view: FleetView) -> tuple[FleetColumn, ...]:
+    """The overview's columns but the trend: a receipt is one read, no trend to draw."""
+    return tuple(column for column in shown_columns(view.rows) if column.key != TREND)
 
 
 def _state(row: FleetRow) -> str:
@@ -52,12 +55,13 @@ def fleet_markdown(view: FleetView) -> str:
     ]
     lines += [f"> **{visible(warning)}**" for warning in view.warnings]
     lines += [""] if view.warnings else []
-    rows = [tuple(format_cell(row, column) for column in COLUMNS) for row in view.rows]
-    lines += markdown_table(tuple(column.title for column in COLUMNS), rows)
+    columns = receipt_columns(view)
+    rows = [tuple(format_cell(row, column) for column in columns) for row in view.rows]
+    lines += markdown_table(tuple(column.title for column in columns), rows)
     notes = [f"- {row.lane}: {row.down_reason}" for row in view.rows if row.down_reason] + [
         f"- {row.lane}, {column.title}: {row.reasons[column.key]}"
         for row in view.rows
-        for column in COLUMNS
+        for column in columns
         if column.key in row.reasons and not row.gone
     ]
     if notes:

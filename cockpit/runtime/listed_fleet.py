@@ -14,7 +14,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from cockpit.core.figures import lane_figures
-from cockpit.core.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView, remember
+from cockpit.core.fleet import (
+    AGE,
+    FIGURE_COLUMNS,
+    NUMERIC_COLUMNS,
+    FleetRow,
+    FleetView,
+    gpu_cells,
+    remember,
+)
+from cockpit.core.gpu_figures import gpu_figures
 from cockpit.core.model import LaneTotals, frozen_map
 from cockpit.runtime.poller import FleetFeed, LaneFeed, failure_reason
 
@@ -59,6 +68,10 @@ class ListedFleet:
         figures = lane_figures(result, feed.host_kv_tokens, feed.slo).figures
         values: dict[str, float | None] = {key: figures[key].value for key in FIGURE_COLUMNS}
         reasons = {key: figures[key].reason for key in FIGURE_COLUMNS if values[key] is None}
+        tokens = result.get("generation_tokens"), result.get("prompt_tokens")
+        gpu_values, gpu_reasons = gpu_cells(gpu_figures(result.gpu, *tokens))
+        values.update(gpu_values)
+        reasons.update(gpu_reasons)
         return FleetRow(
             feed.name,
             up=True,
@@ -66,6 +79,7 @@ class ListedFleet:
             reasons=frozen_map(reasons),
             above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
             dialect=result.dialect,
+            has_gpu=result.gpu is not None,
         )
 
     async def aclose(self) -> None:

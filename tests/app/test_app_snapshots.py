@@ -16,6 +16,7 @@ from tests.support.feeds import (
     SourceDown,
     config,
     fixed_clocks,
+    gpu_totals,
 )
 
 pytestmark = pytest.mark.usefixtures("utc")
@@ -75,3 +76,14 @@ def test_cockpit_help_screen(snap_compare: SnapCompare) -> None:
 
 def test_cockpit_too_small(snap_compare: SnapCompare) -> None:
     assert snap_compare(cockpit(), terminal_size=(30, 10), run_before=settled)
+
+
+def gpu_lane() -> CockpitApp:
+    """A lane whose dcgm-exporter reads two GPUs, one at its memory limit and power-held."""
+    lane = ScriptedLaneFeed("lane-a", gpu=gpu_totals(2))
+    return make_app(config("lane-a"), [lane], ScriptedLedgerFeed(), clocks=fixed_clocks())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_cockpit_gpu_line(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    assert snap_compare(gpu_lane(), terminal_size=size, run_before=settled)

@@ -18,7 +18,16 @@ from cockpit.cli.fleet import fleet_feed
 from cockpit.cli.main import effective_config, main, parse_args
 from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core.figures import lane_figures
-from cockpit.core.fleet import AGE, FIGURE_COLUMNS, NUMERIC_COLUMNS, FleetRow, FleetView
+from cockpit.core.fleet import (
+    AGE,
+    FIGURE_COLUMNS,
+    GPU_COLUMNS,
+    NO_GPU_SOURCE,
+    NUMERIC_COLUMNS,
+    FleetRow,
+    FleetView,
+    shown_columns,
+)
 from cockpit.core.model import LaneTotals, frozen_map
 from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
@@ -26,7 +35,14 @@ from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
 from tests.integration import test_fleet_live as live
 from tests.integration.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
-from tests.support.feeds import EVAL_AT, ScriptedLaneFeed, SourceDown, config, fixed_clocks
+from tests.support.feeds import (
+    EVAL_AT,
+    ScriptedLaneFeed,
+    SourceDown,
+    config,
+    fixed_clocks,
+    gpu_totals,
+)
 from tests.support.pilot import on_screen, settle
 
 pytestmark = pytest.mark.usefixtures("utc")
@@ -572,3 +588,42 @@ async def _read_lane(url: str, job: str) -> LaneTotals:
         return await source.read_lane(job, None, f'{{job="{job}"}}', live.WINDOW_S, live.END)
     finally:
         await source.aclose()
+
+
+# --- the GPU columns ------------------------------------------------------------------------
+
+
+class FixedEndFleet(ListedFleet):
+    """Listed lanes read at a fixed time when the loop asks for now."""
+
+    async def read(self, window_s: float, end: float | None) -> FleetView:
+        return await super().read(window_s, EVAL_AT + 5 if end is None else end)
+
+
+def gpu_fleet() -> CockpitApp:
+    """Three listed lanes: one whose dcgm-exporter reads two GPUs, one whose GPU source
+    failed, one without a GPU source."""
+    feeds = [
+        ScriptedLaneFeed("gpu-lane", gpu=gpu_totals(2)),
+        ScriptedLaneFeed("gpu-failed", gpu=gpu_totals(failed="connection refused (:9400)")),
+        ScriptedLaneFeed("no-gpu"),
+    ]
+    settings = config(*(feed.name for feed in feeds))
+    return make_app(settings, feeds, None, clocks=fixed_clocks(), fleet=FixedEndFleet(feeds))
+
+
+def test_overview_with_gpu_columns(snap_compare: SnapCompare) -> None:
+    assert snap_compare(gpu_fleet(), terminal_size=(160, 48), run_before=settle)
+
+
+async def test_gpu_columns_for_lanes_listed_with_a_gpu_source_the_others_say_why() -> None:
+    feeds = [ScriptedLaneFeed("gpu-lane", gpu=gpu_totals(2)), ScriptedLaneFeed("no-gpu")]
+    view = await ListedFleet(feeds).read(3600.0, EVAL_AT)
+    rows = {row.lane: row for row in view.rows}
+    assert rows["gpu-lane"].values["gpu_util"] == pytest.approx((0.87 + 0.77) / 2)
+    assert rows["gpu-lane"].values["gpu_power_w"] == pytest.approx(612.0 + 572.0)
+    assert rows["no-gpu"].values["gpu_util"] is None
+    assert rows["no-gpu"].reasons["gpu_power_w"] == NO_GPU_SOURCE
+    assert [c.key for c in shown_columns(view.rows)][-4:-2] == list(GPU_COLUMNS)
+    assert not set(GPU_COLUMNS) & {c.key for c in shown_columns([rows["no-gpu"]])}
+    assert "| GPU | Power |" in fleet_markdown(view)

@@ -18,6 +18,8 @@ from cockpit.core.gpu import Gpu, GpuTotals
 from cockpit.core.gpu_figures import gpu_figures
 from cockpit.demo import SimulatedLane
 from cockpit.sources.gpu_nvml import NO_DRIVER, NO_PACKAGE, NvmlGpu
+from cockpit.widgets.gpu import gpu_view
+from cockpit.widgets.vitals import gpu_line
 from tests.support.repo import REPO
 
 pytestmark = pytest.mark.skipif(
@@ -45,6 +47,13 @@ def test_without_a_driver_nvml_says_so_in_words() -> None:
         assert figures is not None and figures.source == "NVML" and figures.reason == WORDS
         assert figures.figures["gpu_util"].missing
         assert figures.figures["gpu_power_w"].reason == WORDS
+
+
+def test_without_a_driver_the_gpu_line_says_so_in_words() -> None:
+    pytest.importorskip("pynvml")
+    totals = read_twice(NvmlGpu())[-1]
+    (text,) = gpu_line(gpu_view(gpu_figures(totals, None, None), {}), 120)
+    assert text.plain == f"GPU NVML: {WORDS}"
 
 
 def test_without_the_package_it_says_how_to_install_it() -> None:

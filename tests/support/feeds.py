@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from cockpit.config.schema import Config, LaneConfig
+from cockpit.core.gpu import Gpu, GpuTotals
 from cockpit.core.model import (
     Bucket,
     LaneTotals,
@@ -122,6 +123,25 @@ def lane_trend(end: float = EVAL_AT, points: int = 60) -> Trend:
     )  # fmt: skip
 
 
+GIB = 2**30
+
+
+def gpu_totals(count: int = 2, failed: str = "") -> GpuTotals:
+    """`count` H100s as dcgm-exporter gives them, GPU 1 at its memory limit and held by its
+    power limit; `failed`: the source's read failed, no GPU read."""
+    if failed:
+        return GpuTotals("", 'DCGM_FI_DEV_GPU_UTIL{job="dcgm"}', reason=failed)
+    gpus = tuple(
+        Gpu(str(i), f"GPU-{i:08x}", "NVIDIA H100 80GB HBM3", util=0.87 - 0.1 * i,
+            memory_used_bytes=(71.5 + 8.0 * (i % 2)) * GIB, memory_total_bytes=79.6 * GIB,
+            power_w=612.0 - 40 * i, temp_c=71.0 + 3 * i, energy_j=2.2e6 - 1e5 * i,
+            dram_active=0.41, tensor_active=0.33, sm_active=0.8, xid=0.0,
+            throttle_power=float(i % 2), throttle_thermal=0.0)
+        for i in range(count)
+    )  # fmt: skip
+    return GpuTotals("dcgm-exporter", 'DCGM_FI_DEV_GPU_UTIL{job="dcgm"}', gpus)
+
+
 PROMPT_BUCKETS = ((500.0, 100.0), (10_000.0, 400.0), (100_000.0, 990.0), (float("inf"), 1000.0))
 """Cumulative counts per `le`: 10 % of prompts ≤ 500, 60 % > 10k, 1 % > 100k."""
 GEN_BUCKETS = ((500.0, 800.0), (5_000.0, 990.0), (float("inf"), 1000.0))
@@ -133,6 +153,7 @@ def lane_totals(
     end: float = EVAL_AT,
     scale: float = 1.0,
     spec: bool = False,
+    gpu: GpuTotals | None = None,
 ) -> LaneTotals:
     """The lane's totals, with its trend; `spec`: a lane that decodes speculatively."""
     values = {**lane_values(scale), **(SPEC_VALUES if spec else {})}
@@ -150,6 +171,7 @@ def lane_totals(
         kv_capacity_tokens=500_000.0,
         server="http://127.0.0.1:9090",
         trend=lane_trend(end),
+        gpu=gpu,
     )
 
 
@@ -182,6 +204,8 @@ class ScriptedLaneFeed:
     scale: float = 1.0
     spec: bool = False
     """The lane decodes speculatively (draft acceptance figures)."""
+    gpu: GpuTotals | None = None
+    """What the lane's GPU source read (None: the lane has no GPU source)."""
     changes: dict[str, float] = field(default_factory=dict)
     """Raw values that differ from `lane_values()`."""
     reads: list[tuple[float, float | None]] = field(default_factory=list)
@@ -199,7 +223,7 @@ class ScriptedLaneFeed:
         if self.failure is not None:
             raise self.failure
         at = EVAL_AT if end is None else end
-        totals = lane_totals(self.name, window_s, at, self.scale, self.spec)
+        totals = lane_totals(self.name, window_s, at, self.scale, self.spec, self.gpu)
         if not self.changes:
             return totals
         return replace(totals, values=frozen_map({**totals.values, **self.changes}))
