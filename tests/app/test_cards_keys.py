@@ -4,6 +4,7 @@ two of them. The card store is the test's own (XDG_DATA_HOME, tests/app/conftest
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -159,3 +160,40 @@ async def test_the_help_lists_the_card_keys() -> None:
         await settle(pilot)
         await pilot.press("question_mark")
         await on_screen(pilot, "start / stop a card", "the cards; compare two")
+
+
+def refused_url() -> str:
+    """A loopback address nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def test_a_card_whose_receipt_cannot_be_read_says_why_and_the_cockpit_runs_on() -> None:
+    running_card("bench-1", 60.0)
+    lanes = Config(lanes=(LaneConfig("lane-a", prometheus=refused_url()),), window="1h",
+                   refresh_s=3600.0)  # fmt: skip
+    app = cockpit(lanes)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await on_screen(pilot, "card bench-1 1m 00s")
+        await pilot.press("b")
+        await settle(pilot)
+        screen = await on_screen(pilot, "card bench-1 not kept", "lane lane-a:")
+        assert "card bench-1 1m" not in screen.splitlines()[0]  # its end is marked all the same
+        assert CardStore().get("bench-1").end is not None
+        assert app.is_running
+
+
+async def test_a_card_name_with_control_bytes_is_refused_as_plain_text() -> None:
+    app = cockpit()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await pilot.pause()
+        app.screen.query_one(Input).value = "bad\x07[b]name"
+        await pilot.press("enter")
+        await settle(pilot)
+        await on_screen(pilot, "card name 'bad␇[b]name': expected printable text")
+        assert CardStore().cards() == []
