@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 
 from cockpit.app.lane import MIN_HEIGHT, MIN_WIDTH, LaneScreen, LaneView, lane_widgets
 from cockpit.app.overview import FleetScreen
-from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop
+from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop, SnapshotT
 from cockpit.app.screens import (
     CardNameScreen,
     CardsScreen,
@@ -60,6 +60,7 @@ from cockpit.runtime.poller import (
     LedgerFeed,
     LedgerPoller,
     ListsModels,
+    Poller,
     close_all,
 )
 from cockpit.runtime.receipts import (
@@ -327,22 +328,24 @@ class CockpitApp(App[None]):
     def _lane_cycle(self) -> Cycle[LaneSnapshot] | None:
         if not self.lane_pollers:
             return None
-        poller, window = self.lane_pollers[self.lane_index], self.window
-        duration = self._duration(window)
-        label = window if duration != window else None
-        return Cycle(poller, duration, f"read lane {poller.feed.name} over {duration}", label)
+        poller = self.lane_pollers[self.lane_index]
+        return self._cycle(poller, self.window, f"lane {poller.feed.name}")
 
     def _ledger_cycle(self) -> Cycle[LedgerSnapshot] | None:
-        poller, window = self.ledger_poller, self.ledger_window
-        if poller is None:
-            return None
-        duration = self._duration(window)
-        label = window if duration != window else None
-        return Cycle(poller, duration, f"read the agent ledger over {duration}", label)
+        poller = self.ledger_poller
+        return self._cycle(poller, self.ledger_window, "the agent ledger") if poller else None
 
     def _fleet_cycle(self) -> Cycle[FleetSnapshot] | None:
-        poller, window = self.fleet_poller, self.window
-        return Cycle(poller, window, f"read the fleet over {window}") if poller else None
+        poller = self.fleet_poller
+        return self._cycle(poller, self.window, "the fleet") if poller else None
+
+    def _cycle(
+        self, poller: Poller[Any, Any, SnapshotT], window: str, what: str
+    ) -> Cycle[SnapshotT]:
+        """A read of `window` (the `card` window as its seconds, under its own name)."""
+        duration = self._duration(window)
+        label = window if duration != window else None
+        return Cycle(poller, duration, f"read {what} over {duration}", label)
 
     def _read_view(self) -> None:
         """Read what is shown now: the fleet on the overview, else the lane."""
