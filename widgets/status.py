@@ -63,6 +63,19 @@ class StatusView:
     """The lane is filtered to this `model_name`."""
     coverage: str = ""
     """How much of the window the lane's data covers, when less (`since start (12 min)`)."""
+    card: str | None = None
+    """The card running on the lane, and for how long it has run."""
+    card_s: float = 0.0
+
+
+def elapsed(seconds: float) -> str:
+    """`42s`, `3m 05s`, `2h 07m`: a running card's time so far."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _source_item(source: SourceStatus, width: int, most: int | None) -> Content:
@@ -102,6 +115,9 @@ def status_items(
     if view.ledger_window not in (None, view.window):
         window += f" · ledger {view.ledger_window}"
     items.append(Content.styled(window, "bold"))
+    if view.card is not None:
+        running = f"card {visible(view.card)} {elapsed(view.card_s)}"
+        items.append(Content.styled(running, "bold $accent"))
     if view.coverage:
         items.append(Content.styled(view.coverage, "$warning"))
     if view.replay_at is not None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
@@ -28,8 +29,10 @@ from textual.worker import Worker, WorkerState
 
 from cockpit.app.lane import MIN_HEIGHT, MIN_WIDTH, LaneScreen, LaneView, lane_widgets
 from cockpit.app.overview import FleetScreen
-from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop
+from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop, SnapshotT
 from cockpit.app.screens import (
+    CardNameScreen,
+    CardsScreen,
     DetailsScreen,
     HelpScreen,
     LedgerTablesScreen,
@@ -37,11 +40,15 @@ from cockpit.app.screens import (
     details_blocks,
 )
 from cockpit.app.suspend import resume_only_after_suspend
-from cockpit.config.schema import Config
+from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.fleet import lane_config
 from cockpit.core.health import rule_lines
 from cockpit.core.ledger_figures import lane_models
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.core.text import visible
+from cockpit.core.timeutil import promql_duration
+from cockpit.runtime.card_marks import card_length, card_requests, start_card, stop_card
+from cockpit.runtime.cards import Card, CardError, CardStore
 from cockpit.runtime.feeds import build_lane_feeds
 from cockpit.runtime.poller import (
     Clocks,
@@ -53,6 +60,7 @@ from cockpit.runtime.poller import (
     LedgerFeed,
     LedgerPoller,
     ListsModels,
+    Poller,
     close_all,
 )
 from cockpit.runtime.receipts import (
@@ -79,6 +87,8 @@ DETAILED = (VitalStrip, Pane)
 """What the arrows focus, in turn, and enter or i opens the figures of."""
 PANE_FOCUS = (*DETAILED, ScrollableContainer)
 """Where the arrows move between panes: a pane, or the scrolling body around them."""
+CARD_WINDOW = "card"
+"""The window since the start of the card running on the lane."""
 
 
 class CockpitApp(App[None]):
@@ -126,6 +136,8 @@ class CockpitApp(App[None]):
         Binding("up,left", "focus_pane(-1)", "previous pane", show=False, priority=True),
         Binding("enter,i", "details", "details", show=False),
         Binding("l", "ledger_tables", "ledger tables", show=False),
+        Binding("b", "card", "card", show=False),
+        Binding("B", "cards", "cards", show=False),
         Binding("escape", "overview", "overview", show=False),
     ]
 
@@ -142,6 +154,7 @@ class CockpitApp(App[None]):
         notice: str = "",
         fleet: FleetFeed | None = None,
         lane: str | None = None,
+        cards: CardStore | None = None,
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
@@ -181,6 +194,9 @@ class CockpitApp(App[None]):
         self._ledger_seen: dict[str, LedgerSnapshot] = {}
         self.overview: FleetScreen | None = None
         self.lanes_screen: LaneScreen | None = None
+        self.card_store = cards or CardStore()
+        self.running_cards: dict[str, Card] = {}
+        """The card running on each lane that has one, as last read from the card store."""
         paused = lambda: self.paused  # noqa: E731
         self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
         self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
@@ -193,6 +209,18 @@ class CockpitApp(App[None]):
     @property
     def ledger_window(self) -> str:
         return self.config.ledger_window or self.window
+
+    @property
+    def running_card(self) -> Card | None:
+        """The card running on the current lane."""
+        return self.running_cards.get(self.lane_name) if self.lane_feeds else None
+
+    def _duration(self, window: str) -> str:
+        """A window as the sources read it: `card` is the seconds since the card's start."""
+        card = self.running_card
+        if window != CARD_WINDOW or card is None:
+            return window
+        return promql_duration(max(1.0, self.clocks.wall() - card.start))
 
     @property
     def lane_name(self) -> str:
@@ -219,6 +247,7 @@ class CockpitApp(App[None]):
             self.overview = FleetScreen(self.config.health)
         self._read_view()
         self.ledger_loop.read_now()
+        self._read_cards()
 
     def on_mount(self) -> None:
         resume_only_after_suspend()
@@ -230,6 +259,7 @@ class CockpitApp(App[None]):
             if self.on_overview:
                 self.push_screen(self.overview)
         self._show()
+        self.set_interval(1.0, self._tick_card)
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -257,6 +287,7 @@ class CockpitApp(App[None]):
         sources = [source_status("lane", lane)] if self.lane_feeds else []
         sources += [source_status("ledger", ledger)] if self.ledger_poller else []
         read = [snapshot.totals for snapshot in (lane, ledger) if snapshot and snapshot.totals]
+        card = self.running_card
         return StatusView(
             lane=self.lane_name,
             index=self.lane_index + 1 if self.lane_feeds else 0,
@@ -269,6 +300,8 @@ class CockpitApp(App[None]):
             paused=self.paused,
             model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
             coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
+            card=card.name if card is not None else None,
+            card_s=self.clocks.wall() - card.start if card is not None else 0.0,
         )
 
     def _show(self) -> None:
@@ -295,16 +328,24 @@ class CockpitApp(App[None]):
     def _lane_cycle(self) -> Cycle[LaneSnapshot] | None:
         if not self.lane_pollers:
             return None
-        poller, window = self.lane_pollers[self.lane_index], self.window
-        return Cycle(poller, window, f"read lane {poller.feed.name} over {window}")
+        poller = self.lane_pollers[self.lane_index]
+        return self._cycle(poller, self.window, f"lane {poller.feed.name}")
 
     def _ledger_cycle(self) -> Cycle[LedgerSnapshot] | None:
-        poller, window = self.ledger_poller, self.ledger_window
-        return Cycle(poller, window, f"read the agent ledger over {window}") if poller else None
+        poller = self.ledger_poller
+        return self._cycle(poller, self.ledger_window, "the agent ledger") if poller else None
 
     def _fleet_cycle(self) -> Cycle[FleetSnapshot] | None:
-        poller, window = self.fleet_poller, self.window
-        return Cycle(poller, window, f"read the fleet over {window}") if poller else None
+        poller = self.fleet_poller
+        return self._cycle(poller, self.window, "the fleet") if poller else None
+
+    def _cycle(
+        self, poller: Poller[Any, Any, SnapshotT], window: str, what: str
+    ) -> Cycle[SnapshotT]:
+        """A read of `window` (the `card` window as its seconds, under its own name)."""
+        duration = self._duration(window)
+        label = window if duration != window else None
+        return Cycle(poller, duration, f"read {what} over {duration}", label)
 
     def _read_view(self) -> None:
         """Read what is shown now: the fleet on the overview, else the lane."""
@@ -312,6 +353,9 @@ class CockpitApp(App[None]):
 
     def _lane_changed(self) -> None:
         """The lane, window or model filter changed: their last figures at once, then a read."""
+        if self.window == CARD_WINDOW and self.running_card is None:
+            self.select_window(self.config.window)
+            return
         self.lane_snapshot = self._lane_seen.get((self.lane_index, self.window))
         self._show()
         self._read_view()
@@ -324,6 +368,7 @@ class CockpitApp(App[None]):
         self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
         self._show()
         self.ledger_loop.align(self.lane_loop)
+        self._read_cards()
 
     def on_ledger_read(self, message: LedgerRead) -> None:
         snapshot = self.ledger_loop.receive(message)
@@ -434,7 +479,7 @@ class CockpitApp(App[None]):
             self.select_lane((self.lane_index + step) % len(self.lane_feeds))
 
     def action_step_window(self, step: int) -> None:
-        windows = self.config.windows
+        windows = (*self.config.windows, *([CARD_WINDOW] if self.running_card else []))
         index = windows.index(self.window) if self.window in windows else 0
         self.select_window(windows[(index + step) % len(windows)])
 
@@ -485,7 +530,7 @@ class CockpitApp(App[None]):
         only when no other widget (a list, a field) takes them."""
         if action in ("lane", "step_lane", "filter_model") and self.on_overview:
             return False  # the overview opens a lane itself (enter)
-        if action not in ("focus_pane", "details", "ledger_tables"):
+        if action not in ("focus_pane", "details", "ledger_tables", "card", "cards"):
             return True
         if self.screen is not self.lanes_screen:
             return False
@@ -516,6 +561,97 @@ class CockpitApp(App[None]):
 
     def action_ledger_tables(self) -> None:
         self.push_screen(LedgerTablesScreen(self.lane_ledger(), self.ledger_poller is not None))
+
+    # --- benchmark cards --------------------------------------------------------------------
+
+    def _lane_config(self) -> LaneConfig | None:
+        """The current lane's configuration (a discovered lane's from its server's)."""
+        if not self.lane_feeds:
+            return None
+        named = {lane.name: lane for lane in self.config.lanes}
+        if self.lane_name in named:
+            return named[self.lane_name]
+        discover = self.config.discover
+        return lane_config(discover, self.lane_name) if discover is not None else None
+
+    def _read_cards(self) -> None:
+        self.run_worker(self._running_cards(), group="cards", exclusive=True, exit_on_error=False)
+
+    async def _running_cards(self) -> None:
+        """The running cards, read again: another cockpit, or the command, may have marked."""
+        try:
+            running = await asyncio.to_thread(self.card_store.running)
+        except CardError as error:
+            self.notify(visible(str(error)), title="cards", severity="warning", markup=False)
+            return
+        found = {card.lane: card for card in running}
+        if found != self.running_cards:
+            self.running_cards = found
+            if self.window == CARD_WINDOW and self.running_card is None:
+                self.select_window(self.config.window)
+            self._show()
+
+    def _tick_card(self) -> None:
+        """A running card's time on the status line, once a second."""
+        if self.running_card is not None and not self.on_overview and self.lanes_screen:
+            self._show()
+
+    def action_card(self) -> None:
+        """Start a card on the lane (its name asked), or stop the one running there."""
+        lane = self._lane_config()
+        if lane is None:
+            self.notify("no lane to mark a card on", title="card", severity="warning")
+            return
+        running = self.running_cards.get(lane.name)
+        if running is not None:
+            stop = self._stop_card(lane, running)
+            self.run_worker(stop, group="card", description="stop the card", exit_on_error=False)
+            return
+        moment = datetime.fromtimestamp(self.clocks.wall(), UTC).strftime("%H%M%S")
+        screen = CardNameScreen(lane.name, f"{lane.name}-{moment}")
+        self.push_screen(screen, partial(self._start_card, lane))
+
+    def _start_card(self, lane: LaneConfig, name: str | None) -> None:
+        if name:
+            start = self._mark_start(lane, name)
+            self.run_worker(start, group="card", description="start a card", exit_on_error=False)
+
+    async def _mark_start(self, lane: LaneConfig, name: str) -> None:
+        try:
+            card = await start_card(self.card_store, lane, name, now=self.clocks.wall)
+        except CardError as error:
+            self._card_failed("card not started", error)
+            return
+        self.running_cards[lane.name] = card
+        self.notify(visible(f"card {card.name} started on lane {lane.name}"), markup=False)
+        self._show()
+
+    async def _stop_card(self, lane: LaneConfig, card: Card) -> None:
+        try:
+            kept = await stop_card(self.config, self.card_store, lane, card, now=self.clocks.wall)
+        except CardError as error:
+            self._card_failed(f"card {card.name} not kept", error)
+        else:
+            counted = f"{card_requests(kept)} requests in {card_length(kept)}"
+            self.notify(visible(f"card {kept.name} kept: {counted}"), markup=False)
+        await self._running_cards()
+
+    def _card_failed(self, title: str, error: CardError) -> None:
+        self.notify(visible(str(error)), title=visible(title), severity="error", markup=False)
+
+    def action_cards(self) -> None:
+        if self.lane_feeds:
+            self.run_worker(self._open_cards(self.lane_name), group="cards-screen",
+                            exit_on_error=False)  # fmt: skip
+
+    async def _open_cards(self, lane: str) -> None:
+        try:
+            cards = await asyncio.to_thread(self.card_store.cards, lane)
+        except CardError as error:
+            self._card_failed("cards", error)
+            return
+        if not isinstance(self.screen, CardsScreen):
+            self.push_screen(CardsScreen(lane, cards))
 
     # --- the receipt ----------------------------------------------------------------------------
 

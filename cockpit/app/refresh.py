@@ -13,7 +13,7 @@ key is answered at once however slow a source is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from textual.app import App
@@ -56,6 +56,8 @@ class Cycle(NamedTuple, Generic[SnapshotT]):
     poller: Poller[Any, Any, SnapshotT]
     window: str
     description: str
+    label: str | None = None
+    """The window's name on the snapshot when not its duration (`card`: since its start)."""
 
 
 class RefreshLoop(Generic[SnapshotT]):
@@ -108,7 +110,10 @@ class RefreshLoop(Generic[SnapshotT]):
         self.poller, window = cycle.poller, cycle.window
 
         async def run() -> None:
-            post(message(await cycle.poller.cycle(window), epoch))
+            snapshot = await cycle.poller.cycle(window)
+            if cycle.label is not None:
+                snapshot = replace(snapshot, window=cycle.label)
+            post(message(snapshot, epoch))
 
         self.worker = self.app.run_worker(
             run,

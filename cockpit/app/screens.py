@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import ItemGrid, Vertical, VerticalScroll
@@ -13,7 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widget import Widget
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import DataTable, Input, OptionList, Static
 
 from cockpit.core.catalogue import (
     LATENCIES,
@@ -24,11 +25,15 @@ from cockpit.core.catalogue import (
     slo_keys,
     tail_keys,
 )
+from cockpit.core.compare import Comparison, change_text, compare, delta_text
 from cockpit.core.ledger_figures import ledger_definition
 from cockpit.core.model import Figure, SourceFailure
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import first_line, visible
 from cockpit.core.timeutil import stamp
+from cockpit.runtime.card_marks import card_length, card_requests
+from cockpit.runtime.card_receipts import figures_of
+from cockpit.runtime.cards import Card
 from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
 from cockpit.widgets.tails import TailsPane
@@ -66,6 +71,10 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("/", "filter lanes by name"),
         ("c", "column the trend follows"),
         ("escape", "clear the filter"),
+    )),
+    ("Cards", (
+        ("b", "start / stop a card"),
+        ("B", "the cards; compare two"),
     )),
 )  # fmt: skip
 """Every key, by what it acts on; the footer shows the most used of them."""
@@ -402,3 +411,149 @@ class ModelFilterScreen(ModalScreen[str | None]):
         if options.option_count:
             options.focus()
             options.highlighted = options.highlighted or 0
+
+
+# --- benchmark cards ------------------------------------------------------------------------
+
+
+class CardNameScreen(ModalScreen[str | None]):
+    """Asks the name of the card to start (a default offered): enter starts it, escape cancels."""
+
+    DEFAULT_CSS = """
+    CardNameScreen {
+        align: center middle;
+    }
+    CardNameScreen > Vertical {
+        width: 60;
+        max-width: 90%;
+        height: auto;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    """
+
+    AUTO_FOCUS = "*"
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "cancel", show=False)]
+
+    def __init__(self, lane: str, default: str) -> None:
+        super().__init__()
+        self.lane, self.default = lane, default
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = Content(visible(f"start a card on lane {self.lane}"))
+            yield Input(self.default, placeholder="the card's name")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+
+def _cell(text: str) -> Text:
+    """A table cell as plain text (a DataTable reads a str as markup)."""
+    return Text(visible(text))
+
+
+class CardsScreen(Overlay):
+    """The lane's cards, oldest first; space marks a card A, then another B, and the two are
+    compared figure by figure (A, B, B − A, the change, a verdict); escape closes."""
+
+    DEFAULT_CSS = """
+    CardsScreen {
+        align: center middle;
+    }
+    CardsScreen > Vertical {
+        width: 100%;
+        height: auto;
+        max-height: 100%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    CardsScreen DataTable {
+        height: auto;
+        max-height: 10;
+    }
+    CardsScreen #cards-compared {
+        max-height: 100%;
+        display: none;
+    }
+    CardsScreen #cards-compared.-shown {
+        display: block;
+    }
+    CardsScreen #cards-hint {
+        color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "mark", "mark A / B", show=False),
+        Binding("B", "dismiss", "close", show=False),
+    ]
+
+    def __init__(self, lane: str, cards: Sequence[Card]) -> None:
+        super().__init__()
+        self.lane, self.cards = lane, tuple(cards)
+        self.marked: list[int] = []
+        """The cards marked A and B, by row."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = Content(visible(f"cards of lane {self.lane}"))
+            yield DataTable(id="cards-list", cursor_type="row")
+            yield Static(self._hint(), id="cards-hint")
+            yield DataTable(id="cards-compared", show_cursor=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#cards-list", DataTable)
+        table.add_column("", key="mark", width=1)
+        table.add_columns("Card", "Start", "Length", "Requests", "Note")
+        for row, card in enumerate(self.cards):
+            length, requests = card_length(card), card_requests(card)
+            cells = (card.name, stamp(card.start), length, requests, card.note)
+            table.add_row(Text(""), *(_cell(cell) for cell in cells), key=str(row))
+        compared = self.query_one("#cards-compared", DataTable)
+        compared.add_columns("Figure", "A", "B", "B − A", "Change", "Verdict")
+
+    def _hint(self) -> str:
+        if not self.cards:
+            return "no cards on this lane yet: b starts one"
+        if len(self.marked) < 2:
+            return "space marks a card A, then another B, to compare them"
+        a, b = (self.cards[row] for row in self.marked)
+        return visible(f"A {a.name} ({card_length(a)}) · B {b.name} ({card_length(b)})")
+
+    def action_mark(self) -> None:
+        table = self.query_one("#cards-list", DataTable)
+        if not self.cards:
+            return
+        row = table.cursor_row
+        if row in self.marked:
+            self.marked.remove(row)
+        else:
+            self.marked = [*self.marked, row] if len(self.marked) < 2 else [row]
+        for at in range(len(self.cards)):
+            mark = "AB"[self.marked.index(at)] if at in self.marked else ""
+            table.update_cell(str(at), "mark", Text(mark))
+        self.query_one("#cards-hint", Static).update(Content(self._hint()))
+        self._show_comparison()
+
+    def comparison(self) -> list[Comparison]:
+        """The marked cards' figures compared (none until two are marked)."""
+        if len(self.marked) < 2:
+            return []
+        a, b = (self.cards[row] for row in self.marked)
+        bounds = {**a.receipt.get("buckets", {}), **b.receipt.get("buckets", {})}
+        return compare(figures_of(a.receipt), figures_of(b.receipt), bounds)
+
+    def _show_comparison(self) -> None:
+        compared = self.query_one("#cards-compared", DataTable)
+        compared.clear()
+        rows = self.comparison()
+        for row in rows:
+            cells = (row.label, row.a_text, row.b_text, delta_text(row), change_text(row),
+                     row.verdict)  # fmt: skip
+            compared.add_row(*(_cell(cell) for cell in cells))
+        compared.set_class(bool(rows), "-shown")

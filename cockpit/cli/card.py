@@ -13,26 +13,28 @@ import argparse
 import asyncio
 import json
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cockpit.cli.options import effective_config
 from cockpit.config.schema import Config, ConfigError, LaneConfig
-from cockpit.core.compare import Comparison, compare
+from cockpit.core.compare import Comparison, change_text, compare, delta_text
 from cockpit.core.figures import format_value
-from cockpit.core.model import LaneTotals
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.split import WindowSplit
 from cockpit.core.text import visible
-from cockpit.core.timeutil import TimeParseError, parse_time, promql_duration, stamp
+from cockpit.core.timeutil import TimeParseError, parse_time, stamp
+from cockpit.runtime.card_marks import (
+    card_length,
+    card_name,
+    card_requests,
+    evaluate,
+    start_card,
+    stop_card,
+)
 from cockpit.runtime.cards import Card, CardError, CardStore
-from cockpit.sources.http import SourceError
-
-if TYPE_CHECKING:
-    from cockpit.sources.prometheus import PrometheusSource
 
 CARD_COMMANDS = ("start", "stop", "add", "import", "list", "show", "compare", "rm")
 
@@ -98,31 +100,14 @@ def _store() -> CardStore:
     return CardStore()
 
 
-def _named(text: str) -> str:
-    name = text.strip()
-    if not name or name != text or any(not ch.isprintable() for ch in name):
-        raise CardError(f"card name {visible(text)!r}: expected printable text, no edge spaces")
-    return name
-
-
 # --- the verbs -------------------------------------------------------------------------------
 
 
 def card_start(args: argparse.Namespace) -> int:
     config = _config(args)
     lane = _lane(config, args.lane)
-    name = _named(args.name)
-    store = _store()
-    if any(card.name == name for card in store.cards()):
-        raise CardError(f"a card named {name!r} exists already")
-    edges: tuple[tuple[str, float], ...] = ()
-    start = time.time()
-    if lane.metrics_url:
-        from cockpit.runtime.card_receipts import edge_scrape
-
-        edge = asyncio.run(edge_scrape(lane))
-        edges, start = (edge,), edge[1]
-    store.start(Card(name, lane.name, start, note=args.note, edges=edges))
+    card = asyncio.run(start_card(_store(), lane, args.name, args.note))
+    name, start = card.name, card.start
     print(f"card {visible(name)} started on lane {visible(lane.name)} at {stamp(start)}")
     return 0
 
@@ -132,18 +117,7 @@ def card_stop(args: argparse.Namespace) -> int:
     store = _store()
     card = _running(store, args.name, args.lane)
     lane = _lane(config, card.lane)
-    edge = None
-    end = time.time()
-    if lane.metrics_url:
-        from cockpit.runtime.card_receipts import edge_scrape
-
-        edge = asyncio.run(edge_scrape(lane))
-        end = edge[1]
-    card = store.stop(card.name, end, edge)
-    receipt = asyncio.run(_evaluate(config, lane, card))
-    store.keep(card.name, receipt=receipt)
-    return _print_card(Card(card.name, card.lane, card.start, card.end, card.note, card.edges,
-                            receipt), args.format)  # fmt: skip
+    return _print_card(asyncio.run(stop_card(config, store, lane, card)), args.format)
 
 
 def _running(store: CardStore, name: str | None, lane: str | None) -> Card:
@@ -168,11 +142,11 @@ def card_add(args: argparse.Namespace) -> int:
         start, end = parse_time(args.start), parse_time(args.end)
     except TimeParseError as exc:
         raise CardError(str(exc)) from None
-    card = Card(_named(args.name), lane.name, start, end, args.note)
+    card = Card(card_name(args.name), lane.name, start, end, args.note)
     _only_prometheus(lane, "a past interval")
     if end <= start:
         raise CardError(f"card {card.name!r}: its end is not after its start")
-    receipt = asyncio.run(_evaluate(config, lane, card))
+    receipt = asyncio.run(evaluate(config, lane, card))
     store = _store()
     store.add(Card(card.name, card.lane, start, end, card.note, receipt=receipt))
     return _print_card(store.get(card.name), args.format)
@@ -198,7 +172,7 @@ def card_import(args: argparse.Namespace) -> int:
         ) from None
     result = read_result(str(path), text)
     store = _store()
-    name = _named(args.name or path.stem)
+    name = card_name(args.name or path.stem)
     existing = [card for card in store.cards() if card.name == name]
     if existing:
         store.keep(name, client=client_json(result))
@@ -207,7 +181,7 @@ def card_import(args: argparse.Namespace) -> int:
     lane = _lane(config, args.lane)
     _only_prometheus(lane, "a card made from a result file's interval")
     card = Card(name, lane.name, result.start, result.end, f"from {path.name}")
-    receipt = asyncio.run(_evaluate(config, lane, card))
+    receipt = asyncio.run(evaluate(config, lane, card))
     store.add(Card(card.name, card.lane, card.start, card.end, card.note, receipt=receipt,
                    client=client_json(result)))  # fmt: skip
     return _print_card(store.get(name), args.format)
@@ -222,7 +196,7 @@ def card_list(args: argparse.Namespace) -> int:
 
     rows = [
         (card.name, card.lane, stamp(card.start), stamp(card.end) if card.end else "running",
-         _duration(card), _requests(card), card.note)
+         card_length(card), card_requests(card), card.note)
         for card in cards
     ]  # fmt: skip
     header = ("Card", "Lane", "Start", "End", "Length", "Requests", "Note")
@@ -238,7 +212,7 @@ def card_show(args: argparse.Namespace) -> int:
         lane = _lane(config, card.lane)
         if card.end is None:
             raise CardError(f"card {card.name!r} is still running")
-        receipt = asyncio.run(_evaluate(config, lane, card))
+        receipt = asyncio.run(evaluate(config, lane, card))
         card = Card(card.name, card.lane, card.start, card.end, card.note, card.edges, receipt,
                     card.client)  # fmt: skip
     return _print_card(card, args.format)
@@ -270,61 +244,6 @@ def card_rm(args: argparse.Namespace) -> int:
 
 
 # --- receipts --------------------------------------------------------------------------------
-
-
-async def _evaluate(config: Config, lane: LaneConfig, card: Card) -> dict[str, Any]:
-    """The card's receipt over its own interval, from its edges or read back from Prometheus."""
-    from cockpit.runtime.card_receipts import (
-        card_duration,
-        card_snapshot,
-        edges_note,
-        kept_receipt,
-        prometheus_edges,
-        replayed_totals,
-    )
-
-    card_duration(card)  # refuses a card still running
-    end = card.end or card.start
-    if lane.metrics_url:
-        if len(card.edges) < 2:
-            raise CardError(f"card {card.name!r} has no scrape at one of its edges")
-        totals = replayed_totals(lane, card.edges, card.start, end)
-        note = edges_note(card, card.edges, replayed=False)
-    else:
-        from cockpit.runtime.feeds import prometheus_source
-
-        source = prometheus_source(lane)
-        try:
-            edges = await prometheus_edges(lane, source, card.start, end)
-            totals = replayed_totals(lane, edges, card.start, end)
-            note = edges_note(card, edges, replayed=True)
-            extrapolated = await _increase_note(source, lane, totals, end)
-        finally:
-            await source.aclose()
-        note = "; ".join(filter(None, (note, extrapolated)))
-    return kept_receipt(card_snapshot(lane, card, totals), note, config.prices)
-
-
-async def _increase_note(
-    source: PrometheusSource, lane: LaneConfig, totals: LaneTotals, end: float
-) -> str:
-    """What Prometheus's own `increase()` over the card's interval reads of its requests: it
-    extrapolates to the interval's edges, so it can read more than the samples' delta."""
-    from cockpit.core.promql import spec_expression
-    from cockpit.engines import dialects
-
-    spec = dialects.lane_specs(totals.dialect)["requests"]
-    query = spec_expression(spec, lane.selector, promql_duration(totals.window_s))
-    if query is None:
-        return ""
-    try:
-        answer = await source.query(query, end)
-        value = float(answer.result[0]["value"][1]) if answer.result else None
-    except (SourceError, ValueError, KeyError, IndexError):
-        return ""  # a note only: without it, nothing is wrong
-    if value is None:
-        return ""
-    return f"`{query}` (extrapolated to the edges) reads {value:,.1f} requests"
 
 
 def _card_json(card: Card) -> dict[str, Any]:
@@ -361,7 +280,7 @@ def _print_card(card: Card, format_: str) -> int:
 def _card_markdown(card: Card) -> list[str]:
     end = stamp(card.end) if card.end else "running"
     lines = [f"# Card {visible(card.name)} — lane {visible(card.lane)}", "",
-             f"{stamp(card.start)} → {end} ({_duration(card)})"]  # fmt: skip
+             f"{stamp(card.start)} → {end} ({card_length(card)})"]  # fmt: skip
     if card.note:
         lines += ["", f"Note: {visible(card.note)}"]
     edges = card.receipt.get("lane", {}).get("edges")
@@ -415,35 +334,12 @@ def _comparison_json(row: Comparison) -> dict[str, Any]:
 def _comparison_markdown(a: Card, b: Card, rows: Sequence[Comparison]) -> list[str]:
     from cockpit.runtime.report import markdown_table
 
-    def change(row: Comparison) -> str:
-        return "—" if row.change is None else f"{row.change * 100:+.1f}%"
-
-    def delta(row: Comparison) -> str:
-        if row.delta is None:
-            return "—"
-        text = format_value(abs(row.delta), row.unit)  # type: ignore[arg-type]
-        return ("−" if row.delta < 0 else "+") + text
-
-    table = [(row.label, row.a_text, row.b_text, delta(row), change(row), row.verdict)
+    table = [(row.label, row.a_text, row.b_text, delta_text(row), change_text(row), row.verdict)
              for row in rows]  # fmt: skip
-    head = f"# Cards compared: A {visible(a.name)} ({_duration(a)}), "
-    head += f"B {visible(b.name)} ({_duration(b)})"
+    head = f"# Cards compared: A {visible(a.name)} ({card_length(a)}), "
+    head += f"B {visible(b.name)} ({card_length(b)})"
     header = ("Figure", "A", "B", "B − A", "Change", "Verdict")
     return [head, "", *markdown_table(header, table), ""]
-
-
-def _duration(card: Card) -> str:
-    if card.end is None:
-        return "running"
-    seconds = card.end - card.start
-    return f"{seconds:.1f} s" if seconds < 120 else promql_duration(seconds)
-
-
-def _requests(card: Card) -> str:
-    from cockpit.runtime.card_receipts import figures_of
-
-    figure: Mapping[str, Any] = figures_of(card.receipt).get("requests", {})
-    return str(figure.get("text") or "—")
 
 
 def cards_in_window(

@@ -114,3 +114,17 @@ def _number(value: object) -> float | None:
 
 def _text(figure: Mapping[str, Any], value: float | None) -> str:
     return str(figure.get("text") or "—") if value is not None else "—"
+
+
+def delta_text(row: Comparison) -> str:
+    """B − A in the figure's unit, signed (— when either side is missing)."""
+    from cockpit.core.figures import format_value
+
+    if row.delta is None:
+        return "—"
+    text = format_value(abs(row.delta), row.unit)  # type: ignore[arg-type]
+    return ("−" if row.delta < 0 else "+") + text
+
+
+def change_text(row: Comparison) -> str:
+    return "—" if row.change is None else f"{row.change * 100:+.1f}%"

@@ -21,3 +21,9 @@ def utc() -> Iterator[None]:
     else:
         os.environ["TZ"] = before
     time.tzset()
+
+
+@pytest.fixture(autouse=True)
+def card_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cockpit's card store in a folder of the test's own, never the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
