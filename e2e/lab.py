@@ -296,4 +296,4 @@ def cockpit_card(home: Path, *args: str) -> dict[str, object]:
                           text=True, timeout=300, env=env)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"cockpit card {' '.join(args)}: {done.stderr}")
-    return json.loads(done.stdout) if "--format" in args else {}
+    return json.loads(done.stdout) if "--format" in args else {"markdown": done.stdout}

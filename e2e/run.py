@@ -245,6 +245,9 @@ def card_rows(url: str, prometheus: str, model: Path, work: Path) -> list[Row]:
     # A card's rates are over its own interval, which holds the client's start-up too (it
     # loads vLLM's benchmark code before its first request): so B / A is the cards', not the
     # client's, whose clock starts at its first request.
+    shown = str(lab.cockpit_card(home, "show", CARDS[1][0])["markdown"])
+    beside = shown[shown.index("## Client") : shown.index("\n# lane-cockpit receipt")]
+    (work / "client-beside-engine.md").write_text(beside.strip() + "\n")
     rows.append(Row("cards compared", "requests_per_s",
                     "B / A: each card's requests over its own seconds",
                     rate["b"] / rate["a"], own[1] / own[0], None, 1e-9,
@@ -393,6 +396,7 @@ def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> Path:
         timings = {"install (e2e/setup.sh, first run)": float(install), **timings}
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     passed = sum(row.ok for row in rows)
+    beside = work / "client-beside-engine.md"
     lines = [
         "# End-to-end: the cockpit against a real vLLM",
         "",
@@ -431,6 +435,9 @@ def write_doc(rows: list[Row], timings: dict[str, float], work: Path) -> Path:
             f"| {row.where} | `{row.key}` | {row.text.replace('|', '/')} | {_number(row.raw)} | "
             f"{_number(row.client)} | {row.how} | {'yes' if row.ok else '**no**'} |"
         )
+    if beside.exists():
+        lines += ["", f"## Card {CARDS[1][0]}: the client's figures beside the engine's", "",
+                  *beside.read_text().splitlines()[2:]]  # fmt: skip
     target = ROOT / "docs" / "e2e.md" if "--update-doc" in sys.argv else OUT / "e2e.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("\n".join(lines) + "\n")
