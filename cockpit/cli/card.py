@@ -59,8 +59,13 @@ def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
     add.add_argument("--from", dest="start", metavar="TIME", required=True)
     add.add_argument("--to", dest="end", metavar="TIME", required=True)
     add.add_argument("--note", default="")
-    imported = verb("import", "a benchmark client's result (vllm bench serve)", card_import)
+    imported = verb("import", "a benchmark client's result (vllm bench serve, guidellm)",
+                    card_import)  # fmt: skip
     imported.add_argument("result", metavar="RESULT.json")
+    imported.add_argument(
+        "--benchmark", type=int, default=0, metavar="N",
+        help="which run of a guidellm report (from 0; the first by default)",
+    )  # fmt: skip
     imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
     verb("list", "the cards (of --lane)", card_list)
     show = verb("show", "a card's receipt (and its client's figures beside)", card_show)
@@ -170,7 +175,7 @@ def card_import(args: argparse.Namespace) -> int:
         raise CardError(
             f"{path}: cannot read it: {getattr(exc, 'strerror', None) or exc}"
         ) from None
-    result = read_result(str(path), text)
+    result = read_result(str(path), text, args.benchmark)
     store = _store()
     name = card_name(args.name or path.stem)
     existing = [card for card in store.cards() if card.name == name]
