@@ -66,6 +66,8 @@ class StatusView:
     card: str | None = None
     """The card running on the lane, and for how long it has run."""
     card_s: float = 0.0
+    cards_in_window: tuple[int, float | None, float | None] = (0, None, None)
+    """Stopped cards wholly in the window: how many, their requests, the window's requests."""
 
 
 def elapsed(seconds: float) -> str:
@@ -118,6 +120,12 @@ def status_items(
     if view.card is not None:
         running = f"card {visible(view.card)} {elapsed(view.card_s)}"
         items.append(Content.styled(running, "bold $accent"))
+    count, inside, window_requests = view.cards_in_window
+    if count:
+        share = "" if inside is None or window_requests is None else (
+            f": {inside:,.0f} of {window_requests:,.0f} requests"
+        )  # fmt: skip
+        items.append(Content.styled(f"{count} card{'s' * (count > 1)} in window{share}", "$accent"))
     if view.coverage:
         items.append(Content.styled(view.coverage, "$warning"))
     if view.replay_at is not None:

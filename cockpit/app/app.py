@@ -48,6 +48,7 @@ from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
 from cockpit.core.text import visible
 from cockpit.core.timeutil import promql_duration
 from cockpit.runtime.card_marks import card_length, card_requests, start_card, stop_card
+from cockpit.runtime.card_receipts import figures_of
 from cockpit.runtime.cards import Card, CardError, CardStore
 from cockpit.runtime.feeds import build_lane_feeds
 from cockpit.runtime.poller import (
@@ -197,6 +198,8 @@ class CockpitApp(App[None]):
         self.card_store = cards or CardStore()
         self.running_cards: dict[str, Card] = {}
         """The card running on each lane that has one, as last read from the card store."""
+        self.kept_cards: tuple[Card, ...] = ()
+        """The stopped cards, as last read from the card store."""
         paused = lambda: self.paused  # noqa: E731
         self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
         self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
@@ -302,6 +305,7 @@ class CockpitApp(App[None]):
             coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
             card=card.name if card is not None else None,
             card_s=self.clocks.wall() - card.start if card is not None else 0.0,
+            cards_in_window=self.cards_in_window(),
         )
 
     def _show(self) -> None:
@@ -580,16 +584,33 @@ class CockpitApp(App[None]):
     async def _running_cards(self) -> None:
         """The running cards, read again: another cockpit, or the command, may have marked."""
         try:
-            running = await asyncio.to_thread(self.card_store.running)
+            cards = await asyncio.to_thread(self.card_store.cards)
         except CardError as error:
             self.notify(visible(str(error)), title="cards", severity="warning", markup=False)
             return
-        found = {card.lane: card for card in running}
-        if found != self.running_cards:
-            self.running_cards = found
+        found = {card.lane: card for card in cards if card.running}
+        kept = tuple(card for card in cards if not card.running)
+        if found != self.running_cards or kept != self.kept_cards:
+            self.running_cards, self.kept_cards = found, kept
             if self.window == CARD_WINDOW and self.running_card is None:
                 self.select_window(self.config.window)
             self._show()
+
+    def cards_in_window(self) -> tuple[int, float | None, float | None]:
+        """The lane's stopped cards lying wholly in the window read: how many, their requests
+        (each card's exact count, as kept), and the window's."""
+        totals = self.lane_snapshot.totals if self.lane_snapshot is not None else None
+        figures = self.lane_snapshot.figures if self.lane_snapshot is not None else None
+        if totals is None or figures is None:
+            return 0, None, None
+        start = totals.end - totals.window_s
+        inside = [
+            card for card in self.kept_cards
+            if card.lane == self.lane_name and start <= card.start and (card.end or 0) <= totals.end
+        ]  # fmt: skip
+        counts = [figures_of(card.receipt).get("requests", {}).get("value") for card in inside]
+        known = None if None in counts else float(sum(counts))
+        return len(inside), known, figures.value("requests")
 
     def _tick_card(self) -> None:
         """A running card's time on the status line, once a second."""

@@ -197,3 +197,17 @@ async def test_a_card_name_with_control_bytes_is_refused_as_plain_text() -> None
         await settle(pilot)
         await on_screen(pilot, "card name 'bad␇[b]name': expected printable text")
         assert CardStore().cards() == []
+
+
+async def test_the_status_line_says_how_much_of_the_window_was_inside_cards() -> None:
+    a, b = two_kept_cards()  # b lies in the last hour, a before it
+    app = cockpit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert app.lane_snapshot is not None and app.lane_snapshot.figures is not None
+        window = app.lane_snapshot.figures.value("requests")
+        totals = app.lane_snapshot.totals
+        assert totals is not None and totals.end - totals.window_s <= b.start
+        assert a.start < totals.end - totals.window_s
+        kept = b.receipt["lane"]["figures"]["requests"]["value"]
+        await on_screen(pilot, f"1 card in window: {kept:,.0f} of {window:,.0f} requests")
