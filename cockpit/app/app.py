@@ -604,10 +604,8 @@ class CockpitApp(App[None]):
         if totals is None or figures is None:
             return 0, None, None
         start = totals.end - totals.window_s
-        inside = [
-            card for card in self.kept_cards
-            if card.lane == self.lane_name and start <= card.start and (card.end or 0) <= totals.end
-        ]  # fmt: skip
+        lane = self.lane_name
+        inside = [c for c in self.kept_cards if c.lane == lane and c.within(start, totals.end)]
         counts = [figures_of(card.receipt).get("requests", {}).get("value") for card in inside]
         known = None if None in counts else float(sum(counts))
         return len(inside), known, figures.value("requests")

@@ -190,7 +190,7 @@ async def window_split(
         return None
     parts, uncounted = [], []
     for card in overlapping:
-        whole = start <= card.start and card.end is not None and card.end <= end
+        whole = card.within(start, end)
         values = figures_of(card.receipt)
         if not whole:
             if lane.metrics_url:

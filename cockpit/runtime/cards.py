@@ -61,6 +61,10 @@ class Card:
     def running(self) -> bool:
         return self.end is None
 
+    def within(self, start: float, end: float) -> bool:
+        """The whole card, stopped, lies in [start, end]."""
+        return self.end is not None and start <= self.start and self.end <= end
+
 
 def default_path() -> Path:
     return Path(user_data_dir("lane-cockpit")) / "cards.db"
