@@ -27,6 +27,8 @@ and the last minute, what else the engine says ('': the JSON receipt only)."""
 NO_DATA = "no data in window"
 NO_REQUESTS = "no requests in window"
 SCRAPED = "scrape "
+LANE_TOKENS = "lane_tokens"
+"""A model's totals' raw key: the prompt and generated tokens of its whole lane."""
 """How a direct scrape's description of a series begins (any other query is PromQL)."""
 
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
@@ -655,6 +657,11 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "Generated tokens per second over the window.", query=False),
     _rate("generation_tok_s_1m", "Generated tok/s (last minute)", "tok/s", "generation_tokens_1m",
           "Generated tokens per second over the last minute.", over=LAST_MINUTE_S),
+    Spec("token_share", "Share of the lane's tokens", "share",
+         ("prompt_tokens", "generation_tokens", LANE_TOKENS),
+         lambda i: divide(_sum(i.v("prompt_tokens"), i.v("generation_tokens")), i.v(LANE_TOKENS)),
+         "A model's prompt and generated tokens over its whole lane's, in the window.",
+         empty="a model's share of its lane: in the per-model table"),
     Family("waiting_now", "waiting_by_reason_now", "Waiting, {} (now)", "number", WAIT_REASONS,
            "Requests waiting at the evaluation time because of {}.", "vitals", "now"),
     # What else the engine says.

@@ -275,6 +275,24 @@ LANE_GROUPED: tuple[str, ...] = (
 LANE_HISTOGRAMS: tuple[str, ...] = ("prompt_len", "gen_len", "e2e", "ttft", "itl", "tpot", "queue")
 """Bucket vectors (cumulative increase per `le`): the length distributions, the latencies."""
 
+MODEL_KEYS: tuple[str, ...] = (
+    "requests", "prompt_tokens", "generation_tokens", "prefix_cache_queries",
+    "prefix_cache_hits", "ttft",
+)  # fmt: skip
+"""The raw keys read once per model the lane serves (`LaneTotals.models`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoraAdapters:
+    """The LoRA adapters an engine stated last: running and waiting now, and how many it may
+    hold at once. Names are the engine's labels, outside text."""
+
+    running: tuple[str, ...]
+    waiting: tuple[str, ...]
+    max_lora: float | None
+    stated_at: float
+    """When the engine stated them (the gauge's value, epoch seconds)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Trend:
@@ -335,6 +353,10 @@ class LaneTotals:
     """Samples of the expressions asked in the lane's query beside its own (its GPUs'), by key."""
     gpu: GpuTotals | None = None
     """The lane's GPUs, when it has a GPU source."""
+    models: Mapping[str, LaneTotals] = field(default_factory=frozen_map)
+    """Model name -> its `MODEL_KEYS` totals (`missing["models"]` says why there are none)."""
+    lora: LoraAdapters | None = None
+    """The engine's LoRA adapters now (`missing["lora"]` says why there are none)."""
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)

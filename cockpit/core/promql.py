@@ -20,6 +20,7 @@ from cockpit.core.model import (
     LANE_HISTOGRAMS,
     LANE_NOW,
     LAST_MINUTE_S,
+    MODEL_KEYS,
     Bucket,
     Missing,
 )
@@ -38,6 +39,10 @@ TARGETS = "targets"
 """How many scrape targets the lane has (`count(up)`)..."""
 TARGETS_UP = "targets_up"
 """...and how many of them are up (`sum(up)`)."""
+MODEL = "model:"
+"""Prefix of a raw key's per-model expression (`model_expressions`)."""
+LORA = "lora"
+"""The engine's LoRA info series with the latest value."""
 SCRAPE_SPAN_S = 600.0
 SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
 """The scrape intervals people set."""
@@ -335,6 +340,22 @@ def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]
     return {**expressions, **({KV_CAPACITY: capacity} if capacity else {})}
 
 
+def model_expressions(
+    dialect: str, selector: str, window: str, asked: Mapping[str, specs.Spec], escaped: bool
+) -> dict[str, str]:
+    """`MODEL` + raw key -> the key's PromQL `sum by (<the engine's model label>)`, for the
+    `MODEL_KEYS` asked; `LORA` -> its info series with the latest value (it has no model)."""
+    engine = engines.engine(dialect)
+    found: dict[str, str] = {}
+    if isinstance(label := engine.model_label, str):
+        for key in MODEL_KEYS:
+            if key in asked and (e := spec_expression(asked[key], selector, window, by=label)):
+                found[MODEL + key] = e
+    if lora := engine.lora_metric(escaped):
+        found[LORA] = f"topk(1, {lora}{selector_without(selector, 'model_name')})"
+    return found
+
+
 def combined_query(exprs: Mapping[str, str]) -> str:
     """All expressions as one vector, each sample labelled `fig="<key>"`."""
     return " or ".join(
@@ -384,6 +405,7 @@ def lane_plan(
     }
     capacity = capacity_expression(dialect, selector, escaped, window)
     extra = {KV_CAPACITY: capacity} if capacity else {}
+    extra.update(model_expressions(dialect, selector, window, asked, escaped))
     for key, spec in asked.items():
         if key in LANE_HISTOGRAMS and (seen := le_seen_expression(spec, selector, window)):
             extra[key + LE_SEEN] = seen

@@ -29,10 +29,13 @@ from cockpit.engines.specs import (
     LastMinute,
     Now,
     Spec,
+    Unavailable,
     escape_name,
     escaped_spec,
 )
 
+NO_MODEL_LABEL = Unavailable("the engine labels no series by model")
+NO_LORA = Unavailable("the engine states no LoRA adapters")
 RAW_KEYS = frozenset((*LANE_COUNTERS, *LANE_GAUGES, *LANE_HISTOGRAMS))
 
 
@@ -63,6 +66,11 @@ class Engine:
     """Detected only when one of these names is exposed too..."""
     lacks: Set[str] = frozenset()
     """...and none of these."""
+    model_label: str | Unavailable = NO_MODEL_LABEL
+    """The label its series name their served model by (the per-model table's rows)."""
+    lora: str | Unavailable = NO_LORA
+    """Its LoRA info gauge: the adapters running and waiting as comma-joined labels, the
+    value the time they were stated."""
 
     def detects(self, names: Set[str]) -> bool:
         """Whether these metric names (colons kept) are this engine's."""
@@ -87,6 +95,12 @@ class Engine:
         if escaped and isinstance(self.capacity, Gauge | Info):
             return replace(self.capacity, metric=escape_name(self.capacity.metric))
         return self.capacity
+
+    def lora_metric(self, escaped: bool = False) -> str | None:
+        """`lora`'s name (as `lane_specs` has them), None where the engine has none."""
+        if isinstance(self.lora, Unavailable):
+            return None
+        return escape_name(self.lora) if escaped else self.lora
 
     def decode_pace(self, values: Values) -> DecodePace:
         """Tokens per step, the step and tok/s per stream, as its ITL histogram counts."""

@@ -78,6 +78,8 @@ LLAMACPP = Engine(
     presence="llamacpp:requests_processing",
     capacity=Unavailable("llama.cpp states its context size in /props, not /metrics"),
     pace=PER_TOKEN,
+    model_label=Unavailable("llama.cpp labels no series by model: a server serves one"),
+    lora=Unavailable("llama.cpp states its LoRA adapters in /lora-adapters, not /metrics"),
     notes={
         **dict.fromkeys(("prompt_tokens", "prompt_tok_s", "prompt_tok_s_1m"), "computed + cached"),
         **dict.fromkeys(

@@ -116,6 +116,8 @@ SGLANG = Engine(
     presence="sglang:num_running_reqs",
     capacity=Gauge("sglang:max_total_num_tokens", "sum", ranks=RANK),
     pace=PER_TOKEN,
+    model_label="model_name",
+    lora=Unavailable("SGLang exposes no LoRA adapter gauge"),
     notes={
         "ttft_mean": STREAMING_NOTE,
         "e2e_mean": STREAMING_NOTE,

@@ -114,4 +114,6 @@ VLLM = Engine(
     presence="vllm:num_requests_running",
     capacity=CAPACITY,
     pace=PER_STEP,
+    model_label="model_name",
+    lora="vllm:lora_requests_info",
 )

@@ -66,6 +66,12 @@ def capacity_names(dialect: str) -> frozenset[str]:
     return frozenset()
 
 
+def lora_names(dialect: str) -> frozenset[str]:
+    """The names the engine's LoRA info gauge may arrive under (escaped or not)."""
+    lora = engines.engine(dialect).lora_metric()
+    return frozenset({lora, escape_name(lora)}) if lora else frozenset()
+
+
 @dataclass(slots=True)
 class Scrape:
     """One exposition, reduced to what the figures need."""
@@ -77,6 +83,8 @@ class Scrape:
     """Wanted sample name -> labels -> (value, the series' `_created` or NaN)."""
     info: list[dict[str, str]] = field(default_factory=list)
     """The label sets of the engine's capacity info metric, where it has one."""
+    lora: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    """The engine's LoRA info series: labels and value, where it states them."""
     series: dict[str, Series] = field(default_factory=dict)
     """The series read, by their text: the next scrape's `known`."""
     stamped: float | None = None
@@ -160,6 +168,7 @@ def read_scrape(
     scrape = Scrape(names, dialect or found)
     keep_names = wanted_names(scrape.dialect, engines.names_escaped(seen | names))
     info = capacity_names(scrape.dialect) - keep_names
+    lora = lora_names(scrape.dialect)
     series = {*keep_names, *(created_name(name) for name in keep_names)}
     # How an equality matcher's label appears in the text: `name="value"`.
     written = [
@@ -172,7 +181,7 @@ def read_scrape(
         if all(label in line for label in written)  # cheap: the parser is the costly part
     ]
     samples, scrape.series, scrape.stamped = parse_samples(
-        url, [*chosen, *(line for name in info for line in lines.get(name, ()))], known
+        url, [*chosen, *(line for name in info | lora for line in lines.get(name, ()))], known
     )
     created = {
         (name, label_key(labels)): value
@@ -182,6 +191,8 @@ def read_scrape(
     for name, labels, value in samples:
         if name in info:
             scrape.info.append(labels)
+        if name in lora:
+            scrape.lora.append((labels, value))
         if name not in keep_names or not all(m.matches(labels) for m in keep):
             continue
         key = label_key(labels)

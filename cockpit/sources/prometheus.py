@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from cockpit import engines
-from cockpit.core import promql
+from cockpit.core import models, promql
 from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.core.quantiles import check_buckets
 from cockpit.sources.buffer import span
@@ -293,6 +293,11 @@ class PrometheusSource:
             eval_seconds=answer.eval_seconds,
             riders=_riders(found, ask),
         )
+        per_model = {k.removeprefix(promql.MODEL): e for k, e in plan.extra.items()
+                     if k.startswith(promql.MODEL)}  # fmt: skip
+        lora = models.lora_from_answer(found.get(promql.LORA))
+        reads = models.answer_reads(found, ask.dialect)
+        totals = models.with_models(totals, reads, per_model, lora)
         return _Evaluated(plan.query, totals, answer.warnings, down)
 
     def _targets(

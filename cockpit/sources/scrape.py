@@ -18,8 +18,8 @@ from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from cockpit import engines
-from cockpit.core import promql, trends
-from cockpit.core.model import LAST_MINUTE_S, LaneTotals, Missing, Trend, frozen_map
+from cockpit.core import models, promql, trends
+from cockpit.core.model import LAST_MINUTE_S, MODEL_KEYS, LaneTotals, Missing, Trend, frozen_map
 from cockpit.engines import specs
 from cockpit.sources.buffer import (
     NO_SAMPLES,
@@ -78,6 +78,7 @@ class ScrapeSource:
         """The trend's steps worked out, for the lane's current matchers, dialect and step."""
         self._keep = lane_matchers(selector)
         self._info: list[dict[str, str]] = []
+        self._lora: list[tuple[dict[str, str], float]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: dict[str, Series] = {}
         self._wall, self._steady = wall, steady
@@ -172,6 +173,7 @@ class ScrapeSource:
         self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
+        self._lora = scrape.lora
         self._series = scrape.series
         self._note_ahead(scrape.stamped, at, wall)
         self.buffer.add(at, scrape.samples)
@@ -233,7 +235,7 @@ class ScrapeSource:
         capacity = self._capacity(dialect, matchers)
         if capacity is None:
             missing["kv_capacity_tokens"] = promql.capacity_reason(dialect, False)
-        return LaneTotals(
+        totals = LaneTotals(
             lane=lane,
             dialect=dialect,
             window_s=window_s,
@@ -252,6 +254,33 @@ class ScrapeSource:
             warnings=(*self._clock_notes.values(), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
+        per_model = self._models(dialect, matchers, table, (end - window_s, end), counters)
+        described = {key: totals.queries[key] for key in MODEL_KEYS}
+        lora = models.lora_adapters(self._lora)
+        return models.with_models(totals, per_model, described, lora)
+
+    def _models(
+        self,
+        dialect: str,
+        matchers: list[promql.Matcher],
+        table: Mapping[str, specs.Spec],
+        bounds: tuple[float, float],
+        counters: set[str],
+    ) -> dict[str, dict[str, models.Read]]:
+        """Model -> raw key -> its read over the window, for each model the lane's series name
+        (by the engine's model label) that its matchers let through."""
+        label = engines.engine(dialect).model_label
+        if not isinstance(label, str):
+            return {}
+        names = [n for n in self.label_values(label) if all(
+            m.matches({label: n}) for m in matchers if m.name == label)]  # fmt: skip
+        found: dict[str, dict[str, models.Read]] = {}
+        for name in names:
+            own = [*matchers, promql.Matcher(label, "=", name)]
+            window = Window(self.buffer, own, *bounds, counters)
+            reads = {key: _window_read(table[key], self._exposed, window) for key in MODEL_KEYS}
+            found[name] = {key: read for key, read in reads.items() if not isinstance(read, dict)}
+        return found
 
     def _trend(
         self, matchers: list[promql.Matcher], dialect: str, window_s: float, end: float
@@ -312,6 +341,11 @@ def _read(
     if not isinstance(increase, float):
         return increase
     return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
+
+
+def _window_read(spec: specs.Spec, exposed: frozenset[str], window: Window) -> Read:
+    reason = specs.missing_reason(spec, exposed)
+    return Missing(reason) if reason else window.read(spec)
 
 
 T = TypeVar("T")

@@ -1,0 +1,168 @@
+"""The models a lane serves and its LoRA adapters: a `LaneTotals` per model (its `MODEL_KEYS`),
+each row the catalogue's figures over it, as the overview does per lane. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cockpit import engines
+from cockpit.core import promql
+from cockpit.core.catalogue import LANE_TOKENS, evaluate
+from cockpit.core.model import (
+    MODEL_KEYS,
+    Bucket,
+    Figure,
+    LaneTotals,
+    LoraAdapters,
+    Missing,
+    frozen_map,
+)
+from cockpit.engines.specs import Unavailable
+
+MODEL_FIGURES: tuple[str, ...] = (
+    "requests_per_s", "prompt_tok_s", "generation_tok_s", "prefix_cache_hit_rate", "ttft_p95",
+    "token_share",
+)  # fmt: skip
+"""The per-model table's columns, catalogue figures."""
+MODEL_TITLES: Mapping[str, str] = frozen_map(
+    dict(zip(MODEL_FIGURES, ("req/s", "prompt", "gen", "hit rate", "TTFT p95", "tokens"),
+             strict=True))
+)  # fmt: skip
+"""Each column's short heading (the figure's label is in the details and receipts)."""
+NO_MODELS_SEEN = "no series carries a model label in the window"
+NO_LORA_SEEN = "no LoRA adapter series (vLLM states them only with --enable-lora)"
+
+Read = float | tuple[Bucket, ...] | Missing
+"""A raw key's read for one model: a number, buckets, or why none."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    """One model of the lane: its name (outside text) and its figures, by key."""
+
+    model: str
+    figures: Mapping[str, Figure]
+
+
+def models_reason(dialect: str) -> str:
+    """Why a lane of this engine has no per-model rows ('' when its engine labels them)."""
+    label = engines.engine(dialect).model_label
+    return label.reason if isinstance(label, Unavailable) else ""
+
+
+def lora_reason(dialect: str) -> str:
+    lora = engines.engine(dialect).lora
+    return lora.reason if isinstance(lora, Unavailable) else NO_LORA_SEEN
+
+
+def answer_reads(
+    found: Mapping[str, list[dict[str, Any]]], dialect: str
+) -> dict[str, dict[str, Read]]:
+    """Model -> raw key -> read, from a lane's answer split by `fig` (`promql.MODEL` keys)."""
+    label = engines.engine(dialect).model_label
+    if not isinstance(label, str):
+        return {}
+    by_model: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for key in MODEL_KEYS:
+        for sample in found.get(promql.MODEL + key, ()):
+            name = str(sample.get("metric", {}).get(label, ""))
+            by_model.setdefault(name, {}).setdefault(key, []).append(sample)
+    reads: dict[str, dict[str, Read]] = {}
+    for name, samples in by_model.items():
+        got = {key: promql.read_key(samples.get(key), key) for key in MODEL_KEYS}
+        reads[name] = {key: read for key, read in got.items() if not isinstance(read, dict)}
+    return reads
+
+
+def with_models(
+    lane: LaneTotals,
+    reads: Mapping[str, Mapping[str, Read]],
+    queries: Mapping[str, str],
+    lora: LoraAdapters | None,
+) -> LaneTotals:
+    """The lane's totals with a `LaneTotals` per model (`reads`: model -> raw key -> read;
+    `queries`: raw key -> where it was read) and its LoRA adapters; why not, in `missing`."""
+    tokens = [lane.values.get(key) for key in ("prompt_tokens", "generation_tokens")]
+    lane_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
+    models = {name: _model_totals(lane, read, queries, lane_tokens) for name, read in reads.items()}
+    missing = dict(lane.missing)
+    if not models:
+        missing["models"] = models_reason(lane.dialect) or NO_MODELS_SEEN
+    if lora is None:
+        missing["lora"] = lora_reason(lane.dialect)
+    return replace(lane, models=frozen_map(models), lora=lora, missing=frozen_map(missing))
+
+
+def _model_totals(
+    lane: LaneTotals, reads: Mapping[str, Read], queries: Mapping[str, str], tokens: float | None
+) -> LaneTotals:
+    values = {key: read for key, read in reads.items() if isinstance(read, float)}
+    missing = {key: read.reason for key, read in reads.items() if isinstance(read, Missing)}
+    missing.update((key, promql.NO_SAMPLES) for key in MODEL_KEYS if key not in reads)
+    if tokens is None:
+        missing[LANE_TOKENS] = lane.missing.get("prompt_tokens", promql.NO_SAMPLES)
+    else:
+        values[LANE_TOKENS] = tokens
+    return LaneTotals(
+        lane=lane.lane,
+        dialect=lane.dialect,
+        window_s=lane.window_s,
+        end=lane.end,
+        values=frozen_map(values),
+        missing=frozen_map(missing),
+        histograms=frozen_map({k: r for k, r in reads.items() if isinstance(r, tuple)}),
+        queries=frozen_map(queries),
+        covered_s=lane.covered_s,
+        server=lane.server,
+        selector=lane.selector,
+    )
+
+
+def model_rows(totals: LaneTotals) -> tuple[ModelRow, ...]:
+    """A row per model of the lane, by name, each `MODEL_FIGURES` the catalogue's evaluator
+    over that model's totals."""
+    return tuple(
+        ModelRow(name, frozen_map(evaluate(model, MODEL_FIGURES)))
+        for name, model in sorted(totals.models.items())
+    )
+
+
+def lora_adapters(series: Iterable[tuple[Mapping[str, str], float]]) -> LoraAdapters | None:
+    """The adapters of the LoRA info series with the latest value (the engine keeps each label
+    set it stated; the newest is now), None without one."""
+    latest = max(series, key=lambda pair: pair[1], default=None)
+    if latest is None:
+        return None
+    labels, stated = latest
+    return LoraAdapters(
+        _names(labels.get("running_lora_adapters", "")),
+        _names(labels.get("waiting_lora_adapters", "")),
+        _count(labels.get("max_lora")),
+        stated,
+    )
+
+
+def lora_from_answer(samples: Iterable[dict[str, Any]] | None) -> LoraAdapters | None:
+    """`lora_adapters` of a `promql.LORA` answer."""
+    found = []
+    for sample in samples or ():
+        value = promql.sample_value(sample)
+        if isinstance(value, float):
+            found.append(({k: str(v) for k, v in sample.get("metric", {}).items()}, value))
+    return lora_adapters(found)
+
+
+def _names(joined: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in joined.split(",") if name.strip())
+
+
+def _count(text: str | None) -> float | None:
+    try:
+        number = float(text) if text is not None else math.nan
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
