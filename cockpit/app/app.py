@@ -37,6 +37,7 @@ from cockpit.app.screens import (
     HelpScreen,
     LedgerTablesScreen,
     ModelFilterScreen,
+    ModelsScreen,
     details_blocks,
 )
 from cockpit.app.suspend import resume_only_after_suspend
@@ -137,6 +138,7 @@ class CockpitApp(App[None]):
         Binding("up,left", "focus_pane(-1)", "previous pane", show=False, priority=True),
         Binding("enter,i", "details", "details", show=False),
         Binding("l", "ledger_tables", "ledger tables", show=False),
+        Binding("M", "models", "models", show=False),
         Binding("b", "card", "card", show=False),
         Binding("B", "cards", "cards", show=False),
         Binding("escape", "overview", "overview", show=False),
@@ -534,7 +536,7 @@ class CockpitApp(App[None]):
         only when no other widget (a list, a field) takes them."""
         if action in ("lane", "step_lane", "filter_model") and self.on_overview:
             return False  # the overview opens a lane itself (enter)
-        if action not in ("focus_pane", "details", "ledger_tables", "card", "cards"):
+        if action not in ("focus_pane", "details", "ledger_tables", "models", "card", "cards"):
             return True
         if self.screen is not self.lanes_screen:
             return False
@@ -565,6 +567,9 @@ class CockpitApp(App[None]):
 
     def action_ledger_tables(self) -> None:
         self.push_screen(LedgerTablesScreen(self.lane_ledger(), self.ledger_poller is not None))
+
+    def action_models(self) -> None:
+        self.push_screen(ModelsScreen(self.lane_snapshot, bool(self.lane_feeds)))
 
     # --- benchmark cards --------------------------------------------------------------------
 

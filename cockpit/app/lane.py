@@ -25,6 +25,7 @@ from cockpit.widgets import (
 )
 from cockpit.widgets.folds import NO_LANE, NO_LEDGER, NO_PROFILE, FoldNotes
 from cockpit.widgets.grid import PaneGrid
+from cockpit.widgets.models import ModelsPane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.tables import LedgerTables
 from cockpit.widgets.tails import TailsPane
@@ -68,6 +69,7 @@ def lane_widgets() -> ComposeResult:
             yield RatiosPane(id="ratios")
             yield SpendPane(id="spend")
             yield LedgerTables(id="tables")
+            yield ModelsPane(id="models")
         yield FoldNotes(id="folds")
     yield Footer(id="keys", compact=True)
 
@@ -93,6 +95,7 @@ class LaneScreen(Screen[object]):
             self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
             self.query_one(SpendPane).show(ledger, has_ledger)
             self.query_one(LedgerTables).show(ledger, has_ledger)
+            self.query_one(ModelsPane).show(lane, has_lane)
             folds = {"-no-lane": not has_lane, "-no-ledger": not has_ledger}
             folds["-no-profile"] = has_lane and not view.has_profile
             for name, folded in folds.items():

@@ -1,5 +1,6 @@
-"""Screens over the cockpit: the `?` help, a pane's figure details, the ledger tables and the
-model filter. Text from outside (names, queries, reasons) is shown as data, never as markup."""
+"""Screens over the cockpit: the `?` help, a pane's figure details, the ledger and models
+tables and the model filter. Text from outside (names, queries, reasons) is shown as data,
+never as markup."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from cockpit.core.timeutil import stamp
 from cockpit.runtime.card_marks import card_length, card_requests
 from cockpit.runtime.card_receipts import figures_of
 from cockpit.runtime.cards import Card
+from cockpit.widgets.models import ModelsPane
 from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
 from cockpit.widgets.tails import TailsPane
@@ -58,6 +60,7 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("↓ → / ↑ ←", "next / previous pane"),
         ("enter / i", "the pane's details"),
         ("l", "the ledger tables"),
+        ("M", "the models and LoRA adapters"),
     )),
     ("The cockpit", (
         ("t", "next theme"),
@@ -192,19 +195,30 @@ class DetailsScreen(TextScreen):
     """A pane's figures: value, definition, query, evaluation time, why one is missing."""
 
 
-class LedgerTablesScreen(Overlay):
-    """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
+class PaneOverlay(Overlay):
+    """One pane at any terminal size, one the lane's screen shows only when wide."""
 
     DEFAULT_CSS = """
-    LedgerTablesScreen {
+    PaneOverlay {
         align: center middle;
     }
-    LedgerTablesScreen > VerticalScroll {
+    PaneOverlay > VerticalScroll {
         width: 100%;
         height: auto;
         max-height: 100%;
     }
     """
+
+    def pane(self) -> Pane:
+        raise NotImplementedError
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield self.pane()
+
+
+class LedgerTablesScreen(PaneOverlay):
+    """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "dismiss", "close", show=False)]
 
@@ -212,12 +226,27 @@ class LedgerTablesScreen(Overlay):
         super().__init__()
         self.snapshot, self.configured = snapshot, configured
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield LedgerTables(id="ledger-tables")
+    def pane(self) -> Pane:
+        return LedgerTables(id="ledger-tables")
 
     def on_mount(self) -> None:
         self.query_one(LedgerTables).show(self.snapshot, self.configured)
+
+
+class ModelsScreen(PaneOverlay):
+    """The lane's models, a row each, and its LoRA adapters, at any terminal size."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("M", "dismiss", "close", show=False)]
+
+    def __init__(self, lane: LaneSnapshot | None, configured: bool) -> None:
+        super().__init__()
+        self.lane, self.configured = lane, configured
+
+    def pane(self) -> Pane:
+        return ModelsPane(id="models-table")
+
+    def on_mount(self) -> None:
+        self.query_one(ModelsPane).show(self.lane, self.configured)
 
 
 # --- a pane's details -----------------------------------------------------------------------

@@ -29,7 +29,7 @@ MODEL_FIGURES: tuple[str, ...] = (
 )  # fmt: skip
 """The per-model table's columns, catalogue figures."""
 MODEL_TITLES: Mapping[str, str] = frozen_map(
-    dict(zip(MODEL_FIGURES, ("req/s", "prompt", "gen", "hit rate", "TTFT p95", "tokens"),
+    dict(zip(MODEL_FIGURES, ("req/s", "prompt/s", "gen/s", "hit rate", "TTFT p95", "share"),
              strict=True))
 )  # fmt: skip
 """Each column's short heading (the figure's label is in the details and receipts)."""

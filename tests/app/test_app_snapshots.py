@@ -87,3 +87,14 @@ def gpu_lane() -> CockpitApp:
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_cockpit_gpu_line(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     assert snap_compare(gpu_lane(), terminal_size=size, run_before=settled)
+
+
+def test_cockpit_models_screen(snap_compare: SnapCompare) -> None:
+    """`M`: the lane's two models and its LoRA adapters, over the panes at 160×48."""
+
+    async def models_open(pilot: Pilot[None]) -> None:
+        await settled(pilot)
+        await pilot.press("M")
+        await pilot.pause()
+
+    assert snap_compare(cockpit(), terminal_size=(160, 48), run_before=models_open)

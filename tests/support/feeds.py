@@ -17,11 +17,13 @@ from cockpit.core.model import (
     Bucket,
     LaneTotals,
     LedgerTotals,
+    LoraAdapters,
     SourceFailure,
     TokenCounts,
     Trend,
     frozen_map,
 )
+from cockpit.core.models import Read, with_models
 from cockpit.core.slo import NO_SLO, Slo
 from cockpit.roofline.model import Hardware, ModelProfile
 from cockpit.runtime.poller import Clocks
@@ -175,6 +177,29 @@ def lane_totals(
     )
 
 
+MODEL_SPLIT = {"llama-3.1-8b": (0.75, 0.95), "llama-3.1-8b-sql-lora": (0.25, None)}
+"""Model -> (its share of the lane's requests and tokens, its prefix-cache hit rate; None:
+the rest of the lane's hits)."""
+LORA = LoraAdapters(("llama-3.1-8b-sql-lora", "chat-lora"), ("summarise-lora",), 4.0, EVAL_AT - 30)
+
+
+def with_two_models(totals: LaneTotals) -> LaneTotals:
+    """The lane's totals split between a base model and its LoRA adapter (`MODEL_SPLIT`), as
+    `sum by (model_name)` reads them: the rows add up to the lane."""
+    reads: dict[str, dict[str, Read]] = {}
+    hits_left = totals.values["prefix_cache_hits"]
+    for model, (part, rate) in MODEL_SPLIT.items():
+        own: dict[str, Read] = {
+            key: totals.values[key] * part
+            for key in ("requests", "prompt_tokens", "generation_tokens", "prefix_cache_queries")
+        }
+        own["prefix_cache_hits"] = hits_left if rate is None else own["prefix_cache_queries"] * rate
+        hits_left -= own["prefix_cache_hits"]
+        own["ttft"] = tuple((le, count * part) for le, count in totals.histograms["ttft"])
+        reads[model] = own
+    return with_models(totals, reads, {}, LORA)
+
+
 def ledger_totals(window_s: float = 3600.0, end: float = EVAL_AT) -> LedgerTotals:
     cli = TokenCounts(30, 1500, 600_000, 24_000_000, 1_500_000, 120_000, 40_000)
     cron = TokenCounts(10, 500, 400_000, 6_000_000, 500_000, 60_000, 10_000)
@@ -223,7 +248,9 @@ class ScriptedLaneFeed:
         if self.failure is not None:
             raise self.failure
         at = EVAL_AT if end is None else end
-        totals = lane_totals(self.name, window_s, at, self.scale, self.spec, self.gpu)
+        totals = with_two_models(
+            lane_totals(self.name, window_s, at, self.scale, self.spec, self.gpu)
+        )
         if not self.changes:
             return totals
         return replace(totals, values=frozen_map({**totals.values, **self.changes}))
