@@ -60,7 +60,7 @@ KEY_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("↓ → / ↑ ←", "next / previous pane"),
         ("enter / i", "the pane's details"),
         ("l", "the ledger tables"),
-        ("M", "the models and LoRA adapters"),
+        ("M", "models, LoRA adapters"),
     )),
     ("The cockpit", (
         ("t", "next theme"),
