@@ -341,17 +341,24 @@ def lane_expressions(dialect: str, selector: str, window: str) -> dict[str, str]
 
 
 def model_expressions(
-    dialect: str, selector: str, window: str, asked: Mapping[str, specs.Spec], escaped: bool
+    dialect: str,
+    selector: str,
+    window: str,
+    asked: Mapping[str, specs.Spec],
+    names: frozenset[str] | None,
 ) -> dict[str, str]:
     """`MODEL` + raw key -> the key's PromQL `sum by (<the engine's model label>)`, for the
-    `MODEL_KEYS` asked; `LORA` -> its info series with the latest value (it has no model)."""
+    `MODEL_KEYS` asked; `LORA` -> its info series with the latest value. That series has no
+    model label, so a model filter's names don't list it: it is asked wherever the engine has
+    one (an empty answer where LoRA is off)."""
     engine = engines.engine(dialect)
     found: dict[str, str] = {}
     if isinstance(label := engine.model_label, str):
         for key in MODEL_KEYS:
             if key in asked and (e := spec_expression(asked[key], selector, window, by=label)):
                 found[MODEL + key] = e
-    if lora := engine.lora_metric(escaped):
+    lora = engine.lora_metric(engines.names_escaped(names or ()))
+    if lora:
         found[LORA] = f"topk(1, {lora}{selector_without(selector, 'model_name')})"
     return found
 
@@ -405,7 +412,7 @@ def lane_plan(
     }
     capacity = capacity_expression(dialect, selector, escaped, window)
     extra = {KV_CAPACITY: capacity} if capacity else {}
-    extra.update(model_expressions(dialect, selector, window, asked, escaped))
+    extra.update(model_expressions(dialect, selector, window, asked, names))
     for key, spec in asked.items():
         if key in LANE_HISTOGRAMS and (seen := le_seen_expression(spec, selector, window)):
             extra[key + LE_SEEN] = seen

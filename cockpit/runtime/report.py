@@ -24,6 +24,7 @@ from cockpit.core.ledger_figures import (
     ledger_window_sql,
 )
 from cockpit.core.model import Figure, Freshness, LaneTotals, LedgerTotals, Unit
+from cockpit.core.models import MODEL_FIGURES, NO_MODELS_SEEN, model_rows
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import visible
 from cockpit.core.timeutil import stamp
@@ -208,7 +209,30 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
     lines += table("Figure", "now")
     if figures.engine_keys:
         lines += ["", f"### What else the engine says ({window})", "", *table("Figure", "engine")]
-    return lines
+    return lines + models_markdown(totals, window)
+
+
+def models_markdown(totals: LaneTotals, window: str) -> list[str]:
+    """The lane's models, a row each (missing figures say why below), and its LoRA adapters."""
+    lines = ["", f"### Models ({window}, `sum by` the engine's model label)", ""]
+    rows = model_rows(totals)
+    if rows:
+        labels = tuple(rows[0].figures[key].label for key in MODEL_FIGURES)
+        cells = [(row.model, *map(format_figure, row.figures.values())) for row in rows]
+        lines += markdown_table(("Model", *labels), cells)
+        said = [f"{row.model}, {f.label}: {f.reason}" for row in rows for f in row.figures.values()
+                if f.reason]  # fmt: skip
+        lines += [""] * bool(said) + [f"- {_cell(note)}" for note in said]
+    else:
+        lines.append(f"No rows: {totals.missing.get('models', NO_MODELS_SEEN)}")
+    lora = totals.lora
+    if lora is None:
+        return [*lines, "", f"LoRA adapters: {totals.missing.get('lora', '')}"]
+    lines += ["", f"LoRA adapters as the engine stated them at {stamp(lora.stated_at)}:", ""]
+    most = format_value(lora.max_lora, "count")
+    lora_rows = [("running", ", ".join(lora.running) or "none"),
+                 ("waiting", ", ".join(lora.waiting) or "none"), ("max at once", most)]  # fmt: skip
+    return lines + markdown_table(("LoRA", "Adapters"), lora_rows)
 
 
 def _tails(figures: LaneFigures, window: str) -> list[str]:
@@ -373,6 +397,11 @@ def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
         end=totals.end,
         coverage=totals.coverage_note or None,
         figures={key: _figure_json(f) for key, f in lane.figures.figures.items()},
+        models=[
+            {"model": row.model, "figures": {k: _figure_json(f) for k, f in row.figures.items()}}
+            for row in model_rows(totals)
+        ],
+        lora=None if totals.lora is None else asdict(totals.lora),
         missing=dict(totals.missing),
         provenance={
             "server": totals.server,

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cockpit.core import promql
-from cockpit.core.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
+from cockpit.core.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, MODEL_KEYS
 from cockpit.engines import dialects, engine
 from cockpit.engines.decode_pace import NO_SPECULATION, decode_pace
 from tests.support.repo import VLLM_FIXTURES, require_fixture
@@ -173,7 +173,13 @@ def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
     labelled = re.findall(r'"fig", "([^"]+)"', plan.query)
     assert labelled == [*plan.exprs, *plan.extra]
     first, *seen = plan.extra
-    assert first == "kv_capacity" and set(seen) == {f"{h}_le_seen" for h in LANE_HISTOGRAMS}
+    per_model = {f"model:{key}" for key in MODEL_KEYS if key != "prompt_tokens"}
+    le_seen = {f"{h}_le_seen" for h in LANE_HISTOGRAMS}
+    assert first == "kv_capacity" and set(seen) == {*le_seen, *per_model, "lora"}
+    assert plan.extra["lora"] == 'topk(1, vllm:lora_requests_info{job="a"})'
+    assert plan.extra["model:requests"] == (
+        'sum by (model_name) (increase(vllm:request_success_total{job="a"}[1h]))'
+    )
     assert set(plan.exprs) | set(plan.missing) == ALL_KEYS
     with_start = promql.lane_plan("vllm", '{job="a"}', 3600.0, names, True)
     assert re.findall(r'"fig", "([^"]+)"', with_start.query)[-2:] == ["data_start", "scrapes"]
