@@ -33,7 +33,7 @@ from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import first_line, visible
 from cockpit.core.timeutil import stamp
 from cockpit.runtime.card_marks import card_length, card_requests
-from cockpit.runtime.card_receipts import figures_of
+from cockpit.runtime.card_receipts import compared_figures
 from cockpit.runtime.cards import Card
 from cockpit.widgets.models import ModelsPane
 from cockpit.widgets.pane import Pane, Row, lane_source
@@ -575,7 +575,7 @@ class CardsScreen(Overlay):
             return []
         a, b = (self.cards[row] for row in self.marked)
         bounds = {**a.receipt.get("buckets", {}), **b.receipt.get("buckets", {})}
-        return compare(figures_of(a.receipt), figures_of(b.receipt), bounds)
+        return compare(compared_figures(a.receipt), compared_figures(b.receipt), bounds)
 
     def _show_comparison(self) -> None:
         compared = self.query_one("#cards-compared", DataTable)

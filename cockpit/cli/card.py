@@ -226,13 +226,13 @@ def card_show(args: argparse.Namespace) -> int:
 def card_compare(args: argparse.Namespace) -> int:
     store = _store()
     a, b = store.get(args.a), store.get(args.b)
-    from cockpit.runtime.card_receipts import figures_of
+    from cockpit.runtime.card_receipts import compared_figures
 
     for card in (a, b):
         if not card.receipt:
             raise CardError(f"card {card.name!r} has no receipt yet (still running?)")
     bounds = {**a.receipt.get("buckets", {}), **b.receipt.get("buckets", {})}
-    rows = compare(figures_of(a.receipt), figures_of(b.receipt), bounds)
+    rows = compare(compared_figures(a.receipt), compared_figures(b.receipt), bounds)
     if args.format == "json":
         print(json.dumps({"a": _card_json(a), "b": _card_json(b),
                           "figures": {row.key: _comparison_json(row) for row in rows}},

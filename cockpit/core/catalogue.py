@@ -657,11 +657,6 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "Generated tokens per second over the window.", query=False),
     _rate("generation_tok_s_1m", "Generated tok/s (last minute)", "tok/s", "generation_tokens_1m",
           "Generated tokens per second over the last minute.", over=LAST_MINUTE_S),
-    Spec("token_share", "Share of the lane's tokens", "share",
-         ("prompt_tokens", "generation_tokens", LANE_TOKENS),
-         lambda i: divide(_sum(i.v("prompt_tokens"), i.v("generation_tokens")), i.v(LANE_TOKENS)),
-         "A model's prompt and generated tokens over its whole lane's, in the window.",
-         empty="a model's share of its lane: in the per-model table"),
     Family("waiting_now", "waiting_by_reason_now", "Waiting, {} (now)", "number", WAIT_REASONS,
            "Requests waiting at the evaluation time because of {}.", "vitals", "now"),
     # What else the engine says.
@@ -696,7 +691,16 @@ CATALOGUE: tuple[Spec | Family, ...] = (
 )  # fmt: skip
 """Every lane figure, in the receipt's order."""
 
-FIGURES: Mapping[str, Spec] = {s.key: s for s in CATALOGUE if isinstance(s, Spec)}
+PER_MODEL: tuple[Spec, ...] = (
+    Spec("token_share", "Share of the lane's tokens", "share",
+         ("prompt_tokens", "generation_tokens", LANE_TOKENS),
+         lambda i: divide(_sum(i.v("prompt_tokens"), i.v("generation_tokens")), i.v(LANE_TOKENS)),
+         "A model's prompt and generated tokens over its whole lane's, in the window."),
+)  # fmt: skip
+"""Figures of a model within its lane only (the per-model table): asked by key, never part
+of the lane's own figures."""
+
+FIGURES: Mapping[str, Spec] = {s.key: s for s in (*CATALOGUE, *PER_MODEL) if isinstance(s, Spec)}
 _FAMILIES = sorted((f for f in CATALOGUE if isinstance(f, Family)), key=lambda f: -len(f.prefix))
 
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-QUANTILE_KEY = re.compile(r"^(?P<histogram>[a-z0-9]+)_p\d+$")
+QUANTILE_KEY = re.compile(r"(?s)^(?P<histogram>[a-z0-9]+)_p\d+(@.*)?\Z")
+"""A quantile's key, the lane's or a model's (`ttft_p95@<model>`)."""
 WITHIN_BUCKET = "within one bucket, not measurable"
 
 

@@ -168,6 +168,21 @@ def figures_of(receipt: Mapping[str, Any]) -> Mapping[str, Any]:
     return figures if isinstance(figures, dict) else {}
 
 
+def compared_figures(receipt: Mapping[str, Any]) -> dict[str, Any]:
+    """What two cards compare: the lane's figures, then each model's as `<key>@<model>`,
+    labelled with the model (a receipt from before the per-model table has none)."""
+    found = dict(figures_of(receipt))
+    rows = receipt.get("lane", {}).get("models")
+    for row in rows if isinstance(rows, list) else ():
+        figures = row.get("figures") if isinstance(row, dict) else None
+        model = str(row.get("model", "")) if isinstance(row, dict) else ""
+        for key, figure in (figures if isinstance(figures, dict) else {}).items():
+            if isinstance(figure, dict):
+                label = f"{figure.get('label', key)} ({model})"
+                found[f"{key}@{model}"] = {**figure, "label": label}
+    return found
+
+
 async def window_split(
     config: Config,
     lane: LaneConfig,
