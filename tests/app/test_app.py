@@ -452,8 +452,8 @@ async def test_panes_come_prefill_first() -> None:
         await settle(pilot)
         order = [w.id for w in app.query("#panes > *")]
         assert order == [
-            "cache", "prefill", "phases", "tails", "trends", "roofline", "ratios", "spend", "tables",
-            "models",
+            "cache", "prefill", "phases", "tails", "trends", "roofline", "ratios", "spend",
+            "tables", "models",
         ]  # fmt: skip
 
 
