@@ -84,6 +84,13 @@ _LIMITS = (
            lambda t: t.hit_rate, "share", "warn"),
     _Limit("failing", "aborted or erred share of finished", ("finished_failed_share",), ">",
            lambda t: t.failed_share, "share", "bad"),
+    *(_Limit(rule, f"{words} in the window", (key,), ">", lambda t: 0.0, "count", severity)
+      for rule, key, words, severity in (
+          ("offload_failing", "offload_alloc_failures", "KV offload allocation failures", "warn"),
+          ("transfer_failing", "nixl_failed_transfers", "NIXL failed transfers", "bad"),
+          ("notify_failing", "nixl_failed_notifications", "NIXL failed notifications", "warn"),
+          ("kv_expiring", "nixl_expired_reqs", "NIXL requests whose KV expired", "warn"),
+      )),
     _Limit("ttft_slo", "TTFT p99", ("ttft_p99",), ">", lambda t: t.ttft_p99_slo, "seconds",
            "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
 )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from cockpit.core.model import KV_TRANSFER_COUNTERS
 from cockpit.engines.base import Engine, lane_table
 from cockpit.engines.pace import PER_TOKEN
 from cockpit.engines.specs import (
@@ -101,6 +102,9 @@ def window_specs() -> dict[str, Spec]:
         "spec_accepted_by_pos": Unavailable("SGLang exposes no acceptance per draft position"),
         "waiting_by_reason": Unavailable("SGLang does not split its queue by reason"),
         "sleep_state": Unavailable("SGLang exposes no sleep state"),
+        **lacking("SGLang's HiCache counts tokens per tier (cached_tokens_total by cache_source), "
+                  "not a connector's bytes, seconds or failures", *KV_TRANSFER_COUNTERS,
+                  "offload_cpu_usage"),
     }
     # fmt: on
 
