@@ -3,9 +3,10 @@
 Three lanes are made of vLLM's expositions (tests/fixtures/vllm, README there): the real plain
 lane alone, with the OffloadingConnector's series appended, with NIXL's appended; a fourth has
 both connectors but its failure counters never move. Every counter and histogram climbs
-linearly from 0 at START to the fixture's value at END (a failure counter by whole failures), gauges hold the fixture's value, one
-sample every 15 s with one at each window edge, so `increase()` extrapolates nothing. Each
-figure must equal Prometheus's own arithmetic over the same series, on both paths.
+linearly from 0 at START to the fixture's value at END (a failure counter by whole failures),
+gauges hold the fixture's value, one sample every 15 s with one at each window edge, so
+`increase()` extrapolates nothing. Each figure must equal Prometheus's own arithmetic over the
+same series, on both paths.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cockpit.core.catalogue import pane_keys
+from cockpit.core.compare import compare
 from cockpit.core.figures import LaneFigures, lane_figures
 from cockpit.core.health import Thresholds, check
 from cockpit.core.model import Figure, LaneTotals, frozen_map
@@ -243,12 +245,22 @@ async def test_failure_counters_that_stand_still_light_nothing(prometheus: PromS
         assert len(offload_view(lane).lines) == len(pane_keys("offload"))  # both connectors
 
 
-def test_receipts_carry_the_figures() -> None:
-    totals = read_scrape("kvoff-quiet")
-    lane = snapshot("kvoff-quiet", dict(lane_figures(totals).figures), totals)
-    text, data = markdown_receipt(lane, None), json_receipt(lane, None)
+def test_receipts_and_card_compare_carry_the_figures() -> None:
+    lanes = []
+    for job in ("kvoff-quiet", "kvoff-offload"):
+        totals = read_scrape(job)
+        lanes.append(snapshot(job, dict(lane_figures(totals).figures), totals))
+    quiet, offload = lanes
+    text, data = markdown_receipt(quiet, None), json_receipt(quiet, None)
     table = text.split("### KV offload and transfer (1h)", 1)[1]
     for key in pane_keys("offload"):
-        figure = lane.figures.figures[key] if lane.figures else None
+        figure = quiet.figures.figures[key] if quiet.figures else None
         assert figure is not None and f"| {figure.label} |" in table, key
         assert data["lane"]["figures"][key]["value"] == figure.value, key
+    other = json_receipt(offload, None)["lane"]["figures"]
+    rows = {row.key: row for row in compare(data["lane"]["figures"], other)}
+    moved = rows["offload_alloc_failures"]
+    assert offload.figures is not None
+    assert (moved.a, moved.b) == (0.0, offload.figures["offload_alloc_failures"].value)
+    assert moved.b == 2  # of its 4 failures over two hours, 2 in the last
+    assert rows["nixl_xfer_mean"].b is None  # that lane has no NIXL
