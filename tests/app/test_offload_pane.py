@@ -12,8 +12,10 @@ from textual.pilot import Pilot
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen
 from cockpit.core.catalogue import definition, pane_keys
-from cockpit.widgets.offload import OffloadPane
-from cockpit.widgets.pane import Pane
+from cockpit.core.model import FRESH
+from cockpit.widgets.offload import OffloadPane, offload_view
+from cockpit.widgets.pane import Pane, Row
+from tests.app.test_widgets import lane_snapshot, rows
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 from tests.support.pilot import focus_pane, on_screen, settle
 from tests.support.screentext import screen_text
@@ -82,3 +84,15 @@ async def settled(pilot: Pilot[None]) -> None:
 
 def test_cockpit_with_kv_connectors(snap_compare: SnapCompare) -> None:
     assert snap_compare(cockpit(connectors=True), terminal_size=(160, 48), run_before=settled)
+
+
+def test_each_connector_shows_its_own_rows_and_a_moved_failure_its_colour() -> None:
+    offload_only = {k: v for k, v in CONNECTORS.items() if k.startswith("offload_")}
+    view = offload_view(lane_snapshot(FRESH, **offload_only))
+    keys = [line.figure.key for line in view.lines if isinstance(line, Row) and line.figure]
+    assert keys == [key for key in pane_keys("offload") if key.startswith("offload_")]
+    shown = rows(offload_view(lane_snapshot(FRESH, **CONNECTORS))).values()
+    tones = {row.figure.key: row.tone for row in shown if row.figure}
+    assert tones["offload_alloc_failures"] == "warn" and tones["nixl_failed_transfers"] == "bad"
+    assert tones["nixl_failed_notifications"] == tones["offload_stores_skipped"] == "plain"
+    assert offload_view(lane_snapshot()).lines == ()

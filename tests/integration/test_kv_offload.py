@@ -22,6 +22,7 @@ from cockpit.core.compare import compare
 from cockpit.core.figures import LaneFigures, lane_figures
 from cockpit.core.health import Thresholds, check
 from cockpit.core.model import Figure, LaneTotals, frozen_map
+from cockpit.core.promql import lane_plan
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.runtime.report import json_receipt, markdown_receipt
 from cockpit.sources.prometheus import PrometheusSource
@@ -264,3 +265,21 @@ def test_receipts_and_card_compare_carry_the_figures() -> None:
     assert (moved.a, moved.b) == (0.0, offload.figures["offload_alloc_failures"].value)
     assert moved.b == 2  # of its 4 failures over two hours, 2 in the last
     assert rows["nixl_xfer_mean"].b is None  # that lane has no NIXL
+
+
+def names(text: str) -> frozenset[str]:
+    return frozenset(s.name for f in text_string_to_metric_families(text) for s in f.samples)
+
+
+def test_a_plain_lane_asks_prometheus_for_no_connector_series() -> None:
+    """The plan of a lane's one query leaves out the series its engine doesn't expose."""
+    selector = '{job="lane"}'
+    plain = lane_plan("vllm", selector, WINDOW, names(PLAIN), False)
+    assert "kv_offload" not in plain.query and "nixl" not in plain.query
+    assert set(CONNECTOR_KEYS) <= set(plain.missing)
+    both_connectors = lane_plan("vllm", selector, WINDOW, names(PLAIN + OFFLOAD + NIXL), False)
+    assert set(CONNECTOR_KEYS) <= set(both_connectors.exprs)
+    assert "vllm:kv_offload_load_bytes_total" in both_connectors.query
+
+
+CONNECTOR_KEYS = ("offload_load_bytes", "offload_cpu_usage", "nixl_xfer_sum", "nixl_expired_reqs")
