@@ -4,19 +4,16 @@ between engines, and what failed. Shown only on a lane whose engine exposes eith
 from __future__ import annotations
 
 from cockpit.core.catalogue import pane_keys
+from cockpit.core.health import CONNECTOR_FAILURES
 from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Line, Pane, PaneView, Row, Source, Tone, lane_source
 
-CONNECTORS = ("offload_", "nixl_")
-"""Each connector's figure key prefix, in the pane's order."""
-FAILURES: dict[str, Tone] = {
-    "offload_alloc_failures": "warn",
-    "nixl_failed_transfers": "bad",
-    "nixl_failed_notifications": "warn",
-    "nixl_expired_reqs": "warn",
-}
-"""The failure counters, and their tone once they moved in the window (as their health rules)."""
+CONNECTORS = tuple(
+    tuple(key for key in pane_keys("offload") if key.startswith(prefix))
+    for prefix in ("offload_", "nixl_")
+)
+"""Each connector's figures (the offload tier's, NIXL's), in the pane's order."""
 
 
 class OffloadPane(Pane):
@@ -33,15 +30,16 @@ class OffloadPane(Pane):
 
 
 def _row(engine: Source, key: str) -> Row:
-    return engine.row(key, tone=FAILURES.get(key, "plain") if engine.value(key) else "plain")
+    """A failure counter that moved in the window in its health rule's colour."""
+    tone: Tone = CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain"
+    return engine.row(key, tone=tone)
 
 
 def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
     """The rows of each connector the lane has (a figure of it with a value); none without."""
     engine = lane_source(lane, lane_configured)
     lines: list[Line] = []
-    for prefix in CONNECTORS:
-        keys = [key for key in pane_keys("offload") if key.startswith(prefix)]
+    for keys in CONNECTORS:
         if any(engine.value(key) is not None for key in keys):
             lines += [_row(engine, key) for key in keys]
     return PaneView(tuple(lines), (("lane", engine.freshness),))

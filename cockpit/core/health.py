@@ -83,6 +83,8 @@ _CONNECTOR_FAILURES: tuple[tuple[str, str, str, Severity], ...] = (
 )
 """A KV connector's failure counters: each rule fires when its counter moved in the window
 (rule, figure, words, severity); a lane without the connector has no such figure."""
+CONNECTOR_FAILURES: dict[str, Severity] = {key: sev for _, key, _, sev in _CONNECTOR_FAILURES}
+"""Each connector failure figure -> its rule's severity."""
 
 _LIMITS = (
     _Limit("kv_full", "KV cache in use", ("kv_usage_now", "kv_usage"), "≥",
