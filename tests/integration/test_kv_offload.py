@@ -12,6 +12,7 @@ same series, on both paths.
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import httpx
 import pytest
@@ -60,11 +61,14 @@ def _fixture(name: str) -> str:
 PLAIN = _fixture("metrics_real.txt")
 OFFLOAD = _fixture("metrics_offload_connector.txt")
 NIXL = _fixture("metrics_nixl_connector.txt")
+SGLANG = require_fixture(VLLM_FIXTURES.parent / "sglang" / "metrics_tp2.txt").read_text()
+HICACHE = require_fixture(VLLM_FIXTURES.parent / "sglang" / "metrics_hicache.txt").read_text()
 LANES = {
     "kvoff-plain": (PLAIN, False),
     "kvoff-offload": (PLAIN + OFFLOAD, False),
     "kvoff-nixl": (PLAIN + NIXL, False),
     "kvoff-quiet": (PLAIN + OFFLOAD + NIXL, True),
+    "kvoff-sglang": (SGLANG + HICACHE, False),
 }
 """Job -> its exposition at END, and whether its failure counters stand still in the window."""
 
@@ -79,7 +83,7 @@ def samples(text: str, still: bool) -> list[Sample]:
     for family in text_string_to_metric_families(text):
         climbs = family.type in ("counter", "histogram")
         for s in family.samples:
-            if not s.name.startswith("vllm:") or s.name.endswith("_created"):
+            if not s.name.startswith(("vllm:", "sglang:")) or s.name.endswith("_created"):
                 continue
             moves = climbs and not (still and s.name in FAILURE_COUNTERS.values())
             found.append((s.name, tuple(sorted(s.labels.items())), s.value, moves))
@@ -124,6 +128,7 @@ async def read_prometheus(server: PromServer, job: str) -> LaneTotals:
         await source.aclose()
 
 
+@cache
 def read_scrape(job: str) -> LaneTotals:
     source = ScrapeSource("http://127.0.0.1:1/metrics")
     for at in map(float, range(END - WINDOW - STEP, END + 1, STEP)):
@@ -203,6 +208,27 @@ async def test_nixl_figures_are_prometheus_s_arithmetic(prometheus: PromServer) 
             assert figures[key].value == pytest.approx(value, rel=1e-9), key
         offload = [key for key in pane_keys("offload") if key.startswith("offload_")]
         assert all(figures[key].missing for key in offload)
+
+
+async def test_sglang_s_hicache_times_its_host_tier_as_prometheus_does(
+    prometheus: PromServer,
+) -> None:
+    """Both TP ranks export the same series: the larger is taken, never their sum."""
+    job, per = "kvoff-sglang", 'max without (tp_rank) (increase({}{{job="kvoff-sglang"}}[1h]))'
+    expected = {
+        "offload_load_time_s": per.format("sglang:load_back_duration_seconds_sum"),
+        "offload_store_time_s": per.format("sglang:eviction_duration_seconds_sum"),
+    }
+    for figures in await both(prometheus, job):
+        for key, query in expected.items():
+            value = promql(prometheus, f"sum({query}) / {WINDOW}")
+            assert figures[key].value == pytest.approx(value, rel=1e-9), key
+            assert figures[key].reason.startswith("HiCache")  # how SGLang's was found
+        assert figures["offload_load_time_s"].value == pytest.approx(0.72 / 2 / WINDOW)
+        assert "not bytes" in figures["offload_load_bytes_s"].reason
+        lane = snapshot(job, figures, read_scrape(job))
+        shown = [line.label for line in offload_view(lane).lines]
+        assert shown and not any(label.startswith("NIXL") for label in shown)
 
 
 def snapshot(job: str, figures: dict[str, Figure], totals: LaneTotals) -> LaneSnapshot:
