@@ -26,6 +26,7 @@ from cockpit.widgets import (
 from cockpit.widgets.folds import NO_LANE, NO_LEDGER, NO_PROFILE, FoldNotes
 from cockpit.widgets.grid import PaneGrid
 from cockpit.widgets.models import ModelsPane
+from cockpit.widgets.offload import OffloadPane
 from cockpit.widgets.roofline import RooflinePane
 from cockpit.widgets.tables import LedgerTables
 from cockpit.widgets.tails import TailsPane
@@ -64,6 +65,7 @@ def lane_widgets() -> ComposeResult:
             yield PrefillPane(id="prefill")
             yield PhaseBar(id="phases")
             yield TailsPane(id="tails")
+            yield OffloadPane(id="offload")
             yield TrendsPane(id="trends")
             yield RooflinePane(id="roofline", own_height=True)
             yield RatiosPane(id="ratios")
@@ -90,6 +92,7 @@ class LaneScreen(Screen[object]):
             self.query_one(PrefillPane).show(lane, has_lane)
             self.query_one(PhaseBar).show(lane, has_lane)
             self.query_one(TailsPane).show(lane, has_lane)
+            self.query_one(OffloadPane).show(lane, has_lane)
             self.query_one(TrendsPane).show(lane, has_lane)
             self.query_one(RooflinePane).show(lane.roofline() if lane else None)
             self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)

@@ -20,10 +20,13 @@ from cockpit.core.slo import NO_SLO, Slo, attainment
 from cockpit.engines.decode_pace import DecodePace, Derived, decode_pace
 from cockpit.engines.dialects import DialectError, figure_notes
 
-PaneName = Literal["", "vitals", "cache", "prefill", "phases", "tails", "ratios", "roofline"]
-Section = Literal["", "volume", "timing", "tails", "slo", "now", "engine"]
+PaneName = Literal[
+    "", "vitals", "cache", "prefill", "phases", "tails", "ratios", "roofline", "offload"
+]  # fmt: skip
+Section = Literal["", "volume", "timing", "tails", "slo", "now", "engine", "offload"]
 """A receipt's table: the seed's volume and timing tables, the tails, the SLO attainment, now
-and the last minute, what else the engine says ('': the JSON receipt only)."""
+and the last minute, what else the engine says, KV offload and transfer ('': the JSON receipt
+only)."""
 NO_DATA = "no data in window"
 NO_REQUESTS = "no requests in window"
 SCRAPED = "scrape "
@@ -189,10 +192,11 @@ def _mean(key: str, label: str, unit: Unit, histogram: str, definition: str,
 
 
 def _rate(key: str, label: str, unit: Unit, of: str, definition: str, query: bool = True,
-          over: float | None = None) -> Spec:  # fmt: skip
+          over: float | None = None, pane: PaneName = "vitals",
+          section: Section = "now") -> Spec:  # fmt: skip
     """`of` per second of the window (or of `over` seconds)."""
     formula: Formula = lambda i: divide(i.v(of), over or i.window)  # noqa: E731
-    return Spec(key, label, unit, (of,), formula, definition, "vitals", "now", of if query else "")
+    return Spec(key, label, unit, (of,), formula, definition, pane, section, of if query else "")
 
 
 # --- formulas beyond a ratio or a mean --------------------------------------------------
@@ -517,6 +521,56 @@ _PACE = ("itl_sum", "itl_count", "spec_drafts", "spec_accepted", "generation_tok
 _PROMPT = ("prompt_len_sum", "prompt_len_count", "prompt_tokens", "requests")
 
 
+def _offload_specs() -> Iterator[Spec]:
+    """What a KV connector moves: the offload tier's loads and stores, NIXL's transfers
+    between engines, and the counters of what went wrong (each with its health rule)."""
+    for way, words in (("load", "loaded from the host tier to the GPU"),
+                       ("store", "stored from the GPU to the host tier")):  # fmt: skip
+        noun = f"offload_{way}"
+        yield _rate(f"{noun}_bytes_s", f"Offload {way}s (bytes/s)", "bytes/s", f"{noun}_bytes",
+                    f"Bytes of KV {words} per second of the window.", pane="offload",
+                    section="offload")  # fmt: skip
+        yield _rate(f"{noun}_time_s", f"Offload {way} time (s per s)", "number",
+                    f"{noun}_time", f"Seconds spent on KV {way}s per second of the window (above "
+                    "1: transfers overlap).", pane="offload", section="offload")  # fmt: skip
+        yield _ratio(f"{noun}_bandwidth", f"Offload {way} bandwidth", "bytes/s",
+                     f"{noun}_bytes", f"{noun}_time", f"Bytes of KV {words} per second spent "
+                     f"on {way}s: {way} bytes / {way} time.", "offload", "offload")  # fmt: skip
+    yield _raw("offload_cpu_usage", "Offload CPU cache in use (mean)", "share",
+               "Share of the offload tier's CPU cache in use (held by transfers in flight), "
+               "averaged over the window.", "offload", "offload")  # fmt: skip
+    yield _raw("offload_alloc_failures", "Offload allocation failures", "count",
+               "Stores to the offload tier that found no room in the window.", "offload",
+               "offload")  # fmt: skip
+    yield _raw("offload_stores_skipped", "Offload stores skipped", "count",
+               "Blocks not stored to the offload tier in the window (seen too few times to "
+               "keep).", "offload", "offload")  # fmt: skip
+    yield _mean(
+        "nixl_xfer_mean",
+        "NIXL transfer time (mean)",
+        "seconds",
+        "nixl_xfer",
+        "Mean time of one NIXL KV transfer between engines.",
+        "offload",
+        "offload",
+    )
+    yield _rate("nixl_bytes_s", "NIXL transferred (bytes/s)", "bytes/s", "nixl_bytes_sum",
+                "Bytes of KV NIXL transferred between engines per second of the window.",
+                pane="offload", section="offload")  # fmt: skip
+    for key, label, definition in NIXL_FAILURES:
+        yield _raw(key, label, "count", definition, "offload", "offload")
+
+
+NIXL_FAILURES = (
+    ("nixl_failed_transfers", "NIXL failed transfers", "NIXL KV transfers that failed."),
+    ("nixl_failed_notifications", "NIXL failed notifications",
+     "NIXL notifications (a transfer's completion told to its peer) that failed to send."),
+    ("nixl_expired_reqs", "NIXL requests whose KV expired",
+     "Requests whose KV blocks expired before their peer read them (counted where they were "
+     "prefilled)."),
+)  # fmt: skip
+
+
 def _mean_prompt(i: Inputs) -> float | None:
     return i.mean("prompt_len", i.v("prompt_tokens"))
 
@@ -638,6 +692,7 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "time / (generated − 1), 0 for a 1-token request): what benchmark clients call "
           "TPOT.", "tails", "tails"),
     *_slo_specs(),
+    *_offload_specs(),
     # Now and the last minute, beside the window: the vital signs.
     _raw("running_now", "Running requests (now)", "number",
          "Requests being served at the evaluation time.", "vitals", "now"),

@@ -75,6 +75,17 @@ class _Limit:
     """What the help says when the rule is off."""
 
 
+_CONNECTOR_FAILURES: tuple[tuple[str, str, str, Severity], ...] = (
+    ("offload_failing", "offload_alloc_failures", "KV offload allocation failures", "warn"),
+    ("transfer_failing", "nixl_failed_transfers", "NIXL failed transfers", "bad"),
+    ("notify_failing", "nixl_failed_notifications", "NIXL failed notifications", "warn"),
+    ("kv_expiring", "nixl_expired_reqs", "NIXL requests whose KV expired", "warn"),
+)
+"""A KV connector's failure counters: each rule fires when its counter moved in the window
+(rule, figure, words, severity); a lane without the connector has no such figure."""
+CONNECTOR_FAILURES: dict[str, Severity] = {key: sev for _, key, _, sev in _CONNECTOR_FAILURES}
+"""Each connector failure figure -> its rule's severity."""
+
 _LIMITS = (
     _Limit("kv_full", "KV cache in use", ("kv_usage_now", "kv_usage"), "≥",
            lambda t: t.kv_usage, "share", "warn"),
@@ -84,6 +95,8 @@ _LIMITS = (
            lambda t: t.hit_rate, "share", "warn"),
     _Limit("failing", "aborted or erred share of finished", ("finished_failed_share",), ">",
            lambda t: t.failed_share, "share", "bad"),
+    *(_Limit(rule, f"{words} in the window", (key,), ">", lambda t: 0.0, "count", severity)
+      for rule, key, words, severity in _CONNECTOR_FAILURES),
     _Limit("ttft_slo", "TTFT p99", ("ttft_p99",), ">", lambda t: t.ttft_p99_slo, "seconds",
            "bad", off="> the SLO (off: set health.ttft_p99_slo)"),
 )  # fmt: skip

@@ -248,6 +248,14 @@ LAST_MINUTE_S = 60.0
 _SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl tpot e2e step_tokens"
 """What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
+KV_TRANSFER_COUNTERS: tuple[str, ...] = (
+    "offload_load_bytes", "offload_load_time", "offload_store_bytes", "offload_store_time",
+    "offload_alloc_failures", "offload_stores_skipped",
+    "nixl_xfer_sum", "nixl_xfer_count", "nixl_bytes_sum",
+    "nixl_failed_transfers", "nixl_failed_notifications", "nixl_expired_reqs",
+)  # fmt: skip
+"""What a KV connector counts: offload to and from the host tier, transfers between engines."""
+
 LANE_COUNTERS: tuple[str, ...] = (
     "requests", "prompt_tokens", "generation_tokens",
     "prefix_cache_queries", "prefix_cache_hits", "prompt_computed",
@@ -256,12 +264,14 @@ LANE_COUNTERS: tuple[str, ...] = (
     "preemptions", "flops", "read_bytes", "write_bytes",
     "finished", "admission_rejections", "cached_by_source", "prompt_by_source",
     "external_cache_queries", "external_cache_hits",
+    *KV_TRANSFER_COUNTERS,
     *LANE_LAST_MINUTE,
 )  # fmt: skip
 """Raw lane keys that are `sum(increase(...[W]))` of a counter or a histogram's _sum/_count."""
 
 LANE_GAUGES: tuple[str, ...] = (
     *("running", "waiting", "waiting_by_reason", "kv_usage", "sleep_state", "spec_draft_len"),
+    "offload_cpu_usage",
     *LANE_NOW,
 )
 """Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""

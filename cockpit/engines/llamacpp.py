@@ -9,6 +9,7 @@ counted per batch. There is no request counter, so nothing is per request.
 
 from __future__ import annotations
 
+from cockpit.core.model import KV_TRANSFER_COUNTERS
 from cockpit.engines.base import Engine, lane_table
 from cockpit.engines.pace import PER_TOKEN
 from cockpit.engines.specs import Combined, Counter, Gauge, Spec, Unavailable, lacking
@@ -63,6 +64,8 @@ def window_specs() -> dict[str, Spec]:
         "waiting_by_reason": Unavailable("llama.cpp does not say why a request is deferred"),
         "sleep_state": Unavailable("llama.cpp states its sleep only in /props"),
         "spec_draft_len": Unavailable("llama.cpp counts its draft tokens"),
+        **lacking("llama.cpp has no KV offload or transfer connector", *KV_TRANSFER_COUNTERS,
+                  "offload_cpu_usage"),
     }
     # fmt: on
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from cockpit.core.model import KV_TRANSFER_COUNTERS
 from cockpit.engines.base import Engine, lane_table
 from cockpit.engines.pace import PER_TOKEN
 from cockpit.engines.specs import (
@@ -101,6 +102,16 @@ def window_specs() -> dict[str, Spec]:
         "spec_accepted_by_pos": Unavailable("SGLang exposes no acceptance per draft position"),
         "waiting_by_reason": Unavailable("SGLang does not split its queue by reason"),
         "sleep_state": Unavailable("SGLang exposes no sleep state"),
+        # HiCache's host tier, as its radix cache times it (RadixCacheMetricsCollector).
+        "offload_load_time": _scheduler("sglang:load_back_duration_seconds_sum"),
+        "offload_store_time": _scheduler("sglang:eviction_duration_seconds_sum"),
+        **lacking("SGLang's HiCache counts the tokens it moves, not bytes, failures or skips",
+                  *(key for key in KV_TRANSFER_COUNTERS if key.startswith("offload_")
+                    and not key.endswith("_time"))),
+        "offload_cpu_usage": Unavailable("SGLang states its host tier in tokens "
+                                         "(hicache_host_used_tokens), not as a share in use"),
+        **lacking("SGLang exposes no NIXL transfer series",
+                  *(key for key in KV_TRANSFER_COUNTERS if key.startswith("nixl_"))),
     }
     # fmt: on
 
@@ -125,5 +136,7 @@ SGLANG = Engine(
         "kv_usage": POOL_NOTE,
         "kv_usage_now": POOL_NOTE,
         "preemptions": "retracted requests",
+        "offload_load_time_s": "HiCache load-back, host to GPU",
+        "offload_store_time_s": "HiCache eviction, GPU to host",
     },
 )

@@ -32,6 +32,22 @@ PHASES = {
     "step_tokens": "vllm:iteration_tokens_total",
 }
 OLDER_ITL = "vllm:time_per_output_token_seconds"
+KV_CONNECTOR_COUNTERS = {
+    "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
+    "offload_load_time": "vllm:kv_offload_load_time_total",
+    "offload_store_bytes": "vllm:kv_offload_store_bytes_total",
+    "offload_store_time": "vllm:kv_offload_store_time_total",
+    "offload_alloc_failures": "vllm:kv_offload_allocation_failure_total",
+    "offload_stores_skipped": "vllm:kv_offload_stores_skipped_total",
+    "nixl_xfer_sum": "vllm:nixl_xfer_time_seconds_sum",
+    "nixl_xfer_count": "vllm:nixl_xfer_time_seconds_count",
+    "nixl_bytes_sum": "vllm:nixl_bytes_transferred_sum",
+    "nixl_failed_transfers": "vllm:nixl_num_failed_transfers_total",
+    "nixl_failed_notifications": "vllm:nixl_num_failed_notifications_total",
+    "nixl_expired_reqs": "vllm:nixl_num_kv_expired_reqs_total",
+}
+"""Registered only by the connector in use (`--kv-transfer-config`): the OffloadingConnector's
+(`kv_connector/v1/offloading/metrics.py`, `v1/kv_offload/cpu/`) and NIXL's (`nixl/stats.py`)."""
 """0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
 
 
@@ -66,6 +82,8 @@ def window_specs() -> dict[str, Spec]:
         "waiting": Gauge("vllm:num_requests_waiting", "sum"),
         "waiting_by_reason": Gauge("vllm:num_requests_waiting_by_reason", "sum", by="reason"),
         "kv_usage": Gauge("vllm:kv_cache_usage_perc", "avg"),
+        "offload_cpu_usage": Gauge("vllm:kv_offload_cpu_cache_usage_perc", "avg"),
+        **{key: Counter(metric) for key, metric in KV_CONNECTOR_COUNTERS.items()},
         "sleep_state": Gauge("vllm:engine_sleep_state", "avg", by="sleep_state"),
         "spec_draft_len": Unavailable("vLLM counts its draft tokens"),
         "prompt_len": Histogram("vllm:request_prompt_tokens"),

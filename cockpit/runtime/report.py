@@ -209,6 +209,9 @@ def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list
     lines += table("Figure", "now")
     if figures.engine_keys:
         lines += ["", f"### What else the engine says ({window})", "", *table("Figure", "engine")]
+    offload = (f for key, f in figures.figures.items() if section_of(key) == "offload")
+    if any(not figure.missing for figure in offload):  # a lane with a KV connector
+        lines += ["", f"### KV offload and transfer ({window})", "", *table("Figure", "offload")]
     return lines + models_markdown(totals, window)
 
 

@@ -452,9 +452,10 @@ async def test_panes_come_prefill_first() -> None:
         await settle(pilot)
         order = [w.id for w in app.query("#panes > *")]
         assert order == [
-            "cache", "prefill", "phases", "tails", "trends", "roofline", "ratios", "spend",
-            "tables", "models",
+            "cache", "prefill", "phases", "tails", "offload", "trends", "roofline", "ratios",
+            "spend", "tables", "models",
         ]  # fmt: skip
+        assert not app.query_one("#offload").display  # a plain lane: no KV connector
 
 
 async def test_no_color_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,6 +43,10 @@ RULES = [
     ("prefix_cache_hit_rate", "share", 0.6999, 0.7, "cache_misses", "< 70%"),
     ("finished_failed_share", "share", 0.0101, 0.01, "failing", "> 1%"),
     ("ttft_p99", "seconds", 2.51, 2.5, "ttft_slo", "> 2.5 s"),
+    ("offload_alloc_failures", "count", 1.0, 0.0, "offload_failing", "> 0"),
+    ("nixl_failed_transfers", "count", 1.0, 0.0, "transfer_failing", "> 0"),
+    ("nixl_failed_notifications", "count", 1.0, 0.0, "notify_failing", "> 0"),
+    ("nixl_expired_reqs", "count", 1.0, 0.0, "kv_expiring", "> 0"),
 ]
 
 
@@ -146,7 +150,7 @@ def test_the_help_lists_every_rule_with_its_figure_and_threshold() -> None:
     assert lines[1] == "queue building: waiting_now > 0 for ≥ 3 refreshes in a row"
     for key, _, _, _, _, said in RULES:
         assert any(key in line and said in line for line in lines), (key, lines)
-    assert len(lines) == 10  # with the three GPU rules
+    assert len(lines) == 14  # with the three GPU rules and the four KV connector ones
     off = rule_lines(Thresholds())[-1]
     assert off == "TTFT p99: ttft_p99 > the SLO (off: set health.ttft_p99_slo)"
 
