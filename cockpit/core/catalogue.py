@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
@@ -151,13 +151,34 @@ class Family:
     value: Callable[[Inputs, float], float | None] = lambda _, number: number
     empty: Callable[[Inputs], str] = lambda _: NO_DATA
     """Why a member is missing when the group is there."""
+    words: Mapping[str, str] = field(default_factory=dict)
+    """How the label says a label value ('': as the engine names it)."""
 
     def names(self, totals: LaneTotals) -> list[str]:
         group = totals.groups.get(self.group)
         if group is None:
             return list(self.known)
-        extra = sorted(set(group) - set(self.known), key=_natural)
+        extra = sorted(set(group) - set(self.known) - set(SUM_LABELS), key=_natural)
         return [*(name for name in self.known if name in group), *extra]
+
+    def label_of(self, name: str) -> str:
+        return self.label.format(self.words.get(name, name) or "(unlabelled)")
+
+
+SUM_LABELS = ("total",)
+"""Label values that are the sum of the others (SGLang's `cache_source="total"`): never a member,
+never added to them."""
+
+
+def members(totals: LaneTotals, group: str) -> dict[str, float]:
+    """A grouped raw key's values, without the ones that sum the others."""
+    found = totals.groups.get(group, {})
+    return {name: value for name, value in found.items() if name not in SUM_LABELS}
+
+
+def _share_of(group: str) -> Callable[[Inputs, float], float | None]:
+    """A member's share of its group's sum."""
+    return lambda i, number: divide(number, sum(members(i.totals, group).values()))
 
 
 def _natural(name: str) -> tuple[int, str]:
@@ -507,6 +528,8 @@ FAILED = ("abort", "error")
 WAIT_REASONS = ("capacity", "deferred")
 CACHE_TIERS = ("device", "host", "p2p", "disk", "external_unspecified")
 PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
+SOURCE_WORDS = {"local_compute": "computed locally", "local_cache_hit": "local cache hit",
+                "external_kv_transfer": "external KV transfer"}  # fmt: skip
 SLEEP_STATES = ("awake", "weights_offloaded", "discard_all")
 HIT_RATE_BAND = Band(0.70, 0.90)
 """Below 70 % the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
@@ -672,10 +695,19 @@ CATALOGUE: tuple[Spec | Family, ...] = (
          "vitals", "engine", "admission_rejections"),
     Family("waiting", "waiting_by_reason", "Waiting, {} (mean)", "number", WAIT_REASONS,
            "Requests waiting because of {}, averaged over the window.", section="engine"),
-    Family("cached", "cached_by_source", "Prompt tokens cached, tier {}", "tokens", CACHE_TIERS,
-           "Prompt tokens served from the {} cache tier.", section="engine"),
     Family("prompt_from", "prompt_by_source", "Prompt tokens, {}", "tokens", PROMPT_SOURCES,
-           "Prompt tokens from {}.", section="engine"),
+           "Prompt tokens by source ({}) in the window; the sources add up to the prompt "
+           "tokens.", "cache", "engine", words=SOURCE_WORDS),
+    Family("prompt_from_share", "prompt_by_source", "Prompt share, {}", "share", PROMPT_SOURCES,
+           "Share of the window's prompt tokens by source ({}): its tokens / the sources' sum.",
+           "cache", "engine", _share_of("prompt_by_source"), lambda _: "no prompt tokens in window",
+           SOURCE_WORDS),
+    Family("cached", "cached_by_source", "Prompt tokens cached, tier {}", "tokens", CACHE_TIERS,
+           "Prompt tokens served from the {} cache tier.", "cache", "engine"),
+    Family("cached_share", "cached_by_source", "Cached share, tier {}", "share", CACHE_TIERS,
+           "Share of the window's cached prompt tokens served from the {} tier: its tokens / "
+           "the tiers' sum (never an engine's own total).", "cache", "engine",
+           _share_of("cached_by_source"), lambda _: "no cached prompt tokens in window"),
     _ratio("external_cache_hit_rate", "External prefix-cache hit rate (KV connector)", "share",
            "external_cache_hits", "external_cache_queries", "Share of prompt tokens found in an "
            "external KV cache (connector).", section="engine", query="external_cache_hits"),
@@ -704,7 +736,12 @@ def _entry(key: str) -> tuple[Spec | Family, str] | None:
 def definition(key: str) -> str:
     """The figure's meaning in a line ('' for a key the catalogue doesn't have)."""
     found = _entry(key)
-    return found[0].definition.format(found[1]) if found else ""
+    if found is None:
+        return ""
+    entry, name = found
+    return entry.definition.format(
+        entry.words.get(name, name) if isinstance(entry, Family) else name
+    )
 
 
 def reads(key: str) -> tuple[str, ...]:
@@ -768,10 +805,10 @@ def _members(family: Family, inputs: Inputs) -> list[Figure]:
     query = inputs.totals.queries.get(family.group, "")
     if group is None:
         reason = inputs.totals.missing.get(family.group, NO_DATA)
-        return [Figure(f"{family.prefix}_{name}", family.label.format(name), None, family.unit,
+        return [Figure(f"{family.prefix}_{name}", family.label_of(name), None, family.unit,
                        reason, query) for name in family.known]  # fmt: skip
     return [
-        make_figure(f"{family.prefix}_{name}", family.label.format(name or "(unlabelled)"),
+        make_figure(f"{family.prefix}_{name}", family.label_of(name),
                     family.value(inputs, group[name]), family.unit, family.empty(inputs), query)
         for name in family.names(inputs.totals)
     ]  # fmt: skip
