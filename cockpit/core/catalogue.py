@@ -529,7 +529,8 @@ WAIT_REASONS = ("capacity", "deferred")
 CACHE_TIERS = ("device", "host", "p2p", "disk", "external_unspecified")
 PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
 SOURCE_WORDS = {"local_compute": "computed locally", "local_cache_hit": "local cache hit",
-                "external_kv_transfer": "external KV transfer"}  # fmt: skip
+                "external_kv_transfer": "external KV transfer",
+                "external_unspecified": "external, unspecified"}  # fmt: skip
 SLEEP_STATES = ("awake", "weights_offloaded", "discard_all")
 HIT_RATE_BAND = Band(0.70, 0.90)
 """Below 70 % the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
@@ -703,11 +704,13 @@ CATALOGUE: tuple[Spec | Family, ...] = (
            "cache", "engine", _share_of("prompt_by_source"), lambda _: "no prompt tokens in window",
            SOURCE_WORDS),
     Family("cached", "cached_by_source", "Prompt tokens cached, tier {}", "tokens", CACHE_TIERS,
-           "Prompt tokens served from the {} cache tier.", "cache", "engine"),
+           "Prompt tokens served from the {} cache tier.", "cache", "engine",
+           words=SOURCE_WORDS),
     Family("cached_share", "cached_by_source", "Cached share, tier {}", "share", CACHE_TIERS,
            "Share of the window's cached prompt tokens served from the {} tier: its tokens / "
            "the tiers' sum (never an engine's own total).", "cache", "engine",
-           _share_of("cached_by_source"), lambda _: "no cached prompt tokens in window"),
+           _share_of("cached_by_source"), lambda _: "no cached prompt tokens in window",
+           SOURCE_WORDS),
     _ratio("external_cache_hit_rate", "External prefix-cache hit rate (KV connector)", "share",
            "external_cache_hits", "external_cache_queries", "Share of prompt tokens found in an "
            "external KV cache (connector).", section="engine", query="external_cache_hits"),

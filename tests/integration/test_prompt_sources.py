@@ -107,10 +107,8 @@ async def test_the_cached_tokens_by_tier_as_vllms_source_defines_them(
     server: PromServer, texts: dict[str, str]
 ) -> None:
     job = "sources-vllm-tiers"
-    by_tier = promql(
-        server,
-        f'sum by (source) (increase(vllm:prompt_tokens_cached_by_source_total{{job="{job}"}}[90s]))',
-    )
+    tiers = f'vllm:prompt_tokens_cached_by_source_total{{job="{job}"}}'
+    by_tier = promql(server, f"sum by (source) (increase({tiers}[90s]))")
     cached = promql(server, f'sum(increase(vllm:prompt_tokens_cached_total{{job="{job}"}}[90s]))')
     via = lane_figures(await through_prometheus(server, job))
     direct = lane_figures(scraped(texts[job]))
