@@ -6,7 +6,19 @@ from cockpit.core.catalogue import HIT_RATE_BAND, SOURCE_WORDS
 from cockpit.core.figures import format_figure, format_value, si
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
-from .pane import Bar, Note, Pane, PaneView, Row, Segment, Source, Tone, lane_source, ledger_source
+from .pane import (
+    Bar,
+    Line,
+    Note,
+    Pane,
+    PaneView,
+    Row,
+    Segment,
+    Source,
+    Tone,
+    lane_source,
+    ledger_source,
+)
 
 LOW = HIT_RATE_BAND.low
 
@@ -98,7 +110,7 @@ def cache_view(
     rate = engine.value("prefix_cache_hit_rate")
     tone, words = band(rate, low)
     figure = engine.get("prefix_cache_hit_rate")
-    lines = (
+    lines: tuple[Line, ...] = (
         Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
         Note(words or (figure.reason if figure else engine.absent), tone),
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),

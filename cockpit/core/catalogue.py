@@ -230,9 +230,26 @@ def _prefill_computed(i: Inputs) -> Reading:
     return Reading(_computed(i), query="queries − hits" if fallback else None)
 
 
-def _kv_resident(i: Inputs) -> float | None:
-    usage, capacity = i.v("kv_usage"), i.totals.kv_capacity_tokens
-    return None if usage is None or capacity is None else usage * capacity + i.host_kv_tokens
+MEASURED_HOST = "host tier measured (host_kv_used)"
+CONFIGURED_HOST = "host tier as configured (host_kv_tokens), not measured"
+
+
+def _host_kv(i: Inputs) -> Reading:
+    """The host tier's tokens: the engine's gauge where it has one, else the configured size."""
+    measured = i.v("host_kv_used")
+    if measured is not None:
+        return Reading(measured, note=MEASURED_HOST)
+    if i.host_kv_tokens:
+        return Reading(i.host_kv_tokens, note=CONFIGURED_HOST, query="host_kv_tokens (config)")
+    return Reading(None)
+
+
+def _kv_resident(i: Inputs) -> Reading:
+    usage, capacity, host = i.v("kv_usage"), i.totals.kv_capacity_tokens, _host_kv(i)
+    gpu = None if usage is None or capacity is None else usage * capacity
+    if gpu is None or host.value is None:
+        return Reading(gpu, why=("kv_usage", "kv_capacity_tokens"))
+    return Reading(gpu + host.value, note=host.note)
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
@@ -589,9 +606,13 @@ CATALOGUE: tuple[Spec | Family, ...] = (
     _raw("kv_usage", "KV cache usage (mean)", "share",
          "Share of the GPU's KV cache in use, averaged over the window.", section="volume"),
     Spec("kv_resident_tokens", "KV tokens resident (GPU + host tier)", "tokens",
-         ("kv_usage", "kv_capacity_tokens"), _kv_resident,
-         "Tokens held in the KV cache: KV usage × capacity, plus the configured host tier.",
+         ("kv_usage", "kv_capacity_tokens", "host_kv_used"), _kv_resident,
+         "Tokens held in the KV cache: KV usage × capacity, plus the host tier's tokens (the "
+         "engine's gauge where it has one, else the configured `host_kv_tokens`).",
          "prefill", "volume"),
+    Spec("host_kv_resident_tokens", "KV tokens resident, host tier", "tokens", ("host_kv_used",),
+         _host_kv, "Tokens the host (CPU) KV tier holds: the engine's gauge where it has one, "
+         "else the configured `host_kv_tokens`.", section="volume", query="host_kv_used"),
     # The seed's section-3 table (and what the lane adds), in its order.
     _mean("queue_mean", "Queue (mean)", "seconds", "queue",
           "Mean time a request waited in the queue.", "phases"),

@@ -72,6 +72,8 @@ def window_specs() -> dict[str, Spec]:
         "kv_usage": first(Gauge("sglang:full_token_usage", "avg", ranks=RANK),
                           Gauge("sglang:token_usage", "avg", ranks=RANK)),
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
+        # HiCache (--enable-hierarchical-cache): the host pool's tokens in use.
+        "host_kv_used": Gauge("sglang:hicache_host_used_tokens", "sum", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
         "e2e": _streaming(Histogram, "sglang:e2e_request_latency_seconds"),

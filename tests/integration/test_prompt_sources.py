@@ -1,7 +1,8 @@
 """Where the prompt tokens came from: the split into computed locally / local cache hit /
 external KV transfer adds up to the prompt tokens counter, and the cached tokens by tier, read
 the same through a real Prometheus and by direct scrape; SGLang's `cache_source="total"` is
-never a tier; engines without the series say why."""
+never a tier; engines without the series say why. The host tier's KV tokens are measured where
+the engine exposes them, else configured, and the figure says which."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cockpit.core.catalogue import CONFIGURED_HOST, MEASURED_HOST
 from cockpit.core.compare import compare
 from cockpit.core.figures import LaneFigures, lane_figures
 from cockpit.core.model import LaneTotals
 from cockpit.core.snapshot import LaneSnapshot
+from cockpit.engines.vllm import HOST_TIER_PINNED
 from cockpit.runtime.report import json_receipt, lane_markdown
 from cockpit.sources.prometheus import PrometheusSource
 from tests.integration.test_engine_metrics import END, SCRAPES, WINDOW, history, scraped
@@ -194,3 +197,36 @@ def test_engines_without_the_split_say_why_on_each_member() -> None:
         "not exposed by this engine (vllm:prompt_tokens_cached_by_source_total)"
     )
     assert figures.value("prefix_cache_hits") == pytest.approx(48_128 * IN_WINDOW)
+
+
+# --- the host tier's KV tokens ------------------------------------------------------------
+
+
+async def test_the_host_tier_is_measured_where_the_engine_exposes_it(server: PromServer) -> None:
+    job = "sources-sglang-tiers"
+    used = f'sglang:hicache_host_used_tokens{{job="{job}"}}'
+    host = promql(server, f"sum(max without (tp_rank) (avg_over_time({used}[90s])))")[""]
+    assert host == 250_000  # both TP ranks export the pool: one counts
+    totals = await through_prometheus(server, job)
+    for configured in (0.0, 1e6):  # a configured size gives way to the engine's own gauge
+        figures = lane_figures(totals, host_kv_tokens=configured)
+        assert figures.value("host_kv_resident_tokens") == host
+        assert figures["host_kv_resident_tokens"].reason == MEASURED_HOST
+        # GPU: token_usage 0.5 of max_total_num_tokens 80,000; the host pool beside it.
+        assert figures.value("kv_resident_tokens") == 0.5 * 80_000 + host
+        assert figures["kv_resident_tokens"].reason == MEASURED_HOST
+
+
+async def test_without_a_host_gauge_the_configured_tier_is_added_and_said_so(
+    server: PromServer,
+) -> None:
+    totals = await through_prometheus(server, "sources-vllm-tiers")
+    gpu = (0.5 + 0.25) / 2 * (2 * 1_000 * 16)  # mean KV use × the two engines' blocks × 16
+    configured = lane_figures(totals, host_kv_tokens=4.4e6)
+    assert configured.value("host_kv_resident_tokens") == 4.4e6
+    assert configured["host_kv_resident_tokens"].reason == CONFIGURED_HOST
+    assert configured.value("kv_resident_tokens") == pytest.approx(gpu + 4.4e6)
+    assert configured["kv_resident_tokens"].reason == CONFIGURED_HOST
+    bare = lane_figures(totals)
+    assert bare.value("kv_resident_tokens") == pytest.approx(gpu)
+    assert bare["host_kv_resident_tokens"].reason == HOST_TIER_PINNED
