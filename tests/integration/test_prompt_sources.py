@@ -143,6 +143,9 @@ async def test_sglangs_total_cache_source_is_never_added_to_the_tiers(
         assert "total" not in tiers and "cached_share_total" not in figures.figures
         assert sum(v or 0.0 for v in tiers.values()) == pytest.approx(total * IN_WINDOW)
         assert figures.value("cached_share_storage_mooncake") == pytest.approx(5_000 / 60_000)
+        # Without the scheduler's counters the hits are the `total` series alone, not twice.
+        assert figures.value("prefix_cache_hit_rate") == pytest.approx(total / 100_000)
+        assert figures.value("prefill_computed") == pytest.approx((100_000 - total) * IN_WINDOW)
         assert figures["prompt_from_local_compute"].reason == (
             "SGLang splits only its cached tokens by source"
         )
