@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 
 from cockpit import __version__ as cockpit_version  # noqa: E402
+from cockpit.core.catalogue import PROMPT_SOURCES  # noqa: E402
 from cockpit.core.figures import lane_figures  # noqa: E402
 from cockpit.sources.scrape import ScrapeSource  # noqa: E402
 from tests.support.promharness import ScrapeJob, free_port, start_prometheus  # noqa: E402
@@ -51,6 +52,8 @@ class Check:
     key: str
     how: str
     raw: Callable[[lab.Raw], float | None]
+    parts: tuple[str, ...] = ()
+    """Figures whose sum is the cockpit's value (none: the figure `key` itself)."""
 
 
 def per(top: str, bottom: str) -> Callable[[lab.Raw], float | None]:
@@ -92,6 +95,9 @@ CHECKS = [
     Check("itl_mean", "inter_token_latency_seconds _sum / _count",
           mean(V + "inter_token_latency_seconds")),
     Check("tokens_per_step", "(generation_tokens − TTFT _count) / ITL _count", steps),
+    Check("prompt_from", "prompt_tokens_total (the cockpit: Σ its prompt_from_<source>)",
+          lambda r: r.get(V + "prompt_tokens_total"),
+          tuple(f"prompt_from_{s}" for s in PROMPT_SOURCES)),
 ]  # fmt: skip
 SPEC_CHECKS = [
     Check("draft_acceptance", "spec_decode_num_accepted_tokens / num_draft_tokens",
@@ -99,7 +105,7 @@ SPEC_CHECKS = [
               V + "spec_decode_num_draft_tokens_total")),
 ]  # fmt: skip
 CLIENT = {"requests": "requests", "prompt_tokens": "prompt_tokens",
-          "generation_tokens": "generation_tokens"}  # fmt: skip
+          "generation_tokens": "generation_tokens", "prompt_from": "prompt_tokens"}  # fmt: skip
 
 
 @dataclass
@@ -133,11 +139,24 @@ def compare(
     for check in checks:
         figure = figures.get(check.key, {})
         client = getattr(load, CLIENT[check.key]) if load and check.key in CLIENT else None
+        value, text = figure.get("value"), figure.get("text")
+        if check.parts:
+            value, text = summed([figures.get(key, {}) for key in check.parts])
         rows.append(
-            Row(where, check.key, check.how, figure.get("value"), check.raw(raw), client,
-                tolerance, figure.get("text") or f"— ({figure.get('reason', 'absent')})")
+            Row(where, check.key, check.how, value, check.raw(raw), client, tolerance,
+                text or f"— ({figure.get('reason', 'absent')})")
         )  # fmt: skip
     return rows
+
+
+def summed(parts: list[dict[str, object]]) -> tuple[float | None, str]:
+    """The parts' sum and how it was made (`a + b + c`), or why a part is missing."""
+    values = [part.get("value") for part in parts]
+    if not all(isinstance(value, int | float) for value in values):
+        reasons = [str(part.get("reason", "absent")) for part in parts if part.get("value") is None]
+        return None, f"— ({reasons[0]})"
+    texts = " + ".join(str(part.get("text")) for part in parts)
+    return sum(value for value in values if isinstance(value, int | float)), texts
 
 
 # --- the cockpit watching across the restart -------------------------------------------------

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from cockpit.core.catalogue import HIT_RATE_BAND
-from cockpit.core.figures import format_value, si
+from cockpit.core.catalogue import HIT_RATE_BAND, SOURCE_WORDS
+from cockpit.core.figures import format_figure, format_value, si
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
-from .pane import Bar, Note, Pane, PaneView, Row, Segment, Source, Tone, lane_source, ledger_source
+from .pane import (
+    Bar,
+    Line,
+    Note,
+    Pane,
+    PaneView,
+    Row,
+    Segment,
+    Source,
+    Tone,
+    lane_source,
+    ledger_source,
+)
 
 LOW = HIT_RATE_BAND.low
 
 
 class CacheGauge(Pane):
-    """Hit rate gauge (red under `low`, green above 90 %), hits / queries, the ledger's share."""
+    """Hit rate gauge (red under `low`, green above 90 %), hits / queries, where the prompt
+    tokens came from and the cache tiers that served them, the ledger's share."""
 
     BORDER_TITLE = "Prefix cache"
 
@@ -48,6 +61,37 @@ def _hits_row(engine: Source) -> Row:
     return engine.text("Hits / queries", hits_of_queries(hits, queries))
 
 
+SPLITS: tuple[tuple[str, str, str, str, bool], ...] = (
+    ("prompt_from", "prompt_from_share", "Prompt", "Prompt by source", True),
+    ("cached", "cached_share", "Cached", "Cached by tier", False),
+)
+"""(tokens family, share family, a row's head, the whole's, whether a member that gave nothing
+is shown): every prompt source, only the tiers that served tokens (the receipt has them all)."""
+
+
+def _split_rows(
+    engine: Source, tokens: str, share: str, head: str, whole: str, zeros: bool
+) -> list[Row]:
+    """One row per member, `tokens · share`; the group's reason once where the engine has none."""
+    names = [key.removeprefix(f"{tokens}_") for key in engine.figures
+             if key.startswith(f"{tokens}_") and not key.startswith(f"{share}_")]  # fmt: skip
+    figures = [engine.figures[f"{tokens}_{name}"] for name in names]
+    if not figures or all(figure.missing for figure in figures):
+        return [engine.missing(whole, figures[0].reason if figures else engine.absent)]
+    shown = [(n, f) for n, f in zip(names, figures, strict=True) if zeros or f.value]
+    if not shown:  # nothing cached in the window: one row says so
+        return [engine.row(f"{tokens}_{names[0]}", whole, "muted")]
+    rows = []
+    for name, figure in shown:
+        part = engine.get(f"{share}_{name}")
+        text = format_figure(figure) + (
+            f" · {format_figure(part)}" if part and not part.missing else ""
+        )
+        rows.append(Row(f"{head}: {SOURCE_WORDS.get(name, name)}", text, stale=engine.stale,
+                        figure=figure))  # fmt: skip
+    return rows
+
+
 def hits_of_queries(hits: float, queries: float) -> str:
     """`571 k / 1.04 M`: each number with its own prefix; exact counts below a million."""
     if queries < 1e6:
@@ -66,12 +110,13 @@ def cache_view(
     rate = engine.value("prefix_cache_hit_rate")
     tone, words = band(rate, low)
     figure = engine.get("prefix_cache_hit_rate")
-    lines = (
+    lines: tuple[Line, ...] = (
         Bar((Segment(rate or 0.0, tone),), format_value(rate, "share"), stale=engine.stale),
         Note(words or (figure.reason if figure else engine.absent), tone),
         engine.row("prefix_cache_hit_rate", "Hit rate (engine)", tone=tone),
         _hits_row(engine),
         engine.row("prefill_computed", "Prefill computed"),
+        *(row for split in SPLITS for row in _split_rows(engine, *split)),
     )
     if not ledger_configured:  # no ledger: its row is folded away, not a dash
         return PaneView(lines, (("lane", engine.freshness),))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
@@ -156,13 +156,34 @@ class Family:
     value: Callable[[Inputs, float], float | None] = lambda _, number: number
     empty: Callable[[Inputs], str] = lambda _: NO_DATA
     """Why a member is missing when the group is there."""
+    words: Mapping[str, str] = field(default_factory=dict)
+    """How the label says a label value ('': as the engine names it)."""
 
     def names(self, totals: LaneTotals) -> list[str]:
         group = totals.groups.get(self.group)
         if group is None:
             return list(self.known)
-        extra = sorted(set(group) - set(self.known), key=_natural)
+        extra = sorted(set(group) - set(self.known) - set(SUM_LABELS), key=_natural)
         return [*(name for name in self.known if name in group), *extra]
+
+    def label_of(self, name: str) -> str:
+        return self.label.format(self.words.get(name, name) or "(unlabelled)")
+
+
+SUM_LABELS = ("total",)
+"""Label values that are the sum of the others (SGLang's `cache_source="total"`): never a member,
+never added to them."""
+
+
+def members(totals: LaneTotals, group: str) -> dict[str, float]:
+    """A grouped raw key's values, without the ones that sum the others."""
+    found = totals.groups.get(group, {})
+    return {name: value for name, value in found.items() if name not in SUM_LABELS}
+
+
+def _share_of(group: str) -> Callable[[Inputs, float], float | None]:
+    """A member's share of its group's sum."""
+    return lambda i, number: divide(number, sum(members(i.totals, group).values()))
 
 
 def _natural(name: str) -> tuple[int, str]:
@@ -215,9 +236,26 @@ def _prefill_computed(i: Inputs) -> Reading:
     return Reading(_computed(i), query="queries − hits" if fallback else None)
 
 
-def _kv_resident(i: Inputs) -> float | None:
-    usage, capacity = i.v("kv_usage"), i.totals.kv_capacity_tokens
-    return None if usage is None or capacity is None else usage * capacity + i.host_kv_tokens
+MEASURED_HOST = "host tier measured (host_kv_used)"
+CONFIGURED_HOST = "host tier as configured (host_kv_tokens), not measured"
+
+
+def _host_kv(i: Inputs) -> Reading:
+    """The host tier's tokens: the engine's gauge where it has one, else the configured size."""
+    measured = i.v("host_kv_used")
+    if measured is not None:
+        return Reading(measured, note=MEASURED_HOST)
+    if i.host_kv_tokens:
+        return Reading(i.host_kv_tokens, note=CONFIGURED_HOST, query="host_kv_tokens (config)")
+    return Reading(None)
+
+
+def _kv_resident(i: Inputs) -> Reading:
+    usage, capacity, host = i.v("kv_usage"), i.totals.kv_capacity_tokens, _host_kv(i)
+    gpu = None if usage is None or capacity is None else usage * capacity
+    if gpu is None or host.value is None:
+        return Reading(gpu, why=("kv_usage", "kv_capacity_tokens"))
+    return Reading(gpu + host.value, note=host.note)
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
@@ -513,6 +551,9 @@ FAILED = ("abort", "error")
 WAIT_REASONS = ("capacity", "deferred")
 CACHE_TIERS = ("device", "host", "p2p", "disk", "external_unspecified")
 PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
+SOURCE_WORDS = {"local_compute": "computed locally", "local_cache_hit": "local cache hit",
+                "external_kv_transfer": "external KV transfer",
+                "external_unspecified": "external, unspecified"}  # fmt: skip
 SLEEP_STATES = ("awake", "weights_offloaded", "discard_all")
 HIT_RATE_BAND = Band(0.70, 0.90)
 """Below 70 % the lane is doing its prompts twice (the config's `health.hit_rate` by default)."""
@@ -621,9 +662,13 @@ CATALOGUE: tuple[Spec | Family, ...] = (
     _raw("kv_usage", "KV cache usage (mean)", "share",
          "Share of the GPU's KV cache in use, averaged over the window.", section="volume"),
     Spec("kv_resident_tokens", "KV tokens resident (GPU + host tier)", "tokens",
-         ("kv_usage", "kv_capacity_tokens"), _kv_resident,
-         "Tokens held in the KV cache: KV usage × capacity, plus the configured host tier.",
+         ("kv_usage", "kv_capacity_tokens", "host_kv_used"), _kv_resident,
+         "Tokens held in the KV cache: KV usage × capacity, plus the host tier's tokens (the "
+         "engine's gauge where it has one, else the configured `host_kv_tokens`).",
          "prefill", "volume"),
+    Spec("host_kv_resident_tokens", "KV tokens resident, host tier", "tokens", ("host_kv_used",),
+         _host_kv, "Tokens the host (CPU) KV tier holds: the engine's gauge where it has one, "
+         "else the configured `host_kv_tokens`.", section="volume", query="host_kv_used"),
     # The seed's section-3 table (and what the lane adds), in its order.
     _mean("queue_mean", "Queue (mean)", "seconds", "queue",
           "Mean time a request waited in the queue.", "phases"),
@@ -729,10 +774,21 @@ CATALOGUE: tuple[Spec | Family, ...] = (
          "vitals", "engine", "admission_rejections"),
     Family("waiting", "waiting_by_reason", "Waiting, {} (mean)", "number", WAIT_REASONS,
            "Requests waiting because of {}, averaged over the window.", section="engine"),
-    Family("cached", "cached_by_source", "Prompt tokens cached, tier {}", "tokens", CACHE_TIERS,
-           "Prompt tokens served from the {} cache tier.", section="engine"),
     Family("prompt_from", "prompt_by_source", "Prompt tokens, {}", "tokens", PROMPT_SOURCES,
-           "Prompt tokens from {}.", section="engine"),
+           "Prompt tokens by source ({}) in the window; the sources add up to the prompt "
+           "tokens.", "cache", "engine", words=SOURCE_WORDS),
+    Family("prompt_from_share", "prompt_by_source", "Prompt share, {}", "share", PROMPT_SOURCES,
+           "Share of the window's prompt tokens by source ({}): its tokens / the sources' sum.",
+           "cache", "engine", _share_of("prompt_by_source"), lambda _: "no prompt tokens in window",
+           SOURCE_WORDS),
+    Family("cached", "cached_by_source", "Prompt tokens cached, tier {}", "tokens", CACHE_TIERS,
+           "Prompt tokens served from the {} cache tier.", "cache", "engine",
+           words=SOURCE_WORDS),
+    Family("cached_share", "cached_by_source", "Cached share, tier {}", "share", CACHE_TIERS,
+           "Share of the window's cached prompt tokens served from the {} tier: its tokens / "
+           "the tiers' sum (never an engine's own total).", "cache", "engine",
+           _share_of("cached_by_source"), lambda _: "no cached prompt tokens in window",
+           SOURCE_WORDS),
     _ratio("external_cache_hit_rate", "External prefix-cache hit rate (KV connector)", "share",
            "external_cache_hits", "external_cache_queries", "Share of prompt tokens found in an "
            "external KV cache (connector).", section="engine", query="external_cache_hits"),
@@ -770,7 +826,12 @@ def _entry(key: str) -> tuple[Spec | Family, str] | None:
 def definition(key: str) -> str:
     """The figure's meaning in a line ('' for a key the catalogue doesn't have)."""
     found = _entry(key)
-    return found[0].definition.format(found[1]) if found else ""
+    if found is None:
+        return ""
+    entry, name = found
+    return entry.definition.format(
+        entry.words.get(name, name) if isinstance(entry, Family) else name
+    )
 
 
 def reads(key: str) -> tuple[str, ...]:
@@ -834,10 +895,10 @@ def _members(family: Family, inputs: Inputs) -> list[Figure]:
     query = inputs.totals.queries.get(family.group, "")
     if group is None:
         reason = inputs.totals.missing.get(family.group, NO_DATA)
-        return [Figure(f"{family.prefix}_{name}", family.label.format(name), None, family.unit,
+        return [Figure(f"{family.prefix}_{name}", family.label_of(name), None, family.unit,
                        reason, query) for name in family.known]  # fmt: skip
     return [
-        make_figure(f"{family.prefix}_{name}", family.label.format(name or "(unlabelled)"),
+        make_figure(f"{family.prefix}_{name}", family.label_of(name),
                     family.value(inputs, group[name]), family.unit, family.empty(inputs), query)
         for name in family.names(inputs.totals)
     ]  # fmt: skip

@@ -273,8 +273,10 @@ LANE_GAUGES: tuple[str, ...] = (
     *("running", "waiting", "waiting_by_reason", "kv_usage", "sleep_state", "spec_draft_len"),
     "offload_cpu_usage",
     *LANE_NOW,
+    "host_kv_used",
 )
-"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction)."""
+"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction, `host_kv_used`
+the tokens a host (CPU) KV tier holds)."""
 
 LANE_GROUPED: tuple[str, ...] = (
     "finished", "admission_rejections", "cached_by_source", "prompt_by_source",

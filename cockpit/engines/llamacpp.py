@@ -48,6 +48,7 @@ def window_specs() -> dict[str, Spec]:
         "waiting": Gauge("llamacpp:requests_deferred", "sum"),
         # Only builds before #13660 (2025) state it.
         "kv_usage": Gauge("llamacpp:kv_cache_usage_ratio", "avg"),
+        "host_kv_used": Unavailable("llama.cpp has no host KV tier"),
         **lacking(NO_REQUESTS, "requests", "prefill_count", "decode_count", "finished",
                   "admission_rejections"),
         **lacking(NO_HISTOGRAMS, *histograms,

@@ -40,6 +40,8 @@ def window_specs() -> dict[str, Spec]:
     generated = Counter("sglang:generation_tokens_total")
     requests = Counter("sglang:num_requests_total")
     cached = Counter("sglang:cached_tokens_total")
+    # Its cache_source="total" series repeats the sum of the tiers: read it alone where it is.
+    cached_total = Counter(cached.metric, (("cache_source", "total"),))
     verify = Counter("sglang:spec_verify_calls_total")
     # Counted by the scheduler per prefill batch, without a retracted request's re-count:
     # mode = input (computed) | device_hit | host_hit | storage_hit.
@@ -55,10 +57,10 @@ def window_specs() -> dict[str, Spec]:
             effective, Combined(realtime, _scheduler(realtime.metric, mode="decode")), prompt),
         "prefix_cache_hits": first(
             Combined(effective, computed), _scheduler(realtime.metric, mode="prefill_cache"),
-            cached),
+            cached_total, cached),
         "prompt_computed": first(
             computed, _scheduler(realtime.metric, mode="prefill_compute"),
-            Combined(prompt, cached)),
+            Combined(prompt, cached_total), Combined(prompt, cached)),
         # Verify calls are decode steps; each request's first token comes from its prefill.
         "spec_drafts": verify,
         "spec_accepted": Combined(Combined(generated, verify), requests),
@@ -73,6 +75,8 @@ def window_specs() -> dict[str, Spec]:
         "kv_usage": first(Gauge("sglang:full_token_usage", "avg", ranks=RANK),
                           Gauge("sglang:token_usage", "avg", ranks=RANK)),
         "spec_draft_len": Gauge("sglang:spec_num_draft_tokens", "avg", ranks=RANK),
+        # HiCache (--enable-hierarchical-cache): the host pool's tokens in use.
+        "host_kv_used": Gauge("sglang:hicache_host_used_tokens", "sum", ranks=RANK),
         "prompt_len": Histogram("sglang:prompt_tokens_histogram"),
         "gen_len": Histogram("sglang:generation_tokens_histogram"),
         "e2e": _streaming(Histogram, "sglang:e2e_request_latency_seconds"),

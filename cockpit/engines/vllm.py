@@ -49,6 +49,13 @@ KV_CONNECTOR_COUNTERS = {
 """Registered only by the connector in use (`--kv-transfer-config`): the OffloadingConnector's
 (`kv_connector/v1/offloading/metrics.py`, `v1/kv_offload/cpu/`) and NIXL's (`nixl/stats.py`)."""
 """0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
+HOST_TIER_PINNED = (
+    "vLLM's offload gauges count only the host blocks pinned by transfers or hits "
+    "(kv_offload_cpu_cache_usage_perc, simple_kv_offload_used_blocks), not the tokens its host "
+    "tier holds"
+)
+"""`vllm/v1/kv_offload/cpu/manager.py` (`get_stats`: allocated − free − evictable blocks) and
+`vllm/v1/simple_kv_offload/metrics.py` ("Evictable cached blocks are not counted")."""
 
 
 def window_specs() -> dict[str, Spec]:
@@ -74,6 +81,7 @@ def window_specs() -> dict[str, Spec]:
         "admission_rejections": Counter("vllm:admission_rejections_total", by="reason"),
         "cached_by_source": Counter("vllm:prompt_tokens_cached_by_source_total", by="source"),
         "prompt_by_source": Counter("vllm:prompt_tokens_by_source_total", by="source"),
+        "host_kv_used": Unavailable(HOST_TIER_PINNED),
         "external_cache_queries": Counter("vllm:external_prefix_cache_queries_total"),
         "external_cache_hits": Counter("vllm:external_prefix_cache_hits_total"),
         "spec_accepted_by_pos": Counter("vllm:spec_decode_num_accepted_tokens_per_pos_total",

@@ -27,6 +27,7 @@ from tests.support.screentext import screen_text
 
 COMPUTED_QUERY = 'sum(increase(vllm:prompt_computed_tokens_total{job="[lane]"}[1h]))'
 QUERIES_QUERY = 'sum(increase(vllm:prefix_cache_queries_total{job="[lane]"}[1h]))'
+SOURCE_QUERY = 'sum by (source) (increase(vllm:prompt_tokens_by_source_total{job="[lane]"}[1h]))'
 NOT_EXPOSED = "not exposed by this engine (vllm:prefix_cache_hits)"
 EVALUATED = "2026-09-21 14:13:20 UTC"
 """`EVAL_AT` as the details say it."""
@@ -44,7 +45,11 @@ class QueriedLaneFeed(ScriptedLaneFeed):
             values=frozen_map(values),
             missing=frozen_map({**totals.missing, "prefix_cache_hits": NOT_EXPOSED}),
             queries=frozen_map(
-                {"prompt_computed": COMPUTED_QUERY, "prefix_cache_queries": QUERIES_QUERY}
+                {
+                    "prompt_computed": COMPUTED_QUERY,
+                    "prefix_cache_queries": QUERIES_QUERY,
+                    "prompt_by_source": SOURCE_QUERY,
+                }
             ),
         )
 
@@ -75,6 +80,10 @@ async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_ca
         assert "Share of looked-up prompt tokens found in the prefix cache" in hit_rate
         assert QUERIES_QUERY in hit_rate  # the query of a raw key it is made from
         assert NOT_EXPOSED in hit_rate  # why it is missing
+        hits = text[text.index("Prompt: local cache hit") : text.index("Cached: device")]
+        assert "Prompt tokens by source (local cache hit) in the window" in hits
+        assert SOURCE_QUERY in hits and "18.32 M · 91.6%" in hits
+        assert "Prompt tokens served from the host cache tier" in text
         ledger = text[text.index("Ledger cache-read share") :]
         assert "FROM sessions WHERE started_at >" in ledger  # the ledger's own SQL
         assert EVALUATED in ledger

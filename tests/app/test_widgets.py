@@ -40,6 +40,29 @@ def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapsho
     )
 
 
+SPLIT = {
+    "prompt_by_source": {
+        "local_compute": 1_380_000.0, "local_cache_hit": 18_320_000.0,
+        "external_kv_transfer": 300_000.0,
+    },
+    "cached_by_source": {
+        "device": 17_420_000.0, "host": 900_000.0, "p2p": 0.0, "disk": 200_000.0,
+        "external_unspecified": 100_000.0,
+    },
+}  # fmt: skip
+"""A lane with a host tier, a disk tier and a KV connector: its 20 M prompt tokens by source,
+its 18.62 M cached ones (18.32 M local hits + 0.3 M transferred) by tier."""
+
+
+def split_lane_snapshot() -> LaneSnapshot:
+    """The test lane with its prompt tokens split by source and its cached tokens by tier."""
+    totals = lane_totals()
+    groups = {**totals.groups, **{key: frozen_map(group) for key, group in SPLIT.items()}}
+    values = {**totals.values, "prompt_computed": SPLIT["prompt_by_source"]["local_compute"]}
+    totals = replace(totals, groups=frozen_map(groups), values=frozen_map(values))
+    return LaneSnapshot("lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, FRESH, 0.012)
+
+
 def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
     totals = ledger_totals()
     return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004)
@@ -84,6 +107,8 @@ def test_cache_gauge_shows_hits_over_queries_and_the_ledger_share() -> None:
     view = cache_view(lane_snapshot(), ledger_snapshot())
     shown = rows(view)
     assert shown["Hits / queries"].value == "18.3 M / 20 M"
+    assert shown["Prompt: computed locally"].value == "1.68 M · 8.4%"
+    assert shown["Cached: host"].value == "320,000 · 1.7%"  # of the 18.32 M hits
     # ledger: 30 M cache read of 33 M prompt tokens
     assert shown["Ledger cache-read share"].value == f"{30 / 33 * 100:.1f}%"
 
@@ -167,6 +192,36 @@ def test_stale_rows_are_marked_and_keep_their_values() -> None:
     rate = rows(view)["Effective prefill rate"]
     assert rate.stale and rate.value == f"{1_680_000 / 800:,.0f} tok/s"
     assert view.sources == (("lane", stale),)
+
+
+def test_cache_gauge_says_where_the_prompt_tokens_came_from_and_which_tier_served_them() -> None:
+    shown = rows(cache_view(split_lane_snapshot(), None))
+    prompt, cached = SPLIT["prompt_by_source"], SPLIT["cached_by_source"]
+    # Each source as tokens and its share of the sources' sum (the 20 M prompt tokens).
+    assert sum(prompt.values()) == 20_000_000
+    assert shown["Prompt: computed locally"].value == "1.38 M · 6.9%"
+    assert shown["Prompt: local cache hit"].value == "18.32 M · 91.6%"
+    assert shown["Prompt: external KV transfer"].value == "300,000 · 1.5%"
+    # The tiers that served tokens, each of the 18.62 M cached; p2p served none: not shown.
+    assert f"{cached['host'] / sum(cached.values()) * 100:.1f}%" == "4.8%"
+    assert shown["Cached: host"].value == "900,000 · 4.8%"
+    assert shown["Cached: external, unspecified"].value == "100,000 · 0.5%"
+    assert "Cached: p2p" not in shown
+    row = shown["Cached: disk"]
+    assert row.figure is not None and row.figure.key == "cached_disk"  # its details on enter
+
+
+def test_a_cache_with_no_hits_says_so_in_one_row() -> None:
+    lane = split_lane_snapshot()
+    assert lane.totals is not None
+    groups = {
+        **lane.totals.groups,
+        "cached_by_source": frozen_map(dict.fromkeys(SPLIT["cached_by_source"], 0.0)),
+    }
+    totals = replace(lane.totals, groups=frozen_map(groups))
+    shown = rows(cache_view(replace(lane, totals=totals, figures=lane_figures(totals)), None))
+    assert shown["Cached by tier"].value == "0" and shown["Cached by tier"].tone == "muted"
+    assert not [label for label in shown if label.startswith("Cached:")]
 
 
 def test_without_a_ledger_its_figures_are_dashes_with_the_reason() -> None:

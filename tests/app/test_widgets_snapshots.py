@@ -12,7 +12,12 @@ from cockpit.core.model import FRESH, Freshness
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
 from cockpit.widgets.status import SourceStatus, StatusView
-from tests.app.test_widgets import lane_snapshot, ledger_snapshot, priced_ledger
+from tests.app.test_widgets import (
+    lane_snapshot,
+    ledger_snapshot,
+    priced_ledger,
+    split_lane_snapshot,
+)
 from tests.support.feeds import EVAL_AT
 
 SnapCompare = Callable[..., bool]
@@ -47,14 +52,21 @@ STALE = Freshness("stale", since=EVAL_AT, reason="connection refused")
 def test_cache_gauge(snap_compare: SnapCompare) -> None:
     pane = CacheGauge()
     assert snap_compare(PaneApp(pane, lambda: pane.show(lane_snapshot(), ledger_snapshot())),
-                        terminal_size=(50, 10))  # fmt: skip
+                        terminal_size=(50, 16))  # fmt: skip
 
 
 def test_cache_gauge_low_hit_rate(snap_compare: SnapCompare) -> None:
     pane = CacheGauge()
     low = lane_snapshot(prefix_cache_hits=12_000_000)
     assert snap_compare(PaneApp(pane, lambda: pane.show(low, ledger_snapshot())),
-                        terminal_size=(50, 10))  # fmt: skip
+                        terminal_size=(50, 16))  # fmt: skip
+
+
+def test_cache_gauge_with_the_prompt_split(snap_compare: SnapCompare) -> None:
+    """Where the prompt tokens came from and the tiers that served the cached ones."""
+    pane = CacheGauge()
+    show = lambda: pane.show(split_lane_snapshot(), ledger_snapshot())  # noqa: E731
+    assert snap_compare(PaneApp(pane, show), terminal_size=(160, 48))
 
 
 def test_prefill_pane(snap_compare: SnapCompare) -> None:
