@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.config.schema import AUTO, Auth, Config, LaneConfig, LedgerConfig
 from cockpit.core.catalogue import split_reason
+from cockpit.core.gpu import GpuTotals
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
@@ -132,10 +133,16 @@ class PrometheusLaneFeed(ConfiguredLane):
         return self.source
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
-        riders = self.gpu_source.expressions(window_s) if self.gpu_source else None
-        source = self._source()
-        totals = await source.read_lane(
-            self.name, self.dialect, self.selector, window_s, end, riders
+        gpu = self.gpu_source
+        riders = gpu.expressions(window_s) if gpu else None
+        totals = await self._source().read_lane(
+            self.name,
+            self.dialect,
+            self.selector,
+            window_s,
+            end,
+            riders,
+            gpu.trend_expressions if gpu else None,
         )
         return await with_gpu(totals, self.gpu_source, window_s, end)
 
@@ -386,6 +393,8 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
             facts = f"{totals.dialect}, {elapsed:.0f} ms{watched}{warned}{missing}"
             line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
             results.append((True, line))
+            if totals.gpu is not None:
+                results.append(gpu_check_line(feed.name, totals.gpu))
         for ledger_config, also_named in distinct_ledgers(config.ledgers):
             results.append(
                 await _check_ledger(ledger_config.path, ledger_config.profile, also_named)
@@ -393,6 +402,16 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
     finally:
         await close_all(lanes, None)
     return results
+
+
+def gpu_check_line(lane: str, gpu: GpuTotals) -> tuple[bool, str]:
+    """`cockpit check`'s line for a lane's GPU source: which source, the GPUs it saw, or why
+    it saw none."""
+    if not gpu.gpus:
+        return False, f"gpu {lane}: {gpu.source or 'GPU exporter'} at {gpu.where}: {gpu.reason}"
+    count = f"{len(gpu.gpus)} GPU" + ("" if len(gpu.gpus) == 1 else "s")
+    said = f"; {gpu.reason}" if gpu.reason else ""
+    return not gpu.reason, f"gpu {lane}: {gpu.source} at {gpu.where} ({count}){said}"
 
 
 def missing_causes(missing: Mapping[str, str]) -> str:
