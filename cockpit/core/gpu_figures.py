@@ -66,9 +66,9 @@ NOW_READINGS = frozenset({"memory_used_bytes", "memory_total_bytes", "power_w", 
 """Readings of the read's moment: a window the reads don't cover does not concern them."""
 SPEC_BY_KEY: Mapping[str, GpuFigureSpec] = {spec.key: spec for spec in SPECS}
 NO_GPU_SOURCE = "no GPU source (the lane has no `gpu:` block)"
-GPU_TREND = TrendSeries("gpu_util", "gpu_util", "GPU util avg", 1.0,
+GPU_TREND = TrendSeries("gpu_util", "gpu_util", "GPU util", 1.0,
                         "GPU utilisation within each step: each GPU's mean in the step, the "
-                        "mean over the lane's GPUs.", mean=True)  # fmt: skip
+                        "mean over the lane's GPUs.")  # fmt: skip
 """The trends' GPU series (on a lane with a GPU source)."""
 PER_GPU: tuple[GpuFigureSpec, ...] = tuple(s for s in SPECS if s.across in ("mean", "sum", "max"))
 """The figures each GPU has of its own (its reading itself)."""
