@@ -137,10 +137,19 @@ async def with_gpu(
 
 def buffer_trend(buffer: ReadBuffer, trend: Trend, where: str) -> tuple[float | None, ...]:
     """The GPU trend's points from a source's own reads: per step, `gpu_util` over the GPUs'
-    means within it (None: no read in the step)."""
-    steps = buffer.step_values(trend.times(), trend.step_s)
-    totals = (gpu_totals(values, where, exporters=buffer.exporters) for values in steps)
-    return tuple(gpu_figure(one, GPU_TREND.figure).value for one in totals)
+    means within it (None: no read in the step). A step a later read has closed is kept."""
+    times = trend.times()
+    if buffer.kept_step != trend.step_s:
+        buffer.kept_step, buffer.kept = trend.step_s, {}
+    kept = buffer.kept
+    due = [t for t in times if t not in kept]
+    closed_before = buffer.reads[-1][0] if buffer.reads else -math.inf
+    for t, values in zip(due, buffer.step_values(due, trend.step_s), strict=True):
+        totals = gpu_totals(values, where, exporters=buffer.exporters)
+        kept[t] = gpu_figure(totals, GPU_TREND.figure).value
+    points = tuple(kept[t] for t in times)
+    buffer.kept = {t: kept[t] for t in times if t < closed_before}
+    return points
 
 
 class ReadBuffer:
@@ -164,6 +173,9 @@ class ReadBuffer:
         }
         """Counters of events by a label (XID codes): a code counts once it has occurred."""
         self.reads: deque[Read] = deque(maxlen=MAX_READS)
+        self.kept_step = 0.0
+        self.kept: dict[float, float | None] = {}
+        """The GPU trend's closed steps (at the trend's step `kept_step`): time -> point."""
 
     @property
     def names(self) -> frozenset[str]:

@@ -167,15 +167,17 @@ def test_the_sparkline_is_promql_s_mean_over_the_gpus_per_step(prometheus: PromS
 def test_the_sparkline_from_a_direct_scrape_is_each_step_s_mean_by_hand() -> None:
     source = ScrapeGpu("http://127.0.0.1:1/metrics")
     times = [float(t) for t in range(START, END_DATA + 1, STEP)]
+    step = 60.0
+    points_at = point_times(TREND_WINDOW, END)
+    trend = Trend(step, points_at[-1], {"hit_rate": (None,) * len(points_at)})
     for k, at in enumerate(times):
         lines = []
         for name, labels, value in served("a", at, k):
             text = ",".join(f'{key}="{v}"' for key, v in labels.items())
             lines.append(f"{name}{{{text}}} {value!r}")
         source.ingest("\n".join(lines) + "\n", at)
-    step = 60.0
-    points_at = point_times(TREND_WINDOW, END)
-    trend = Trend(step, points_at[-1], {"hit_rate": (None,) * len(points_at)})
+        if k == len(times) // 2:  # read half way: the steps not closed yet are read again
+            source.trend_points(trend)
     points = source.trend_points(trend)
     for t, point in zip(points_at, points, strict=True):
         # the scrapes in (t - 60 s, t]: k with t - 60 < START + 15 k <= t
