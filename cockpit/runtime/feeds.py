@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cockpit.config.schema import AUTO, Auth, Config, LaneConfig, LedgerConfig
+from cockpit.config.schema import AUTO, Auth, Config, Discover, LaneConfig, LedgerConfig
 from cockpit.core.catalogue import split_reason
+from cockpit.core.fleet import NO_GPU_SERIES
 from cockpit.core.gpu import GpuTotals
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
@@ -395,6 +396,8 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
             results.append((True, line))
             if totals.gpu is not None:
                 results.append(gpu_check_line(feed.name, totals.gpu))
+        if config.discover is not None:
+            results += await _check_discovery(config.discover, window_s)
         for ledger_config, also_named in distinct_ledgers(config.ledgers):
             results.append(
                 await _check_ledger(ledger_config.path, ledger_config.profile, also_named)
@@ -402,6 +405,34 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
     finally:
         await close_all(lanes, None)
     return results
+
+
+async def _check_discovery(discover: Discover, window_s: float) -> list[tuple[bool, str]]:
+    """The lanes found by the discovery's label, and how many of them have their GPUs read."""
+    from cockpit.sources.fleet import FleetSource
+
+    server = discover.server
+    where = f"discover {discover.label} on {server.prometheus}"
+    try:
+        fleet = FleetSource(prometheus_source(server), discover.label, server.selector)
+    except SourceError as error:  # its secret can't be read
+        return [(False, f"{where}: {failure_reason(error)}")]
+    try:
+        view = await fleet.read(window_s)
+    except (SourceFailure, OSError) as error:
+        return [(False, f"{where}: {failure_reason(error)}")]
+    finally:
+        await fleet.aclose()
+    found = [row for row in view.rows if not row.gone]
+    lines = [(True, f"{where}: {len(found)} lane{'' if len(found) == 1 else 's'} found")]
+    if not any(row.has_gpu for row in found):
+        return [*lines, (True, f"gpu (lanes found): {NO_GPU_SERIES}")]
+    matched = [row for row in found if row.values.get("gpu_util") is not None]
+    why = "".join(
+        f"; {row.lane}: {row.reasons.get('gpu_util', '')}" for row in found if row not in matched
+    )
+    said = f"GPU columns for {len(matched)} of {len(found)} lanes found{why}"
+    return [*lines, (True, f"gpu (lanes found): {said}")]
 
 
 def gpu_check_line(lane: str, gpu: GpuTotals) -> tuple[bool, str]:

@@ -352,3 +352,19 @@ def test_check_says_there_is_no_nvidia_driver(
     (line,) = check_lines(listed_lane(prometheus, now_written, nvml=True), tmp_path, capsys)
     words = NO_DRIVER if importlib.util.find_spec("pynvml") else NO_PACKAGE
     assert line == f"FAIL gpu gpufleet-listed: NVML at this machine: {words}"
+
+
+def test_check_says_which_lanes_found_have_their_gpus(
+    prometheus: PromServer, now_written: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    config = {"discover": {"prometheus": prometheus.url, "label": "job", "match": SUITE}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check", "--config", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"ok   discover job on {prometheus.url}: 3 lanes found" in lines
+    bare = "no GPU exporter's series (DCGM_FI_*, nvidia_smi_*) at Hostname or instance gpufleet-c"
+    said = f"GPU columns for 2 of 3 lanes found; gpufleet-bare{now_written}: {bare}"
+    assert f"ok   gpu (lanes found): {said}" in lines
