@@ -172,7 +172,7 @@ def lane_totals(
         groups=frozen_map({key: frozen_map(group) for key, group in groups.items()}),
         kv_capacity_tokens=500_000.0,
         server="http://127.0.0.1:9090",
-        trend=lane_trend(end, gpu=gpu is not None),
+        trend=lane_trend(end, gpu=gpu is not None and bool(gpu.gpus)),
         gpu=gpu,
     )
 
