@@ -8,7 +8,7 @@ from textual.content import Content
 from cockpit.core.catalogue import FIGURES, MEAN_PER_STEP, TRENDS, TrendSeries
 from cockpit.core.figures import format_value
 from cockpit.core.gpu import GpuTotals
-from cockpit.core.gpu_figures import GPU_TREND
+from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_STEP
 from cockpit.core.model import Trend
 from cockpit.core.snapshot import LaneSnapshot
 
@@ -68,4 +68,4 @@ def _gpu_spark(trend: Trend, gpu: GpuTotals | None, stale: bool) -> tuple[Line, 
         return ()
     if any(point is not None for point in trend.series.get(GPU_TREND.key, ())):
         return (_spark(trend, GPU_TREND, stale),)
-    return (Note(f"{GPU_TREND.label}: {gpu.reason or 'no GPU read in the window'}"),)
+    return (Note(f"{GPU_TREND.label}: {gpu.reason or NO_GPU_STEP}"),)

@@ -26,7 +26,7 @@ from cockpit.core.catalogue import (
     tail_keys,
 )
 from cockpit.core.compare import Comparison, change_text, compare, delta_text
-from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_SOURCE
+from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_SOURCE, NO_GPU_STEP
 from cockpit.core.ledger_figures import ledger_definition
 from cockpit.core.model import Figure, SourceFailure
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
@@ -291,7 +291,7 @@ def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
         every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
         fields = [Content.styled(series.definition, "italic")]
         if series is GPU_TREND and (gpu is None or gaps == len(points)):
-            why = NO_GPU_SOURCE if gpu is None else gpu.reason or "no GPU read in the window"
+            why = NO_GPU_SOURCE if gpu is None else gpu.reason or NO_GPU_STEP
             fields.append(_field("missing", why))
         else:
             fields.append(_field("points", f"{every}; {gaps} without data (blank)"))
