@@ -70,7 +70,7 @@ GPU_TREND = TrendSeries("gpu_util", "gpu_util", "GPU util", 1.0,
                         "GPU utilisation within each step: each GPU's mean in the step, the "
                         "mean over the lane's GPUs.")  # fmt: skip
 """The trends' GPU series (on a lane with a GPU source)."""
-NO_GPU_STEP = "no step of the trend holds a GPU read yet"
+NO_GPU_STEP = "its first step is not over yet"
 """Why a GPU source's trend has no point although it read GPUs (its first step not over)."""
 PER_GPU: tuple[GpuFigureSpec, ...] = tuple(s for s in SPECS if s.across in ("mean", "sum", "max"))
 """The figures each GPU has of its own (its reading itself)."""
