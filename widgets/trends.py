@@ -7,6 +7,8 @@ from textual.content import Content
 
 from cockpit.core.catalogue import FIGURES, MEAN_PER_STEP, TRENDS, TrendSeries
 from cockpit.core.figures import format_value
+from cockpit.core.gpu import GpuTotals
+from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_STEP
 from cockpit.core.model import Trend
 from cockpit.core.snapshot import LaneSnapshot
 
@@ -23,7 +25,8 @@ def step_text(step_s: float) -> str:
 
 
 class TrendsPane(Pane):
-    """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use."""
+    """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use,
+    and GPU utilisation on a lane with a GPU source."""
 
     BORDER_TITLE = "Trends"
 
@@ -46,6 +49,7 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
         lines = (Note("no points in the window yet"),)
     else:
         lines = tuple(_spark(trend, series, engine.stale) for series in TRENDS)
+        lines += _gpu_spark(trend, lane.totals.gpu, engine.stale) if lane and lane.totals else ()
         lines += (Note(MEAN_PER_STEP),) if any(series.mean for series in TRENDS) else ()
     return PaneView(lines, (("lane", engine.freshness),))
 
@@ -53,5 +57,15 @@ def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pane
 def _spark(trend: Trend, series: TrendSeries, stale: bool) -> Spark:
     points = trend.series.get(series.key, ())
     latest = next((point for point in reversed(points) if point is not None), None)
-    text = format_value(latest, FIGURES[series.figure].unit)
-    return Spark(series.label, tuple(points), text, series.top, stale=stale)
+    unit = FIGURES[series.figure].unit if series.figure in FIGURES else "share"
+    return Spark(series.label, tuple(points), format_value(latest, unit), series.top, stale=stale)
+
+
+def _gpu_spark(trend: Trend, gpu: GpuTotals | None, stale: bool) -> tuple[Line, ...]:
+    """The GPU utilisation's line: its sparkline, or why its source read none (nothing on a
+    lane without a GPU source, as the vital strip)."""
+    if gpu is None:
+        return ()
+    if any(point is not None for point in trend.series.get(GPU_TREND.key, ())):
+        return (_spark(trend, GPU_TREND, stale),)
+    return (Note(f"{GPU_TREND.label}: {gpu.reason or NO_GPU_STEP}"),)

@@ -27,6 +27,7 @@ from cockpit.core.catalogue import (
     tail_keys,
 )
 from cockpit.core.compare import Comparison, change_text, compare, delta_text
+from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_SOURCE, NO_GPU_STEP
 from cockpit.core.ledger_figures import ledger_definition
 from cockpit.core.model import Figure, SourceFailure
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
@@ -312,14 +313,17 @@ def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
     if trend is None:
         return [(Content("no trend read yet"), False)]
     blocks: list[Block] = []
-    for series in TRENDS:
+    gpu = lane.totals.gpu if lane is not None and lane.totals is not None else None
+    for series in (*TRENDS, GPU_TREND):
         points = trend.series.get(series.key, ())
         gaps = sum(point is None for point in points)
         every = f"{len(points)}, one per {trend.step_s:g} s, the last to {stamp(trend.end)}"
-        fields = [
-            Content.styled(series.definition, "italic"),
-            _field("points", f"{every}; {gaps} without data (blank)"),
-        ]
+        fields = [Content.styled(series.definition, "italic")]
+        if series is GPU_TREND and (gpu is None or gaps == len(points)):
+            why = NO_GPU_SOURCE if gpu is None else gpu.reason or NO_GPU_STEP
+            fields.append(_field("missing", why))
+        else:
+            fields.append(_field("points", f"{every}; {gaps} without data (blank)"))
         blocks += [
             (Content.styled(series.label, "bold"), False),
             (Content("\n").join(fields), True),

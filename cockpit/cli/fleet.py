@@ -52,7 +52,8 @@ def fleet_feed(config: Config, lanes: Sequence[LaneFeed] = ()) -> FleetFeed | No
             source = prometheus_source(discover.server)
         except SourceError as error:  # its secret can't be read
             raise ConfigError(config.source, None, "discover", str(error)) from None
-        found = FleetSource(source, discover.label, discover.server.selector)
+        server = discover.server
+        found = FleetSource(source, discover.label, server.selector, server.slo)
     if not lanes or (found is None and len(lanes) == 1):
         return found
     from cockpit.runtime.listed_fleet import ListedFleet

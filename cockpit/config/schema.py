@@ -167,7 +167,7 @@ _GPU_KEYS = ("selector", "metrics_url", "nvml")
 _SLO_KEYS = tuple(f.name for f in fields(Slo))
 _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
-    "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant",
+    "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout", "tenant", "slo",
 )  # fmt: skip
 _PRICE_KEYS = tuple(f.name for f in fields(Prices))
 _HEALTH_KEYS = tuple(f.name for f in fields(Thresholds))

@@ -16,12 +16,14 @@ from typing import Any
 
 from cockpit import engines
 from cockpit.config.schema import Discover, LaneConfig
-from cockpit.core import promql
-from cockpit.core.catalogue import FIGURES, NO_REQUESTS, evaluate
+from cockpit.core import gpu_series, promql
+from cockpit.core.catalogue import FIGURES, NO_REQUESTS, SLO_TARGETS, evaluate
 from cockpit.core.figures import format_value
-from cockpit.core.gpu_figures import GpuFigures
+from cockpit.core.gpu_figures import NO_GPU_SOURCE, GpuFigures, gpu_figures
+from cockpit.core.gpu_series import EXPORTERS, expression_key, gpu_totals
 from cockpit.core.model import LaneTotals, Missing, Unit, frozen_map
 from cockpit.core.promql import NO_SAMPLES, selector_with
+from cockpit.core.slo import NO_SLO, Slo
 from cockpit.core.timeutil import promql_duration
 from cockpit.engines import Engine
 from cockpit.engines.specs import Unavailable
@@ -65,6 +67,7 @@ FLEET_COLUMNS: tuple[FleetColumn, ...] = (
     _figure(TTFT_P95, "TTFT p95"),
     _figure("itl_mean", "Step"),
     _figure("decode_share", "Decode"),
+    *(_figure(f"{h}_slo_attainment", f"{name} SLO") for h, (name, _) in SLO_TARGETS.items()),
     FleetColumn("gpu_util", "GPU", "share"),
     FleetColumn("gpu_power_w", "Power", "watts"),
     FleetColumn(AGE, "Age", "seconds"),
@@ -79,8 +82,8 @@ FIGURE_COLUMNS: tuple[str, ...] = tuple(
 )
 """The columns that are catalogue figures."""
 NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, *GPU_COLUMNS, AGE)
-NO_GPU_SOURCE = "no GPU source (the lane has no `gpu:` block)"
-NOT_IN_FLEET_QUERY = "not in the fleet's one query: list the lane with a `gpu:` block"
+SLO_COLUMNS: tuple[str, ...] = tuple(f"{h}_slo_attainment" for h in SLO_TARGETS)
+"""Shown when a lane of the view has that target set."""
 COLUMN_BY_KEY: Mapping[str, FleetColumn] = frozen_map({c.key: c for c in FLEET_COLUMNS})
 DEFAULT_TREND = "generation_tok_s"
 HISTORY_POINTS = 60
@@ -107,7 +110,10 @@ class FleetRow:
     refreshes: tuple[Mapping[str, float | None], ...] = ()
     """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
     has_gpu: bool = False
-    """The lane was read with its GPU source (a lane listed with a `gpu:` block)."""
+    """The lane was read with its GPU source (listed with a `gpu:` block, or found by
+    discovery on a server with GPU exporters' series)."""
+    targets: frozenset[str] = frozenset()
+    """The SLO attainment columns whose target the lane sets."""
 
     def history(self, key: str) -> tuple[float | None, ...]:
         """Column `key` at the last refreshes, oldest first (the trend draws one)."""
@@ -146,10 +152,12 @@ def gpu_cells(gpu: GpuFigures | None) -> tuple[dict[str, float | None], dict[str
 
 
 def shown_columns(rows: Iterable[FleetRow]) -> tuple[FleetColumn, ...]:
-    """The columns, the GPU ones only when a lane has a GPU source."""
-    if any(row.has_gpu for row in rows):
-        return FLEET_COLUMNS
-    return tuple(column for column in FLEET_COLUMNS if column.key not in GPU_COLUMNS)
+    """The columns, the GPU ones only when a lane has a GPU source, an SLO's only when a lane
+    has that target."""
+    rows = list(rows)
+    hidden = {*GPU_COLUMNS} if not any(row.has_gpu for row in rows) else set()
+    hidden.update(key for key in SLO_COLUMNS if not any(key in row.targets for row in rows))
+    return tuple(column for column in FLEET_COLUMNS if column.key not in hidden)
 
 
 def sort_rows(
@@ -239,10 +247,26 @@ class FleetPlan:
     """Dialect -> raw key -> why the engine has no metric for it."""
     state: Mapping[str, str]
     """TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
+    gpu: Mapping[str, str] = field(default_factory=frozen_map)
+    """fig -> the GPU reading's expression key (`gpu_series`), each GPU's sample kept by
+    HOST_LABELS."""
+    hosts: str = ""
+    """The fig of each lane's engine `instance`s (a sample per lane and instance)."""
+
+
+HOST_LABELS = ("Hostname", "instance")
+"""dcgm-exporter's node name and every exporter's scrape target: a GPU is a discovered lane's
+when either names a host of the lane's engine `instance`s."""
+GPU_READINGS = ("util", "power_w")
+"""The readings the GPU columns are made of."""
+BUCKETS = "buckets."
+"""Plan keys of the SLO histograms' bucket increases (`buckets.ttft`)."""
 
 
 @lru_cache(maxsize=16)
-def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
+def fleet_plan(
+    label: str, match: str, window_s: float, slo_histograms: tuple[str, ...] = ()
+) -> FleetPlan:
     """Every lane's raw keys in one expression, each spec of each dialect `sum by (<label>)`,
     `fig`-labelled as `combined_query` does; the TTFT p95 is the server's `histogram_quantile`.
     The answer is most of a refresh's cost: a fig is a short number (every sample repeats it)
@@ -268,6 +292,11 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
         if buckets is not None:
             keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {buckets})")
             keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
+        for histogram in slo_histograms:  # the buckets themselves: the attainment's arithmetic
+            if (
+                slo := promql.spec_expression(specs[histogram], match, window, by=label)
+            ) is not None:
+                keys[BUCKETS + histogram] = ask(slo)
         presence = engine.presence + selector_with(match)
         keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
         start = promql.data_start_expression(engine.name, match, window_s, by=label)
@@ -275,16 +304,29 @@ def fleet_plan(label: str, match: str, window_s: float) -> FleetPlan:
         if engine.requires or engine.lacks:
             keys[MARKED] = ask(_marked(engine, label, match))
         figs[engine.name] = frozen_map(keys)
+        read = (*RAW_KEYS, "ttft", *slo_histograms)
         unavailable[engine.name] = frozen_map(
-            {k: s.reason for k in (*RAW_KEYS, "ttft") if isinstance(s := specs[k], Unavailable)}
+            {k: s.reason for k in read if isinstance(s := specs[k], Unavailable)}
         )
     up = "up" + promql.selector_without(match, "model_name")
     state = {
         promql.TARGETS: ask(f"count by ({label}) ({up})"),
         promql.TARGETS_UP: ask(f"sum by ({label}) ({up}) == 0"),
     }
+    presence = " or ".join(sorted({e.presence + selector_with(match) for e in engines.engines()}))
+    hosts = ask(f"count by ({', '.join(dict.fromkeys((label, 'instance')))}) ({presence})")
+    read_gpus = gpu_series.expression  # every GPU on the server, its hosts' labels kept
+    gpu = {
+        ask(read_gpus(exporter, series, "", window_s, HOST_LABELS)): expression_key(
+            exporter, series
+        )
+        for exporter in EXPORTERS
+        for series in exporter.series
+        if series.reading in GPU_READINGS
+    }
     query = promql.combined_query({fig: expression for expression, fig in figs_of.items()})
-    return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state)
+    return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state,
+                     frozen_map(gpu), hosts)  # fmt: skip
 
 
 def _past_buckets(buckets: str, label: str) -> str:
@@ -312,14 +354,96 @@ Samples = Mapping[str, float | Missing]
 
 
 def index_answer(result: list[dict[str, Any]], label: str) -> Mapping[str, Samples]:
-    """The answer's values by lane and `fig` (series without the label are left out)."""
+    """The answer's values by lane and `fig` (a bucket's by `<fig> le=<le>`; series without
+    the label are left out)."""
     found: dict[str, dict[str, float | Missing]] = {}
     for sample in result:
         metric = sample.get("metric") or {}
         lane = metric.get(label)
         if lane is not None:
-            found.setdefault(lane, {})[metric.get("fig", "")] = promql.sample_value(sample)
+            fig = metric.get("fig", "") + (f" le={metric['le']}" if "le" in metric else "")
+            found.setdefault(lane, {})[fig] = promql.sample_value(sample)
     return found
+
+
+def _buckets(samples: Samples, fig: str) -> tuple[tuple[float, float], ...] | None:
+    """A histogram's `(le, count)` buckets among a lane's samples (None: none answered)."""
+    buckets = []
+    for key, value in samples.items():
+        fig_of, _, le = key.partition(" le=")
+        if fig_of == fig and le and isinstance(value, float):
+            try:
+                buckets.append((float(le), value))
+            except ValueError:
+                continue
+    return tuple(sorted(buckets)) or None
+
+
+# --- the GPUs of discovered lanes ------------------------------------------------------
+
+NO_GPU_SERIES = "no GPU exporter's series (DCGM_FI_*, nvidia_smi_*) on the server"
+NO_HOSTS = "no live engine series with an `instance` label to match GPUs to"
+
+
+def host_of(instance: str) -> str:
+    """A target's host: `node-1:8000` -> `node-1`, `[::1]:8000` -> `::1`."""
+    host, colon, port = instance.rpartition(":")
+    if not colon or not port.isdigit() or (":" in host and not host.startswith("[")):
+        return instance  # no port (an IPv6 address alone, a bare name)
+    return host.strip("[]")
+
+
+@dataclass(frozen=True, slots=True)
+class FleetGpus:
+    """The GPU exporters' samples of one fleet answer, and each discovered lane's hosts."""
+
+    samples: Mapping[str, list[tuple[dict[str, str], float]]]
+    """Expression key -> (labels, value) of every GPU on the server."""
+    hosts: Mapping[str, frozenset[str]]
+    """Lane -> the hosts of its engines' `instance`s."""
+
+    def cells(self, lane: str) -> tuple[dict[str, float | None], dict[str, str]]:
+        """The lane's GPU columns: the GPUs named (Hostname, or instance's host) as one of its
+        hosts, when no other lane shares that host; else why not."""
+        hosts = self.hosts.get(lane, frozenset())
+        if not hosts:
+            return dict.fromkeys(GPU_COLUMNS), dict.fromkeys(GPU_COLUMNS, NO_HOSTS)
+        sharing = sorted(
+            other for other, theirs in self.hosts.items() if other != lane and theirs & hosts
+        )
+        if sharing:
+            why = (f"its hosts ({', '.join(sorted(hosts))}) serve lane(s) {', '.join(sharing)} too:"
+                   " Hostname/instance can't tell their GPUs apart")  # fmt: skip
+            return dict.fromkeys(GPU_COLUMNS), dict.fromkeys(GPU_COLUMNS, why)
+        mine = {
+            key: [(labels, value) for labels, value in found if _gpu_hosts(labels) & hosts]
+            for key, found in self.samples.items()
+        }
+        where = f"Hostname or instance {', '.join(sorted(hosts))}"
+        return gpu_cells(gpu_figures(gpu_totals(mine, where), None, None))
+
+
+def _gpu_hosts(labels: Mapping[str, str]) -> set[str]:
+    return {
+        host for host in (labels.get("Hostname", ""), host_of(labels.get("instance", ""))) if host
+    }
+
+
+def fleet_gpus(plan: FleetPlan, result: list[dict[str, Any]]) -> FleetGpus | None:
+    """The answer's GPU samples and lanes' hosts; None when the server has no GPU's series."""
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    hosts: dict[str, set[str]] = {}
+    for sample in result:
+        metric = sample.get("metric") or {}
+        fig = metric.get("fig", "")
+        if fig == plan.hosts and plan.label in metric and metric.get("instance"):
+            hosts.setdefault(metric[plan.label], set()).add(host_of(metric["instance"]))
+        elif fig in plan.gpu and isinstance(value := promql.sample_value(sample), float):
+            labels = {str(k): str(v) for k, v in metric.items()}
+            samples.setdefault(plan.gpu[fig], []).append((labels, value))
+    if not samples:
+        return None
+    return FleetGpus(samples, {lane: frozenset(found) for lane, found in hosts.items()})
 
 
 def _number(samples: Samples, fig: str) -> float | None:
@@ -342,30 +466,61 @@ def lane_dialect(plan: FleetPlan, samples: Samples) -> str:
     return ""
 
 
-def lane_row(plan: FleetPlan, samples: Samples, lane: str, dialect: str, end: float) -> FleetRow:
+def lane_row(
+    plan: FleetPlan,
+    samples: Samples,
+    lane: str,
+    dialect: str,
+    end: float,
+    slo: Slo = NO_SLO,
+    gpus: FleetGpus | None = None,
+) -> FleetRow:
     """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column the
-    catalogue's figure over them; its state from its live series and scrape targets."""
-    raw = {key: samples[fig] for key, fig in plan.figs[dialect].items() if fig in samples}
+    catalogue's figure over them (the attainment against `slo`), its GPUs' columns of `gpus`
+    (None: the server has none); its state from its live series and scrape targets."""
+    figs = plan.figs[dialect]
+    raw = {key: samples[fig] for key, fig in figs.items() if fig in samples}
+    histograms = {
+        key.removeprefix(BUCKETS): found
+        for key, fig in figs.items()
+        if key.startswith(BUCKETS) and (found := _buckets(samples, fig)) is not None
+    }
     v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
     newest, start = v(NEWEST), v(START)
     covered = None
     if start is not None and start > end - plan.window_s + promql.subquery_step(plan.window_s):
         covered = max(end - start, 0.0) or None  # a lane younger than the window
-    figures = evaluate(_row_totals(plan, raw, dialect, end, covered), FIGURE_COLUMNS)
+    totals = replace(
+        _row_totals(plan, raw, dialect, end, covered), histograms=frozen_map(histograms)
+    )
+    figures = evaluate(totals, FIGURE_COLUMNS, slo=slo)
     values = {key: figure.value for key, figure in figures.items()}
     up, why = _state(plan, samples, newest is not None)
     age = None if newest is None else max(end - newest, 0.0)
     reasons = {key: f.reason for key, f in figures.items() if f.missing}
+    gpu_values, gpu_reasons = gpus.cells(lane) if gpus else gpu_cells(None)
     return FleetRow(
         lane,
         up=bool(up),
-        values=frozen_map({**values, **dict.fromkeys(GPU_COLUMNS), AGE: age}),
+        values=frozen_map({**values, **gpu_values, AGE: age}),
         gone=up is None,
-        reasons=frozen_map({**reasons, **dict.fromkeys(GPU_COLUMNS, NOT_IN_FLEET_QUERY)}),
+        reasons=frozen_map({**reasons, **gpu_reasons}),
         above=frozenset(key for key, figure in figures.items() if figure.above),
         dialect=dialect,
         down_reason=why,
+        has_gpu=gpus is not None,
+        targets=slo_targets(slo),
     )
+
+
+def slo_histograms(slo: Slo) -> tuple[str, ...]:
+    """The histograms whose target `slo` sets."""
+    return tuple(h for h in SLO_TARGETS if getattr(slo, f"{h}_s") is not None)
+
+
+def slo_targets(slo: Slo) -> frozenset[str]:
+    """The attainment columns of the targets `slo` sets."""
+    return frozenset(f"{h}_slo_attainment" for h in slo_histograms(slo))
 
 
 def _row_totals(
@@ -422,9 +577,15 @@ class Discovery:
         self.history: dict[str, tuple[Mapping[str, float | None], ...]] = {}
         self.gone_for: dict[str, int] = {}  # lane -> refreshes in a row it has been gone
 
-    def rows(self, plan: FleetPlan, result: list[dict[str, Any]], end: float) -> list[FleetRow]:
+    def rows(
+        self, plan: FleetPlan, result: list[dict[str, Any]], end: float, slo: Slo = NO_SLO
+    ) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
-        found = index_answer(result, plan.label)
+        gpus = fleet_gpus(plan, result)
+        apart = {plan.hosts, *plan.gpu}
+        found = index_answer(
+            [s for s in result if s.get("metric", {}).get("fig") not in apart], plan.label
+        )
         state = set(plan.state.values())  # scrape targets alone don't make a lane
         seen = {lane for lane, samples in found.items() if not samples.keys() <= state}
         rows: list[FleetRow] = []
@@ -434,7 +595,7 @@ class Discovery:
                 lane_dialect(plan, samples) or self.dialects.get(lane) or engines.default().name
             )
             self.dialects[lane] = dialect
-            row = lane_row(plan, samples, lane, dialect, end)
+            row = lane_row(plan, samples, lane, dialect, end, slo, gpus)
             self.gone_for[lane] = self.gone_for.get(lane, 0) + 1 if row.gone else 0
             if self.gone_for[lane] > HISTORY_POINTS:
                 for kept in (self.dialects, self.history, self.gone_for):

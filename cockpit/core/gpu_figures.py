@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from cockpit.core.catalogue import TrendSeries
 from cockpit.core.gpu import Gpu, GpuTotals
 from cockpit.core.model import Figure, Unit, divide, make_figure
 
@@ -63,6 +64,14 @@ SPECS: tuple[GpuFigureSpec, ...] = tuple(
 )  # fmt: skip
 NOW_READINGS = frozenset({"memory_used_bytes", "memory_total_bytes", "power_w", "temp_c"})
 """Readings of the read's moment: a window the reads don't cover does not concern them."""
+SPEC_BY_KEY: Mapping[str, GpuFigureSpec] = {spec.key: spec for spec in SPECS}
+NO_GPU_SOURCE = "no GPU source (the lane has no `gpu:` block)"
+GPU_TREND = TrendSeries("gpu_util", "gpu_util", "GPU util", 1.0,
+                        "GPU utilisation within each step: each GPU's mean in the step, the "
+                        "mean over the lane's GPUs.")  # fmt: skip
+"""The trends' GPU series (on a lane with a GPU source)."""
+NO_GPU_STEP = "its first step is not over yet"
+"""Why a GPU source's trend has no point although it read GPUs (its first step not over)."""
 PER_GPU: tuple[GpuFigureSpec, ...] = tuple(s for s in SPECS if s.across in ("mean", "sum", "max"))
 """The figures each GPU has of its own (its reading itself)."""
 
@@ -95,6 +104,11 @@ def gpu_figures(
         (gpu, {s.key: _gpu_figure(s, gpu, totals) for s in PER_GPU}) for gpu in totals.gpus
     )
     return GpuFigures(figures, per_gpu, totals.source, totals.where, totals.reason)
+
+
+def gpu_figure(totals: GpuTotals, key: str) -> Figure:
+    """One of the lane's GPU figures of `totals` (one that reads no token count)."""
+    return _lane_figure(SPEC_BY_KEY[key], totals, {})
 
 
 def _why(spec: GpuFigureSpec, totals: GpuTotals) -> str:

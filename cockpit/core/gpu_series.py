@@ -134,10 +134,13 @@ def _series_selector(metrics: tuple[str, ...], selector: str) -> str:
     return metrics[0] + "{" + ",".join(matchers) + "}"
 
 
-def expression(exporter: Exporter, series: Series, selector: str, window_s: float) -> str:
-    """One reading of every GPU the selector matches: one sample per GPU (and per `labels`)."""
+def expression(
+    exporter: Exporter, series: Series, selector: str, window_s: float, also: tuple[str, ...] = ()
+) -> str:
+    """One reading of every GPU the selector matches: one sample per GPU (and per `labels`),
+    keeping the labels `also` too."""
     window = promql_duration(window_s)
-    by = f"max by ({', '.join(dict.fromkeys((*exporter.gpu_labels, *series.labels)))})"
+    by = f"max by ({', '.join(dict.fromkeys((*exporter.gpu_labels, *series.labels, *also)))})"
     metric = _series_selector(series.metrics, selector)
     if series.kind == "now":
         return f"{by} ({metric})"
@@ -158,6 +161,20 @@ def gpu_expressions(selector: str, window_s: float) -> dict[str, str]:
         for exporter in EXPORTERS
         for series in exporter.series
     }
+
+
+def util_step_expression(selector: str, within_s: float) -> str:
+    """The GPU utilisation of each step of a range query: each GPU's mean over the last
+    `within_s`, the mean over the GPUs (`gpu_util`'s), of the first exporter that has one."""
+    within = promql_duration(within_s)
+    means = []
+    for exporter in EXPORTERS:
+        util = next(series for series in exporter.series if series.reading == "util")
+        by = f"max by ({', '.join(exporter.gpu_labels)})"
+        metric = _series_selector(util.metrics, selector)
+        scale = "" if util.scale == 1 else f" * {util.scale:g}"
+        means.append(f"(avg({by} (avg_over_time({metric}[{within}]))){scale})")
+    return " or ".join(means)
 
 
 # --- readings back into GPUs ------------------------------------------------------------------

@@ -321,6 +321,11 @@ class Trend:
     """The longer range counters are read over when a step holds too few scrapes (each point
     their rate times the step); None: over the step itself."""
 
+    def times(self) -> tuple[float, ...]:
+        """Each point's time, oldest first."""
+        count = max((len(points) for points in self.series.values()), default=0)
+        return tuple(self.end - (count - 1 - i) * self.step_s for i in range(count))
+
 
 @dataclass(frozen=True, slots=True)
 class LaneTotals:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cockpit.core import promql
 from cockpit.core.catalogue import TREND_KEYS, TRENDS, evaluate
+from cockpit.core.gpu_figures import GPU_TREND
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.timeutil import promql_duration
 from cockpit.engines import dialects
@@ -82,6 +83,8 @@ def make_trend(
     step = trend_step(window_s)
     points = [trend_point(dialect, step, steps.get(t, {})) for t in times]
     series = {key: tuple(point.get(key) for point in points) for key in TREND_KEYS}
+    if any(GPU_TREND.key in values for values in steps.values()):  # it rode in a range query
+        series[GPU_TREND.key] = tuple(steps.get(t, {}).get(GPU_TREND.key) for t in times)
     longer = rates_over_s if rates_over_s is not None and rates_over_s > step else None
     return Trend(step, times[-1], frozen_map(series), longer)
 

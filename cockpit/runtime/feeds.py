@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cockpit.config.schema import AUTO, Auth, Config, LaneConfig, LedgerConfig
+from cockpit.config.schema import AUTO, Auth, Config, Discover, LaneConfig, LedgerConfig
 from cockpit.core.catalogue import split_reason
+from cockpit.core.fleet import NO_GPU_SERIES
+from cockpit.core.gpu import GpuTotals
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
@@ -132,10 +134,16 @@ class PrometheusLaneFeed(ConfiguredLane):
         return self.source
 
     async def read(self, window_s: float, end: float | None) -> LaneTotals:
-        riders = self.gpu_source.expressions(window_s) if self.gpu_source else None
-        source = self._source()
-        totals = await source.read_lane(
-            self.name, self.dialect, self.selector, window_s, end, riders
+        gpu = self.gpu_source
+        riders = gpu.expressions(window_s) if gpu else None
+        totals = await self._source().read_lane(
+            self.name,
+            self.dialect,
+            self.selector,
+            window_s,
+            end,
+            riders,
+            gpu.trend_expressions if gpu else None,
         )
         return await with_gpu(totals, self.gpu_source, window_s, end)
 
@@ -386,6 +394,10 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
             facts = f"{totals.dialect}, {elapsed:.0f} ms{watched}{warned}{missing}"
             line = f"lane {feed.name}: {where} ({facts}){_dialect_hint(lane, totals)}"
             results.append((True, line))
+            if totals.gpu is not None:
+                results.append(gpu_check_line(feed.name, totals.gpu))
+        if config.discover is not None:
+            results += await _check_discovery(config.discover, window_s)
         for ledger_config, also_named in distinct_ledgers(config.ledgers):
             results.append(
                 await _check_ledger(ledger_config.path, ledger_config.profile, also_named)
@@ -393,6 +405,44 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
     finally:
         await close_all(lanes, None)
     return results
+
+
+async def _check_discovery(discover: Discover, window_s: float) -> list[tuple[bool, str]]:
+    """The lanes found by the discovery's label, and how many of them have their GPUs read."""
+    from cockpit.sources.fleet import FleetSource
+
+    server = discover.server
+    where = f"discover {discover.label} on {server.prometheus}"
+    try:
+        fleet = FleetSource(prometheus_source(server), discover.label, server.selector)
+    except SourceError as error:  # its secret can't be read
+        return [(False, f"{where}: {failure_reason(error)}")]
+    try:
+        view = await fleet.read(window_s)
+    except (SourceFailure, OSError) as error:
+        return [(False, f"{where}: {failure_reason(error)}")]
+    finally:
+        await fleet.aclose()
+    found = [row for row in view.rows if not row.gone]
+    lines = [(True, f"{where}: {len(found)} lane{'' if len(found) == 1 else 's'} found")]
+    if not any(row.has_gpu for row in found):
+        return [*lines, (True, f"gpu (lanes found): {NO_GPU_SERIES}")]
+    matched = [row for row in found if row.values.get("gpu_util") is not None]
+    why = "".join(
+        f"; {row.lane}: {row.reasons.get('gpu_util', '')}" for row in found if row not in matched
+    )
+    said = f"GPU columns for {len(matched)} of {len(found)} lanes found{why}"
+    return [*lines, (True, f"gpu (lanes found): {said}")]
+
+
+def gpu_check_line(lane: str, gpu: GpuTotals) -> tuple[bool, str]:
+    """`cockpit check`'s line for a lane's GPU source: which source, the GPUs it saw, or why
+    it saw none."""
+    if not gpu.gpus:
+        return False, f"gpu {lane}: {gpu.source or 'GPU exporter'} at {gpu.where}: {gpu.reason}"
+    count = f"{len(gpu.gpus)} GPU" + ("" if len(gpu.gpus) == 1 else "s")
+    said = f"; {gpu.reason}" if gpu.reason else ""
+    return not gpu.reason, f"gpu {lane}: {gpu.source} at {gpu.where} ({count}){said}"
 
 
 def missing_causes(missing: Mapping[str, str]) -> str:

@@ -22,6 +22,7 @@ from cockpit.core.fleet import (
     FleetView,
     gpu_cells,
     remember,
+    slo_targets,
 )
 from cockpit.core.gpu_figures import gpu_figures
 from cockpit.core.model import LaneTotals, frozen_map
@@ -80,6 +81,7 @@ class ListedFleet:
             above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
             dialect=result.dialect,
             has_gpu=result.gpu is not None,
+            targets=slo_targets(feed.slo),
         )
 
     async def aclose(self) -> None:

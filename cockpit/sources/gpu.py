@@ -5,7 +5,9 @@ is its totals' `reason`, and the lane's own figures carry on."""
 
 from __future__ import annotations
 
+import math
 import time
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -14,6 +16,7 @@ from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from cockpit.core.gpu import GpuTotals
+from cockpit.core.gpu_figures import GPU_TREND, gpu_figure
 from cockpit.core.gpu_series import (
     EXPORTERS,
     Exporter,
@@ -22,10 +25,11 @@ from cockpit.core.gpu_series import (
     expression_key,
     gpu_expressions,
     gpu_totals,
+    util_step_expression,
     values_from_samples,
 )
-from cockpit.core.model import LaneTotals
-from cockpit.core.promql import Samples
+from cockpit.core.model import LaneTotals, Trend, frozen_map
+from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
@@ -37,6 +41,8 @@ NEEDS_SECOND = "needs a second read"
 Reading = tuple[str, Mapping[str, str], float]
 """One sample: its name, labels and value."""
 LabelKey = tuple[tuple[str, str], ...]
+Read = tuple[float, dict[str, dict[LabelKey, float]]]
+"""One read's time and its values: expression key -> labels -> value."""
 
 
 class GpuSource(Protocol):
@@ -52,6 +58,16 @@ class GpuSource(Protocol):
         """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
         ...
 
+    def trend_expressions(self, step_s: float, scrape_s: float) -> Mapping[str, str]:
+        """PromQL of the GPU trend to ride in the lane's range query, by trend key (none for a
+        source that reads on its own)."""
+        ...
+
+    def trend_points(self, trend: Trend) -> tuple[float | None, ...] | None:
+        """The GPU trend at `trend`'s points from the source's own reads (None: it rode in the
+        lane's range query)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -62,18 +78,43 @@ class PrometheusGpu:
         self.selector = selector
 
     def expressions(self, window_s: float) -> dict[str, str]:
-        return gpu_expressions(self.selector, window_s)
+        targets = {TARGETS_UP: f"max(up{selector_with(self.selector)})"}
+        return {**gpu_expressions(self.selector, window_s), **targets}
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]
     ) -> GpuTotals:
         exprs = self.expressions(window_s)
         mine = {key: found[key] for key in exprs if key in found}
-        totals = gpu_totals(values_from_samples(mine), f"{{{self.selector}}}")
+        where = f"{{{self.selector}}}"
+        totals = gpu_totals(values_from_samples(mine), where)
+        if not totals.gpus:
+            up = [sample_value(sample) for sample in mine.get(TARGETS_UP, ())]
+            totals = replace(totals, reason=_unmatched(where, up[0] if up else None))
         return _with_queries(totals, exprs)
+
+    def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
+        within = max(step_s, math.ceil(scrape_s))  # as the lane's gauges are read per step
+        return {GPU_TREND.key: util_step_expression(self.selector, within)}
+
+    def trend_points(self, trend: Trend) -> None:
+        return None
 
     async def close(self) -> None:
         return None
+
+
+TARGETS_UP = "gpu.up"
+"""The expression key of the selector's scrape targets' `up` (1: one is up)."""
+
+
+def _unmatched(where: str, up: object) -> str:
+    """Why a selector read no GPU: its exporter's targets are down, or nothing matches it."""
+    if up == 0.0:
+        return f"the GPU exporter is down: its scrape targets at {where} have up == 0"
+    if up is None:
+        return f"no selector matched: no GPU exporter's series and no scrape target at {where}"
+    return f"no GPU exporter's series (DCGM_FI_*, nvidia_smi_*) at {where}"
 
 
 def _with_queries(totals: GpuTotals, queries: Mapping[str, str]) -> GpuTotals:
@@ -86,7 +127,29 @@ async def with_gpu(
     """The lane's totals with its GPUs read (from its own answer's riders, or on their own)."""
     if source is None:
         return totals
-    return replace(totals, gpu=await source.read(window_s, end, totals.riders))
+    gpu = await source.read(window_s, end, totals.riders)
+    trend = totals.trend
+    points = source.trend_points(trend) if trend is not None else None
+    if trend is not None and points is not None:
+        trend = replace(trend, series=frozen_map({**trend.series, GPU_TREND.key: points}))
+    return replace(totals, gpu=gpu, trend=trend)
+
+
+def buffer_trend(buffer: ReadBuffer, trend: Trend, where: str) -> tuple[float | None, ...]:
+    """The GPU trend's points from a source's own reads: per step, `gpu_util` over the GPUs'
+    means within it (None: no read in the step). A step a later read has closed is kept."""
+    times = trend.times()
+    if buffer.kept_step != trend.step_s:
+        buffer.kept_step, buffer.kept = trend.step_s, {}
+    kept = buffer.kept
+    due = [t for t in times if t not in kept]
+    closed_before = buffer.reads[-1][0] if buffer.reads else -math.inf
+    for t, values in zip(due, buffer.step_values(due, trend.step_s), strict=True):
+        totals = gpu_totals(values, where, exporters=buffer.exporters)
+        kept[t] = gpu_figure(totals, GPU_TREND.figure).value
+    points = tuple(kept[t] for t in times)
+    buffer.kept = {t: kept[t] for t in times if t < closed_before}
+    return points
 
 
 class ReadBuffer:
@@ -102,13 +165,17 @@ class ReadBuffer:
                 for metric in series.metrics:
                     entry = (expression_key(exporter, series), series, labels)
                     self._by_name.setdefault(metric, []).append(entry)
+        self.exporters = tuple(exporters)
         entries = [entry for found in self._by_name.values() for entry in found]
         self._kinds = {key: series.kind for key, series, _ in entries}
         self._events = {
             key for key, series, _ in entries if series.labels and series.kind == "increase"
         }
         """Counters of events by a label (XID codes): a code counts once it has occurred."""
-        self.reads: deque[tuple[float, dict[str, dict[LabelKey, float]]]] = deque(maxlen=MAX_READS)
+        self.reads: deque[Read] = deque(maxlen=MAX_READS)
+        self.kept_step = 0.0
+        self.kept: dict[float, float | None] = {}
+        """The GPU trend's closed steps (at the trend's step `kept_step`): time -> point."""
 
     @property
     def names(self) -> frozenset[str]:
@@ -135,8 +202,25 @@ class ReadBuffer:
         inside = [r for r in reads if r[0] > start]
         base = before[-1:] if before else []
         note = "" if before else f"since start ({span(end - reads[0][0])})"
+        return self._reduced(base, inside, self._kinds), note
+
+    def step_values(self, times: Iterable[float], step_s: float) -> list[Values]:
+        """The means (`mean` readings) within each step (t - step, t], one pass over the reads."""
+        reads = list(self.reads)
+        stamps = [at for at, _ in reads]
+        means = {key: kind for key, kind in self._kinds.items() if kind == "mean"}
+        within = ((bisect_right(stamps, t - step_s), bisect_right(stamps, t)) for t in times)
+        return [self._reduced([], reads[first:last], means) for first, last in within]
+
+    def _reduced(
+        self,
+        base: list[Read],
+        inside: list[Read],
+        kinds: Mapping[str, str],
+    ) -> Values:
+        """Each series of `kinds` reduced over the reads `inside` (a counter's from `base`)."""
         values: dict[str, list[tuple[dict[str, str], float]]] = {}
-        for key, kind in self._kinds.items():
+        for key, kind in kinds.items():
             points: dict[LabelKey, list[float]] = {}
             for _, read in (base + inside) if kind == "increase" else inside:
                 for label_key, value in read.get(key, {}).items():
@@ -146,7 +230,7 @@ class ReadBuffer:
                 reduced = _reduce(kind, seen, last.get(label_key))
                 if reduced is not None and (reduced > 0 or key not in self._events):
                     values.setdefault(key, []).append((dict(label_key), reduced))
-        return values, note
+        return values
 
 
 def _reduce(kind: str, seen: list[float], now: float | None) -> float | None:
@@ -176,6 +260,12 @@ class ScrapeGpu:
 
     def expressions(self, window_s: float) -> dict[str, str]:
         return {}
+
+    def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
+        return {}
+
+    def trend_points(self, trend: Trend) -> tuple[float | None, ...]:
+        return buffer_trend(self.buffer, trend, self.url)
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]

@@ -13,8 +13,9 @@ from types import ModuleType
 
 from cockpit.core.gpu import GpuTotals
 from cockpit.core.gpu_series import Exporter, Series, gpu_totals
+from cockpit.core.model import Trend
 from cockpit.core.promql import Samples
-from cockpit.sources.gpu import ReadBuffer, Reading
+from cockpit.sources.gpu import ReadBuffer, Reading, buffer_trend
 
 NO_DRIVER = "no NVIDIA driver (libnvidia-ml) on this machine"
 NO_PACKAGE = "reading GPUs through NVML needs nvidia-ml-py: pip install 'lane-cockpit[nvml]'"
@@ -109,6 +110,12 @@ class NvmlGpu:
 
     def expressions(self, window_s: float) -> dict[str, str]:
         return {}
+
+    def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
+        return {}
+
+    def trend_points(self, trend: Trend) -> tuple[float | None, ...]:
+        return buffer_trend(self.buffer, trend, WHERE)
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]

@@ -19,13 +19,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cockpit.core import trends
+from cockpit.core import promql, trends
 from cockpit.core.model import LaneTotals, SourceFailure, Trend, frozen_map
 
 Api = Callable[[str, str, Mapping[str, str]], Awaitable[dict[str, Any]]]
 """One Prometheus API call (method, path, form) -> its decoded `success` answer."""
 TREND = "trend"
 """The `LaneTotals.missing` key saying why the trend is stale or absent."""
+StepRiders = Callable[[float, float], Mapping[str, str]]
+"""(step, scrape interval) -> expressions by key to ride in the trend's range query (its GPUs')."""
 REQUESTS_PER_REFRESH = 2
 """A lane's refresh asks at most this many requests when only new steps are due."""
 DEFAULT_SCRAPE_S = 60.0
@@ -56,11 +58,16 @@ class History:
         self._kept.clear()
 
     async def attach(
-        self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
+        self,
+        totals: LaneTotals,
+        names: frozenset[str],
+        end: float,
+        spent: int,
+        riders: StepRiders | None = None,
     ) -> LaneTotals:
         """`totals` with the lane's trend at `end`; `spent`: requests this refresh made."""
         try:
-            trend = await self._read(totals, names, end, spent)
+            trend = await self._read(totals, names, end, spent, riders)
         except SourceFailure as error:
             kept = self._kept.get(totals.lane)
             why = f"trend not read: {error.reason}"
@@ -69,13 +76,20 @@ class History:
         return replace(totals, trend=trend)
 
     async def _read(
-        self, totals: LaneTotals, names: frozenset[str], end: float, spent: int
+        self,
+        totals: LaneTotals,
+        names: frozenset[str],
+        end: float,
+        spent: int,
+        riders: StepRiders | None,
     ) -> Trend:
         lane, window_s = totals.lane, totals.window_s
         times = trends.point_times(window_s, end)
         step = trends.trend_step(window_s)
         scrape_s = self._scrape_interval(totals)
         query = trends.trend_query(totals.dialect, totals.selector, step, names, scrape_s)
+        if riders is not None and (extra := riders(step, scrape_s)):
+            query = " or ".join(q for q in (query, promql.combined_query(extra)) if q)
         kept = self._kept.get(lane)
         if (
             kept

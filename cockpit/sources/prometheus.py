@@ -24,7 +24,7 @@ from cockpit.core import models, promql
 from cockpit.core.model import LANE_LAST_MINUTE, LANE_NOW, Bucket, LaneTotals, Missing, frozen_map
 from cockpit.core.quantiles import check_buckets
 from cockpit.sources.buffer import span
-from cockpit.sources.history import History
+from cockpit.sources.history import History, StepRiders
 from cockpit.sources.http import (
     Credentials,
     HttpClient,
@@ -171,10 +171,11 @@ class PrometheusSource:
         window_s: float,
         end: float | None = None,
         riders: Mapping[str, str] | None = None,
+        trend_riders: StepRiders | None = None,
     ) -> LaneTotals:
         """The lane's raw totals over (end - window, end] with its trend up to `end`
         (`History`); `dialect=None` detects it. `riders` ride in the same query, their samples
-        in `LaneTotals.riders`.
+        in `LaneTotals.riders`; `trend_riders` in the trend's range query.
 
         Totals evaluated less than `reevaluation_interval(window_s)` before `end` are
         returned again as they were (with their own `end`)."""
@@ -198,7 +199,8 @@ class PrometheusSource:
             totals = await self._reuse(memory, last, plan, ask)
         else:
             totals = await self._evaluate_window(memory, plan, ask, names)
-        return await self.history.attach(totals, names, at, self.requests - before)
+        spent = self.requests - before
+        return await self.history.attach(totals, names, at, spent, trend_riders)
 
     async def _lane(
         self, lane: str, dialect: str | None, selector: str

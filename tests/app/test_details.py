@@ -10,6 +10,7 @@ from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.core.catalogue import TREND_KEYS, trend_definition
 from cockpit.core.catalogue import definition as lane_definition
 from cockpit.core.figures import lane_figures
+from cockpit.core.gpu_figures import NO_GPU_SOURCE
 from cockpit.core.ledger_figures import ledger_definition, ledger_figures
 from cockpit.core.model import LaneTotals, frozen_map
 from cockpit.widgets.pane import Pane
@@ -19,6 +20,7 @@ from tests.support.feeds import (
     ScriptedLedgerFeed,
     config,
     fixed_clocks,
+    gpu_totals,
     lane_totals,
     ledger_totals,
 )
@@ -131,6 +133,29 @@ async def test_the_vital_strip_tails_and_trends_say_what_their_figures_are() -> 
             assert all(word in text for word in words), (pane, text)
             await pilot.press("escape")
             await pilot.pause()
+
+
+async def test_the_trends_gpu_utilisation_says_why_it_is_missing() -> None:
+    """No GPU source: no sparkline, the details say so; a GPU source that read nothing: a line
+    saying why, in the pane and the details."""
+    failed = gpu_totals(failed="connection refused (:9400)")
+    for feed, pane_line, why in (
+        (ScriptedLaneFeed(), None, NO_GPU_SOURCE),
+        (ScriptedLaneFeed(gpu=failed), f"GPU util: {failed.reason}", failed.reason),
+    ):
+        lane = make_app(config("lane-a"), [feed], None, clocks=fixed_clocks())
+        async with lane.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            pane = [line for line in screen_text(lane).splitlines() if "GPU util" in line]
+            if pane_line is None:
+                assert pane == []
+            else:
+                assert len(pane) == 1 and pane_line in pane[0]
+            await focus_pane(pilot, "trends")
+            await pilot.press("enter")
+            await pilot.pause()
+            text = details_text(lane)
+            assert "GPU utilisation within each step" in text and why in text, text
 
 
 async def test_l_shows_the_ledger_tables_at_any_size() -> None:

@@ -29,6 +29,7 @@ from cockpit.core.fleet import (
     shown_columns,
 )
 from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.core.slo import Slo
 from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
@@ -601,10 +602,10 @@ class FixedEndFleet(ListedFleet):
 
 
 def gpu_fleet() -> CockpitApp:
-    """Three listed lanes: one whose dcgm-exporter reads two GPUs, one whose GPU source
-    failed, one without a GPU source."""
+    """Three listed lanes: one whose dcgm-exporter reads two GPUs (and with a TTFT target),
+    one whose GPU source failed, one without a GPU source."""
     feeds = [
-        ScriptedLaneFeed("gpu-lane", gpu=gpu_totals(2)),
+        ScriptedLaneFeed("gpu-lane", gpu=gpu_totals(2), slo=Slo(ttft_s=0.5)),
         ScriptedLaneFeed("gpu-failed", gpu=gpu_totals(failed="connection refused (:9400)")),
         ScriptedLaneFeed("no-gpu"),
     ]
@@ -612,7 +613,7 @@ def gpu_fleet() -> CockpitApp:
     return make_app(settings, feeds, None, clocks=fixed_clocks(), fleet=FixedEndFleet(feeds))
 
 
-def test_overview_with_gpu_columns(snap_compare: SnapCompare) -> None:
+def test_overview_with_gpu_and_attainment_columns(snap_compare: SnapCompare) -> None:
     assert snap_compare(gpu_fleet(), terminal_size=(160, 48), run_before=settle)
 
 

@@ -19,7 +19,8 @@ import pytest
 from cockpit.cli.main import main
 from cockpit.config.schema import LaneConfig
 from cockpit.core.figures import lane_figures
-from cockpit.core.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, FleetRow, FleetView
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, SLO_COLUMNS, FleetRow, FleetView
+from cockpit.core.slo import Slo
 from cockpit.runtime.feeds import prometheus_source
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.prometheus import PARTIAL, PrometheusSource
@@ -55,6 +56,8 @@ LANES = (
 it; lane-down's engines stop while their scrape targets stay, `up == 0` (down, not gone)."""
 KEYS = (*RAW_KEYS, "ttft")
 """The raw keys the engines' simulated series answer."""
+SLO = Slo(ttft_s=0.5)
+"""A TTFT target (a bound of the simulated buckets): the overview's TTFT SLO column."""
 LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
 
 
@@ -85,7 +88,7 @@ def server(
 
 
 async def _views(url: str) -> tuple[FleetView, FleetView, int]:
-    fleet = FleetSource(PrometheusSource(url), "job")
+    fleet = FleetSource(PrometheusSource(url), "job", slo=SLO)
     try:
         first = await fleet.read(WINDOW_S, FIRST)
         before = fleet.source.requests
@@ -139,10 +142,15 @@ async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: s
         totals = await source.read_lane(lane, None, f'{{job="{lane}"}}', WINDOW_S, END)
     finally:
         await source.aclose()
-    figures = lane_figures(totals)
+    figures = lane_figures(totals, slo=SLO)
     assert row.dialect == totals.dialect
+    assert row.targets == {"ttft_slo_attainment"}
     for key in FIGURE_COLUMNS:
         expected = figures[key]
+        if key in SLO_COLUMNS and key not in row.targets:  # no target: missing in both, why
+            assert row.values[key] is None and expected.value is None
+            assert row.reasons[key] == expected.reason
+            continue
         if key == "decode_share" and totals.dialect == "sglang":  # it has no decode time
             assert row.values[key] is None and expected.value is None
             assert row.reasons[key] == expected.reason  # missing in both, and why

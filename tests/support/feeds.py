@@ -110,8 +110,9 @@ SPEC_BY_POSITION = {"0": 78_000.0, "1": 56_000.0, "2": 37_000.0}
 STEP_S = 60.0
 
 
-def lane_trend(end: float = EVAL_AT, points: int = 60) -> Trend:
-    """An hour at a 1-minute step: load rising then easing, a gap of four minutes (no data)."""
+def lane_trend(end: float = EVAL_AT, points: int = 60, gpu: bool = False) -> Trend:
+    """An hour at a 1-minute step: load rising then easing, a gap of four minutes (no data);
+    with `gpu`, the GPUs' utilisation following the load."""
     last = end - end % STEP_S
 
     def series(at: Callable[[int], float]) -> tuple[float | None, ...]:
@@ -129,6 +130,7 @@ def lane_trend(end: float = EVAL_AT, points: int = 60) -> Trend:
             "running": series(lambda i: 2 + 8 * wave[i]),
             "waiting": series(lambda i: max(0.0, 6 * wave[i] - 3)),
             "kv_usage": series(lambda i: 0.3 + 0.4 * wave[i]),
+            **({"gpu_util": series(lambda i: 0.45 + 0.5 * wave[i])} if gpu else {}),
         }),
     )  # fmt: skip
 
@@ -180,7 +182,7 @@ def lane_totals(
         groups=frozen_map({key: frozen_map(group) for key, group in groups.items()}),
         kv_capacity_tokens=500_000.0,
         server="http://127.0.0.1:9090",
-        trend=lane_trend(end),
+        trend=lane_trend(end, gpu=gpu is not None and bool(gpu.gpus)),
         gpu=gpu,
     )
 

@@ -299,3 +299,20 @@ def test_command_line_discovery(tmp_path: Path, capsys: pytest.CaptureFixture[st
         == 2
     )
     assert "expected a label name such as job, got 'a-b'" in capsys.readouterr().err
+
+
+def test_a_targets_host_is_its_instance_without_the_port() -> None:
+    from cockpit.core.fleet import host_of
+
+    cases = {"node-1:8000": "node-1", "10.0.0.5:9400": "10.0.0.5", "[::1]:8000": "::1",
+             "node-1": "node-1", "::1": "::1", "node-1:metrics": "node-1:metrics"}  # fmt: skip
+    assert {instance: host_of(instance) for instance in cases} == cases
+
+
+def test_the_fleet_asks_an_slo_histogram_s_buckets_only_when_its_target_is_set() -> None:
+    from cockpit.core.fleet import BUCKETS, fleet_plan
+
+    plain, with_slo = fleet_plan("job", "", 3600.0), fleet_plan("job", "", 3600.0, ("ttft",))
+    assert not any(BUCKETS in key for figs in plain.figs.values() for key in figs)
+    assert all(BUCKETS + "ttft" in with_slo.figs[name] for name in ("vllm", "sglang"))
+    assert len(with_slo.query) > len(plain.query)
