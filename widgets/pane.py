@@ -273,6 +273,8 @@ class LinesWidget(Widget):
     """A widget as tall as the lines it draws at its width. After a refresh each line is
     turned into a strip again only if it changed: Textual would turn every line again."""
 
+    auto_links = reactive(False)
+    """Its lines hold no links: none to style or look for under the mouse."""
     line_strips: tuple[tuple[StripKey, Strip], ...] = ()
     """The strips drawn last, each with what it was drawn from."""
     lines_due: bool = True
