@@ -8,12 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Self
 
 from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 
 from cockpit.core.figures import format_figure
@@ -262,8 +264,21 @@ def border_note(view: PaneView) -> str:
     return visible(" · ".join(note for note in notes if note))
 
 
+StripKey = tuple[str, tuple[object, ...], int, object, str]
+"""A line's text and spans, the width, the widget's style and the theme: what its strip is
+drawn from."""
+
+
 class LinesWidget(Widget):
-    """A widget as tall as the lines it draws at its width."""
+    """A widget as tall as the lines it draws at its width. After a refresh each line is
+    turned into a strip again only if it changed: Textual would turn every line again."""
+
+    auto_links = reactive(False)
+    """Its lines hold no links: none to style or look for under the mouse."""
+    line_strips: tuple[tuple[StripKey, Strip], ...] = ()
+    """The strips drawn last, each with what it was drawn from."""
+    lines_due: bool = True
+    """Refreshed since the strips were drawn: the lines are asked for again."""
 
     def lines_at(self, width: int) -> Sequence[Content]:
         raise NotImplementedError
@@ -273,6 +288,35 @@ class LinesWidget(Widget):
 
     def render(self) -> Content:
         return Content("\n").join(self.lines_at(self.size.width or DEFAULT_WIDTH))
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        self.lines_due = True
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:  # the selection is drawn over the whole text
+            return super().render_line(y)
+        if self.lines_due:
+            self.lines_due, self.line_strips = False, self.draw_strips()
+        if y < len(self.line_strips):
+            return self.line_strips[y][1]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def draw_strips(self) -> tuple[tuple[StripKey, Strip], ...]:
+        """Each line's strip: the one drawn last when nothing it is drawn from changed."""
+        width, style, theme = self.size.width, self.visual_style, self.app.theme
+        kept = dict(self.line_strips)
+        drawn: list[tuple[StripKey, Strip]] = []
+        for line in self.lines_at(width or DEFAULT_WIDTH):
+            key = (line.plain, tuple(line.spans), width, style, theme)
+            strip = kept.get(key)
+            if strip is None:
+                strips = Visual.to_strips(self, line, width, 1, style)
+                strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+            drawn.append((key, strip))
+        return tuple(drawn)
 
 
 class Pane(LinesWidget):

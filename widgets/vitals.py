@@ -5,6 +5,7 @@ rule that fires, naming its figure and threshold, or `healthy`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from textual.content import Content
 from textual.reactive import reactive
@@ -37,8 +38,11 @@ def _item_content(item: Item) -> Content:
     return Content.assemble((f"{visible(label)} ", "$text-muted"), shown)
 
 
-def _lines(items: tuple[Item, ...], width: int) -> list[Content]:
-    return pack_items([_item_content(item) for item in items], width)
+@lru_cache(maxsize=8)
+def _lines(items: tuple[Item, ...], width: int) -> tuple[Content, ...]:
+    """The items packed into `width` (remembered: a view's lines are asked for to count them
+    and again to draw them)."""
+    return tuple(pack_items([_item_content(item) for item in items], width))
 
 
 def _one_line(items: tuple[Item, ...]) -> Content:

@@ -584,6 +584,8 @@ class CockpitApp(App[None]):
         return lane_config(discover, self.lane_name) if discover is not None else None
 
     def _read_cards(self) -> None:
+        if not (self.running_cards or self.kept_cards or self.card_store.path.exists()):
+            return  # no store and no card known: the read would find nothing new
         self.run_worker(self._running_cards(), group="cards", exclusive=True, exit_on_error=False)
 
     async def _running_cards(self) -> None:

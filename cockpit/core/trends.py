@@ -70,6 +70,16 @@ def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, fl
     return {series.key: figures[series.figure].value for series in TRENDS}
 
 
+@lru_cache(maxsize=16 * POINTS)
+def _trend_row(
+    dialect: str, step_s: float, values: tuple[tuple[str, float], ...]
+) -> tuple[float | None, ...]:
+    """`trend_point` as a row in `TREND_KEYS` order, remembered: a window's steps stay the
+    same from one refresh to the next (only the newest moves), and a gap is a gap."""
+    point = trend_point(dialect, step_s, dict(values))
+    return tuple(point.get(key) for key in TREND_KEYS)
+
+
 def make_trend(
     dialect: str,
     window_s: float,
@@ -81,8 +91,8 @@ def make_trend(
     given with no values, is a gap); `rates_over_s`: the range its counters were read over."""
     times = point_times(window_s, end)
     step = trend_step(window_s)
-    points = [trend_point(dialect, step, steps.get(t, {})) for t in times]
-    series = {key: tuple(point.get(key) for point in points) for key in TREND_KEYS}
+    points = [_trend_row(dialect, step, tuple(steps.get(t, {}).items())) for t in times]
+    series = {key: tuple(row[index] for row in points) for index, key in enumerate(TREND_KEYS)}
     if any(GPU_TREND.key in values for values in steps.values()):  # it rode in a range query
         series[GPU_TREND.key] = tuple(steps.get(t, {}).get(GPU_TREND.key) for t in times)
     longer = rates_over_s if rates_over_s is not None and rates_over_s > step else None

@@ -11,16 +11,18 @@ Hermes ledger.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platformdirs import user_data_dir
 
 from cockpit.core.model import frozen_map
+
+if TYPE_CHECKING:  # imported when the store is opened: a cockpit without cards never needs it
+    import sqlite3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cards (
@@ -78,6 +80,8 @@ class CardStore:
 
     @contextmanager
     def _connection(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        import sqlite3
+
         try:
             if write:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +134,8 @@ class CardStore:
         self._insert(card)
 
     def _insert(self, card: Card) -> None:
+        import sqlite3
+
         with self._connection(write=True) as db:
             try:
                 db.execute(

@@ -32,13 +32,6 @@ from cockpit.runtime.poller import (
 )
 from cockpit.sources.gpu import GpuSource, PrometheusGpu, ScrapeGpu, with_gpu
 from cockpit.sources.http import SourceError
-from cockpit.sources.ledger import (
-    LedgerSet,
-    LedgerTailer,
-    profile_of,
-    resolve_ledger,
-    same_files,
-)
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.secret_file import SecretFile, SecretFileError
 
@@ -280,6 +273,11 @@ def build_feeds(
     lanes = build_lane_feeds(config)
     if first_lane:
         lanes.sort(key=lambda feed: feed.name != first_lane)
+    if not config.ledgers:
+        return lanes, None
+    # The ledger's reader (aiosqlite, sqlite3) is imported only for a ledger.
+    from cockpit.sources.ledger import LedgerSet, LedgerTailer, profile_of, resolve_ledger
+
     tailers = [
         LedgerTailer(
             resolve_ledger(ledger.path),
@@ -288,7 +286,7 @@ def build_feeds(
         )
         for ledger, also_named in distinct_ledgers(config.ledgers)
     ]
-    return lanes, LedgerSet(tailers) if tailers else None
+    return lanes, LedgerSet(tailers)
 
 
 def distinct_ledgers(
@@ -296,6 +294,8 @@ def distinct_ledgers(
 ) -> list[tuple[LedgerConfig, tuple[str, ...]]]:
     """Each ledger file once (the same path twice, a symlink to it, a profile name and its
     path are one file), with the other names it was given."""
+    from cockpit.sources.ledger import resolve_ledger, same_files
+
     groups = same_files([resolve_ledger(ledger.path) for ledger in ledgers])
     return [
         (ledgers[first], tuple(ledgers[other].path for other in others))
@@ -461,7 +461,7 @@ def _dialect_hint(lane: LaneConfig, totals: LaneTotals) -> str:
 async def _check_ledger(
     path: str, profile: str | None, also_named: tuple[str, ...] = ()
 ) -> tuple[bool, str]:
-    from cockpit.sources.ledger import LedgerError
+    from cockpit.sources.ledger import LedgerError, LedgerTailer, profile_of, resolve_ledger
 
     resolved = resolve_ledger(path)
     tailer = LedgerTailer(resolved, profile or profile_of(path))

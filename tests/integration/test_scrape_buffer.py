@@ -6,6 +6,7 @@ needs it, and checks the figures against the counters in the texts."""
 from __future__ import annotations
 
 import functools
+import math
 import re
 import threading
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ import pytest
 
 from cockpit.core.figures import lane_figures
 from cockpit.core.model import SourceFailure
+from cockpit.engines.specs import Gauge
+from cockpit.sources.buffer import Buffer, Window
 from cockpit.sources.scrape import ScrapeSource
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
@@ -278,3 +281,45 @@ def test_the_kv_capacity_is_the_last_seen_and_its_absence_is_said() -> None:
     figures = lane_figures(totals)
     assert figures["kv_capacity_tokens"].reason == reason
     assert figures["kv_resident_tokens"].reason == reason
+
+
+# --- a gauge's mean over the window ----------------------------------------------------------
+
+WAITING_BY_REASON = "vllm:num_requests_waiting_by_reason"
+"""vLLM V1's waiting requests by `reason` (vllm/v1/metrics/loggers.py): a gauge per reason."""
+
+
+def gauge_over(scrapes: dict[float, dict[str, float]], spec: Gauge) -> object:
+    """`spec` over a window holding every scrape: {time: {reason: value}}."""
+    buffer = Buffer()
+    for at, by_reason in scrapes.items():
+        labels = {(("reason", reason),): (value, math.nan) for reason, value in by_reason.items()}
+        buffer.add(at, {spec.metric: labels})
+    return Window(buffer, [], min(scrapes), max(scrapes), ()).read(spec)
+
+
+def test_gauge_by_label_is_each_series_mean_over_its_scrapes() -> None:
+    scrapes = {10.0: {"capacity": 1.0, "deferred": 0.0}, 11.0: {"capacity": 2.0, "deferred": 3.0},
+               12.0: {"capacity": 4.0, "deferred": 3.0}}  # fmt: skip
+    found = gauge_over(scrapes, Gauge(WAITING_BY_REASON, "sum", by="reason"))
+    assert found == {"capacity": (1.0 + 2.0 + 4.0) / 3, "deferred": (0.0 + 3.0 + 3.0) / 3}
+
+
+def test_gauge_summed_across_series_then_averaged_over_scrapes() -> None:
+    scrapes = {10.0: {"capacity": 1.0, "deferred": 3.0}, 11.0: {"capacity": 2.0, "deferred": 5.0}}
+    found = gauge_over(scrapes, Gauge(WAITING_BY_REASON, "sum"))
+    assert found == ((1.0 + 3.0) + (2.0 + 5.0)) / 2
+
+
+def test_gauge_with_a_series_that_appears_later_averages_per_scrape() -> None:
+    # `deferred` appears at the last scrape only: the scrapes' sums are 2, 4 and 6 + 10.
+    scrapes = {10.0: {"capacity": 2.0}, 11.0: {"capacity": 4.0},
+               12.0: {"capacity": 6.0, "deferred": 10.0}}  # fmt: skip
+    assert gauge_over(scrapes, Gauge(WAITING_BY_REASON, "sum")) == (2.0 + 4.0 + 16.0) / 3
+    by_reason = gauge_over(scrapes, Gauge(WAITING_BY_REASON, "sum", by="reason"))
+    assert by_reason == {"capacity": (2.0 + 4.0 + 6.0) / 3, "deferred": 10.0}
+
+
+def test_gauge_mean_of_one_series() -> None:
+    scrapes = {10.0: {"": 0.5}, 11.0: {"": 0.25}, 12.0: {"": 0.125}}
+    assert gauge_over(scrapes, Gauge("vllm:kv_cache_usage_perc", "avg")) == (0.5 + 0.25 + 0.125) / 3
