@@ -20,7 +20,7 @@ import yaml
 
 from cockpit.config.schema import Auth, Config, LaneConfig
 from cockpit.widgets import CacheGauge
-from tests.support.cli import run_cockpit
+from tests.support.cli import cockpit_here, run_cockpit
 from tests.support.faultlane import (
     JOB,
     LANE_HIT_RATE,
@@ -237,7 +237,8 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
     prom: PromServer, tmp_path: Path, channel: str, kind: str
 ) -> None:
     """Every byte from a server passes the same masking: reason phrase, the API's error and
-    warnings, the body; for every secret kind, in `check` and `report` (md and json)."""
+    warnings, the body; for every secret kind, in `check` and `report` (md and json), run
+    through the CLI's main in this process (the tests above run the real command)."""
     auth, secret, wire = AUTH_KINDS[kind]
     (tmp_path / "secret.txt").write_text(secret + "\n")
     if "basic" in kind:
@@ -247,8 +248,8 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
         config = write_config(tmp_path, {"prometheus": proxy.url, "auth": auth})
         said = ""
         for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
-            done = run_cockpit(*command, "--config", str(config), env={"LANE_SECRET": secret},
-                           cwd=tmp_path, home=tmp_path)  # fmt: skip
+            done = cockpit_here(*command, "--config", str(config), env={"LANE_SECRET": secret},
+                            cwd=tmp_path, home=tmp_path)  # fmt: skip
             assert "Traceback" not in done.stderr
             assert_clean(done.stdout + done.stderr, f"{' '.join(command)} ({channel}, {kind})")
             said += done.stdout + done.stderr
