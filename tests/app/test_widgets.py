@@ -9,10 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from textual.app import App, ComposeResult
 
-from cockpit.core.figures import format_value, lane_figures
-from cockpit.core.ledger_figures import ledger_figures
-from cockpit.core.model import FRESH, Freshness, frozen_map
-from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.core.figures import format_value
+from cockpit.core.model import Freshness
 from cockpit.roofline.model import RooflineView, operating_points
 from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.themes import THEMES
@@ -24,45 +22,8 @@ from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
-from tests.support.feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
-
-
-def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapshot:
-    totals = lane_totals()
-    if changes:
-        from dataclasses import replace
-
-        from cockpit.core.model import frozen_map
-
-        totals = replace(totals, values=frozen_map({**totals.values, **changes}))
-    return LaneSnapshot(
-        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012
-    )
-
-
-def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
-    totals = ledger_totals()
-    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004)
-
-
-def priced_ledger(*models: str) -> LedgerSnapshot | None:
-    """The test ledger with money: claude priced ($1.25 billed, $3.50 estimated), qwen3 local;
-    narrowed to `models` as a lane's panes show it."""
-    totals = ledger_totals()
-    paid = replace(totals.by_model["claude-sonnet-4"], cost_actual=1_250_000_000,
-                   cost_estimated=3_500_000_000)  # fmt: skip
-    local = totals.by_model["qwen3-32b"]
-    totals = replace(
-        totals,
-        total=paid + local,
-        by_model=frozen_map({"anthropic/claude-sonnet-4": paid, "custom/qwen3-32b": local}),
-    )
-    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004)
-    return for_lane(snapshot, models)
-
-
-def rows(view: PaneView) -> dict[str, Row]:
-    return {line.label: line for line in view.lines if isinstance(line, Row)}
+from tests.support.feeds import EVAL_AT
+from tests.support.snapshots import lane_snapshot, ledger_snapshot, priced_ledger, rows
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from cockpit.core.model import FRESH, Freshness
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
 from cockpit.widgets.status import SourceStatus, StatusView
-from tests.app.test_widgets import lane_snapshot, ledger_snapshot, priced_ledger
 from tests.support.feeds import EVAL_AT
+from tests.support.snapshots import lane_snapshot, ledger_snapshot, priced_ledger
 
 SnapCompare = Callable[..., bool]
 

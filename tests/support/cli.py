@@ -76,11 +76,14 @@ def cockpit_here(
     from cockpit.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
-    with _inside(_environment(home, env), cwd), contextlib.redirect_stdout(out):
-        with contextlib.redirect_stderr(err):
-            try:
-                code: int | str | None = main(list(args))
-            except SystemExit as exit_:
-                code = exit_.code
+    with (
+        _inside(_environment(home, env), cwd),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        try:
+            code: int | str | None = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code
     returncode = code if isinstance(code, int) else (0 if code is None else 1)
     return subprocess.CompletedProcess([COCKPIT, *args], returncode, out.getvalue(), err.getvalue())

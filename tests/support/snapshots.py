@@ -1,0 +1,61 @@
+"""Snapshots the panes draw, made from the scripted totals, and the rows a pane view holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from cockpit.core.figures import lane_figures
+from cockpit.core.ledger_figures import ledger_figures
+from cockpit.core.model import FRESH, Freshness, frozen_map
+from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.runtime.poller import LedgerPoller
+from cockpit.sources.ledger import LedgerSet, LedgerTailer
+from cockpit.widgets.pane import PaneView, Row
+from tests.support.feeds import H100, LLAMA_8B, lane_totals, ledger_totals
+
+
+def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapshot:
+    """Lane-a's snapshot of the scripted totals (tests/support/feeds.py), `changes` on top."""
+    totals = lane_totals()
+    if changes:
+        totals = replace(totals, values=frozen_map({**totals.values, **changes}))
+    return LaneSnapshot(
+        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012
+    )
+
+
+def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
+    """The scripted ledger's snapshot."""
+    totals = ledger_totals()
+    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004)
+
+
+def priced_ledger(*models: str) -> LedgerSnapshot | None:
+    """The test ledger with money: claude priced ($1.25 billed, $3.50 estimated), qwen3 local;
+    narrowed to `models` as a lane's panes show it."""
+    totals = ledger_totals()
+    paid = replace(totals.by_model["claude-sonnet-4"], cost_actual=1_250_000_000,
+                   cost_estimated=3_500_000_000)  # fmt: skip
+    local = totals.by_model["qwen3-32b"]
+    totals = replace(
+        totals,
+        total=paid + local,
+        by_model=frozen_map({"anthropic/claude-sonnet-4": paid, "custom/qwen3-32b": local}),
+    )
+    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004)
+    return for_lane(snapshot, models)
+
+
+def rows(view: PaneView) -> dict[str, Row]:
+    """A pane view's figure rows by label."""
+    return {line.label: line for line in view.lines if isinstance(line, Row)}
+
+
+async def ledger_snapshot_of(path: Path) -> LedgerSnapshot:
+    """One read of the ledger file at `path`, as the cockpit's poller reads it (24 h)."""
+    ledger = LedgerSet([LedgerTailer(path)])
+    try:
+        return await LedgerPoller(ledger, 1.0).cycle("24h")
+    finally:
+        await ledger.close()
