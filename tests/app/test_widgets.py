@@ -319,8 +319,8 @@ async def test_a_source_not_configured_comes_last_in_a_pane_border() -> None:
 
 def _roofline_view(prefill_scale: float) -> RooflineView:
     """The roofline test pane's view with the prefill rate scaled."""
-    from tests.app.test_roofline_pane import CHUNK, LLAMA, LOAD
-    from tests.app.test_roofline_pane import H100 as H100_PROFILE
+    from tests.support.roofline import CHUNK, LLAMA, LOAD
+    from tests.support.roofline import H100 as H100_PROFILE
 
     load = replace(LOAD, effective_prefill_rate=LOAD.effective_prefill_rate * prefill_scale)
     points = operating_points(load, H100_PROFILE, LLAMA, chunk_tokens=CHUNK)
@@ -335,7 +335,7 @@ def _prefill_at(view: RooflineView) -> tuple[float, float]:
 
 
 async def test_a_point_moving_within_its_spot_draws_nothing() -> None:
-    from tests.app.test_roofline_pane import CountedApp, plot_text
+    from tests.support.roofline import CountedApp, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -349,7 +349,7 @@ async def test_a_point_moving_within_its_spot_draws_nothing() -> None:
 
 
 async def test_a_point_moving_far_is_plotted_again_where_it_now_is() -> None:
-    from tests.app.test_roofline_pane import CountedApp, mark_position, plot_text
+    from tests.support.roofline import CountedApp, mark_position, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -370,7 +370,7 @@ async def test_a_point_moving_far_is_plotted_again_where_it_now_is() -> None:
 
 async def test_small_moves_keep_the_letter_on_its_point() -> None:
     """Whatever is skipped, the letter on screen is where the last view's point is."""
-    from tests.app.test_roofline_pane import CountedApp, mark_position, plot_text
+    from tests.support.roofline import CountedApp, mark_position, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -390,7 +390,7 @@ async def test_small_moves_keep_the_letter_on_its_point() -> None:
 
 
 async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -406,7 +406,7 @@ async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() 
 
 
 async def test_a_caption_line_that_changes_repaints_the_caption_without_layout() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
     from tests.support.screentext import screen_text
 
     app = CountedApp(_roofline_view(1.0))
@@ -421,7 +421,7 @@ async def test_a_caption_line_that_changes_repaints_the_caption_without_layout()
 
 
 async def test_a_taller_pane_adds_the_roofs_line_to_its_caption() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
     from tests.support.screentext import screen_text
 
     app = CountedApp(_roofline_view(1.0))

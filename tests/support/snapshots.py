@@ -11,7 +11,7 @@ from cockpit.core.model import FRESH, Freshness, frozen_map
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
 from cockpit.runtime.poller import LedgerPoller
 from cockpit.sources.ledger import LedgerSet, LedgerTailer
-from cockpit.widgets.pane import PaneView, Row
+from cockpit.widgets.pane import Bar, Note, PaneView, Row, Segment
 from tests.support.feeds import H100, LLAMA_8B, lane_totals, ledger_totals
 
 
@@ -59,3 +59,11 @@ async def ledger_snapshot_of(path: Path) -> LedgerSnapshot:
         return await LedgerPoller(ledger, 1.0).cycle("24h")
     finally:
         await ledger.close()
+
+
+def figures_view(values: list[str], stale: bool = False) -> PaneView:
+    """A pane view of one row per value (stale ones when `stale`), a bar and a note."""
+    fresh = Freshness("stale", since=0.0, reason="down") if stale else FRESH
+    rows = tuple(Row(f"figure {i}", value, stale=stale) for i, value in enumerate(values))
+    bar = Bar((Segment(0.25, "good"), Segment(0.5, "warn")), caption=values[0])
+    return PaneView((*rows, bar, Note("note")), sources=(("lane", fresh),))
