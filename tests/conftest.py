@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.faultlane import start_shared_lane_prometheus
 from tests.support.fleet import FLEET_SERVERS
 from tests.support.promharness import PromServer, start_prometheus
 from tests.support.repo import HERMES_FIXTURES, require_fixture
@@ -20,6 +21,13 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]
     server = start_prometheus(tmp_path_factory.mktemp("prometheus"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lane_prometheus_early(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The run's lane Prometheus (tests/support/faultlane.py) starts with the run, in the
+    background: its first scrapes come ~5 s after its start, while the first tests run."""
+    start_shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))
 
 
 @pytest.fixture(scope="session")

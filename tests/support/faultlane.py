@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -228,26 +229,39 @@ def error_notices(app: CockpitApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-_SHARED: list[tuple[Exporter, PromServer]] = []
+_SHARED: list[Future[tuple[Exporter, PromServer]]] = []
 _HELD: dict[str, list[socket.socket]] = {}
 """Each SCRAPED job's ports, bound but not listening (a connection is refused) until taken."""
+
+
+def start_shared_lane_prometheus(workdir: Path) -> None:
+    """Start the run's lane Prometheus in the background (its first scrapes take ~5 s): the
+    tests before its first user run meanwhile. `shared_lane_prometheus` waits for it."""
+    if _SHARED:
+        return
+    for job, count in SCRAPED.items():
+        _HELD[job] = [socket.socket() for _ in range(count)]
+        for held in _HELD[job]:
+            held.bind(("127.0.0.1", 0))  # held, so no other test's server gets this port
+    ports = {job: [held.getsockname()[1] for held in sockets] for job, sockets in _HELD.items()}
+
+    def start() -> tuple[Exporter, PromServer]:
+        exporter = start_exporter()
+        atexit.register(exporter.stop)
+        server = start_lane_prometheus(workdir, exporter, ports)
+        atexit.register(server.stop)
+        return exporter, server
+
+    pool = ThreadPoolExecutor(1)
+    _SHARED.append(pool.submit(start))
+    pool.shutdown(wait=False)  # its thread ends with the start
 
 
 def shared_lane_prometheus(workdir: Path) -> tuple[Exporter, PromServer]:
     """One exporter and Prometheus for every test module of the run that needs a lane scraped
     (stopped at exit): JOB's exporter, and the SCRAPED jobs' held ports."""
-    if not _SHARED:
-        exporter = start_exporter()
-        for job, count in SCRAPED.items():
-            _HELD[job] = [socket.socket() for _ in range(count)]
-            for held in _HELD[job]:
-                held.bind(("127.0.0.1", 0))  # held, so no other test's server gets this port
-        ports = {job: [held.getsockname()[1] for held in sockets] for job, sockets in _HELD.items()}
-        server = start_lane_prometheus(workdir, exporter, ports)
-        atexit.register(exporter.stop)
-        atexit.register(server.stop)
-        _SHARED.append((exporter, server))
-    return _SHARED[0]
+    start_shared_lane_prometheus(workdir)
+    return _SHARED[0].result(timeout=60)
 
 
 def take_ports(job: str) -> list[int]:
