@@ -1,4 +1,4 @@
-"""Fixtures every test area shares: the run's Prometheus, private copies of the Hermes ledgers."""
+"""Fixtures every test area shares: the run's servers, private copies of the Hermes ledgers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.faultlane import start_shared_lane_prometheus
+from tests.support.fleet import FLEET_SERVERS
 from tests.support.promharness import PromServer, start_prometheus
 from tests.support.repo import HERMES_FIXTURES, require_fixture
 
@@ -19,6 +21,38 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]
     server = start_prometheus(tmp_path_factory.mktemp("prometheus"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lane_prometheus_early(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The run's lane Prometheus (tests/support/faultlane.py) starts with the run, in the
+    background: its first scrapes come ~5 s after its start, while the first tests run."""
+    start_shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))
+
+
+@pytest.fixture(scope="session")
+def fleet_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    """The run's Prometheus holding the live fleet's history (tests/support/fleet.py) in a TSDB
+    of its own: the fleet is every `job` on its server, so no other test's series go there."""
+    server = FLEET_SERVERS["prometheus"](tmp_path_factory.mktemp("fleet-prometheus"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def fleet_victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    """The run's VictoriaMetrics, holding the live fleet's history."""
+    server = FLEET_SERVERS["victoria-metrics"](tmp_path_factory.mktemp("fleet-victoria-metrics"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=sorted(FLEET_SERVERS))
+def fleet_server(request: pytest.FixtureRequest) -> PromServer:
+    """The live fleet on each server in turn (the test runs once per server)."""
+    name = {"prometheus": "fleet_prometheus", "victoria-metrics": "fleet_victoria_metrics"}
+    server: PromServer = request.getfixturevalue(name[request.param])
+    return server
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.runtime.poller import Clocks
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, SpendPane, StatusLine
 from cockpit.widgets.pane import Pane
-from tests.app.test_terminal_sizes import check_screen
 from tests.support.faultlane import lane_state, running_app, start_exporter, wait_until
 from tests.support.feeds import (
     EVAL_AT,
@@ -35,7 +34,7 @@ from tests.support.feeds import (
     config,
     fixed_clocks,
 )
-from tests.support.pilot import on_screen, settle
+from tests.support.pilot import check_screen, on_screen, settle
 from tests.support.screentext import screen_text
 
 

@@ -17,8 +17,8 @@ from cockpit.widgets.pane import Cells, Note, Row, Spark
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.tails import TailsPane, tails_view
 from cockpit.widgets.trends import trends_view
-from tests.app.test_widgets import lane_snapshot, rows
 from tests.support.feeds import lane_totals
+from tests.support.snapshots import lane_snapshot, rows
 
 
 def test_prompt_generated_is_on_a_lane_pane_without_a_ledger() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -16,26 +16,22 @@ from cockpit.app.lifecycle import Setup, build_app
 from cockpit.app.overview import FleetScreen
 from cockpit.cli.fleet import fleet_feed
 from cockpit.cli.main import effective_config, main, parse_args
-from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core.figures import lane_figures
 from cockpit.core.fleet import (
     AGE,
     FIGURE_COLUMNS,
     GPU_COLUMNS,
     NO_GPU_SOURCE,
-    NUMERIC_COLUMNS,
-    FleetRow,
     FleetView,
     shown_columns,
 )
-from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.core.model import LaneTotals
 from cockpit.core.slo import Slo
 from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
-from tests.integration import test_fleet_live as live
-from tests.integration.test_fleet_live import PromServer, server  # noqa: F401  (the fleet test's servers)
+from tests.support import fleet as live
 from tests.support.feeds import (
     EVAL_AT,
     ScriptedLaneFeed,
@@ -44,102 +40,13 @@ from tests.support.feeds import (
     fixed_clocks,
     gpu_totals,
 )
+from tests.support.fleet import DISCOVER, FLEET, ScriptedFleetFeed, fleet_row, fleet_view, gone_row
 from tests.support.pilot import on_screen, settle
+from tests.support.promharness import PromServer
 
 pytestmark = pytest.mark.usefixtures("utc")
 
 SnapCompare = Callable[..., bool]
-
-HEALTHY = {
-    "running_now": 8.0,
-    "waiting_now": 0.0,
-    "kv_usage_now": 0.6,
-    "requests_per_s": 0.278,
-    "generation_tok_s": 111.1,
-    "prefix_cache_hit_rate": 0.916,
-    "mean_fresh_prefill": 1680.0,
-    "ttft_p95": 1.8,
-    "itl_mean": 0.021,
-    "decode_share": 0.9,
-    "age": 4.0,
-}
-
-
-SHARES = ("kv_usage_now", "prefix_cache_hit_rate", "decode_share")
-
-
-def fleet_row(lane: str, scale: float = 1.0, *, up: bool = True, **changes: float) -> FleetRow:
-    """A lane's row: the healthy figures (but shares) times `scale`, then `changes`; twelve
-    refreshes of history rising to them."""
-    values: dict[str, float | None] = {
-        key: value if key in SHARES else value * scale for key, value in HEALTHY.items()
-    }
-    values.update(changes)
-    refreshes = tuple(
-        {key: None if value is None else value * (i + 1) / 12 for key, value in values.items()}
-        for i in range(12)
-    )
-    return FleetRow(
-        lane,
-        up=up,
-        values=frozen_map(values),
-        dialect="vllm",
-        refreshes=refreshes,
-        down_reason="" if up else "its 1 scrape target(s) are down (up == 0)",
-    )
-
-
-def gone_row(lane: str) -> FleetRow:
-    """A lane whose series vanished: no values, the row kept."""
-    return FleetRow(
-        lane,
-        up=False,
-        values=frozen_map(dict.fromkeys(NUMERIC_COLUMNS)),
-        gone=True,
-        reasons=frozen_map(dict.fromkeys(NUMERIC_COLUMNS, "the server has no live series")),
-        down_reason="the server has no live series of it",
-    )
-
-
-def fleet_view(*rows: FleetRow) -> FleetView:
-    return FleetView(
-        rows=rows,
-        window_s=3600.0,
-        end=EVAL_AT,
-        server="http://127.0.0.1:9090",
-        query="sum by (job) (vllm:num_requests_running) or ...",
-    )
-
-
-FLEET = fleet_view(
-    fleet_row("lane-a"),
-    fleet_row("lane-b", 2.0, kv_usage_now=0.95, waiting_now=3.0),  # KV ≥ 90 %, queue building
-    fleet_row("lane-c", 0.5, prefix_cache_hit_rate=0.42),  # hit rate < 70 %
-    fleet_row("lane-d", up=False),
-    gone_row("lane-e"),
-)
-
-
-@dataclass(eq=False)
-class ScriptedFleetFeed:
-    """A fleet feed whose reads return the scripted views (or raise) in turn, the last again."""
-
-    views: Sequence[FleetView | Exception] = (FLEET,)
-    reads: list[tuple[float, float | None]] = field(default_factory=list)
-    closed: bool = False
-
-    async def read(self, window_s: float, end: float | None) -> FleetView:
-        self.reads.append((window_s, end))
-        view = self.views[min(len(self.reads), len(self.views)) - 1]
-        if isinstance(view, Exception):
-            raise view
-        return replace(view, window_s=window_s)
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
-DISCOVER = Discover("job", LaneConfig("fleet", prometheus="http://127.0.0.1:9"))
 
 
 def cockpit(
@@ -477,12 +384,13 @@ async def test_the_receipt_of_listed_lanes_beside_discovery_says_both() -> None:
 @pytest.mark.prometheus
 @pytest.mark.slow
 async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_its_row(
-    server: PromServer,  # noqa: F811
+    fleet_server: PromServer,
 ) -> None:
     """`--prometheus URL --lanes-by job` (no lane listed), at the fleet test's pinned second
     read: the overview shows its six lanes (down and gone said), and a lane opened from it
     shows the overview's figures in its panes, read by its own query."""
-    config = effective_config(parse_args(["run", "--prometheus", server.url, "--lanes-by", "job"]))
+    argv = ["run", "--prometheus", fleet_server.url, "--lanes-by", "job"]
+    config = effective_config(parse_args(argv))
     fleet = fleet_feed(config)
     assert fleet is not None and not config.lanes
     setup = Setup(config, [], None, replay_at=live.END, refresh_s=3600.0, fleet=fleet)
@@ -514,13 +422,14 @@ async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_i
 @pytest.mark.prometheus
 @pytest.mark.slow
 async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_their_panes_read_them(
-    server: PromServer,  # noqa: F811
+    fleet_server: PromServer,
     tmp_path: Path,
 ) -> None:
     """Three lanes of one server listed in a config file: the overview reads them through the
     lanes' own feeds (one client for the server), and each lane opened shows its row."""
     names = ("lane-a", "lane-c", "lane-down")
-    lines = [f"- {{name: {n}, prometheus: '{server.url}', selector: 'job=\"{n}\"'}}" for n in names]
+    url = fleet_server.url
+    lines = [f"- {{name: {n}, prometheus: '{url}', selector: 'job=\"{n}\"'}}" for n in names]
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(["lanes:", *lines, ""]), encoding="utf-8")
     config = effective_config(parse_args(["run", "--config", str(path)]))
@@ -553,7 +462,7 @@ async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_the
 @pytest.mark.slow
 @pytest.mark.parametrize("found", [False, True], ids=["listed", "listed-and-found"])
 def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
-    server: PromServer,  # noqa: F811
+    fleet_server: PromServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     found: bool,
@@ -561,9 +470,9 @@ def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
     """`cockpit report --fleet` with lanes listed in the config (beside discovery or not):
     the rows the overview shows, each listed lane's figures its panes' (its twin found by
     `job` has the same)."""
-    lines = [f"- {{name: mine-{n}, prometheus: '{server.url}', selector: 'job=\"lane-{n}\"'}}"
+    lines = [f"- {{name: mine-{n}, prometheus: '{fleet_server.url}', selector: 'job=\"lane-{n}\"'}}"
              for n in ("a", "c")]  # fmt: skip
-    discover = [f"discover: {{prometheus: '{server.url}', label: job}}"] if found else []
+    discover = [f"discover: {{prometheus: '{fleet_server.url}', label: job}}"] if found else []
     path = tmp_path / "config.yaml"
     path.write_text("\n".join([*discover, "lanes:", *lines, ""]), encoding="utf-8")
     argv = ["report", "--fleet", "--config", str(path), "--window", "1h", "--at", str(live.END)]
@@ -573,7 +482,7 @@ def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
     found_lanes = {lane.name for lane in live.LANES} if found else set()
     assert set(lanes) == {"mine-a", "mine-c", *found_lanes}
     assert set(answer["listed"]) == {"mine-a", "mine-c"}
-    panes = lane_figures(asyncio.run(_read_lane(server.url, "lane-a")))
+    panes = lane_figures(asyncio.run(_read_lane(fleet_server.url, "lane-a")))
     for key in FIGURE_COLUMNS:
         assert lanes["mine-a"]["values"][key] == pytest.approx(panes[key].value, rel=1e-9), key
     assert main([*argv, "--format", "md"]) == 0

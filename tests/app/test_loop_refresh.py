@@ -12,8 +12,8 @@ from cockpit.app.app import make_app
 from cockpit.app.refresh import Cycle, LaneRead, RefreshLoop
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.runtime.poller import LanePoller
-from tests.app.test_fleet_screen import DISCOVER, ScriptedFleetFeed
 from tests.support.feeds import ScriptedLaneFeed, SourceDown, config, fixed_clocks
+from tests.support.fleet import DISCOVER, ScriptedFleetFeed
 from tests.support.pilot import on_screen, settle
 
 

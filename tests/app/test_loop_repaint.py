@@ -9,8 +9,9 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 
 from cockpit.widgets.pane import Pane
-from tests.app.test_pane_repaint import full_render, view
+from tests.support.pilot import full_render
 from tests.support.screentext import screen_text
+from tests.support.snapshots import figures_view
 
 
 class Regions(Pane):
@@ -38,12 +39,12 @@ async def test_only_the_changed_lines_are_repainted() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
         pane = app.query_one(Regions)
-        pane.view = view(["1", "2", "3", "4"])
+        pane.view = figures_view(["1", "2", "3", "4"])
         await pilot.pause()
         pane.asked.clear()
-        pane.view = view(["1", "2", "30", "4"])
+        pane.view = figures_view(["1", "2", "30", "4"])
         await pilot.pause()
         width = pane.content_size.width
         assert pane.asked == [(Region(0, 2, width, 1),)]
         shown = screen_text(app)
-        assert "30 │" in shown and shown == await full_render(app, pilot)  # type: ignore[arg-type]
+        assert "30 │" in shown and shown == await full_render(app, pilot)

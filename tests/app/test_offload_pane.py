@@ -15,10 +15,10 @@ from cockpit.core.catalogue import definition, pane_keys
 from cockpit.core.model import FRESH
 from cockpit.widgets.offload import OffloadPane, offload_view
 from cockpit.widgets.pane import Pane, Row
-from tests.app.test_widgets import lane_snapshot, rows
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 from tests.support.pilot import focus_pane, on_screen, settle
 from tests.support.screentext import screen_text
+from tests.support.snapshots import lane_snapshot, rows
 
 pytestmark = pytest.mark.usefixtures("utc")
 

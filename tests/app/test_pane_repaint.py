@@ -4,13 +4,13 @@ outside text (names, reasons) as the text it is: no markup, no control character
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 
-from cockpit.core.model import FRESH, Freshness
+from cockpit.core.model import Freshness
 from cockpit.core.text import visible
 from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
-from tests.support.pilot import Counting
+from tests.support.pilot import Counting, full_render
 from tests.support.screentext import screen_text
+from tests.support.snapshots import figures_view
 
 
 class Boxed(Pane, Counting):
@@ -26,32 +26,17 @@ class OnePane(App[None]):
         return self.query_one(Boxed)
 
 
-def view(values: list[str], stale: bool = False) -> PaneView:
-    fresh = Freshness("stale", since=0.0, reason="down") if stale else FRESH
-    rows = tuple(Row(f"figure {i}", value, stale=stale) for i, value in enumerate(values))
-    bar = Bar((Segment(0.25, "good"), Segment(0.5, "warn")), caption=values[0])
-    return PaneView((*rows, bar, Note("note")), sources=(("lane", fresh),))
-
-
-async def full_render(app: OnePane, pilot: Pilot[None]) -> str:
-    """The screen after every widget is redrawn from scratch."""
-    for widget in app.screen.walk_children():
-        widget.refresh()
-    await pilot.pause()
-    return screen_text(app)
-
-
 async def test_an_equal_view_draws_nothing_and_a_new_one_redraws_without_layout() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
         pane = app.pane
-        pane.view = view(["1", "2", "3", "4"])
+        pane.view = figures_view(["1", "2", "3", "4"])
         await pilot.pause()
         pane.refreshes.clear()
-        pane.view = view(["1", "2", "3", "4"])  # equal, another object
+        pane.view = figures_view(["1", "2", "3", "4"])  # equal, another object
         await pilot.pause()
         assert pane.refreshes == []
-        pane.view = view(["1", "2", "30", "4"])
+        pane.view = figures_view(["1", "2", "30", "4"])
         await pilot.pause()
         assert pane.refreshes == [False]
         shown = screen_text(app)
@@ -64,7 +49,7 @@ async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> N
     async with app.run_test(size=(60, 14)) as pilot:
         pane = app.pane
         for values, stale in ((["9", "2", "30", "4"], False), (["9", "2", "30", "4"], True)):
-            pane.view = view(values, stale)
+            pane.view = figures_view(values, stale)
             await pilot.pause()
             shown = screen_text(app)
             assert ("lane stale" in shown) is stale
@@ -75,11 +60,11 @@ async def test_another_number_of_lines_lays_out_again() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
         pane = app.pane
-        pane.view = view(["1", "2"])
+        pane.view = figures_view(["1", "2"])
         await pilot.pause()
         short = pane.outer_size.height
         pane.refreshes.clear()
-        pane.view = view(["1", "2", "3", "4"])
+        pane.view = figures_view(["1", "2", "3", "4"])
         await pilot.pause()
         assert True in pane.refreshes
         assert pane.outer_size.height == short + 2

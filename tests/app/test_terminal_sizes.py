@@ -10,60 +10,17 @@ from __future__ import annotations
 import random
 
 import pytest
-from textual.geometry import Region
 
 from cockpit.app.app import MIN_HEIGHT, MIN_WIDTH, CockpitApp, make_app
-from cockpit.widgets.pane import Pane, Row
 from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config
+from tests.support.pilot import check_screen, screen_lines
 from tests.support.screentext import screen_text
-
-
-def screen_lines(app: CockpitApp) -> list[str]:
-    """The screen's rows, each as wide as the screen."""
-    width, height = app.size
-    rows = screen_text(app).split("\n")
-    rows += [""] * (height - len(rows))
-    return [row.ljust(width) for row in rows]
 
 
 def error_toasts(app: CockpitApp) -> bool:
     """An error notification is on screen (its title)."""
     text = screen_text(app)
     return any(title in text for title in ("refresh failed", "export failed", "Error"))
-
-
-def check_screen(app: CockpitApp) -> int:
-    """Borders and values of every pane on screen; how many figure rows were checked."""
-    lines = screen_lines(app)
-    width, height = app.size
-    assert len(lines) == height and all(len(line) == width for line in lines)
-    body = app.query_one("#body").region
-    checked = 0
-    for pane in app.query(Pane):
-        region = pane.region
-        if not pane.display or not region.overlaps(body):
-            continue
-        visible = region.intersection(body).intersection(Region(0, 0, width, height))
-        whole = visible == region
-        left, right = region.x, region.right - 1
-        assert left >= 0 and right < width, (pane.id, region, app.size)
-        if whole:
-            top, bottom = lines[region.y], lines[region.bottom - 1]
-            assert top[left] == "╭" and top[right] == "╮", (pane.id, top)
-            assert bottom[left] == "╰" and bottom[right] == "╯", (pane.id, bottom)
-        for y in range(visible.y, visible.bottom):
-            if y in (region.y, region.bottom - 1):
-                continue
-            assert lines[y][left] == "│" and lines[y][right] == "│", (pane.id, y, lines[y])
-        assert pane.view is not None
-        for index, line in enumerate(pane.view.lines):
-            y = region.y + 1 + index
-            if not isinstance(line, Row) or not visible.y <= y < visible.bottom:
-                continue
-            inside = lines[y][left + 2 : right - 1].rstrip()
-            assert inside.endswith(line.value), (pane.id, line, inside)
-            checked += 1
-    return checked
 
 
 def make() -> CockpitApp:

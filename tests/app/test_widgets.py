@@ -10,9 +10,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 from cockpit.core.figures import format_value, lane_figures
-from cockpit.core.ledger_figures import ledger_figures
-from cockpit.core.model import FRESH, Freshness, frozen_map
-from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
+from cockpit.core.model import Freshness, frozen_map
 from cockpit.roofline.model import RooflineView, operating_points
 from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.themes import THEMES
@@ -24,68 +22,15 @@ from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
-from tests.support.feeds import EVAL_AT, H100, LLAMA_8B, lane_totals, ledger_totals
-
-
-def lane_snapshot(freshness: Freshness = FRESH, **changes: float) -> LaneSnapshot:
-    totals = lane_totals()
-    if changes:
-        from dataclasses import replace
-
-        from cockpit.core.model import frozen_map
-
-        totals = replace(totals, values=frozen_map({**totals.values, **changes}))
-    return LaneSnapshot(
-        "lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, freshness, 0.012
-    )
-
-
-SPLIT = {
-    "prompt_by_source": {
-        "local_compute": 1_380_000.0, "local_cache_hit": 18_320_000.0,
-        "external_kv_transfer": 300_000.0,
-    },
-    "cached_by_source": {
-        "device": 17_420_000.0, "host": 900_000.0, "p2p": 0.0, "disk": 200_000.0,
-        "external_unspecified": 100_000.0,
-    },
-}  # fmt: skip
-"""A lane with a host tier, a disk tier and a KV connector: its 20 M prompt tokens by source,
-its 18.62 M cached ones (18.32 M local hits + 0.3 M transferred) by tier."""
-
-
-def split_lane_snapshot() -> LaneSnapshot:
-    """The test lane with its prompt tokens split by source and its cached tokens by tier."""
-    totals = lane_totals()
-    groups = {**totals.groups, **{key: frozen_map(group) for key, group in SPLIT.items()}}
-    values = {**totals.values, "prompt_computed": SPLIT["prompt_by_source"]["local_compute"]}
-    totals = replace(totals, groups=frozen_map(groups), values=frozen_map(values))
-    return LaneSnapshot("lane-a", "1h", totals, lane_figures(totals), H100, LLAMA_8B, FRESH, 0.012)
-
-
-def ledger_snapshot(freshness: Freshness = FRESH) -> LedgerSnapshot:
-    totals = ledger_totals()
-    return LedgerSnapshot("1h", totals, ledger_figures(totals), freshness, 0.004)
-
-
-def priced_ledger(*models: str) -> LedgerSnapshot | None:
-    """The test ledger with money: claude priced ($1.25 billed, $3.50 estimated), qwen3 local;
-    narrowed to `models` as a lane's panes show it."""
-    totals = ledger_totals()
-    paid = replace(totals.by_model["claude-sonnet-4"], cost_actual=1_250_000_000,
-                   cost_estimated=3_500_000_000)  # fmt: skip
-    local = totals.by_model["qwen3-32b"]
-    totals = replace(
-        totals,
-        total=paid + local,
-        by_model=frozen_map({"anthropic/claude-sonnet-4": paid, "custom/qwen3-32b": local}),
-    )
-    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH, 0.004)
-    return for_lane(snapshot, models)
-
-
-def rows(view: PaneView) -> dict[str, Row]:
-    return {line.label: line for line in view.lines if isinstance(line, Row)}
+from tests.support.feeds import EVAL_AT
+from tests.support.snapshots import (
+    SPLIT,
+    lane_snapshot,
+    ledger_snapshot,
+    priced_ledger,
+    rows,
+    split_lane_snapshot,
+)
 
 
 @pytest.mark.parametrize(
@@ -413,8 +358,8 @@ async def test_a_source_not_configured_comes_last_in_a_pane_border() -> None:
 
 def _roofline_view(prefill_scale: float) -> RooflineView:
     """The roofline test pane's view with the prefill rate scaled."""
-    from tests.app.test_roofline_pane import CHUNK, LLAMA, LOAD
-    from tests.app.test_roofline_pane import H100 as H100_PROFILE
+    from tests.support.roofline import CHUNK, LLAMA, LOAD
+    from tests.support.roofline import H100 as H100_PROFILE
 
     load = replace(LOAD, effective_prefill_rate=LOAD.effective_prefill_rate * prefill_scale)
     points = operating_points(load, H100_PROFILE, LLAMA, chunk_tokens=CHUNK)
@@ -429,7 +374,7 @@ def _prefill_at(view: RooflineView) -> tuple[float, float]:
 
 
 async def test_a_point_moving_within_its_spot_draws_nothing() -> None:
-    from tests.app.test_roofline_pane import CountedApp, plot_text
+    from tests.support.roofline import CountedApp, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -443,7 +388,7 @@ async def test_a_point_moving_within_its_spot_draws_nothing() -> None:
 
 
 async def test_a_point_moving_far_is_plotted_again_where_it_now_is() -> None:
-    from tests.app.test_roofline_pane import CountedApp, mark_position, plot_text
+    from tests.support.roofline import CountedApp, mark_position, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -464,7 +409,7 @@ async def test_a_point_moving_far_is_plotted_again_where_it_now_is() -> None:
 
 async def test_small_moves_keep_the_letter_on_its_point() -> None:
     """Whatever is skipped, the letter on screen is where the last view's point is."""
-    from tests.app.test_roofline_pane import CountedApp, mark_position, plot_text
+    from tests.support.roofline import CountedApp, mark_position, plot_text
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -484,7 +429,7 @@ async def test_small_moves_keep_the_letter_on_its_point() -> None:
 
 
 async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
 
     app = CountedApp(_roofline_view(1.0))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -500,7 +445,7 @@ async def test_a_new_view_with_the_same_title_does_not_repaint_the_whole_pane() 
 
 
 async def test_a_caption_line_that_changes_repaints_the_caption_without_layout() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
     from tests.support.screentext import screen_text
 
     app = CountedApp(_roofline_view(1.0))
@@ -515,7 +460,7 @@ async def test_a_caption_line_that_changes_repaints_the_caption_without_layout()
 
 
 async def test_a_taller_pane_adds_the_roofs_line_to_its_caption() -> None:
-    from tests.app.test_roofline_pane import CountedApp
+    from tests.support.roofline import CountedApp
     from tests.support.screentext import screen_text
 
     app = CountedApp(_roofline_view(1.0))

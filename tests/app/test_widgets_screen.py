@@ -14,7 +14,6 @@ from cockpit.core.model import Trend
 from cockpit.widgets.pane import SPARK_BLOCKS, short_reason, sparkline
 from cockpit.widgets.trends import step_text
 from cockpit.widgets.vitals import vital_items
-from tests.app.test_widgets import lane_snapshot
 from tests.support.feeds import (
     ScriptedLaneFeed,
     ScriptedLedgerFeed,
@@ -25,6 +24,7 @@ from tests.support.feeds import (
 )
 from tests.support.pilot import settle
 from tests.support.screentext import screen_text
+from tests.support.snapshots import lane_snapshot
 
 pytestmark = pytest.mark.usefixtures("utc")
 

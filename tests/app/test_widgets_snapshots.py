@@ -12,13 +12,13 @@ from cockpit.core.model import FRESH, Freshness
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PhaseBar, PrefillPane, RatiosPane, SpendPane, StatusLine
 from cockpit.widgets.status import SourceStatus, StatusView
-from tests.app.test_widgets import (
+from tests.support.feeds import EVAL_AT
+from tests.support.snapshots import (
     lane_snapshot,
     ledger_snapshot,
     priced_ledger,
     split_lane_snapshot,
 )
-from tests.support.feeds import EVAL_AT
 
 SnapCompare = Callable[..., bool]
 

@@ -219,31 +219,32 @@ def test_the_window_report_splits_its_traffic_between_cards_and_the_rest(
     assert "## Cards in the window" in text.stdout and "| B (overlap) |" in text.stdout
 
 
-def test_two_cards_marked_on_a_live_lane_count_its_samples_deltas(tmp_path: Path) -> None:
+def test_two_cards_marked_on_a_live_lane_count_its_samples_deltas(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """The simulated lane scraped every second by a real Prometheus: each card marked with
     `start` and `stop` counts what Prometheus's own samples at its edges say."""
     from cockpit.demo.lane import SimulatedLane, serve_metrics
-    from tests.support.promharness import ScrapeJob
+    from tests.support.faultlane import shared_lane_prometheus, take_ports
 
+    live = shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))[1]
     lane = SimulatedLane(seed=3, warm_start=300.0)
-    server, _ = serve_metrics(lane.registry, 0)
-    target = f"127.0.0.1:{server.server_address[1]}"
-    live = start_prometheus(tmp_path / "prom", [ScrapeJob("live", [target])])
+    server, _ = serve_metrics(lane.registry, take_ports("cards-live")[0])
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path), "HOME": str(tmp_path)}
-    flags = ["--prometheus", live.url, "--selector", 'job="live"']
+    flags = ["--prometheus", live.url, "--selector", 'job="cards-live"']
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([COCKPIT, "card", *args, *flags], capture_output=True,
                               text=True, timeout=120, env=env)  # fmt: skip
 
     def requests_at(at: float) -> float:
-        query = 'sum(vllm:request_success_total{job="live"})'
+        query = 'sum(vllm:request_success_total{job="cards-live"})'
         reply = httpx.get(f"{live.url}/api/v1/query", params={"query": query, "time": at})
         return float(reply.json()["data"]["result"][0]["value"][1])
 
     def scraped_since(moment: float) -> None:
         for _ in range(100):
-            query = 'timestamp(vllm:num_requests_running{job="live"})'
+            query = 'timestamp(vllm:num_requests_running{job="cards-live"})'
             reply = httpx.get(f"{live.url}/api/v1/query", params={"query": query}).json()
             found = reply["data"]["result"]
             if found and float(found[0]["value"][1]) > moment:
@@ -270,5 +271,4 @@ def test_two_cards_marked_on_a_live_lane_count_its_samples_deltas(tmp_path: Path
         row = compared["figures"]["requests"]
         assert row["delta"] == row["b"] - row["a"] and row["b"] > row["a"]
     finally:
-        live.stop()
         server.shutdown()

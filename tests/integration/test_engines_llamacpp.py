@@ -19,8 +19,8 @@ import pytest
 from cockpit import engines
 from cockpit.core.fleet import fleet_plan
 from cockpit.engines.pace import NO_SPECULATION
+from tests.support.engine_names import violations
 from tests.support.repo import FIXTURES
-from tests.unit.test_engines_isolation import violations
 
 FIXTURE = FIXTURES / "llamacpp" / "metrics.txt"
 LATER = {

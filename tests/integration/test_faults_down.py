@@ -21,27 +21,36 @@ from tests.support.faultlane import (
     lane_config,
     lane_state,
     running_app,
+    shared_lane_prometheus,
     start_exporter,
     status_text,
+    take_ports,
     wait_until,
 )
-from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
+from tests.support.promharness import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 JOB = "pair-lane"
+WEEK_JOB = "week-lane"
 
 
-def wait_up(server: PromServer, up: int) -> None:
+@pytest.fixture(scope="module")
+def scraping(tmp_path_factory: pytest.TempPathFactory) -> PromServer:
+    """The run's lane Prometheus: it scrapes this module's jobs every second."""
+    return shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))[1]
+
+
+def wait_up(server: PromServer, up: int, job: str = JOB) -> None:
     """Until `sum(up)` of the job is `up` (Prometheus scrapes every second)."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        params = {"query": f'sum(up{{job="{JOB}"}})'}
+        params = {"query": f'sum(up{{job="{job}"}})'}
         result = httpx.get(f"{server.url}/api/v1/query", params=params).json()["data"]["result"]
         if result and float(result[0]["value"][1]) == up:
             return
         time.sleep(0.2)
-    raise AssertionError(f"up of {JOB} never became {up}")
+    raise AssertionError(f"up of {job} never became {up}")
 
 
 def check_and_report(config: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
@@ -53,9 +62,11 @@ def check_and_report(config: Path) -> tuple[subprocess.CompletedProcess[str], di
     return checked, lane
 
 
-async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(tmp_path: Path) -> None:
-    first, second = start_exporter(), start_exporter()
-    server = start_prometheus(tmp_path, [ScrapeJob(JOB, [first.address, second.address], "1s")])
+async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(
+    scraping: PromServer, tmp_path: Path
+) -> None:
+    first, second = (start_exporter(port) for port in take_ports(JOB))
+    server = scraping
     config = tmp_path / "config.yaml"
     lane = {"name": "pair", "prometheus": server.url, "selector": f'job="{JOB}"'}
     config.write_text(yaml.safe_dump({"lanes": [lane], "window": "5m"}))
@@ -101,16 +112,15 @@ async def test_targets_down_are_said_on_screen_by_check_and_in_the_report(tmp_pa
     finally:
         first.stop()  # again: a stopped server's stop returns at once
         second.stop()
-        server.stop()
 
 
-async def test_the_refresh_key_evaluates_a_long_window_anew(tmp_path: Path) -> None:
+async def test_the_refresh_key_evaluates_a_long_window_anew(scraping: PromServer) -> None:
     """A week's totals are reused for up to 10 minutes between evaluations; `r` asks anew."""
-    exporter = start_exporter()
-    server = start_prometheus(tmp_path, [ScrapeJob(JOB, [exporter.address], "1s")])
-    week = replace(lane_config(server.url, selector=f'job="{JOB}"'), window="7d")
+    exporter = start_exporter(take_ports(WEEK_JOB)[0])
+    server = scraping
+    week = replace(lane_config(server.url, selector=f'job="{WEEK_JOB}"'), window="7d")
     try:
-        wait_up(server, 1)
+        wait_up(server, 1, WEEK_JOB)
         async with running_app(week) as (app, pilot):
             await wait_until(pilot, lambda: lane_state(app) == "ok")
             assert app.lane_snapshot is not None and app.lane_snapshot.totals is not None
@@ -122,7 +132,6 @@ async def test_the_refresh_key_evaluates_a_long_window_anew(tmp_path: Path) -> N
             await wait_until(pilot, lambda: evaluated_at(app) > evaluated)
     finally:
         exporter.stop()
-        server.stop()
 
 
 def evaluated_at(app: CockpitApp) -> float:

@@ -7,12 +7,9 @@ from a Config, and the real `cockpit check` command.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import ssl
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -35,7 +32,6 @@ from tests.support.faultlane import (
     QUOTED_PREFIX,
     REFRESH_S,
     Exporter,
-    QuietServer,
     break_proxy,
     error_notices,
     fresh_with,
@@ -55,6 +51,7 @@ from tests.support.faultlane import (
 from tests.support.faultproxy import FaultProxy
 from tests.support.promharness import PromServer, free_port
 from tests.support.repo import REPO, VLLM_FIXTURES, require_binary
+from tests.support.tls import TLS_REASON, AnswerAnything, serving_tls
 
 pytestmark = pytest.mark.prometheus
 
@@ -76,55 +73,10 @@ def proxy(prom: PromServer) -> Iterator[FaultProxy]:
 # --- transport failures -------------------------------------------------------------------
 
 
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    return cert, key
-
-
-class _Anything(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    do_POST = do_GET
-
-
-@contextlib.contextmanager
-def serving_tls(folder: Path, handler: type[BaseHTTPRequestHandler]) -> Iterator[tuple[str, Path]]:
-    """An HTTPS server on loopback with a self-signed certificate: its URL and the cert."""
-    require_binary("openssl")
-    cert, key = self_signed(folder)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server = QuietServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serving_tls(tmp_path_factory.mktemp("tls"), _Anything) as (url, _):
+    with serving_tls(tmp_path_factory.mktemp("tls"), AnswerAnything) as (url, _):
         yield url
-
-
-TLS_REASON = "TLS certificate not trusted (self-signed? set ca_file)"
 
 
 @pytest.mark.parametrize("case", ["connection refused", "self-signed TLS"])

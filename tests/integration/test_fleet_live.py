@@ -3,15 +3,13 @@ engines each) found by `job`, read at pinned times, every column checked against
 panes' own figure for that lane (PrometheusSource.read_lane + lane_figures) at the same time.
 
 The same tests run on Prometheus and on VictoriaMetrics (skipped only where its binary is
-absent; under CI=true a missing binary fails).
+absent; under CI=true a missing binary fails): the run's fleet servers (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,72 +17,19 @@ import pytest
 from cockpit.cli.main import main
 from cockpit.config.schema import LaneConfig
 from cockpit.core.figures import lane_figures
-from cockpit.core.fleet import AGE, FIGURE_COLUMNS, RAW_KEYS, SLO_COLUMNS, FleetRow, FleetView
+from cockpit.core.fleet import AGE, FIGURE_COLUMNS, SLO_COLUMNS, FleetView
 from cockpit.core.slo import Slo
 from cockpit.runtime.feeds import prometheus_source
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.prometheus import PARTIAL, PrometheusSource
 from tests.support.faultproxy import FaultProxy, json_answer
-from tests.support.promharness import (
-    PromServer,
-    SimLane,
-    create_blocks,
-    fleet_history,
-    import_history,
-    start_prometheus,
-    start_victoria_metrics,
-)
+from tests.support.fleet import END, FIRST, LANES, LAST_SAMPLE, WINDOW_S, row_of
+from tests.support.promharness import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
-END = 1_790_000_000 - (1_790_000_000 % 86400) + 5 * 3600 + 1234
-"""The second read (pinned; the history is backfilled around it, never the wall clock)."""
-FIRST = END - 1800
-"""The first read, half an hour before."""
-WINDOW_S = 3600.0
-SINCE = END - 3 * 3600
-LANES = (
-    SimLane("lane-a", "vllm", SINCE, END),
-    SimLane("lane-b", "vllm", SINCE, END, up_until=END),
-    SimLane("lane-c", "sglang", SINCE, END),
-    SimLane("lane-legacy", "vllm-legacy", SINCE, END),
-    SimLane("lane-old", "vllm", SINCE, FIRST + 300),
-    SimLane("lane-new", "sglang", FIRST + 600, END),
-    SimLane("lane-down", "vllm", SINCE, FIRST + 300, up_until=END),
-)
-"""lane-old's series end after the first read (gone at the second); lane-new's begin after
-it; lane-down's engines stop while their scrape targets stay, `up == 0` (down, not gone)."""
-KEYS = (*RAW_KEYS, "ttft")
-"""The raw keys the engines' simulated series answer."""
 SLO = Slo(ttft_s=0.5)
 """A TTFT target (a bound of the simulated buckets): the overview's TTFT SLO column."""
-LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
-
-
-def _prometheus(workdir: Path) -> PromServer:
-    create_blocks(fleet_history(LANES, KEYS).render(), workdir / "tsdb")
-    return start_prometheus(workdir, tsdb=workdir / "tsdb")
-
-
-def _victoria_metrics(workdir: Path) -> PromServer:
-    server = start_victoria_metrics(workdir)
-    import_history(server, fleet_history(LANES, KEYS))
-    return server
-
-
-SERVERS: dict[str, Callable[[Path], PromServer]] = {
-    "prometheus": _prometheus,
-    "victoria-metrics": _victoria_metrics,
-}
-
-
-@pytest.fixture(scope="module", params=sorted(SERVERS))
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PromServer]:
-    started = SERVERS[request.param](tmp_path_factory.mktemp(request.param))
-    yield started
-    started.stop()
 
 
 async def _views(url: str) -> tuple[FleetView, FleetView, int]:
@@ -98,13 +43,8 @@ async def _views(url: str) -> tuple[FleetView, FleetView, int]:
         await fleet.aclose()
 
 
-def row_of(view: FleetView, lane: str) -> FleetRow | None:
-    """The view's row of `lane`, if it has one."""
-    return next((row for row in view.rows if row.lane == lane), None)
-
-
-async def test_lanes_found_added_and_gone(server: PromServer) -> None:
-    first, second, requests = await _views(server.url)
+async def test_lanes_found_added_and_gone(fleet_server: PromServer) -> None:
+    first, second, requests = await _views(fleet_server.url)
     assert requests == 1  # the whole fleet, one request
     assert [row.lane for row in first.rows] == ["lane-a", "lane-b", "lane-c", "lane-down",
                                                 "lane-legacy", "lane-old"]  # fmt: skip
@@ -133,11 +73,11 @@ async def test_lanes_found_added_and_gone(server: PromServer) -> None:
 
 
 @pytest.mark.parametrize("lane", ["lane-a", "lane-b", "lane-c", "lane-legacy", "lane-new"])
-async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: str) -> None:
-    _, view, _ = await _views(server.url)
+async def test_every_column_is_the_lane_panes_figure(fleet_server: PromServer, lane: str) -> None:
+    _, view, _ = await _views(fleet_server.url)
     row = row_of(view, lane)
     assert row is not None
-    source = PrometheusSource(server.url)
+    source = PrometheusSource(fleet_server.url)
     try:
         totals = await source.read_lane(lane, None, f'{{job="{lane}"}}', WINDOW_S, END)
     finally:
@@ -162,12 +102,12 @@ async def test_every_column_is_the_lane_panes_figure(server: PromServer, lane: s
     assert age is not None and math.isclose(age, END - LAST_SAMPLE[lane])
 
 
-async def test_tenant_header_and_a_partial_answer_are_carried(server: PromServer) -> None:
+async def test_tenant_header_and_a_partial_answer_are_carried(fleet_server: PromServer) -> None:
     """Mimir reads the tenant from X-Scope-OrgID; a Thanos or VictoriaMetrics cluster whose
     stores did not all answer says so (`isPartial`, `warnings`): the view shows it."""
-    real = httpx.post(f"{server.url}/api/v1/query", data={"query": "up", "time": str(END)})
+    real = httpx.post(f"{fleet_server.url}/api/v1/query", data={"query": "up", "time": str(END)})
     partial = {**real.json(), "isPartial": True, "warnings": ["store eu-1 timed out"]}
-    with FaultProxy(server.url) as proxy:
+    with FaultProxy(fleet_server.url) as proxy:
         lane = LaneConfig("", prometheus=proxy.url, tenant="team-a")
         fleet = FleetSource(prometheus_source(lane))
         try:
@@ -184,28 +124,15 @@ async def test_tenant_header_and_a_partial_answer_are_carried(server: PromServer
     assert {row.lane for row in view.rows} == {lane.name for lane in LANES}  # kept, gone
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, PromServer]]:
-    prometheus = _prometheus(tmp_path_factory.mktemp("both-prometheus"))
-    try:
-        victoria = _victoria_metrics(tmp_path_factory.mktemp("both-victoria-metrics"))
-    except BaseException:
-        prometheus.stop()
-        raise
-    yield prometheus, victoria
-    victoria.stop()
-    prometheus.stop()
-
-
 async def test_victoria_metrics_increase_does_not_extrapolate(
-    both: tuple[PromServer, PromServer],
+    fleet_prometheus: PromServer, fleet_victoria_metrics: PromServer
 ) -> None:
     """Prometheus's `increase()` extrapolates the first and last samples in the window to its
     edges; VictoriaMetrics' takes the sample just before the window as the base and does not
     extrapolate. With a sample every 15 s over 1 h they differ by at most one interval's
     worth of counts, 15 s / 3600 s ≈ 0.42 % of the window (plus a counter step's noise):
     the two servers' counter columns agree to 1 %, not to the last bit, and that is why."""
-    prometheus, victoria = both
+    prometheus, victoria = fleet_prometheus, fleet_victoria_metrics
     _, on_prometheus, _ = await _views(prometheus.url)
     _, on_victoria, _ = await _views(victoria.url)
     for lane in ("lane-a", "lane-b", "lane-c"):
@@ -220,9 +147,9 @@ async def test_victoria_metrics_increase_does_not_extrapolate(
 
 @pytest.mark.parametrize("form", ["md", "json"])
 def test_report_fleet_lists_every_lane(
-    server: PromServer, form: str, capsys: pytest.CaptureFixture[str]
+    fleet_server: PromServer, form: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["report", "--fleet", "--prometheus", server.url, "--lanes-by", "job",
+    argv = ["report", "--fleet", "--prometheus", fleet_server.url, "--lanes-by", "job",
             "--window", "1h", "--at", str(END), "--format", form]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out

@@ -71,7 +71,17 @@ def engine() -> Iterator[str]:
 
 def test_a_lane_with_nvml_reads_and_its_receipt_says_why_no_gpu(engine: str) -> None:
     pytest.importorskip("pynvml")
-    command = [sys.executable, "-m", "cockpit", "report", "--metrics-url", engine, "--nvml"]
+    command = [
+        sys.executable,
+        "-m",
+        "cockpit",
+        "report",
+        "--metrics-url",
+        engine,
+        "--nvml",
+        "--sample",
+        "1s",
+    ]
     done = subprocess.run(
         [*command, "--format", "json"], capture_output=True, text=True, timeout=60
     )

@@ -9,14 +9,14 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
 
 from cockpit.core.model import LaneTotals
 from cockpit.sources.prometheus import PrometheusSource, SourceError
-from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
+from tests.support.faultlane import shared_lane_prometheus, take_ports
+from tests.support.promharness import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 AHEAD = re.compile(r"the lane's samples are stamped (\d+) s ahead of the evaluation time")
@@ -44,9 +44,9 @@ class FastClock(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def engine(ahead: float) -> tuple[ThreadingHTTPServer, type[FastClock]]:
+def engine(ahead: float, port: int) -> tuple[ThreadingHTTPServer, type[FastClock]]:
     handler = type("Handler", (FastClock,), {"ahead": ahead})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server, handler
@@ -54,14 +54,9 @@ def engine(ahead: float) -> tuple[ThreadingHTTPServer, type[FastClock]]:
 
 @pytest.fixture(scope="module")
 def lanes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, type[FastClock]]]:
-    fast, _ = engine(60.0)  # fast from its first sample on
-    jumped, jumping = engine(0.0)  # in step at first, then a minute fast
-    workdir: Path = tmp_path_factory.mktemp("prom-clocks")
-    jobs = [
-        ScrapeJob("fast", [f"127.0.0.1:{fast.server_address[1]}"], "1s"),
-        ScrapeJob("jumped", [f"127.0.0.1:{jumped.server_address[1]}"], "1s"),
-    ]
-    server = start_prometheus(workdir, jobs)
+    server = shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))[1]
+    fast, _ = engine(60.0, take_ports("fast")[0])  # fast from its first sample on
+    jumped, jumping = engine(0.0, take_ports("jumped")[0])  # in step at first, then a minute fast
     try:
         wait_for_samples(server, "fast", ahead=120)
         wait_for_samples(server, "jumped", ahead=0)
@@ -69,7 +64,6 @@ def lanes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer
         wait_for_samples(server, "jumped", ahead=120, at_least=3)
         yield server, jumping
     finally:
-        server.stop()
         for one in (fast, jumped):
             one.shutdown()
             one.server_close()

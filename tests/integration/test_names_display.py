@@ -15,9 +15,9 @@ from cockpit.core.text import visible
 from cockpit.runtime.report import markdown_receipt
 from cockpit.widgets.fleet import LANE_CELLS, FleetOrder, table_view
 from cockpit.widgets.fleet_table import column_widths
-from tests.integration.test_names_missing_columns import snapshot_of
 from tests.support.faultlane import running_app, screen_text, wait_until
 from tests.support.ledger_writer import GOOD, ledger_config, make_ledger
+from tests.support.snapshots import ledger_snapshot_of
 
 LOOKALIKES = ("lane-0007", "lane-0007\u200b", "lane-0007\u034f", "lane-0007\u2060")
 HOSTILE = "cli\u202egnp.exe\u2066x\u2069\u200d\ufeff"
@@ -89,7 +89,7 @@ def hostile_ledger(folder: Path) -> Path:
 async def test_a_bidi_override_in_a_ledger_name_never_reaches_a_receipt_raw(
     tmp_path: Path,
 ) -> None:
-    snapshot = await snapshot_of(hostile_ledger(tmp_path))
+    snapshot = await ledger_snapshot_of(hostile_ledger(tmp_path))
     receipt = markdown_receipt(None, snapshot)
     assert "cli<U+202E>gnp.exe" in receipt
     assert raw_invisibles(receipt) == []

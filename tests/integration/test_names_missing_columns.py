@@ -7,13 +7,11 @@ import sqlite3
 from pathlib import Path
 
 from cockpit.core.snapshot import LedgerSnapshot
-from cockpit.runtime.poller import LedgerPoller
 from cockpit.runtime.report import markdown_receipt
-from cockpit.sources.ledger import LedgerSet, LedgerTailer
 from cockpit.widgets.ratios import ratios_view
 from cockpit.widgets.spend import spend_view
-from tests.app.test_widgets import rows
 from tests.support.ledger_writer import GOOD, make_ledger
+from tests.support.snapshots import ledger_snapshot_of, rows
 
 REASON = "schema 22 has no sessions.input_tokens"
 READS_INPUT = (
@@ -24,19 +22,11 @@ READS_INPUT = (
 READS_OTHERS = ("cache_read_tokens", "cache_write_tokens", "output_tokens", "api_calls")
 
 
-async def snapshot_of(path: Path) -> LedgerSnapshot:
-    ledger = LedgerSet([LedgerTailer(path)])
-    try:
-        return await LedgerPoller(ledger, 1.0).cycle("24h")
-    finally:
-        await ledger.close()
-
-
 async def renamed_input_ledger(folder: Path) -> LedgerSnapshot:
     path = make_ledger(folder / "state.db", GOOD, wal=False)
     with sqlite3.connect(path) as conn:
         conn.execute("ALTER TABLE sessions RENAME COLUMN input_tokens TO input_tokens_v2")
-    return await snapshot_of(path)
+    return await ledger_snapshot_of(path)
 
 
 async def test_each_figure_reading_the_missing_column_is_missing_with_its_reason(

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cockpit.sources.http import HttpClient, SourceError
-from tests.integration.test_faults_transport import _Anything
 from tests.support.faultlane import QuietServer
 from tests.support.repo import require_binary
+from tests.support.tls import AnswerAnything
 
 CA_CONFIG = """[ca]
 default_ca = test_ca
@@ -101,7 +101,7 @@ async def test_a_certificate_trusted_by_ca_file_but_refused_says_why(
     tmp_path: Path, start: str, end: str, names: str, reason: str
 ) -> None:
     cert, key = certificate(tmp_path, start, end, names)
-    with serving(_Anything, (cert, key)) as url:
+    with serving(AnswerAnything, (cert, key)) as url:
         said = await reason_of(url, verify=str(cert))
     assert said == f"{url}: {reason}"
 

@@ -15,10 +15,8 @@ import re
 import signal
 import ssl
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from cockpit.core.timeutil import clock
 from cockpit.sources.http import RETRY_AFTER_CAP_S, redact_url
 from cockpit.sources.prometheus import PrometheusSource, SourceError
 from cockpit.widgets import CacheGauge
+from tests.support.fakeprom import Behaviour, serve_fake_prometheus
 from tests.support.faultlane import (
     FAILURES,
     LANE_HIT_RATE,
@@ -57,22 +56,6 @@ from tests.support.promharness import PromServer, free_port
 
 # --- the source against a misbehaving server ---------------------------------------------------
 
-NAMES = ["vllm:prompt_tokens_total", "vllm:request_success_total", "vllm:num_requests_running"]
-
-
-class Behaviour:
-    """What the fake server answers to /api/v1/query; the handler reads it."""
-
-    status = 200
-    body: bytes = b""
-    headers: dict[str, str] = {}  # noqa: RUF012
-    delay = 0.0
-    reason: str | None = None
-    """The HTTP reason phrase (None: the usual one)."""
-    trickle = 0.0
-    """Seconds between the body's bytes (0: all at once)."""
-    seen_auth: list[str] = []  # noqa: RUF012
-
 
 def _vector(samples: list[tuple[str, str]], warnings: list[str] | None = None) -> bytes:
     result = [{"metric": {"fig": fig}, "value": [1.0, value]} for fig, value in samples]
@@ -82,62 +65,9 @@ def _vector(samples: list[tuple[str, str]], warnings: list[str] | None = None) -
     return json.dumps(body).encode()
 
 
-class Handler(BaseHTTPRequestHandler):
-    behaviour = Behaviour
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-        self.send_response(status, self.behaviour.reason)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not self.behaviour.trickle:
-            self.wfile.write(body)
-            return
-        for byte in body:
-            self.wfile.write(bytes([byte]))
-            self.wfile.flush()
-            time.sleep(self.behaviour.trickle)
-
-    def do_GET(self) -> None:
-        self.behaviour.seen_auth.append(self.headers.get("Authorization", ""))
-        if self.path.startswith("/api/v1/label/__name__/values"):
-            body = json.dumps({"status": "success", "data": NAMES}).encode()
-            self._answer(200, body, {"Content-Type": "application/json"})
-        else:
-            self._answer(404, b"not found", {})
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(length)
-        time.sleep(self.behaviour.delay)
-        self._answer(self.behaviour.status, self.behaviour.body, self.behaviour.headers)
-
-
-def _serve(context: ssl.SSLContext | None = None) -> Iterator[tuple[str, type[Behaviour]]]:
-    behaviour = type("B", (Behaviour,), {"seen_auth": [], "headers": {}})
-    Behaviour.reason = None
-    handler = type("H", (Handler,), {"behaviour": behaviour})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.block_on_close = False
-    scheme = "http"
-    if context is not None:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        scheme = "https"
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    yield f"{scheme}://127.0.0.1:{server.server_address[1]}", behaviour
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture
 def fake() -> Iterator[tuple[str, type[Behaviour]]]:
-    yield from _serve()
+    yield from serve_fake_prometheus()
 
 
 async def _read(url: str, **options: Any) -> Any:
@@ -368,7 +298,7 @@ def tls(tmp_path: Path) -> Iterator[tuple[str, type[Behaviour], Path]]:
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    for url, behaviour in _serve(context):
+    for url, behaviour in serve_fake_prometheus(context):
         yield url, behaviour, cert
 
 

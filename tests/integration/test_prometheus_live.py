@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import MetricsHandler
 
 from cockpit.sources.prometheus import PrometheusSource, SourceError
-from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
+from tests.support.faultlane import shared_lane_prometheus, take_ports
+from tests.support.promharness import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -25,26 +25,31 @@ class Engine:
         self.server.shutdown()
         self.server.server_close()
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]
         self.prompt = Counter("vllm:prompt_tokens", "p", labels, registry=self.registry)
         self.running = Gauge("vllm:num_requests_running", "r", labels, registry=self.registry)
         self.prompt.labels("live", "0")
         self.running.labels("live", "0").set(3)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), MetricsHandler.factory(self.registry))
+        self.server = ThreadingHTTPServer(
+            ("127.0.0.1", port), MetricsHandler.factory(self.registry)
+        )
         self.server.daemon_threads = True
         self.address = f"127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, PromServer]]:
-    engine = Engine()
-    workdir: Path = tmp_path_factory.mktemp("prom-live")
-    server = start_prometheus(workdir, [ScrapeJob("live-lane", [engine.address], "1s")])
-    yield engine, server
-    server.stop()
+def scraping(tmp_path_factory: pytest.TempPathFactory) -> PromServer:
+    """The run's lane Prometheus: it scrapes this module's jobs every second."""
+    return shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))[1]
+
+
+@pytest.fixture(scope="module")
+def live(scraping: PromServer) -> Iterator[tuple[Engine, PromServer]]:
+    engine = Engine(take_ports("live-lane")[0])
+    yield engine, scraping
     engine.stop()
 
 
@@ -100,11 +105,11 @@ def _wait_up(server: PromServer, job: str, up: int) -> None:
     raise AssertionError(f"up of {job} never became {up}")
 
 
-async def test_scrape_targets_that_are_down_are_said(tmp_path: Path) -> None:
+async def test_scrape_targets_that_are_down_are_said(scraping: PromServer) -> None:
     """Some of the lane's engines down: the read says how many; all down: the lane is down
     (its engine absent, asked again every refresh), not "ok" with the window's old data."""
-    first, second = Engine(), Engine()
-    server = start_prometheus(tmp_path, [ScrapeJob("pair", [first.address, second.address])])
+    first, second = (Engine(port) for port in take_ports("pair"))
+    server = scraping
     source = PrometheusSource(server.url, stats=True)
     try:
         await asyncio.to_thread(_wait_up, server, "pair", 2)
@@ -129,4 +134,5 @@ async def test_scrape_targets_that_are_down_are_said(tmp_path: Path) -> None:
         assert touched[1] == 4 < touched[0]  # count(up) and sum(up) of the two targets
     finally:
         await source.aclose()
-        server.stop()
+        first.stop()  # again: a stopped server's stop returns at once
+        second.stop()

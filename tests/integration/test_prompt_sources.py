@@ -20,8 +20,8 @@ from cockpit.core.snapshot import LaneSnapshot
 from cockpit.engines.vllm import HOST_TIER_PINNED
 from cockpit.runtime.report import json_receipt, lane_markdown
 from cockpit.sources.prometheus import PrometheusSource
-from tests.integration.test_engine_metrics import END, SCRAPES, WINDOW, history, scraped
 from tests.support.promharness import PromServer, remote_write
+from tests.support.replayed import END, SCRAPES, WINDOW, history, scraped
 from tests.support.repo import FIXTURES, require_fixture
 
 EXPOSITIONS = {

@@ -24,7 +24,7 @@ from cockpit.core.figures import lane_figures
 from cockpit.core.model import Freshness, LaneTotals
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.runtime.report import markdown_receipt
-from tests.support.cli import run_cockpit
+from tests.support.cli import cockpit_here, run_cockpit
 from tests.support.promharness import OpenMetricsWriter, create_blocks, start_prometheus
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
@@ -55,7 +55,7 @@ def by_source_calls(path: Path, start: float, end: float) -> dict[str, int]:
 
 @pytest.mark.parametrize("days", [7, 30, 90])
 def test_json_ledger_report_matches_independent_sql(hermes_v22: Path, days: int) -> None:
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--ledger", str(hermes_v22), "--window", f"{days}d",
         "--at", str(FIXTURE_NOW), "--format", "json", cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
@@ -81,7 +81,7 @@ def test_json_ledger_report_matches_independent_sql(hermes_v22: Path, days: int)
 
 
 def test_markdown_report_has_the_seed_tables_and_reproducible_sql(hermes_v22: Path) -> None:
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--ledger", str(hermes_v22), "--window", "90d", "--at", str(FIXTURE_NOW),
         cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
@@ -103,7 +103,7 @@ def test_markdown_report_has_the_seed_tables_and_reproducible_sql(hermes_v22: Pa
 
 
 def test_old_schema_report_says_what_is_missing(hermes_v11: Path) -> None:
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--ledger", str(hermes_v11), "--window", "30d", "--at", str(FIXTURE_NOW),
         cwd=hermes_v11.parent, home=hermes_v11.parent,
     )  # fmt: skip
@@ -167,7 +167,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> None:
     at = START + 2 * 3600
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
         "--window", "1h", "--at", str(at), "--format", "json", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
@@ -188,7 +188,7 @@ def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> 
     assert lane["provenance"]["dialect"] == "vllm"
     assert "increase(" in lane["provenance"]["queries"]["requests"]
 
-    markdown = run_cockpit(
+    markdown = cockpit_here(
         "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
         "--window", "1h", "--at", str(at), cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
@@ -299,9 +299,9 @@ def test_speculative_lane_report_measures_tokens_per_step(
     fixture_server: str, tmp_path: Path
 ) -> None:
     name = "metrics_real_specdec.txt"
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--metrics-url", f"{fixture_server}/{name}", "--window", "24h",
-        "--format", "json", cwd=tmp_path, home=tmp_path,
+        "--sample", "1s", "--format", "json", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["lane"]["figures"]
@@ -318,9 +318,9 @@ def test_speculative_lane_report_measures_tokens_per_step(
 def test_lane_report_rows_are_distinct_and_reasons_said_once(
     fixture_server: str, tmp_path: Path
 ) -> None:
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
-        cwd=tmp_path, home=tmp_path,
+        "--sample", "1s", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| Requests with")]
@@ -341,7 +341,7 @@ def test_per_profile_table_survives_an_old_ledger(
     old = tmp_path / ".hermes" / "profiles" / "old" / "state.db"
     old.parent.mkdir(parents=True)
     shutil.copyfile(hermes_v11, old)
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--ledger", str(hermes_v22), "--ledger", str(old), "--window", "90d",
         "--at", str(FIXTURE_NOW), cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
@@ -385,9 +385,9 @@ def test_a_stale_source_is_dated_in_utc_whatever_the_machines_zone(
 def test_lane_report_shows_tails_beside_means_and_the_lane_now(
     fixture_server: str, tmp_path: Path
 ) -> None:
-    result = run_cockpit(
+    result = cockpit_here(
         "report", "--metrics-url", f"{fixture_server}/metrics_real.txt", "--window", "24h",
-        cwd=tmp_path, home=tmp_path,
+        "--sample", "1s", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

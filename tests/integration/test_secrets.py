@@ -20,7 +20,8 @@ import yaml
 
 from cockpit.config.schema import Auth, Config, LaneConfig
 from cockpit.widgets import CacheGauge
-from tests.support.cli import run_cockpit
+from tests.support.cli import cockpit_here, run_cockpit
+from tests.support.fakeprom import serve_fake_prometheus
 from tests.support.faultlane import (
     JOB,
     LANE_HIT_RATE,
@@ -38,6 +39,7 @@ from tests.support.faultlane import (
 from tests.support.faultproxy import FaultProxy, http_answer, json_answer
 from tests.support.promharness import PromServer
 from tests.support.repo import require_binary
+from tests.support.tls import TLS_REASON, AnswerAnything, self_signed, serving_tls
 
 pytestmark = pytest.mark.prometheus
 
@@ -163,30 +165,11 @@ def test_basic_auth_password_file_never_shows(guarded: FaultProxy, tmp_path: Pat
 
 
 def test_a_tls_failure_with_a_token_says_nothing_of_it(tmp_path: Path) -> None:
-    from tests.integration.test_faults_transport import TLS_REASON, self_signed
-
-    require_binary("openssl")
-    import ssl
-    import threading
-
-    from tests.integration.test_faults_transport import QuietServer, _Anything
-
-    cert, key = self_signed(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server = QuietServer(("127.0.0.1", 0), _Anything)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    try:
-        url = f"https://127.0.0.1:{server.server_address[1]}"
+    with serving_tls(tmp_path, AnswerAnything) as (url, _):
         config = write_config(tmp_path, {"prometheus": url, "auth": {"bearer_env": "LANE_TOKEN"}})
         done = run_cockpit(
             "check", "--config", str(config), env={"LANE_TOKEN": TOKEN}, cwd=tmp_path, home=tmp_path
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert done.returncode == 1 and done.stdout.rstrip().endswith(TLS_REASON)
     assert_clean(done.stdout + done.stderr, "check against a self-signed server")
 
@@ -237,7 +220,8 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
     prom: PromServer, tmp_path: Path, channel: str, kind: str
 ) -> None:
     """Every byte from a server passes the same masking: reason phrase, the API's error and
-    warnings, the body; for every secret kind, in `check` and `report` (md and json)."""
+    warnings, the body; for every secret kind, in `check` and `report` (md and json), run
+    through the CLI's main in this process (the tests above run the real command)."""
     auth, secret, wire = AUTH_KINDS[kind]
     (tmp_path / "secret.txt").write_text(secret + "\n")
     if "basic" in kind:
@@ -247,8 +231,8 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
         config = write_config(tmp_path, {"prometheus": proxy.url, "auth": auth})
         said = ""
         for command in (("check",), ("report", "--format", "md"), ("report", "--format", "json")):
-            done = run_cockpit(*command, "--config", str(config), env={"LANE_SECRET": secret},
-                           cwd=tmp_path, home=tmp_path)  # fmt: skip
+            done = cockpit_here(*command, "--config", str(config), env={"LANE_SECRET": secret},
+                            cwd=tmp_path, home=tmp_path)  # fmt: skip
             assert "Traceback" not in done.stderr
             assert_clean(done.stdout + done.stderr, f"{' '.join(command)} ({channel}, {kind})")
             said += done.stdout + done.stderr
@@ -259,8 +243,6 @@ def test_a_server_quoting_the_credential_in_any_channel_never_gets_it_shown(
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
     """A self-signed certificate for 127.0.0.1 (openssl) and a server context holding it."""
-    from tests.integration.test_faults_transport import self_signed
-
     require_binary("openssl")
     cert, key = self_signed(tmp_path_factory.mktemp("tls"))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -274,9 +256,7 @@ def quoting_server(
 ) -> Iterator[tuple[str, list[str]]]:
     """A Prometheus (http, or https with `context`) that quotes `wire`, the credential it is
     sent, back through `channel`; and the Authorization headers it saw."""
-    from tests.integration.test_prometheus_faults import _serve
-
-    serving = _serve(context)
+    serving = serve_fake_prometheus(context)
     url, behaviour = next(serving)
     if channel == "reason":
         behaviour.status, behaviour.reason, behaviour.body = 403, f"Forbidden {wire}", b"no"

@@ -14,7 +14,8 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -114,12 +115,29 @@ def start_exporter(port: int = 0) -> Exporter:
     return Exporter(collector, server)
 
 
-def start_lane_prometheus(workdir: Path, exporter: Exporter, late_port: int) -> PromServer:
-    """Prometheus scraping the exporter as JOB, and `late_port`, where nothing listens yet, as
-    LATE_JOB."""
-    jobs = [
-        ScrapeJob(JOB, [exporter.address], "1s"),
-        ScrapeJob(LATE_JOB, [f"127.0.0.1:{late_port}"], "1s"),
+SCRAPED: dict[str, int] = {
+    LATE_JOB: 1,
+    "live-lane": 1,
+    "pair": 2,
+    "pair-lane": 2,
+    "week-lane": 1,
+    "cards-live": 1,
+    "fast": 1,
+    "jumped": 1,
+}
+"""Jobs the run's lane Prometheus scrapes besides JOB, with their number of targets: ports held
+from its start (bound, not listening: a scrape is refused) until the one test of each job takes
+them for its engines. Prometheus applies a new scrape config only on its 5 s discovery tick, so
+a job declared up front is scraped within a second of its engine coming up."""
+
+
+def start_lane_prometheus(
+    workdir: Path, exporter: Exporter, held: Mapping[str, list[int]]
+) -> PromServer:
+    """Prometheus scraping the exporter as JOB, and each job of `held` on its ports, where
+    nothing listens yet."""
+    jobs = [ScrapeJob(JOB, [exporter.address], "1s")] + [
+        ScrapeJob(job, [f"127.0.0.1:{port}" for port in ports], "1s") for job, ports in held.items()
     ]
     server = start_prometheus(workdir, jobs)
     wait_for_samples(server.url, 3)
@@ -211,33 +229,55 @@ def error_notices(app: CockpitApp) -> list[str]:
     return [n.message for n in app._notifications if n.severity == "error"]
 
 
-_SHARED: list[tuple[Exporter, PromServer]] = []
-_LATE_PORT: list[socket.socket] = []
-"""LATE_JOB's port, bound but not listening (a connection is refused) until it is taken."""
+_SHARED: list[Future[tuple[Exporter, PromServer]]] = []
+_HELD: dict[str, list[socket.socket]] = {}
+"""Each SCRAPED job's ports, bound but not listening (a connection is refused) until taken."""
+
+
+def start_shared_lane_prometheus(workdir: Path) -> None:
+    """Start the run's lane Prometheus in the background (its first scrapes take ~5 s): the
+    tests before its first user run meanwhile. `shared_lane_prometheus` waits for it."""
+    if _SHARED:
+        return
+    for job, count in SCRAPED.items():
+        _HELD[job] = [socket.socket() for _ in range(count)]
+        for held in _HELD[job]:
+            held.bind(("127.0.0.1", 0))  # held, so no other test's server gets this port
+    ports = {job: [held.getsockname()[1] for held in sockets] for job, sockets in _HELD.items()}
+
+    def start() -> tuple[Exporter, PromServer]:
+        exporter = start_exporter()
+        atexit.register(exporter.stop)
+        server = start_lane_prometheus(workdir, exporter, ports)
+        atexit.register(server.stop)
+        return exporter, server
+
+    pool = ThreadPoolExecutor(1)
+    _SHARED.append(pool.submit(start))
+    pool.shutdown(wait=False)  # its thread ends with the start
 
 
 def shared_lane_prometheus(workdir: Path) -> tuple[Exporter, PromServer]:
-    """One exporter and Prometheus for every fault-test module of the run (stopped at exit)."""
-    if not _SHARED:
-        exporter = start_exporter()
-        late = socket.socket()
-        late.bind(("127.0.0.1", 0))  # held, so no other test's server gets this port
-        _LATE_PORT.append(late)
-        server = start_lane_prometheus(workdir, exporter, late.getsockname()[1])
-        atexit.register(exporter.stop)
-        atexit.register(server.stop)
-        _SHARED.append((exporter, server))
-    return _SHARED[0]
+    """One exporter and Prometheus for every test module of the run that needs a lane scraped
+    (stopped at exit): JOB's exporter, and the SCRAPED jobs' held ports."""
+    start_shared_lane_prometheus(workdir)
+    return _SHARED[0].result(timeout=60)
+
+
+def take_ports(job: str) -> list[int]:
+    """The SCRAPED job's ports, freed for the test's engines to come up on. Once per run:
+    after that, Prometheus holds that test's series for the job."""
+    assert job in _HELD, f"shared_lane_prometheus() first, and only one test can take {job}"
+    ports = []
+    for held in _HELD.pop(job):
+        ports.append(held.getsockname()[1])
+        held.close()
+    return ports
 
 
 def take_late_port() -> int:
-    """LATE_JOB's port, freed for the engine to come up on. Once per run: after that,
-    Prometheus holds engine series for LATE_JOB and it is no longer late."""
-    assert _LATE_PORT, "shared_lane_prometheus() first, and only one test can take it"
-    late = _LATE_PORT.pop()
-    port: int = late.getsockname()[1]
-    late.close()
-    return port
+    """LATE_JOB's port, freed for the engine to come up on (see `take_ports`)."""
+    return take_ports(LATE_JOB)[0]
 
 
 def fresh_with(app: Any, text: str) -> bool:

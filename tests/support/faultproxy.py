@@ -92,6 +92,12 @@ class FaultProxy:
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
+            # Connections still open (a client's keep-alive) end here, not when collected.
+            handlers = asyncio.all_tasks() - {asyncio.current_task()}
+            for handler in handlers:
+                handler.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
+            if self._server is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._server.wait_closed(), 1)
 
@@ -99,6 +105,8 @@ class FaultProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self._loop.close()
         self._loop = None
 
     def __enter__(self) -> FaultProxy:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Self
 
+from textual.app import App
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from cockpit.widgets.pane import Pane
+from cockpit.app.app import CockpitApp, make_app
+from cockpit.widgets.pane import Pane, Row
+from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config, fixed_clocks
 from tests.support.screentext import screen_text
 
 
@@ -55,3 +58,62 @@ class Counting(Widget):
     ) -> Self:
         self.refreshes.append(layout)
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
+async def full_render(app: App[Any], pilot: Pilot[None]) -> str:
+    """The screen after every widget is redrawn from scratch."""
+    for widget in app.screen.walk_children():
+        widget.refresh()
+    await pilot.pause()
+    return screen_text(app)
+
+
+def screen_lines(app: App[Any]) -> list[str]:
+    """The screen's rows, each as wide as the screen."""
+    width, height = app.size
+    rows = screen_text(app).split("\n")
+    rows += [""] * (height - len(rows))
+    return [row.ljust(width) for row in rows]
+
+
+def check_screen(app: App[Any]) -> int:
+    """Borders and values of every pane on screen; how many figure rows were checked."""
+    lines = screen_lines(app)
+    width, height = app.size
+    assert len(lines) == height and all(len(line) == width for line in lines)
+    body = app.query_one("#body").region
+    checked = 0
+    for pane in app.query(Pane):
+        region = pane.region
+        if not pane.display or not region.overlaps(body):
+            continue
+        visible = region.intersection(body).intersection(Region(0, 0, width, height))
+        whole = visible == region
+        left, right = region.x, region.right - 1
+        assert left >= 0 and right < width, (pane.id, region, app.size)
+        if whole:
+            top, bottom = lines[region.y], lines[region.bottom - 1]
+            assert top[left] == "╭" and top[right] == "╮", (pane.id, top)
+            assert bottom[left] == "╰" and bottom[right] == "╯", (pane.id, bottom)
+        for y in range(visible.y, visible.bottom):
+            if y in (region.y, region.bottom - 1):
+                continue
+            assert lines[y][left] == "│" and lines[y][right] == "│", (pane.id, y, lines[y])
+        assert pane.view is not None
+        for index, line in enumerate(pane.view.lines):
+            y = region.y + 1 + index
+            if not isinstance(line, Row) or not visible.y <= y < visible.bottom:
+                continue
+            inside = lines[y][left + 2 : right - 1].rstrip()
+            assert inside.endswith(line.value), (pane.id, line, inside)
+            checked += 1
+    return checked
+
+
+def full_cockpit(lane_failure: Exception | None = None) -> CockpitApp:
+    """Two lanes (the first decodes speculatively) and a ledger: every pane has its data."""
+    lanes = [
+        ScriptedLaneFeed("lane-a", failure=lane_failure, spec=True),
+        ScriptedLaneFeed("lane-b"),
+    ]
+    return make_app(config("lane-a", "lane-b"), lanes, ScriptedLedgerFeed(), clocks=fixed_clocks())
