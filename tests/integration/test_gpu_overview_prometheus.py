@@ -33,7 +33,13 @@ from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.gpu import ScrapeGpu
 from cockpit.sources.gpu_nvml import NO_DRIVER, NO_PACKAGE
-from tests.support.promharness import OpenMetricsWriter, PromServer, add_engine, remote_write
+from tests.support.promharness import (
+    OpenMetricsWriter,
+    PromServer,
+    add_engine,
+    instant_value,
+    remote_write,
+)
 from tests.support.repo import FIXTURES, require_fixture
 
 pytestmark = pytest.mark.prometheus
@@ -223,9 +229,7 @@ def rows(view: FleetView) -> dict[str, FleetRow]:
 
 
 def promql(server: PromServer, query: str) -> float:
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": END}).json()
-    (result,) = body["data"]["result"]
-    return float(result["value"][1])
+    return instant_value(server, query, END)
 
 
 def test_gpu_columns_are_the_served_values_listed_and_discovered(prometheus: PromServer) -> None:

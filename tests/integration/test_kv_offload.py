@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from functools import cache
 
-import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -29,7 +28,7 @@ from cockpit.runtime.report import json_receipt, markdown_receipt
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
 from cockpit.widgets.offload import offload_view
-from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
+from tests.support.promharness import OpenMetricsWriter, PromServer, instant_value, remote_write
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
 pytestmark = pytest.mark.prometheus
@@ -115,9 +114,7 @@ def prometheus(prometheus: PromServer) -> PromServer:
 
 
 def promql(server: PromServer, query: str) -> float:
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": END}).json()
-    (result,) = body["data"]["result"]
-    return float(result["value"][1])
+    return instant_value(server, query, END)
 
 
 async def read_prometheus(server: PromServer, job: str) -> LaneTotals:

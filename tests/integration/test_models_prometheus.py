@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import random
 
-import httpx
 import pytest
 
 from cockpit.core.figures import lane_figures
@@ -25,7 +24,7 @@ from cockpit.core.model import LaneTotals
 from cockpit.core.models import model_rows
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
+from tests.support.promharness import OpenMetricsWriter, PromServer, instant, remote_write
 
 pytestmark = pytest.mark.prometheus
 
@@ -113,8 +112,7 @@ def prometheus(prometheus: PromServer) -> PromServer:
 
 def promql(server: PromServer, query: str) -> dict[str, float]:
     """Prometheus's own answer, by `model_name` ('' for a sample without it)."""
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": END}).json()
-    return {r["metric"].get("model_name", ""): float(r["value"][1]) for r in body["data"]["result"]}
+    return {labels.get("model_name", ""): value for labels, value in instant(server, query, END)}
 
 
 async def read_prometheus(server: PromServer) -> LaneTotals:

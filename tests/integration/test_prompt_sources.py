@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -20,7 +19,7 @@ from cockpit.core.snapshot import LaneSnapshot
 from cockpit.engines.vllm import HOST_TIER_PINNED
 from cockpit.runtime.report import json_receipt, lane_markdown
 from cockpit.sources.prometheus import PrometheusSource
-from tests.support.promharness import PromServer, remote_write
+from tests.support.promharness import PromServer, instant, remote_write
 from tests.support.replayed import END, SCRAPES, WINDOW, history, scraped
 from tests.support.repo import FIXTURES, require_fixture
 
@@ -53,10 +52,7 @@ def counted(text: str, name: str, label: str = "") -> dict[str, float]:
 
 def promql(server: PromServer, query: str) -> dict[str, float]:
     """Prometheus's own answer at the window's end, by the result's single label (if any)."""
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": END}).json()
-    return {
-        next(iter(r["metric"].values()), ""): float(r["value"][1]) for r in body["data"]["result"]
-    }
+    return {next(iter(labels.values()), ""): value for labels, value in instant(server, query, END)}
 
 
 @pytest.fixture(scope="module")

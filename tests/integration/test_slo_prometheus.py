@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import random
 
-import httpx
 import pytest
 
 from cockpit.core.figures import lane_figures
@@ -22,7 +21,7 @@ from cockpit.core.model import LaneTotals
 from cockpit.core.slo import Slo
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
+from tests.support.promharness import OpenMetricsWriter, PromServer, instant_value, remote_write
 
 pytestmark = pytest.mark.prometheus
 
@@ -95,9 +94,7 @@ def prometheus(prometheus: PromServer) -> PromServer:
 
 
 def promql(server: PromServer, query: str) -> float:
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": END}).json()
-    (result,) = body["data"]["result"]
-    return float(result["value"][1])
+    return instant_value(server, query, END)
 
 
 def increase(base: str, le: float | None = None) -> str:

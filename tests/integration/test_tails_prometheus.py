@@ -17,7 +17,6 @@ import math
 import random
 import re
 
-import httpx
 import pytest
 
 from cockpit.core.figures import format_figure, lane_figures
@@ -27,6 +26,7 @@ from cockpit.sources.scrape import ScrapeSource
 from tests.support.promharness import (
     OpenMetricsWriter,
     PromServer,
+    instant_value,
     remote_write,
 )
 from tests.support.repo import FIXTURES, require_fixture
@@ -225,16 +225,9 @@ def prometheus(prometheus: PromServer) -> PromServer:
     return prometheus
 
 
-def promql_value(server: PromServer, query: str, at: float) -> float:
-    body = httpx.get(f"{server.url}/api/v1/query", params={"query": query, "time": at}).json()
-    result = body["data"]["result"]
-    assert len(result) == 1, (query, body)
-    return float(result[0]["value"][1])
-
-
 def server_quantile(server: PromServer, q: float, base: str, job: str, extra: str = "") -> float:
     buckets = f'sum by (le) (increase({base}_bucket{{job="{job}"{extra}}}[1h]))'
-    return promql_value(server, f"histogram_quantile({q}, {buckets})", END)
+    return instant_value(server, f"histogram_quantile({q}, {buckets})", END)
 
 
 async def read_prometheus(
@@ -399,7 +392,7 @@ async def test_a_tail_s_query_reads_as_where_it_came_from(prometheus: PromServer
     figures = lane_figures(await read_prometheus(prometheus, "tails-full")).figures
     for key in ("ttft_p50", "itl_p99"):
         assert figures[key].query.startswith("histogram_quantile(")
-        expected = promql_value(prometheus, figures[key].query, END)
+        expected = instant_value(prometheus, figures[key].query, END)
         assert figures[key].value == pytest.approx(expected, rel=1e-9), key
     scraped = read_scrape("tails-full")
     tail = lane_figures(scraped).figures["ttft_p50"]

@@ -150,6 +150,20 @@ def _wait_ready(server: PromServer, timeout: float = 30.0, ready: str = "/-/read
 # --- remote write: history into a running Prometheus ------------------------------------
 
 
+def instant(server: PromServer, query: str, at: float) -> list[tuple[dict[str, str], float]]:
+    """Prometheus's own answer to an instant query at `at`: each result's labels and value."""
+    params: dict[str, str | float] = {"query": query, "time": at}
+    body = httpx.get(f"{server.url}/api/v1/query", params=params).json()
+    return [(r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
+
+
+def instant_value(server: PromServer, query: str, at: float) -> float:
+    """The one value of an instant query at `at`."""
+    results = instant(server, query, at)
+    assert len(results) == 1, (query, results)
+    return results[0][1]
+
+
 def _varint(number: int) -> bytes:
     out = bytearray()
     while True:
