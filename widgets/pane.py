@@ -132,7 +132,8 @@ class Cells:
     tone: Tone = "plain"
     stale: bool = False
     column: int = 9
-    """Cells per column; one fewer when the columns and `min_label` cells don't fit."""
+    """Cells per column; one fewer when the columns and `min_label` cells don't fit (then the
+    last columns are left out until the label has half its cells)."""
     short: str = ""
     """The label when the full one leaves no room (`ITL` for `Inter-token`)."""
     min_label: int = 5
@@ -146,6 +147,8 @@ class Cells:
             column -= 1
             if self.drop_first and self.min_label + column * len(shown) > width:
                 shown = shown[1:]
+        while len(shown) > 1 and self.min_label // 2 + column * len(shown) > width:
+            shown = shown[:-1]  # the label keeps half its cells; the last columns give way
         values = "".join(visible(value).rjust(column) for value in shown)
         room = width - cell_len(values)
         label = visible(self.label)

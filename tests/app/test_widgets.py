@@ -16,12 +16,13 @@ from cockpit.roofline.profiles import find_hardware, find_model
 from cockpit.themes import THEMES
 from cockpit.widgets import CacheGauge, PrefillPane, StatusView
 from cockpit.widgets.cache_gauge import cache_view
-from cockpit.widgets.pane import MISSING, Bar, Note, PaneView, Row
+from cockpit.widgets.pane import MISSING, Bar, Cells, Note, PaneView, Row
 from cockpit.widgets.phase_bar import phase_view
 from cockpit.widgets.prefill import prefill_view
 from cockpit.widgets.ratios import ratios_view
 from cockpit.widgets.spend import spend_view
 from cockpit.widgets.status import SourceStatus, pack_items, status_items
+from cockpit.widgets.tables import HEADER, NAME_CELLS
 from tests.support.feeds import EVAL_AT
 from tests.support.snapshots import (
     SPLIT,
@@ -480,3 +481,30 @@ def test_a_model_filter_is_shown_as_typed() -> None:
     view = StatusView("lane-a", 1, 1, "1h", evaluated_at=EVAL_AT, model_filter=typed)
     shown = [item.plain for item in status_items(view)]
     assert f"model '{typed}'" in shown, shown
+
+
+def test_a_table_row_too_wide_for_its_pane_keeps_its_label_and_leaves_out_its_last_columns() -> (
+    None
+):
+    """The ledger tables in a 61-cell column (a 200-column screen): seven 10-cell columns and a
+    24-cell label don't fit even at 9 cells a column; the name stays, the last columns go."""
+    header = Cells("per source", HEADER, column=10, min_label=NAME_CELLS)
+    row = Cells("telegram", ("2", "41", "6.143 M", "24,464", "251 : 1", "41.1 : 1", "83.9%"),
+                column=10, min_label=NAME_CELLS)  # fmt: skip
+    width = 61
+    kept = (width - NAME_CELLS // 2) // 9  # columns of 9 cells beside half the label's cells
+    assert kept == 5
+    assert header.content(width).plain.split() == ["per", "source", *HEADER[:kept]]
+    assert row.content(width).plain.split()[0] == "telegram"
+    assert row.content(width).plain.split()[1:] == [
+        "2",
+        "41",
+        "6.143",
+        "M",
+        "24,464",
+        "251",
+        ":",
+        "1",
+    ]
+    # At 81 cells the seven 9-cell columns leave the label 18 cells: nothing is left out.
+    assert row.content(81).plain.split()[-1] == "83.9%"
