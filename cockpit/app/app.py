@@ -4,7 +4,8 @@ The app owns that state and the three refresh loops (`refresh.RefreshLoop`: the 
 ledger, the fleet) and hands each snapshot to the screen that shows it: the lane's panes
 (`lane.LaneScreen`, its default screen) or the fleet's overview (`overview.FleetScreen`, which
 the cockpit opens on when it has a fleet; `enter` opens a lane's panes, that lane alone polled
-until `escape`). While the overview is open the fleet is read instead of the lane.
+until `escape`). While the overview is open the fleet is read instead of the lane. The overview
+and the pop-up screens are imported when first opened: a lane's panes start without them.
 """
 
 from __future__ import annotations
