@@ -4,7 +4,8 @@ The app owns that state and the three refresh loops (`refresh.RefreshLoop`: the 
 ledger, the fleet) and hands each snapshot to the screen that shows it: the lane's panes
 (`lane.LaneScreen`, its default screen) or the fleet's overview (`overview.FleetScreen`, which
 the cockpit opens on when it has a fleet; `enter` opens a lane's panes, that lane alone polled
-until `escape`). While the overview is open the fleet is read instead of the lane.
+until `escape`). While the overview is open the fleet is read instead of the lane. The overview
+and the pop-up screens are imported when first opened: a lane's panes start without them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
@@ -28,21 +29,9 @@ from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from cockpit.app.lane import MIN_HEIGHT, MIN_WIDTH, LaneScreen, LaneView, lane_widgets
-from cockpit.app.overview import FleetScreen
 from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop, SnapshotT
-from cockpit.app.screens import (
-    CardNameScreen,
-    CardsScreen,
-    DetailsScreen,
-    HelpScreen,
-    LedgerTablesScreen,
-    ModelFilterScreen,
-    ModelsScreen,
-    details_blocks,
-)
 from cockpit.app.suspend import resume_only_after_suspend
 from cockpit.config.schema import Config, LaneConfig
-from cockpit.core.fleet import lane_config
 from cockpit.core.health import rule_lines
 from cockpit.core.ledger_figures import lane_models
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
@@ -80,10 +69,13 @@ from cockpit.themes import (
     next_theme,
 )
 from cockpit.widgets import StatusView
-from cockpit.widgets.fleet_table import RowTable
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.status import source_status
 from cockpit.widgets.vitals import VitalStrip
+
+if TYPE_CHECKING:
+    from cockpit.app.overview import FleetScreen
+    from cockpit.widgets.fleet_table import RowTable
 
 DETAILED = (VitalStrip, Pane)
 """What the arrows focus, in turn, and enter or i opens the figures of."""
@@ -249,6 +241,8 @@ class CockpitApp(App[None]):
         # Before the screen is composed: the first reads wait on their sources while the UI
         # is built. Their answers are handled once it is mounted.
         if self.fleet_poller is not None:
+            from cockpit.app.overview import FleetScreen
+
             self.overview = FleetScreen(self.config.health)
         self._read_view()
         self.ledger_loop.read_now()
@@ -422,8 +416,7 @@ class CockpitApp(App[None]):
         self._show()
         self.fleet_loop.read_now()
 
-    @on(RowTable.Selected)
-    def _lane_chosen(self, event: RowTable.Selected) -> None:
+    def on_row_table_selected(self, event: RowTable.Selected) -> None:
         self.open_lane(event.key)
 
     def open_lane(self, name: str) -> None:
@@ -445,6 +438,8 @@ class CockpitApp(App[None]):
         found = [name for name in names if name not in known]
         if discover is None or not found:
             return
+        from cockpit.core.fleet import lane_config
+
         lanes = tuple(lane_config(discover, name) for name in found)
         self._add_feeds(build_lane_feeds(replace(self.config, lanes=lanes)))
 
@@ -505,6 +500,8 @@ class CockpitApp(App[None]):
             self.action_refresh()
 
     def action_filter_model(self) -> None:
+        from cockpit.app.screens import ModelFilterScreen
+
         if not self.lane_feeds or isinstance(self.screen, ModelFilterScreen):
             return
         feed = self.lane_feeds[self.lane_index]
@@ -527,6 +524,8 @@ class CockpitApp(App[None]):
         self.notify(f"theme: {self.theme}", markup=False)
 
     def action_help(self) -> None:
+        from cockpit.app.screens import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             targets = any(lane.slo.ttft_s is not None for lane in self.config.lanes)
             self.push_screen(HelpScreen(rule_lines(self.config.health, targets)))
@@ -560,15 +559,21 @@ class CockpitApp(App[None]):
         pane = focused if focused in panes else panes[0] if panes else None
         if pane is None:
             return
+        from cockpit.app.screens import DetailsScreen, details_blocks
+
         name = pane.border_title or ("Vital signs" if isinstance(pane, VitalStrip) else "pane")
         body = details_blocks(pane, self.lane_snapshot, self.lane_ledger())
         # border_title reads back as markup: a `[` in a model's name comes back escaped.
         self.push_screen(DetailsScreen(f"{Content.from_markup(name).plain}: details", body))
 
     def action_ledger_tables(self) -> None:
+        from cockpit.app.screens import LedgerTablesScreen
+
         self.push_screen(LedgerTablesScreen(self.lane_ledger(), self.ledger_poller is not None))
 
     def action_models(self) -> None:
+        from cockpit.app.screens import ModelsScreen
+
         self.push_screen(ModelsScreen(self.lane_snapshot, bool(self.lane_feeds)))
 
     # --- benchmark cards --------------------------------------------------------------------
@@ -581,7 +586,11 @@ class CockpitApp(App[None]):
         if self.lane_name in named:
             return named[self.lane_name]
         discover = self.config.discover
-        return lane_config(discover, self.lane_name) if discover is not None else None
+        if discover is None:
+            return None
+        from cockpit.core.fleet import lane_config
+
+        return lane_config(discover, self.lane_name)
 
     def _read_cards(self) -> None:
         if not (self.running_cards or self.kept_cards or self.card_store.path.exists()):
@@ -633,6 +642,8 @@ class CockpitApp(App[None]):
             stop = self._stop_card(lane, running)
             self.run_worker(stop, group="card", description="stop the card", exit_on_error=False)
             return
+        from cockpit.app.screens import CardNameScreen
+
         moment = datetime.fromtimestamp(self.clocks.wall(), UTC).strftime("%H%M%S")
         screen = CardNameScreen(lane.name, f"{lane.name}-{moment}")
         self.push_screen(screen, partial(self._start_card, lane))
@@ -671,6 +682,8 @@ class CockpitApp(App[None]):
                             exit_on_error=False)  # fmt: skip
 
     async def _open_cards(self, lane: str) -> None:
+        from cockpit.app.screens import CardsScreen
+
         try:
             cards = await asyncio.to_thread(self.card_store.cards, lane)
         except CardError as error:

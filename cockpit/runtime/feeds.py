@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from cockpit.config.schema import AUTO, Auth, Config, Discover, LaneConfig, LedgerConfig
 from cockpit.core.catalogue import split_reason
-from cockpit.core.fleet import NO_GPU_SERIES
 from cockpit.core.gpu import GpuTotals
 from cockpit.core.model import LaneTotals, SourceFailure
 from cockpit.core.promql import selector_with
@@ -409,6 +408,7 @@ async def check_sources(config: Config, sample_s: float = 0.0) -> list[tuple[boo
 
 async def _check_discovery(discover: Discover, window_s: float) -> list[tuple[bool, str]]:
     """The lanes found by the discovery's label, and how many of them have their GPUs read."""
+    from cockpit.core.fleet import NO_GPU_SERIES
     from cockpit.sources.fleet import FleetSource
 
     server = discover.server

@@ -14,10 +14,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 from cockpit.core.figures import LaneFigures, lane_figures
-from cockpit.core.fleet import FleetView
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures
 from cockpit.core.model import (
     FRESH,
@@ -32,6 +31,9 @@ from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import first_line
 from cockpit.core.timeutil import parse_duration
 from cockpit.roofline.model import Hardware, ModelProfile
+
+if TYPE_CHECKING:
+    from cockpit.core.fleet import FleetView
 
 MAX_DELAY_S = 60.0
 """The longest pause between two reads of a failing source."""
@@ -386,7 +388,7 @@ class FleetSnapshot:
     replay_at: float | None = None
 
 
-class FleetPoller(Poller[FleetView, FleetView, FleetSnapshot]):
+class FleetPoller(Poller["FleetView", "FleetView", FleetSnapshot]):
     """Refresh cycles of the fleet: the view is its own figures."""
 
     feed: FleetFeed

@@ -11,14 +11,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from platformdirs import user_data_dir
 
-from cockpit.core.fleet import FleetRow
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import visible
 from cockpit.runtime.poller import FleetSnapshot
+
+if TYPE_CHECKING:
+    from cockpit.core.fleet import FleetRow
 
 
 def receipts_folder(configured: str | None) -> Path:

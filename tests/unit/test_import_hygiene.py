@@ -150,6 +150,23 @@ def test_importing_the_app_does_load_textual() -> None:
     assert result.stdout.strip() == "True"
 
 
+OPENED_LATER = ("cockpit.app.overview", "cockpit.app.screens", "cockpit.core.fleet",
+                "cockpit.widgets.fleet", "cockpit.widgets.fleet_table")  # fmt: skip
+"""What a lane's panes don't show at start: the fleet's overview and the pop-up screens load
+when opened, so `cockpit --metrics-url URL` starts without importing them."""
+
+
+def test_the_lane_panes_start_without_the_overview_or_the_pop_up_screens() -> None:
+    code = (
+        "import sys, cockpit.cli.main, cockpit.app.app\n"
+        f"print(sorted(m for m in {OPENED_LATER!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert result.stdout.strip() == "[]"
+
+
 # --- no private API of a dependency ---------------------------------------------------------
 
 PACKAGE_FILES = sorted(
