@@ -31,6 +31,7 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
+from cockpit.sources.exposition import plain_number
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 MAX_READS = 4096
@@ -320,7 +321,7 @@ def parse_exposition(
     for line in wanted:
         head, _, last = line.rpartition(" ")
         seen = known.get(head)
-        value = _number(last) if seen is not None else None
+        value = plain_number(last) if seen is not None else None
         if seen is not None and value is not None:
             readings.append((*seen, value))
             series[head] = seen
@@ -334,12 +335,3 @@ def parse_exposition(
         except ValueError:
             continue
     return readings, series
-
-
-def _number(text: str) -> float | None:
-    if "_" in text:  # `1_000`: the parser refuses it, `float()` would not
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
