@@ -44,7 +44,6 @@ async def test_an_equal_view_draws_nothing_and_a_new_one_redraws_without_layout(
         assert shown == await full_render(app, pilot)
 
 
-
 async def test_a_figure_that_moved_without_changing_its_text_redraws_nothing() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:
@@ -66,6 +65,7 @@ async def test_a_figure_that_moved_without_changing_its_text_redraws_nothing() -
         await pilot.pause()
         assert pane.refreshes == [False]
         assert "5.1" in screen_text(app) and screen_text(app) == await full_render(app, pilot)
+
 
 async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> None:
     app = OnePane()

@@ -244,6 +244,7 @@ def test_a_series_seen_before_has_only_its_value_read_and_reads_as_the_parser_re
     by_parser, _ = parse_exposition(later, names)  # every line through the parser
     assert known and by_parser and quick == by_parser
 
+
 class _Exporter(ThreadingHTTPServer):
     """dcgm.txt on loopback, its energy counters one step on at each GET."""
 
