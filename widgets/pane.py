@@ -204,6 +204,14 @@ class Spark:
 Line = Row | Bar | Note | Cells | Spark
 
 
+def _drawn(line: Line) -> object:
+    """What a line's look is made of: a row's figure and reason (details and tooltip) are
+    not drawn, so a figure that moved without changing its text redraws nothing."""
+    if isinstance(line, Row):
+        return (line.label, line.value, line.tone, line.stale)
+    return line
+
+
 @dataclass(frozen=True, slots=True)
 class PaneView:
     lines: tuple[Line, ...]
@@ -353,10 +361,12 @@ class Pane(LinesWidget):
     def watch_view(self, old: PaneView, view: PaneView) -> None:
         if len(old.lines) != len(view.lines):
             self.refresh(layout=True)
-        else:  # each line is drawn from itself and the width: the changed ones alone
+        else:  # each line is drawn from what it shows and the width: the changed ones alone
             pairs = enumerate(zip(old.lines, view.lines, strict=True))
             width = self.content_size.width
-            self.refresh(*(Region(0, y, width, 1) for y, (was, is_) in pairs if was != is_))
+            changed = [Region(0, y, width, 1) for y, (a, b) in pairs if _drawn(a) != _drawn(b)]
+            if changed:  # none: no refresh at all (an empty call would redraw every line)
+                self.refresh(*changed)
         # In the cockpit's grid of one-cell rows a pane spans as many rows as it is tall.
         self.styles.row_span = len(view.lines) + BORDER_ROWS
         states = {fresh.state for _, fresh in view.sources}

@@ -52,7 +52,9 @@ def build_app(setup: Callable[[], Setup]) -> CockpitApp:
         arguments = setup()._asdict()
         from cockpit.app.app import make_app
 
-        return make_app(**arguments)
+        app = make_app(**arguments)
+        app.settles_collector = True
+        return app
 
 
 @contextlib.contextmanager

@@ -110,6 +110,10 @@ class Buffer:
     """Series last seen before this were let go: a window reaching back further is partial."""
     longest_window_s: float | None = None
     """Series that stopped appearing are kept as long as the longest window read (all, before)."""
+    let_go: int = 0
+    """Series let go so far: a count that changes whenever one is."""
+    births: dict[tuple[object, ...], list[float]] = field(default_factory=dict)
+    """`births_at` worked out, for scrapes no longer the newest (their points are final)."""
 
     @property
     def size(self) -> int:
@@ -161,6 +165,7 @@ class Buffer:
                 track.drop_before(oldest)
                 if not track.times and not track.dropped:
                     del family[labels]
+                    self.let_go += 1
 
     def _evict_dead(self, before: float) -> None:
         """Let go of the series last seen before `before` (no window read reaches them)."""
@@ -168,6 +173,7 @@ class Buffer:
             for labels, track in list(family.items()):
                 if track.last_seen < before:
                     del family[labels]
+                    self.let_go += 1
                     self.complete_since = max(self.complete_since, track.last_seen)
 
     def matching(
@@ -181,6 +187,27 @@ class Buffer:
             as_dict = dict(labels)
             if all(m.matches(as_dict) for m in matchers):
                 yield labels, track
+
+    def births_at(
+        self, watched: float, lo: float, matchers: list[promql.Matcher], counters: frozenset[str]
+    ) -> list[float]:
+        """The `_created` of each series of `counters` whose first point from `lo` on is at
+        the scrape `watched` (NaN where it has none). Remembered once a later scrape is in:
+        only a series let go changes it then."""
+        key = (watched, lo, self.let_go, *matchers, counters)
+        if key in self.births:
+            return self.births[key]
+        births: list[float] = []
+        for name in counters:
+            for _, track in self.matching(name, matchers):
+                at = bisect_left(track.times, lo)
+                if at < len(track.times) and track.times[at] == watched:
+                    births.append(track.born[at])
+        if self.scrapes and watched < self.scrapes[-1]:
+            if len(self.births) > 16:
+                self.births.clear()
+            self.births[key] = births
+        return births
 
     def any_match(self, matchers: list[promql.Matcher]) -> bool:
         return any(True for name in self.series for _ in self.matching(name, matchers))
@@ -233,12 +260,7 @@ class Window:
         if first >= len(self.buffer.scrapes):
             return self.lo
         watched = self.buffer.scrapes[first]
-        births: list[float] = []
-        for name in counters:
-            for _, track in self.buffer.matching(name, self.matchers):
-                at = bisect_left(track.times, self.lo)
-                if at < len(track.times) and track.times[at] == watched:
-                    births.append(track.born[at])
+        births = self.buffer.births_at(watched, self.lo, self.matchers, frozenset(counters))
         # One engine start inside the window, every series counted from it (and nothing let
         # go since: a series evicted after that start would be missing from the totals).
         earliest = max(self.start, self.buffer.complete_since)

@@ -115,7 +115,7 @@ def parse_samples(
     for line in lines:
         head, _, last = line.rpartition(" ")
         read = known.get(head)
-        value = _number(last) if read else None
+        value = plain_number(last) if read else None
         if read is None or value is None:
             sample = _parse_line(url, line)
             read, value = (sample.name, sample.labels), float(sample.value)
@@ -138,7 +138,8 @@ def _parse_line(url: str, line: str) -> Sample:
         raise SourceError(f"{url}: cannot parse the /metrics text: {str(exc)[:120]!r}") from None
 
 
-def _number(text: str) -> float | None:
+def plain_number(text: str) -> float | None:
+    """A sample's value as written, when `float()` reads it as the parser would (else None)."""
     if "_" in text:  # `1_000`: the parser refuses it, `float()` would not
         return None
     try:

@@ -31,6 +31,7 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
+from cockpit.sources.exposition import plain_number
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 MAX_READS = 4096
@@ -40,6 +41,8 @@ NEEDS_SECOND = "needs a second read"
 
 Reading = tuple[str, Mapping[str, str], float]
 """One sample: its name, labels and value."""
+Named = tuple[str, Mapping[str, str]]
+"""A sample's name and labels."""
 LabelKey = tuple[tuple[str, str], ...]
 Read = tuple[float, dict[str, dict[LabelKey, float]]]
 """One read's time and its values: expression key -> labels -> value."""
@@ -257,6 +260,8 @@ class ScrapeGpu:
         )
         self.buffer = ReadBuffer(EXPORTERS)
         self.failure = ""
+        self._series: dict[str, Named] = {}
+        """The last exposition's series, by the text before their value."""
 
     def expressions(self, window_s: float) -> dict[str, str]:
         return {}
@@ -287,7 +292,8 @@ class ScrapeGpu:
 
     def ingest(self, text: str, at: float) -> None:
         """One exposition taken at `at` (epoch seconds), into the buffer."""
-        self.buffer.add(at, parse_exposition(text, self.buffer.names))
+        readings, self._series = parse_exposition(text, self.buffer.names, self._series)
+        self.buffer.add(at, readings)
 
     def totals(self, window_s: float, end: float | None) -> GpuTotals:
         values, note = self.buffer.values(window_s, end)
@@ -299,17 +305,33 @@ class ScrapeGpu:
         await self.http.aclose()
 
 
-def parse_exposition(text: str, names: frozenset[str]) -> list[Reading]:
-    """The samples named `names` of a Prometheus text exposition; lines it can't read are
-    left out (one bad line costs its sample, not the scrape)."""
+def parse_exposition(
+    text: str, names: frozenset[str], known: Mapping[str, Named] | None = None
+) -> tuple[list[Reading], dict[str, Named]]:
+    """The samples named `names` of a Prometheus text exposition, and the series read, by the
+    text before their value (the next call's `known`: a line of one of them has only its
+    value read, not its labels again). Lines it can't read are left out (one bad line costs
+    its sample, not the scrape)."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    known = known or {}
     wanted = [line for line in text.splitlines() if line.split("{", 1)[0].split(" ", 1)[0] in names]
     readings: list[Reading] = []
+    series: dict[str, Named] = {}
     for line in wanted:
+        head, _, last = line.rpartition(" ")
+        seen = known.get(head)
+        value = plain_number(last) if seen is not None else None
+        if seen is not None and value is not None:
+            readings.append((*seen, value))
+            series[head] = seen
+            continue
         try:
             for family in text_string_to_metric_families(line + "\n"):
-                readings += [(s.name, s.labels, float(s.value)) for s in family.samples]
+                for sample in family.samples:
+                    readings.append((sample.name, sample.labels, float(sample.value)))
+                    if sample.timestamp is None and sample.exemplar is None:
+                        series[head] = (sample.name, sample.labels)  # the last word is its value
         except ValueError:
             continue
-    return readings
+    return readings, series

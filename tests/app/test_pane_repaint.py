@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from cockpit.core.model import Freshness
+from cockpit.core.model import Figure, Freshness
 from cockpit.core.text import visible
 from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
 from tests.support.pilot import Counting, full_render
@@ -42,6 +42,29 @@ async def test_an_equal_view_draws_nothing_and_a_new_one_redraws_without_layout(
         shown = screen_text(app)
         assert "figure 2" in shown and "30 │" in shown
         assert shown == await full_render(app, pilot)
+
+
+async def test_a_figure_that_moved_without_changing_its_text_redraws_nothing() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
+
+        def view(value: float, text: str) -> PaneView:
+            figure = Figure("rate", "rate", value, "tok/s")
+            return PaneView((Row("rate", text, figure=figure), Note("note")))
+
+        pane.view = view(5.001, "5.0")
+        await pilot.pause()
+        pane.refreshes.clear()
+        pane.view = view(5.002, "5.0")  # another figure, the same text: nothing to draw
+        await pilot.pause()
+        assert pane.refreshes == []
+        row = pane.view.lines[0]
+        assert isinstance(row, Row) and row.figure is not None and row.figure.value == 5.002
+        pane.view = view(5.1, "5.1")
+        await pilot.pause()
+        assert pane.refreshes == [False]
+        assert "5.1" in screen_text(app) and screen_text(app) == await full_render(app, pilot)
 
 
 async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> None:

@@ -25,7 +25,7 @@ from cockpit.core.gpu import GpuTotals
 from cockpit.core.gpu_figures import GpuFigures, gpu_figures
 from cockpit.core.model import LaneTotals
 from cockpit.runtime.feeds import PrometheusLaneFeed, build_lane_feeds
-from cockpit.sources.gpu import ScrapeGpu
+from cockpit.sources.gpu import ScrapeGpu, parse_exposition
 from tests.support.promharness import (
     OpenMetricsWriter,
     PromServer,
@@ -231,6 +231,18 @@ def test_a_direct_scrape_reads_the_same_figures(exporter: str) -> None:
         check_dcgm(figures, lane)
     else:
         check_nvidia_smi(figures)
+
+
+@pytest.mark.parametrize("exporter", ["dcgm", "nvidia_smi"])
+def test_a_series_seen_before_has_only_its_value_read_and_reads_as_the_parser_reads_it(
+    exporter: str,
+) -> None:
+    names = ScrapeGpu("http://127.0.0.1:1/metrics").buffer.names
+    _, known = parse_exposition(served(exporter, 0), names)
+    later = served(exporter, 1)
+    quick, _ = parse_exposition(later, names, known)
+    by_parser, _ = parse_exposition(later, names)  # every line through the parser
+    assert known and by_parser and quick == by_parser
 
 
 class _Exporter(ThreadingHTTPServer):

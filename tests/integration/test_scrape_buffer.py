@@ -323,3 +323,18 @@ def test_gauge_with_a_series_that_appears_later_averages_per_scrape() -> None:
 def test_gauge_mean_of_one_series() -> None:
     scrapes = {10.0: {"": 0.5}, 11.0: {"": 0.25}, 12.0: {"": 0.125}}
     assert gauge_over(scrapes, Gauge("vllm:kv_cache_usage_perc", "avg")) == (0.5 + 0.25 + 0.125) / 3
+
+
+def test_the_births_at_the_first_watched_scrape_are_worked_out_again_once_a_series_goes() -> None:
+    """The `_created` of the series first seen at a scrape are remembered once a later scrape
+    is in, until a series is let go: then they are read from the buffer again."""
+    buffer = Buffer()
+    a, b = (("model_name", "a"),), (("model_name", "b"),)
+    buffer.add(100.0, {"x_total": {a: (1.0, 90.0), b: (2.0, 95.0)}})
+    buffer.add(101.0, {"x_total": {a: (3.0, 90.0)}})  # b is not seen again
+    counters = frozenset({"x_total"})
+    assert sorted(buffer.births_at(100.0, 100.0, [], counters)) == [90.0, 95.0]
+    buffer.longest_window_s = 0.5  # b, last seen at 100, is let go at the next scrape
+    buffer.add(102.0, {"x_total": {a: (4.0, 90.0)}})
+    assert b not in buffer.series["x_total"]
+    assert buffer.births_at(100.0, 100.0, [], counters) == [90.0]
