@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_right
-from collections import deque
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import pairwise
@@ -146,7 +145,7 @@ def buffer_trend(buffer: ReadBuffer, trend: Trend, where: str) -> tuple[float | 
         buffer.kept_step, buffer.kept = trend.step_s, {}
     kept = buffer.kept
     due = [t for t in times if t not in kept]
-    closed_before = buffer.reads[-1][0] if buffer.reads else -math.inf
+    closed_before = buffer.stamps[-1] if buffer.stamps else -math.inf
     for t, values in zip(due, buffer.step_values(due, trend.step_s), strict=True):
         totals = gpu_totals(values, where, exporters=buffer.exporters)
         kept[t] = gpu_figure(totals, GPU_TREND.figure).value
@@ -158,7 +157,9 @@ def buffer_trend(buffer: ReadBuffer, trend: Trend, where: str) -> tuple[float | 
 class ReadBuffer:
     """The last `MAX_READS` reads of some exporters' series, reduced over a window as PromQL
     would: the value at the end, the mean or largest in the window, a counter's increase
-    since the last read before the window (a reset counts from zero)."""
+    since the last read before the window (a reset counts from zero). Each series keeps its
+    own stamps and values, so a window costs a bisection and a slice per series, not a pass
+    over every read."""
 
     def __init__(self, exporters: Iterable[Exporter]) -> None:
         self._by_name: dict[str, list[tuple[str, Series, tuple[str, ...]]]] = {}
@@ -175,7 +176,11 @@ class ReadBuffer:
             key for key, series, _ in entries if series.labels and series.kind == "increase"
         }
         """Counters of events by a label (XID codes): a code counts once it has occurred."""
-        self.reads: deque[Read] = deque(maxlen=MAX_READS)
+        self.stamps: list[float] = []
+        """When each kept read was taken, oldest first (at most `MAX_READS`)."""
+        self._columns: dict[str, dict[LabelKey, tuple[list[float], list[float]]]] = {}
+        """Expression key -> labels -> the stamps and values of the reads that had it."""
+        self._added = 0
         self.kept_step = 0.0
         self.kept: dict[float, float | None] = {}
         """The GPU trend's closed steps (at the trend's step `kept_step`): time -> point."""
@@ -185,54 +190,83 @@ class ReadBuffer:
         return frozenset(self._by_name)
 
     def add(self, at: float, samples: Iterable[Reading]) -> None:
+        """One read taken at `at`; reads come in time order."""
         read: dict[str, dict[LabelKey, float]] = {}
         for name, labels, value in samples:
             for key, _, wanted in self._by_name.get(name, ()):
                 label_key = tuple((label, labels.get(label, "")) for label in wanted)
                 mine = read.setdefault(key, {})
                 mine[label_key] = max(value, mine.get(label_key, value))  # flags: any set
-        self.reads.append((at, read))
+        for key, mine in read.items():
+            columns = self._columns.setdefault(key, {})
+            for label_key, value in mine.items():
+                stamps, values = columns.setdefault(label_key, ([], []))
+                stamps.append(at)
+                values.append(value)
+        self.stamps.append(at)
+        self._added += 1
+        if len(self.stamps) > MAX_READS:
+            del self.stamps[0]
+            if self._added % MAX_READS == 0:  # a series holds at most twice the kept reads
+                self._trim(self.stamps[0])
+
+    def _trim(self, oldest: float) -> None:
+        """Drop each series' values from before the oldest kept read."""
+        for columns in self._columns.values():
+            for label_key, (stamps, values) in list(columns.items()):
+                cut = bisect_left(stamps, oldest)
+                del stamps[:cut], values[:cut]
+                if not stamps:
+                    del columns[label_key]
 
     def values(self, window_s: float, end: float | None) -> tuple[Values, str]:
         """Each series' reduced value over (end - window, end] (end: the last read), and the
         words for a window the reads don't reach back over."""
-        reads = [r for r in self.reads if end is None or r[0] <= end]
-        if not reads:
+        stamps = self.stamps
+        last = len(stamps) if end is None else bisect_right(stamps, end)
+        if not last:
             return {}, ""
-        end = reads[-1][0] if end is None else end
+        end = stamps[last - 1] if end is None else end
         start = end - window_s
-        before = [r for r in reads if r[0] <= start]
-        inside = [r for r in reads if r[0] > start]
-        base = before[-1:] if before else []
-        note = "" if before else f"since start ({span(end - reads[0][0])})"
-        return self._reduced(base, inside, self._kinds), note
+        first = bisect_right(stamps, start)
+        base_at = stamps[first - 1] if first else None
+        last_at = stamps[last - 1] if last > first else None
+        note = "" if first else f"since start ({span(end - stamps[0])})"
+        return self._reduced(start, end, self._kinds, base_at, last_at), note
 
     def step_values(self, times: Iterable[float], step_s: float) -> list[Values]:
-        """The means (`mean` readings) within each step (t - step, t], one pass over the reads."""
-        reads = list(self.reads)
-        stamps = [at for at, _ in reads]
+        """The means (`mean` readings) within each step (t - step, t]."""
         means = {key: kind for key, kind in self._kinds.items() if kind == "mean"}
-        within = ((bisect_right(stamps, t - step_s), bisect_right(stamps, t)) for t in times)
-        return [self._reduced([], reads[first:last], means) for first, last in within]
+        return [self._reduced(t - step_s, t, means) for t in times]
 
     def _reduced(
         self,
-        base: list[Read],
-        inside: list[Read],
+        start: float,
+        end: float,
         kinds: Mapping[str, str],
+        base_at: float | None = None,
+        last_at: float | None = None,
     ) -> Values:
-        """Each series of `kinds` reduced over the reads `inside` (a counter's from `base`)."""
+        """Each series of `kinds` reduced over its reads in (start, end] (a counter's from the
+        read at `base_at`), in the order the series first appear there."""
+        oldest = self.stamps[0] if self.stamps else math.inf
         values: dict[str, list[tuple[dict[str, str], float]]] = {}
         for key, kind in kinds.items():
-            points: dict[LabelKey, list[float]] = {}
-            for _, read in (base + inside) if kind == "increase" else inside:
-                for label_key, value in read.get(key, {}).items():
-                    points.setdefault(label_key, []).append(value)
-            last = inside[-1][1].get(key, {}) if inside else {}
-            for label_key, seen in points.items():
-                reduced = _reduce(kind, seen, last.get(label_key))
+            found: list[tuple[float, int, LabelKey, float]] = []
+            for order, (label_key, (stamps, seen)) in enumerate(self._columns.get(key, {}).items()):
+                low = max(bisect_right(stamps, start), bisect_left(stamps, oldest))
+                high = bisect_right(stamps, end)
+                if kind == "increase" and low and stamps[low - 1] == base_at:
+                    low -= 1
+                if low >= high:
+                    continue
+                now = seen[high - 1] if stamps[high - 1] == last_at else None
+                reduced = _reduce(kind, seen[low:high], now)
                 if reduced is not None and (reduced > 0 or key not in self._events):
-                    values.setdefault(key, []).append((dict(label_key), reduced))
+                    found.append((stamps[low], order, label_key, reduced))
+            if found:
+                found.sort(key=lambda entry: entry[:2])
+                values[key] = [(dict(label_key), reduced) for _, _, label_key, reduced in found]
         return values
 
 
