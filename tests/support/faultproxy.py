@@ -92,14 +92,14 @@ class FaultProxy:
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
-            # Connections still open (a client's keep-alive) end here, not when collected.
-            handlers = asyncio.all_tasks() - {asyncio.current_task()}
-            for handler in handlers:
-                handler.cancel()
-            await asyncio.gather(*handlers, return_exceptions=True)
-            if self._server is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._server.wait_closed(), 1)
+            # Connections still open (a client's keep-alive), and any accepted while the first
+            # ones ended, end here, not when collected.
+            while handlers := asyncio.all_tasks() - {asyncio.current_task()}:
+                for handler in handlers:
+                    handler.cancel()
+                await asyncio.gather(*handlers, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
