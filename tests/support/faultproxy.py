@@ -144,9 +144,7 @@ class FaultProxy:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            writer.close()  # no await here: a handler closed with its loop ends without one
 
     async def _answer(
         self,
