@@ -501,7 +501,7 @@ def _attained(histogram: str, per_second: bool = False) -> Formula:
     name = SLO_TARGETS[histogram][0]
 
     def formula(i: Inputs) -> Reading:
-        target: float | None = getattr(i.slo, f"{histogram}_s")
+        target = i.slo.target(histogram)
         if target is None:
             flag = f"--slo-{histogram}"
             return Reading(None, reason=f"{NO_SLO_SET} (slo.{histogram}_s, {flag})")

@@ -515,7 +515,7 @@ def lane_row(
 
 def slo_histograms(slo: Slo) -> tuple[str, ...]:
     """The histograms whose target `slo` sets."""
-    return tuple(h for h in SLO_TARGETS if getattr(slo, f"{h}_s") is not None)
+    return tuple(h for h in SLO_TARGETS if slo.target(h) is not None)
 
 
 def slo_targets(slo: Slo) -> frozenset[str]:

@@ -26,6 +26,10 @@ class Slo:
     itl_s: float | None = None
     e2e_s: float | None = None
 
+    def target(self, histogram: str) -> float | None:
+        """The target of `histogram` (`ttft`, `itl`, `e2e`), in seconds."""
+        return {"ttft": self.ttft_s, "itl": self.itl_s, "e2e": self.e2e_s}[histogram]
+
 
 NO_SLO = Slo()
 INTERPOLATED = "interpolated"
