@@ -193,9 +193,7 @@ class FaultProxy:
                 writer.write(chunk)
                 await writer.drain()
         finally:
-            up_writer.close()
-            with contextlib.suppress(Exception):
-                await up_writer.wait_closed()
+            up_writer.close()  # no await here either (see `_handle`)
 
 
 async def _wait_unless_gone(reader: asyncio.StreamReader, seconds: float) -> bool:
