@@ -1,11 +1,8 @@
-"""Benchmark cards: the cockpit's own SQLite file of runs marked on a lane.
+"""Benchmark cards: the cockpit's own SQLite file of runs marked on a lane (never the ledger).
 
-A card is a name, a lane, a start and an end (epoch seconds, shown RFC 3339 UTC), and what was
-kept of it: the edge scrapes of a direct-scrape lane (its counters at the card's edges), the
-receipt at stop, the benchmark client's own result. The file lives in the platform's data folder
-(`~/.local/share/lane-cockpit/cards.db` on Linux), in WAL mode so two cockpits in two panes can
-mark at once; every change is one transaction, whole or absent after a crash. It is never the
-Hermes ledger.
+A card is a name, a lane, a start and an end (epoch seconds) and what was kept of it: a
+direct-scrape lane's edge scrapes, the receipt at stop, the benchmark client's result. The file
+is in WAL mode so two cockpits can mark at once; every change is one transaction.
 """
 
 from __future__ import annotations
@@ -68,15 +65,11 @@ class Card:
         return self.end is not None and start <= self.start and self.end <= end
 
 
-def default_path() -> Path:
-    return Path(user_data_dir("lane-cockpit")) / "cards.db"
-
-
 class CardStore:
     """The card file; each method one short transaction (opened per call, never held)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_path()
+        self.path = path or Path(user_data_dir("lane-cockpit")) / "cards.db"
 
     @contextmanager
     def _connection(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -110,32 +103,25 @@ class CardStore:
             return []
         with self._connection() as db:
             rows = db.execute("SELECT * FROM cards ORDER BY start, name").fetchall()
-        cards = [_card(row) for row in rows]
-        return [card for card in cards if lane is None or card.lane == lane]
+        return [_card(row) for row in rows if lane is None or row[1] == lane]
 
     def get(self, name: str) -> Card:
-        found = [card for card in self.cards() if card.name == name]
-        if not found:
-            known = ", ".join(card.name for card in self.cards()[-5:]) or "none yet"
-            raise CardError(f"no card named {name!r} (latest: {known})")
-        return found[0]
+        cards = self.cards()
+        for card in cards:
+            if card.name == name:
+                return card
+        known = ", ".join(card.name for card in cards[-5:]) or "none yet"
+        raise CardError(f"no card named {name!r} (latest: {known})")
 
     def running(self, lane: str | None = None) -> list[Card]:
         return [card for card in self.cards(lane) if card.running]
 
-    def start(self, card: Card) -> None:
-        """Keep a new card; CardError if its name is taken."""
-        self._insert(card)
-
     def add(self, card: Card) -> None:
-        """Keep a whole card (its end already known); CardError if its name is taken."""
-        if card.end is not None and card.end <= card.start:
-            raise CardError(f"card {card.name!r}: its end is not after its start")
-        self._insert(card)
-
-    def _insert(self, card: Card) -> None:
+        """Keep a new card, running or whole; CardError if its name is taken."""
         import sqlite3
 
+        if card.end is not None and card.end <= card.start:
+            raise CardError(f"card {card.name!r}: its end is not after its start")
         with self._connection(write=True) as db:
             try:
                 db.execute(
@@ -145,6 +131,8 @@ class CardStore:
                 )  # fmt: skip
             except sqlite3.IntegrityError:
                 raise CardError(f"a card named {card.name!r} exists already") from None
+
+    start = add
 
     def stop(self, name: str, end: float, edge: tuple[str, float] | None) -> Card:
         """Mark the running card's end (and its closing edge scrape); the card as kept."""
@@ -167,10 +155,11 @@ class CardStore:
              client: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         """Keep a card's receipt (at stop) or its client's result (at import)."""
         with self._connection(write=True) as db:
-            if receipt is not None:
-                db.execute("UPDATE cards SET receipt = ? WHERE name = ?", (_json(receipt), name))
-            if client is not None:
-                db.execute("UPDATE cards SET client = ? WHERE name = ?", (_json(client), name))
+            for column, value in (("receipt", receipt), ("client", client)):
+                if value is not None:
+                    db.execute(
+                        f"UPDATE cards SET {column} = ? WHERE name = ?", (_json(value), name)
+                    )
 
     def remove(self, name: str) -> None:
         with self._connection(write=True) as db:
