@@ -10,27 +10,20 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cockpit.config.schema import Config, LaneConfig
-from cockpit.core.model import LaneTotals
 from cockpit.core.text import visible
-from cockpit.core.timeutil import promql_duration
+from cockpit.core.timeutil import promql_duration, stamp
 from cockpit.runtime.card_receipts import (
-    card_duration,
     card_snapshot,
     edge_scrape,
-    edges_note,
     figures_of,
     kept_receipt,
-    prometheus_edges,
+    read_back,
     replayed_totals,
 )
 from cockpit.runtime.cards import Card, CardError, CardStore
-from cockpit.sources.http import SourceError
-
-if TYPE_CHECKING:
-    from cockpit.sources.prometheus import PrometheusSource
 
 
 def card_name(text: str) -> str:
@@ -39,6 +32,16 @@ def card_name(text: str) -> str:
     if not name or name != text or any(not ch.isprintable() for ch in name):
         raise CardError(f"card name {visible(text)!r}: expected printable text, no edge spaces")
     return name
+
+
+async def _edge(
+    lane: LaneConfig, now: Callable[[], float]
+) -> tuple[tuple[str, float] | None, float]:
+    """A card edge: the engine's scrape and its moment on a direct-scrape lane, else now."""
+    if not lane.metrics_url:
+        return None, now()
+    edge = await edge_scrape(lane)
+    return edge, edge[1]
 
 
 async def start_card(
@@ -52,12 +55,8 @@ async def start_card(
     name = card_name(name)
     if any(card.name == name for card in await asyncio.to_thread(store.cards)):
         raise CardError(f"a card named {name!r} exists already")
-    edges: tuple[tuple[str, float], ...] = ()
-    start = now()
-    if lane.metrics_url:
-        edge = await edge_scrape(lane)
-        edges, start = (edge,), edge[1]
-    card = Card(name, lane.name, start, note=note, edges=edges)
+    edge, start = await _edge(lane, now)
+    card = Card(name, lane.name, start, note=note, edges=(edge,) if edge else ())
     await asyncio.to_thread(store.start, card)
     return card
 
@@ -70,11 +69,7 @@ async def stop_card(
     now: Callable[[], float] = time.time,
 ) -> Card:
     """Mark the running `card`'s end, evaluate its receipt and keep it; the card as kept."""
-    edge = None
-    end = now()
-    if lane.metrics_url:
-        edge = await edge_scrape(lane)
-        end = edge[1]
+    edge, end = await _edge(lane, now)
     stopped = await asyncio.to_thread(store.stop, card.name, end, edge)
     receipt = await evaluate(config, lane, stopped)
     await asyncio.to_thread(partial(store.keep, stopped.name, receipt=receipt))
@@ -83,48 +78,17 @@ async def stop_card(
 
 async def evaluate(config: Config, lane: LaneConfig, card: Card) -> dict[str, Any]:
     """The card's receipt over its own interval, from its edges or read back from Prometheus."""
-    card_duration(card)  # refuses a card still running
-    end = card.end or card.start
-    if lane.metrics_url:
-        if len(card.edges) < 2:
-            raise CardError(f"card {card.name!r} has no scrape at one of its edges")
-        totals = replayed_totals(lane, card.edges, card.start, end)
-        note = edges_note(card, card.edges, replayed=False)
+    if card.end is None:
+        raise CardError(f"card {card.name!r} is still running (cockpit card stop)")
+    if not lane.metrics_url:
+        totals, note = await read_back(lane, card, increase=True)
+    elif len(card.edges) < 2:
+        raise CardError(f"card {card.name!r} has no scrape at one of its edges")
     else:
-        from cockpit.runtime.feeds import prometheus_source
-
-        source = prometheus_source(lane)
-        try:
-            edges = await prometheus_edges(lane, source, card.start, end)
-            totals = replayed_totals(lane, edges, card.start, end)
-            note = edges_note(card, edges, replayed=True)
-            extrapolated = await _increase_note(source, lane, totals, end)
-        finally:
-            await source.aclose()
-        note = "; ".join(filter(None, (note, extrapolated)))
+        totals = replayed_totals(lane, card.edges, card.start, card.end)
+        moments = " and ".join(stamp(at) for _, at in card.edges)
+        note = f"counts: the counters' own deltas between the engine's scrapes at {moments}"
     return kept_receipt(card_snapshot(lane, card, totals), note, config.prices)
-
-
-async def _increase_note(
-    source: PrometheusSource, lane: LaneConfig, totals: LaneTotals, end: float
-) -> str:
-    """What Prometheus's own `increase()` over the card's interval reads of its requests: it
-    extrapolates to the interval's edges, so it can read more than the samples' delta."""
-    from cockpit.core.promql import spec_expression
-    from cockpit.engines import dialects
-
-    spec = dialects.lane_specs(totals.dialect)["requests"]
-    query = spec_expression(spec, lane.selector, promql_duration(totals.window_s))
-    if query is None:
-        return ""
-    try:
-        answer = await source.query(query, end)
-        value = float(answer.result[0]["value"][1]) if answer.result else None
-    except (SourceError, ValueError, KeyError, IndexError):
-        return ""  # a note only: without it, nothing is wrong
-    if value is None:
-        return ""
-    return f"`{query}` (extrapolated to the edges) reads {value:,.1f} requests"
 
 
 def card_length(card: Card) -> str:

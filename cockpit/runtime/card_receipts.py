@@ -1,11 +1,9 @@
 """A card's receipt: the lane's figures over exactly the card's interval.
 
 Counts are the counters' own deltas between the samples at the card's edges (resets handled,
-never extrapolated), and rates are over the card's own seconds. A direct-scrape lane keeps its
-engine's expositions at the edges (`cockpit card start` and `stop` each take one); a Prometheus
-lane's series are read back at its edges and every step between (the last sample at or before
-each moment, as the server holds it) and replayed through the same arithmetic, so both paths
-count alike.
+never extrapolated), rates over the card's own seconds. A direct-scrape lane keeps its engine's
+expositions at the edges; a Prometheus lane's series are read back at its edges and steps
+between and replayed through the same arithmetic, so both paths count alike.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from cockpit.core.model import LaneTotals
 from cockpit.core.promql import escape_label_value, parse_selector
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
-from cockpit.core.timeutil import stamp
+from cockpit.core.timeutil import promql_duration, stamp
 from cockpit.runtime.cards import Card, CardError, CardStore
 from cockpit.sources.http import SourceError
 from cockpit.sources.prometheus import PrometheusSource
@@ -35,12 +33,6 @@ MAX_STEPS = 240
 """A Prometheus card is read back at most at this many moments between its edges."""
 SCRAPE_STEP_S = 15.0
 """The step when the lane's scrape interval is not known."""
-
-
-def card_duration(card: Card) -> float:
-    if card.end is None:
-        raise CardError(f"card {card.name!r} is still running (cockpit card stop)")
-    return card.end - card.start
 
 
 async def edge_scrape(lane: LaneConfig) -> tuple[str, float]:
@@ -125,28 +117,56 @@ def card_snapshot(lane: LaneConfig, card: Card, totals: LaneTotals) -> LaneSnaps
     )
 
 
-def edges_note(card: Card, edges: Sequence[tuple[str, float]], replayed: bool) -> str:
-    """Which samples the card's counts are the deltas of, in words."""
-    if not replayed:
-        moments = " and ".join(stamp(at) for _, at in edges)
-        return f"counts: the counters' own deltas between the engine's scrapes at {moments}"
-    step = (edges[-1][1] - edges[0][1]) / max(len(edges) - 1, 1)
-    return (
-        f"counts: the counters' own deltas between each series' last sample at or before "
-        f"{stamp(card.start)} and {stamp(card.end or card.start)}, read back from the server "
-        f"every {step:.3g} s between (a counter reset is counted from 0)"
-    )
+async def read_back(lane: LaneConfig, card: Card, increase: bool = False) -> tuple[LaneTotals, str]:
+    """The stopped card's totals read back from the lane's Prometheus, and what they count
+    (with `increase`, beside what the server's own `increase()` reads)."""
+    from cockpit.runtime.feeds import prometheus_source
+
+    source, end = prometheus_source(lane), card.end or card.start
+    try:
+        edges = await prometheus_edges(lane, source, card.start, end)
+        totals = replayed_totals(lane, edges, card.start, end)
+        step = (edges[-1][1] - edges[0][1]) / max(len(edges) - 1, 1)
+        notes = [
+            f"counts: the counters' own deltas between each series' last sample at or before "
+            f"{stamp(card.start)} and {stamp(end)}, read back from the server every {step:.3g} s "
+            f"between (a counter reset is counted from 0)"
+        ]
+        if increase:
+            notes.append(await _increase_note(source, lane, totals, end))
+    finally:
+        await source.aclose()
+    return totals, "; ".join(filter(None, notes))
+
+
+async def _increase_note(
+    source: PrometheusSource, lane: LaneConfig, totals: LaneTotals, end: float
+) -> str:
+    """What Prometheus's own `increase()` over the card's interval reads of its requests: it
+    extrapolates to the interval's edges, so it can read more than the samples' delta."""
+    from cockpit.core.promql import spec_expression
+    from cockpit.engines import dialects
+
+    spec = dialects.lane_specs(totals.dialect)["requests"]
+    query = spec_expression(spec, lane.selector, promql_duration(totals.window_s))
+    if query is None:
+        return ""
+    try:
+        answer = await source.query(query, end)
+        value = float(answer.result[0]["value"][1])
+    except (SourceError, ValueError, KeyError, IndexError):  # no answer, no value
+        return ""  # a note only: without it, nothing is wrong
+    return f"`{query}` (extrapolated to the edges) reads {value:,.1f} requests"
 
 
 def bucket_bounds(totals: LaneTotals) -> dict[str, list[float]]:
     """The finite `le` bounds of each latency histogram: what a quantile can resolve."""
-    bounds: dict[str, list[float]] = {}
-    for latency in LATENCIES:
-        buckets = totals.histograms.get(latency.histogram, ())
-        finite = [le for le, _ in buckets if math.isfinite(le)]
-        if finite:
-            bounds[latency.histogram] = finite
-    return bounds
+    names = (latency.histogram for latency in LATENCIES)
+    bounds = {
+        name: [le for le, _ in totals.histograms.get(name, ()) if math.isfinite(le)]
+        for name in names
+    }
+    return {name: finite for name, finite in bounds.items() if finite}
 
 
 def kept_receipt(snapshot: LaneSnapshot, note: str, prices: Prices) -> dict[str, Any]:
@@ -207,30 +227,20 @@ async def window_split(
     for card in overlapping:
         whole = card.within(start, end)
         values = figures_of(card.receipt)
+        if not whole and lane.metrics_url:
+            uncounted.append(card.name)
+            continue
         if not whole:
-            if lane.metrics_url:
-                uncounted.append(card.name)
-                continue
             clipped = Card(card.name, card.lane, max(card.start, start), min(card.end or end, end))
-            values = await _overlap_figures(config, lane, clipped)
+            totals, _ = await read_back(lane, clipped)
+            values = figures_of(
+                kept_receipt(card_snapshot(lane, clipped, totals), "", config.prices)
+            )
         numbers = {key: _value(values.get(key)) for key, _ in SPLIT_KEYS}
         overlap = min(card.end or end, end) - max(card.start, start)
         parts.append(CardPart(card.name, numbers, overlap, whole))
     window = {key: snapshot.figures.value(key) for key, _ in SPLIT_KEYS}
     return WindowSplit(window, tuple(parts), tuple(uncounted), _ledger_tokens(ledger))
-
-
-async def _overlap_figures(config: Config, lane: LaneConfig, card: Card) -> Mapping[str, Any]:
-    from cockpit.runtime.feeds import prometheus_source
-
-    source = prometheus_source(lane)
-    try:
-        edges = await prometheus_edges(lane, source, card.start, card.end or card.start)
-    finally:
-        await source.aclose()
-    totals = replayed_totals(lane, edges, card.start, card.end or card.start)
-    snapshot = card_snapshot(lane, card, totals)
-    return figures_of(kept_receipt(snapshot, "", config.prices))
 
 
 def _value(figure: object) -> float | None:
