@@ -1,5 +1,5 @@
-"""The receipts the cockpit exports (`e`, the lane's or the overview's): their folder, their
-file name, and a write that never replaces one."""
+"""The receipts `e` exports (the lane's or the overview's): their folder, their file name, and
+a write that never replaces one."""
 
 from __future__ import annotations
 
@@ -45,8 +45,12 @@ def write_new_file(target: Path, text: str) -> Path:
     or not at all (a full disk leaves no part of a file). The path used; OSError."""
     if target.parent == receipts_folder(None):  # ours to make; a folder the config names exists
         target.parent.mkdir(parents=True, exist_ok=True)
-    part = _written_aside(target, text.encode("utf-8"))
+    part = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
     try:
+        with part.open("xb") as out:
+            out.write(text.encode("utf-8"))
+            out.flush()
+            os.fsync(out.fileno())
         path, number = target, 1
         while True:
             try:
@@ -59,25 +63,9 @@ def write_new_file(target: Path, text: str) -> Path:
         part.unlink(missing_ok=True)
 
 
-def _written_aside(target: Path, data: bytes) -> Path:
-    """`data` in a new hidden file beside `target`, flushed to the disk; removed on failure."""
-    part = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
-    return part
-
-
 def _link_new(part: Path, path: Path) -> None:
-    """`part` under the name `path` too, FileExistsError if that is taken: a hard link never
-    replaces a file, as a rename would. Where the file system has no hard links, a rename
-    after a look (two exports in the same instant may then meet)."""
+    """`part` also named `path`, FileExistsError if taken: a hard link never replaces a file, as a
+    rename would. Without hard links, a rename after a look (two exports at once may meet)."""
     try:
         os.link(part, path)
     except FileExistsError:

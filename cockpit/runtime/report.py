@@ -1,10 +1,11 @@
-"""Receipts: the cockpit's figures as markdown or JSON tables, with provenance. `cockpit report`
-and the TUI's `e` export both call these, on the same snapshots: screen and receipt agree."""
+"""Receipts: the cockpit's figures as markdown or JSON, with provenance (`cockpit report` and
+`e` call these on the same snapshots: screen and receipt agree)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
+from operator import attrgetter
 from typing import Any
 
 from cockpit.core.catalogue import (
@@ -79,28 +80,23 @@ def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     ]
 
 
-_GROUP_COLUMNS: tuple[tuple[str, str, Unit], ...] = (
-    ("sessions", "sessions", "count"),
-    ("api_calls", "API calls", "count"),
-    ("prompt_tokens", "prompt", "tokens"),
-    ("output_tokens", "output", "tokens"),
-    ("prompt_output", "prompt : output", "ratio"),
-    ("fresh_output", "fresh : output", "ratio"),
-    ("cache_read_share", "cache-read share", "share"),
+_GROUP_COLUMNS: tuple[tuple[str, str, Unit, str], ...] = (
+    ("sessions", "sessions", "count", "counts.sessions"),
+    ("api_calls", "API calls", "count", "counts.api_calls"),
+    ("prompt_tokens", "prompt", "tokens", "counts.prompt"),
+    ("output_tokens", "output", "tokens", "counts.output"),
+    ("prompt_output", "prompt : output", "ratio", "prompt_output"),
+    ("fresh_output", "fresh : output", "ratio", "fresh_output"),
+    ("cache_read_share", "cache-read share", "share", "cache_read_share"),
 )
-"""A per-source/model/profile table's columns: JSON key, markdown header, unit."""
+"""A per-source/model/profile table's columns: JSON key, markdown header, unit, attribute."""
 
 
-def _group_values(group: GroupRatio) -> tuple[float | None, ...]:
-    """A group's values, in `_GROUP_COLUMNS`' order."""
-    counts = group.counts
-    return (counts.sessions, counts.api_calls, counts.prompt, counts.output,
-            group.prompt_output, group.fresh_output, group.cache_read_share)  # fmt: skip
-
-
-def _group_rows(groups: tuple[GroupRatio, ...]) -> list[tuple[str, ...]]:
-    units = [unit for _, _, unit in _GROUP_COLUMNS]
-    return [(g.name, *map(format_value, _group_values(g), units)) for g in groups]
+def _group_row(group: GroupRatio) -> tuple[str, ...]:
+    return (
+        group.name,
+        *(format_value(attrgetter(at)(group), unit) for _, _, unit, at in _GROUP_COLUMNS),
+    )
 
 
 def _model_heading(totals: LedgerTotals) -> str:
@@ -130,8 +126,8 @@ def ledger_markdown(
         if note and not groups:
             lines.append(f"Missing: {note}")
             continue
-        header = (heading.split()[2].capitalize(), *(title for _, title, _ in _GROUP_COLUMNS))
-        lines += markdown_table(header, _group_rows(groups))
+        header = (heading.split()[2].capitalize(), *(title for _, title, _, _ in _GROUP_COLUMNS))
+        lines += markdown_table(header, map(_group_row, groups))
         if note:
             # An old schema credits its sessions to its ledger's profile: the rows are real,
             # the note says how they were grouped.
@@ -334,8 +330,14 @@ def _figure_json(figure: Figure) -> dict[str, Any]:
 
 
 def _group_json(groups: tuple[GroupRatio, ...]) -> list[dict[str, Any]]:
-    keys = [key for key, _, _ in _GROUP_COLUMNS]
-    return [{"name": g.name, **dict(zip(keys, _group_values(g), strict=True))} for g in groups]
+    return [
+        {"name": g.name, **{key: attrgetter(at)(g) for key, _, _, at in _GROUP_COLUMNS}}
+        for g in groups
+    ]
+
+
+def _figures_json(figures: Mapping[str, Figure]) -> dict[str, dict[str, Any]]:
+    return {key: _figure_json(figure) for key, figure in figures.items()}
 
 
 def json_receipt(
@@ -358,16 +360,13 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
     totals = ledger.totals
     data.update(
         end=totals.end,
-        figures={key: _figure_json(f) for key, f in ledger.figures.figures.items()},
+        figures=_figures_json(ledger.figures.figures),
         by_source=_group_json(ledger.figures.by_source),
         by_model=_group_json(ledger.figures.by_model),
         model_basis=totals.model_basis,
         by_profile=_group_json(ledger.figures.by_profile),
         busiest_source=ledger.figures.busiest_source,
-        spend={
-            "prices": asdict(prices),
-            "rows": [asdict(row) for row in ledger.figures.spend],
-        },
+        spend={"prices": asdict(prices), "rows": list(map(asdict, ledger.figures.spend))},
         missing=dict(totals.missing),
         skipped=dict(totals.skipped),
         provenance={
@@ -399,9 +398,9 @@ def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
     data.update(
         end=totals.end,
         coverage=totals.coverage_note or None,
-        figures={key: _figure_json(f) for key, f in lane.figures.figures.items()},
+        figures=_figures_json(lane.figures.figures),
         models=[
-            {"model": row.model, "figures": {k: _figure_json(f) for k, f in row.figures.items()}}
+            {"model": row.model, "figures": _figures_json(row.figures)}
             for row in model_rows(totals)
         ],
         lora=None if totals.lora is None else asdict(totals.lora),
@@ -448,13 +447,13 @@ def gpu_json(lane: LaneSnapshot) -> dict[str, Any] | None:
     data: dict[str, Any] = {"source": gpu.source, "where": gpu.where, "window": lane.window}
     if gpu.reason:
         data["reason"] = gpu.reason
-    data["figures"] = {key: _figure_json(f) for key, f in gpu.figures.items()}
+    data["figures"] = _figures_json(gpu.figures)
     data["gpus"] = [
         {
             "id": one.id,
             "uuid": one.uuid,
             "name": one.name,
-            "figures": {key: _figure_json(f) for key, f in figures.items()},
+            "figures": _figures_json(figures),
             **({"processes": [list(p) for p in one.processes]} if one.processes else {}),
         }
         for one, figures in gpu.per_gpu
