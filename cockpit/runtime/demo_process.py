@@ -1,10 +1,7 @@
-"""`cockpit demo`'s simulators, run as a process of their own (`python -m cockpit.demo`).
-
-The cockpit starts them first. They boot on another core while the cockpit loads Textual, then
-hand over one line: their temp folder and the config of the lanes and ledger they serve. The
-cockpit then reads them as it reads any lane and ledger. The simulators stop and remove their
-folder when their stdin closes, so they never outlive the cockpit, even one that is killed.
-"""
+"""`cockpit demo`'s simulators as a process of their own (`python -m cockpit.demo`): they boot on
+another core while the cockpit loads Textual, then hand over one line (their temp folder and the
+config of what they serve). They stop and remove their folder when their stdin closes, so they
+never outlive the cockpit, even one that is killed."""
 
 from __future__ import annotations
 
@@ -24,10 +21,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from cockpit.runtime.poller import LaneFeed
 
-READY_TIMEOUT_S = 30.0
-"""Long enough for a real Prometheus to come up (`cockpit demo --prometheus`)."""
-STOP_TIMEOUT_S = 30.0
-"""How long the simulators may take to stop (Prometheus may take 15 s) before they are killed."""
+READY_TIMEOUT_S = 30.0  # long enough for a real Prometheus to come up (`--prometheus`)
+STOP_TIMEOUT_S = 30.0  # Prometheus may take 15 s to stop; then they are killed
 
 
 class DemoProcessError(Exception):
@@ -43,8 +38,7 @@ class DemoReady(NamedTuple):
     """Lane name -> (time, exposition) of its simulated warm start, oldest first."""
 
     def warm(self, lanes: Sequence[LaneFeed]) -> None:
-        """Give each directly scraped lane its warm start, as if it had been scraped all along
-        (its first frame then has the warm start's trend)."""
+        """Give each directly scraped lane its warm start, as if scraped all along."""
         from cockpit.runtime.feeds import ScrapeLaneFeed
 
         for feed in lanes:
@@ -70,8 +64,7 @@ class DemoProcess:
 
     @classmethod
     def start(cls, *, prometheus: bool = False) -> DemoProcess:
-        command = [sys.executable, "-m", "cockpit.demo"]
-        return cls([*command, "--prometheus"] if prometheus else command)
+        return cls([sys.executable, "-m", "cockpit.demo", *["--prometheus"] * prometheus])
 
     def ready(self, timeout: float = READY_TIMEOUT_S) -> DemoReady:
         """The simulators' config, once they serve it; DemoProcessError if they can't."""
@@ -120,8 +113,8 @@ class DemoProcess:
         return f"the demo's simulators did not start ({ended}): {why}"
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """Close their stdin, so they stop and remove their folder. Should that stall, they
-        and what they started (Prometheus) are killed and the folder removed from here."""
+        """Close their stdin, so they stop and remove their folder; should that stall, kill them
+        and what they started (Prometheus) and remove it from here."""
         if self.process.stdin is not None:
             self.process.stdin.close()  # nothing was written to it: closing can't fail
         try:
