@@ -153,17 +153,16 @@ MAX_GPUS = 65536
 MAX_QUEUE_REFRESHES = 10_000
 MAX_SLO_S = 86400.0
 
+_FIELDS = {"refresh": "refresh_s", "timeout": "timeout_s", "match": "selector"}
+"""The options whose field is named otherwise."""
+_OPTIONS = {"refresh_s": "refresh", "timeout_s": "timeout"}
 _TOP_KEYS = (
-    "lanes", "ledgers", "prices", "refresh", "window", "windows", "ledger_window", "theme",
-    "hardware_profiles", "model_profiles",
-    "health", "export_dir", "discover",
-)  # fmt: skip
-_LANE_KEYS = (
-    "name", "prometheus", "metrics_url", "selector", "engine", "hardware", "model", "gpus",
-    "host_kv_tokens", "chunk_tokens", "auth", "ca_file", "verify_tls", "timeout",
-    "ledger_models", "tenant", "gpu", "slo",
-)  # fmt: skip
-_GPU_KEYS = ("selector", "metrics_url", "nvml")
+    *(_OPTIONS.get(f.name, f.name) for f in fields(Config) if f.name != "source"),
+    "hardware_profiles",
+    "model_profiles",
+)
+_LANE_KEYS = tuple(_OPTIONS.get(f.name, f.name) for f in fields(LaneConfig))
+_GPU_KEYS = tuple(f.name for f in fields(GpuConfig))
 _SLO_KEYS = tuple(f.name for f in fields(Slo))
 _DISCOVER_KEYS = (
     "prometheus", "label", "match", "hardware", "model", "gpus", "host_kv_tokens",
@@ -171,8 +170,6 @@ _DISCOVER_KEYS = (
 )  # fmt: skip
 _PRICE_KEYS = tuple(f.name for f in fields(Prices))
 _HEALTH_KEYS = tuple(f.name for f in fields(Thresholds))
-_FIELDS = {"refresh": "refresh_s", "timeout": "timeout_s", "match": "selector"}
-"""The options whose field is named otherwise."""
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 """A Prometheus label name (`discover: label:`, `--lanes-by`)."""
@@ -434,10 +431,8 @@ def _ledger(reader: YamlReader, node: Node, key: str) -> LedgerConfig:
     items = reader.mapping(node, key, ("path", "profile"))
     if "path" not in items:
         reader.fail(node, f"{key}.path", "every ledger needs a path (or a Hermes profile name)")
-    profile = items.get("profile")
     return LedgerConfig(
-        text(reader, items["path"][1], f"{key}.path"),
-        text(reader, profile[1], f"{key}.profile") if profile else None,
+        **{name: text(reader, value, f"{key}.{name}") for name, (_, value) in items.items()}
     )
 
 
