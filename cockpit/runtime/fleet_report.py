@@ -1,7 +1,5 @@
-"""The overview's receipt: every lane's row as markdown or JSON, the one query asked of the
-lanes found by a label, where each listed lane was read. Pure: no I/O. `cockpit report --fleet`
-and the overview's `e` both call these on a `FleetView`, so screen and receipt agree.
-"""
+"""The overview's receipt (`cockpit report --fleet`, the overview's `e`): every lane's row as
+markdown or JSON, the query of the lanes found by a label, where each listed lane was read."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ from cockpit.core.fleet import (
     NUMERIC_COLUMNS,
     TREND,
     UP,
-    FleetColumn,
     FleetRow,
     FleetView,
     format_cell,
@@ -23,39 +20,28 @@ from cockpit.core.timeutil import promql_duration, stamp
 from cockpit.runtime.report import markdown_table
 
 
-def receipt_columns(view: FleetView) -> tuple[FleetColumn, ...]:
-    """The overview's columns but the trend: a receipt is one read, no trend to draw."""
-    return tuple(column for column in shown_columns(view.rows) if column.key != TREND)
-
-
 def _state(row: FleetRow) -> str:
     return format_cell(row, COLUMN_BY_KEY[UP])
 
 
-def _sources(view: FleetView) -> str:
-    count = len(view.listed)
-    listed = f"{count} lane{'s' * (count != 1)} listed in the config, each read by its own query"
-    parts = [listed] * bool(count)
-    if view.label is not None:
-        parts.insert(0, f"Server {visible(view.server)}, lanes by `{visible(view.label)}`")
-    return "; ".join(parts)
-
-
 def fleet_markdown(view: FleetView) -> str:
-    """The overview as a markdown receipt: a heading, the server's warnings, one row per
-    lane (missing values `—`, why listed under the table), the one query of the lanes found
-    by a label, where each listed lane was read."""
+    """The overview as markdown: one row per lane (missing values `—`, why under the table)."""
     states = [_state(row) for row in view.rows]
     counts = ", ".join(f"{states.count(s)} {s}" for s in ("up", "down", "gone") if s in states)
+    count = len(view.listed)
+    listed = f"{count} lane{'s' * (count != 1)} listed in the config, each read by its own query"
+    sources = [listed] * bool(count)
+    if view.label is not None:
+        sources.insert(0, f"Server {visible(view.server)}, lanes by `{visible(view.label)}`")
     lines = [
         f"# Fleet — {len(view.rows)} lanes" + (f" ({counts})" if counts else ""),
         "",
-        f"{_sources(view)}; window {promql_duration(view.window_s)} ending {stamp(view.end)}.",
+        f"{'; '.join(sources)}; window {promql_duration(view.window_s)} ending {stamp(view.end)}.",
         "",
     ]
     lines += [f"> **{visible(warning)}**" for warning in view.warnings]
     lines += [""] if view.warnings else []
-    columns = receipt_columns(view)
+    columns = [column for column in shown_columns(view.rows) if column.key != TREND]  # one read
     rows = [tuple(format_cell(row, column) for column in columns) for row in view.rows]
     lines += markdown_table(tuple(column.title for column in columns), rows)
     notes = [f"- {row.lane}: {row.down_reason}" for row in view.rows if row.down_reason] + [
