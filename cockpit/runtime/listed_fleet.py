@@ -1,9 +1,6 @@
-"""Lanes listed one by one (no label to find them by) as the overview's fleet: each lane read
-as its panes read it, all at once, its row made of the same figures (`figures.lane_figures`).
-
-That costs each lane's own request(s) per refresh (one query for the whole fleet needs a label
-to find lanes by: `sources.fleet`). Listed lanes beside discovery are read beside its query.
-A listed lane's age runs from its figures' read (newest scrape, or evaluation) to the view's end.
+"""Lanes listed one by one as the overview's fleet: each read as its panes read it, all at once,
+its row made of the same figures; one query for the whole fleet needs a label to find lanes by
+(`sources.fleet`), read beside them. A lane's age runs from its figures' read to the view's end.
 """
 
 from __future__ import annotations
@@ -71,13 +68,11 @@ class ListedFleet:
         reasons = {key: figures[key].reason for key in FIGURE_COLUMNS if values[key] is None}
         tokens = result.get("generation_tokens"), result.get("prompt_tokens")
         gpu_values, gpu_reasons = gpu_cells(gpu_figures(result.gpu, *tokens))
-        values.update(gpu_values)
-        reasons.update(gpu_reasons)
         return FleetRow(
             feed.name,
             up=True,
-            values=frozen_map({**values, AGE: max(end - result.end, 0.0)}),
-            reasons=frozen_map(reasons),
+            values=frozen_map({**values, **gpu_values, AGE: max(end - result.end, 0.0)}),
+            reasons=frozen_map({**reasons, **gpu_reasons}),
             above=frozenset(key for key in FIGURE_COLUMNS if figures[key].above),
             dialect=result.dialect,
             has_gpu=result.gpu is not None,
