@@ -34,16 +34,6 @@ class YamlReader:
     def __init__(self, source: str, text: str) -> None:
         self.source = source
         self._text = text
-        try:
-            self._loader = _LOADER(text)
-        except yaml.reader.ReaderError as exc:
-            raise self._unreadable(exc) from None
-
-    def _unreadable(self, exc: yaml.reader.ReaderError) -> ConfigError:
-        """A character YAML refuses (a control character, say), at its line."""
-        line = self._text.count("\n", 0, max(exc.position, 0)) + 1
-        problem = f"YAML syntax error: unacceptable character #x{exc.character:04x}"
-        return ConfigError(self.source, line, "", problem)
 
     def fail(self, node: Node | None, key: str, problem: str) -> NoReturn:
         line = node.start_mark.line + 1 if node is not None else None
@@ -51,21 +41,25 @@ class YamlReader:
 
     def root(self) -> MappingNode | None:
         try:
-            node = self._loader.get_single_node()
+            self._loader = _LOADER(self._text)
+            try:
+                node = self._loader.get_single_node()
+            finally:
+                self._loader.dispose()
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else None
             problem = (exc.problem or exc.context or "invalid YAML").strip()
             raise ConfigError(self.source, line, "", f"YAML syntax error: {problem}") from None
-        except yaml.reader.ReaderError as exc:
-            raise self._unreadable(exc) from None
+        except yaml.reader.ReaderError as exc:  # a character YAML refuses (a control character)
+            line = self._text.count("\n", 0, max(exc.position, 0)) + 1
+            problem = f"YAML syntax error: unacceptable character #x{exc.character:04x}"
+            raise ConfigError(self.source, line, "", problem) from None
         except yaml.YAMLError as exc:
             raise ConfigError(self.source, None, "", f"YAML syntax error: {exc}") from None
         except RecursionError:
             problem = "YAML syntax error: exceeded maximum nesting depth"
             raise ConfigError(self.source, None, "", problem) from None
-        finally:
-            self._loader.dispose()
         if node is None:
             return None
         if not isinstance(node, MappingNode):
