@@ -135,9 +135,6 @@ class Config:
     """Lanes found on a server (`--lanes-by`), beside the lanes listed."""
 
 
-# --- parsing ---------------------------------------------------------------------------------
-
-
 T = TypeVar("T")
 Readers = dict[str, Callable[[Node, str], Any]]
 """An option's name -> how its value is read (its node, its key path for messages)."""

@@ -53,9 +53,6 @@ def _freshness_note(freshness: Freshness) -> list[str]:
     return [f"> **Source {freshness.describe()}** — figures are the last good read.", ""]
 
 
-# --- the ledger -----------------------------------------------------------------------------
-
-
 def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     f = figures.figures
     calls = f["api_calls"]
@@ -178,9 +175,6 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
     return lines
 
 
-# --- the lane -------------------------------------------------------------------------------
-
-
 def lane_markdown(figures: LaneFigures, totals: LaneTotals, window: str) -> list[str]:
     coverage = f" ({totals.coverage_note})" if totals.coverage_note else ""
     lines = [
@@ -255,9 +249,6 @@ def _tails(figures: LaneFigures, window: str) -> list[str]:
     return lines + ([""] if notes else []) + [f"- {_cell(note)}" for note in notes]
 
 
-# --- provenance -----------------------------------------------------------------------------
-
-
 def _provenance(lane: LaneSnapshot | None, ledger: LedgerSnapshot | None) -> list[str]:
     lines = ["## Provenance", ""]
     if ledger is not None and (totals := ledger.totals) is not None:
@@ -311,9 +302,6 @@ def markdown_receipt(
         lines += [f"## The lane {lane.lane}: {lane.freshness.describe()}", ""]
     lines += _provenance(lane, ledger)
     return "\n".join(map(visible, lines)).rstrip() + "\n"  # a line each, whatever a name holds
-
-
-# --- JSON -----------------------------------------------------------------------------------
 
 
 def _figure_json(figure: Figure) -> dict[str, Any]:
@@ -413,9 +401,6 @@ def _lane_json(lane: LaneSnapshot) -> dict[str, Any]:
         },
     )
     return data
-
-
-# --- the GPUs -------------------------------------------------------------------------------
 
 
 def gpu_markdown(lane: LaneSnapshot) -> list[str]:
