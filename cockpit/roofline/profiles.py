@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
-from cockpit.roofline.specs import DTYPES, Hardware, ModelProfile
+from cockpit.roofline.model import DTYPES, Hardware, ModelProfile
 
 T = TypeVar("T")
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 import math
 
 from cockpit.core.figures import SI_PREFIXES
-from cockpit.roofline.model import DecodePoint, PrefillPoint, decode_step, prefill_pass
+from cockpit.roofline.model import (
+    DecodePoint,
+    Hardware,
+    ModelProfile,
+    PrefillPoint,
+    decode_step,
+    prefill_pass,
+    roof_for,
+)
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
-from cockpit.roofline.specs import Hardware, ModelProfile, roof_for
 
 
 def si(value: float, unit: str) -> str:
