@@ -24,7 +24,7 @@ from cockpit.sources.ledger import (
     profile_of,
     resolve_ledger,
 )
-from cockpit.sources.ledger_sums import model_key, model_name
+from cockpit.sources.ledger import model_key, model_name
 from tests.support.ledger_writer import (
     HermesLikeWriter,
     Usage,
