@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from cockpit.engines.base import Engine, lane_table
-from cockpit.engines.pace import PER_STEP
+from cockpit.engines.base import PER_STEP, Engine, lane_table
 from cockpit.engines.specs import (
     Counter,
     Gauge,
