@@ -33,7 +33,6 @@ import os
 import re
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,10 +272,14 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class LedgerReading:
-    """One tailer's figures, with both per-model bases so a set can pick one."""
+    """One ledger's sums over a window, and what it says of the ledger."""
 
-    totals: LedgerTotals
-    by_model_sessions: Mapping[str, TokenCounts]
+    sums: Sums
+    exact: bool
+    """Per model from session_model_usage, not sessions.model."""
+    info: LedgerInfo
+    first_started: float | None
+    missing: Mapping[str, str]
 
 
 def missing_for(schema: Schema, profile: str) -> dict[str, str]:
@@ -317,42 +320,34 @@ def window_edges(
     return edges
 
 
-def sum_maps(maps: Iterable[Mapping[str, TokenCounts]]) -> dict[str, TokenCounts]:
-    out: dict[str, TokenCounts] = {}
-    for mapping in maps:
-        for key, counts in mapping.items():
-            out[key] = out.get(key, NONE) + counts
-    return dict(sorted(out.items()))
-
-
-def combine(readings: Sequence[LedgerReading], window_s: float, end: float) -> LedgerTotals:
-    parts = [reading.totals for reading in readings]
-    exact = all(part.model_basis == "session_model_usage" for part in parts)
-    by_model = [p.by_model for p in parts] if exact else [r.by_model_sessions for r in readings]
-    sides = [part.side_calls for part in parts if part.side_calls is not None]
-    missing: dict[str, str] = {}
-    skipped: Counter[str] = Counter()
-    for part in parts:
-        skipped.update(part.skipped)
-        for key, reason in part.missing.items():
-            note = f"{part.ledgers[0].path}: {reason}"
-            missing[key] = f"{missing[key]}; {note}" if key in missing else note
-    firsts = [p.first_started_at for p in parts if p.first_started_at is not None]
+def ledger_totals(
+    window_s: float, end: float, readings: Sequence[LedgerReading], missing: Mapping[str, str]
+) -> LedgerTotals:
+    """The readings of one window (of one ledger or several) summed."""
+    sums = Sums()
+    by_ledger: dict[str, TokenCounts] = {}
+    for reading in readings:
+        sums.merge(reading.sums)
+        path = reading.info.path
+        by_ledger[path] = by_ledger.get(path, NONE) + reading.sums.total()
+    exact = all(reading.exact for reading in readings)
+    sides = [reading.sums.total("side") for reading in readings if reading.exact]
+    firsts = [r.first_started for r in readings if r.first_started is not None]
     return LedgerTotals(
         window_s=window_s,
         end=end,
-        total=sum((part.total for part in parts), NONE),
-        by_source=frozen_map(sum_maps(p.by_source for p in parts)),
-        by_model=frozen_map(sum_maps(by_model)),
+        total=sums.total(),
+        by_source=frozen_map(sums.counts("source")),
+        by_model=frozen_map(sums.counts("model_u" if exact else "model_s")),
         model_basis="session_model_usage" if exact else "sessions.model",
-        by_profile=frozen_map(sum_maps(p.by_profile for p in parts)),
-        by_ledger=frozen_map(sum_maps(p.by_ledger for p in parts)),
+        by_profile=frozen_map(sums.counts("profile")),
+        by_ledger=frozen_map(dict(sorted(by_ledger.items()))),
         side_calls=sum(sides, NONE) if sides else None,
         missing=frozen_map(missing),
-        ledgers=tuple(info for part in parts for info in part.ledgers),
-        queries=tuple(dict.fromkeys(q for part in parts for q in part.queries)),
+        ledgers=tuple(reading.info for reading in readings),
+        queries=(ledger_window_sql(end - window_s, end),) if readings else (),  # a user can run it
         first_started_at=min(firsts) if firsts else None,
-        skipped=frozen_map(dict(sorted(skipped.items()))),
+        skipped=frozen_map({k: c.sessions for k, c in sums.counts("skipped").items()}),
     )
 
 
@@ -398,15 +393,15 @@ class LedgerTailer:
 
     async def refresh(self, window_s: float, end: float | None = None) -> LedgerTotals:
         """Totals for sessions with `started_at` in (end - window_s, end]."""
-        return (await self.read(window_s, end)).totals
+        end = _now() if end is None else float(end)
+        reading = await self.read(window_s, end)
+        return ledger_totals(window_s, end, [reading], reading.missing)
 
-    async def read(self, window_s: float, end: float | None = None) -> LedgerReading:
-        """The totals plus the per-model split by `sessions.model` (for sets of mixed schemas)."""
-        if end is None:
-            end = _now()
+    async def read(self, window_s: float, end: float) -> LedgerReading:
+        """The sums for sessions with `started_at` in (end - window_s, end]."""
         low, high = float(end) - float(window_s), float(end)
         try:
-            reading = await self._refresh(window_s, low, high)
+            reading = await self._refresh(low, high)
         except asyncio.CancelledError:  # (a window switch) sums may be half-moved:
             self._bounds = None  # the next refresh reads the window afresh
             raise
@@ -447,7 +442,7 @@ class LedgerTailer:
                 with contextlib.suppress(sqlite3.Error):  # a broken one has nothing to release
                     await conn.close()
 
-    async def _refresh(self, window_s: float, low: float, high: float) -> LedgerReading:
+    async def _refresh(self, low: float, high: float) -> LedgerReading:
         facts = self._facts.now(self.path) if self._facts is not None else None
         schema = self._schema
         if schema is None or facts is None:
@@ -462,7 +457,7 @@ class LedgerTailer:
         ((version, cookie),) = await self._fetch(VERSIONS)
         if cookie != schema.schema_cookie:
             await self.close()
-            return await self._refresh(window_s, low, high)
+            return await self._refresh(low, high)
         if self._bounds is None:
             await self._full_read(schema, low, high)
         else:  # unchanged data and bounds read no rows
@@ -476,7 +471,7 @@ class LedgerTailer:
                 self._take_rows(rows)
             await self._slide(schema, low, high)
         self._data_version = version
-        return self._build(schema, window_s, high)
+        return self._build(schema)
 
     async def _connect(self) -> aiosqlite.Connection:
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
@@ -599,12 +594,10 @@ class LedgerTailer:
         if session.started_at is None or (bounds and bounds[0] < session.started_at <= bounds[1]):
             sums.merge(session.sums)
 
-    def _build(self, schema: Schema, window_s: float, end: float) -> LedgerReading:
+    def _build(self, schema: Schema) -> LedgerReading:
         sums = Sums(self._closed)
         for session in self._open.values():
             self._add_session(session, sums)
-        total = sums.total()
-        exact = schema.has_usage and self._usage_read is None
         missing = missing_for(schema, self.profile)
         if self._usage_read is not None:
             reason = (
@@ -615,23 +608,8 @@ class LedgerTailer:
         info = LedgerInfo(
             str(self.path), self.profile, schema.version, schema.journal_mode, self.also_named
         )
-        totals = LedgerTotals(
-            window_s=window_s,
-            end=end,
-            total=total,
-            by_source=frozen_map(sums.counts("source")),
-            by_model=frozen_map(sums.counts("model_u" if exact else "model_s")),
-            model_basis="session_model_usage" if exact else "sessions.model",
-            by_profile=frozen_map(sums.counts("profile")),
-            by_ledger=frozen_map({str(self.path): total}),
-            side_calls=sums.total("side") if exact else None,
-            missing=frozen_map(missing),
-            ledgers=(info,),
-            queries=(ledger_window_sql(end - window_s, end),),  # what a user can run
-            first_started_at=self._first_started,
-            skipped=frozen_map({k: c.sessions for k, c in sums.counts("skipped").items()}),
-        )
-        return LedgerReading(totals, frozen_map(sums.counts("model_s")))
+        exact = schema.has_usage and self._usage_read is None
+        return LedgerReading(sums, exact, info, self._first_started, missing)
 
 
 @dataclass(eq=False)
@@ -648,7 +626,12 @@ class LedgerSet:
         if end is None:
             end = _now()
         readings = [await tailer.read(window_s, end) for tailer in self.tailers]
-        return combine(readings, window_s, end)
+        missing: dict[str, str] = {}
+        for reading in readings:
+            for key, reason in reading.missing.items():
+                note = f"{reading.info.path}: {reason}"
+                missing[key] = f"{missing[key]}; {note}" if key in missing else note
+        return ledger_totals(window_s, end, readings, missing)
 
     async def probe(self) -> bool:
         """Has a ledger that failed changed since (see `LedgerTailer.probe`)?"""
