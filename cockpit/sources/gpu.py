@@ -5,6 +5,7 @@ is its totals' `reason`, and the lane's own figures carry on."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from bisect import bisect_left, bisect_right
@@ -30,7 +31,8 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
-from cockpit.sources.exposition import plain_number
+from cockpit.sources.exposition import Series as Named
+from cockpit.sources.exposition import parse_samples
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 MAX_READS = 4096
@@ -39,8 +41,6 @@ MAX_READS = 4096
 
 Reading = tuple[str, Mapping[str, str], float]
 """One sample: its name, labels and value."""
-Named = tuple[str, Mapping[str, str]]
-"""A sample's name and labels."""
 LabelKey = tuple[tuple[str, str], ...]
 
 
@@ -341,30 +341,15 @@ class ScrapeGpu(OwnReads):
 def parse_exposition(
     text: str, names: frozenset[str], known: Mapping[str, Named] | None = None
 ) -> tuple[list[Reading], dict[str, Named]]:
-    """The samples named `names` of a Prometheus text exposition, and the series read, by the
-    text before their value (the next call's `known`: a line of one of them has only its
-    value read, not its labels again). Lines it can't read are left out (one bad line costs
-    its sample, not the scrape)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    known = known or {}
-    wanted = [line for line in text.splitlines() if line.split("{", 1)[0].split(" ", 1)[0] in names]
+    """The samples named `names` of a Prometheus text exposition and the series read, as
+    `parse_samples` reads them (`known`: the last call's series), but a line it can't read is
+    left out: one bad line costs its sample, not the scrape."""
     readings: list[Reading] = []
     series: dict[str, Named] = {}
-    for line in wanted:
-        head, _, last = line.rpartition(" ")
-        seen = known.get(head)
-        value = plain_number(last) if seen is not None else None
-        if seen is not None and value is not None:
-            readings.append((*seen, value))
-            series[head] = seen
-            continue
-        try:
-            for family in text_string_to_metric_families(line + "\n"):
-                for sample in family.samples:
-                    readings.append((sample.name, sample.labels, float(sample.value)))
-                    if sample.timestamp is None and sample.exemplar is None:
-                        series[head] = (sample.name, sample.labels)  # the last word is its value
-        except ValueError:
-            continue
+    for line in text.splitlines():
+        if line.split("{", 1)[0].split(" ", 1)[0] in names:
+            with contextlib.suppress(SourceError):
+                found, seen, _ = parse_samples("", [line], known)
+                readings += found
+                series.update(seen)
     return readings, series
