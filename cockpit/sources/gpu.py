@@ -12,7 +12,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import pairwise
-from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from cockpit.core.gpu import GpuTotals
@@ -44,32 +43,6 @@ Reading = tuple[str, Mapping[str, str], float]
 LabelKey = tuple[tuple[str, str], ...]
 
 
-class GpuSource(Protocol):
-    """What a lane feed asks of its GPU source at each refresh."""
-
-    def expressions(self, window_s: float) -> Mapping[str, str]:
-        """PromQL to ride in the lane's query (none for a source that reads on its own)."""
-        ...
-
-    async def read(
-        self, window_s: float, end: float | None, found: Mapping[str, Samples]
-    ) -> GpuTotals:
-        """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
-        ...
-
-    def trend_expressions(self, step_s: float, scrape_s: float) -> Mapping[str, str]:
-        """PromQL of the GPU trend to ride in the lane's range query, by trend key (none for a
-        source that reads on its own)."""
-        ...
-
-    def trend_points(self, trend: Trend) -> tuple[float | None, ...] | None:
-        """The GPU trend at `trend`'s points from the source's own reads (None: it rode in the
-        lane's range query)."""
-        ...
-
-    async def close(self) -> None: ...
-
-
 class PrometheusGpu:
     """An exporter's series on the lane's Prometheus, chosen by `selector`."""
 
@@ -77,12 +50,14 @@ class PrometheusGpu:
         self.selector = selector
 
     def expressions(self, window_s: float) -> dict[str, str]:
+        """PromQL to ride in the lane's query."""
         targets = {TARGETS_UP: f"max(up{selector_with(self.selector)})"}
         return {**gpu_expressions(self.selector, window_s), **targets}
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]
     ) -> GpuTotals:
+        """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
         exprs = self.expressions(window_s)
         mine = {key: found[key] for key in exprs if key in found}
         where = f"{{{self.selector}}}"
@@ -93,6 +68,7 @@ class PrometheusGpu:
         return replace(totals, queries=dict(exprs))
 
     def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
+        """PromQL of the GPU trend to ride in the lane's range query, by trend key."""
         within = max(step_s, math.ceil(scrape_s))  # as the lane's gauges are read per step
         return {GPU_TREND.key: util_step_expression(self.selector, within)}
 
@@ -304,6 +280,13 @@ class OwnReads:
         values, note = self.buffer.values(window_s, end)
         totals = gpu_totals(values, self.where, note, self.buffer.exporters)
         return replace(totals, reason=self.failure) if self.failure else totals
+
+    async def close(self) -> None:
+        return None
+
+
+GpuSource = PrometheusGpu | OwnReads
+"""What a lane feed asks of its GPU source at each refresh."""
 
 
 class ScrapeGpu(OwnReads):
