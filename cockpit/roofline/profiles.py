@@ -43,15 +43,12 @@ class ProfileTable(Mapping[str, T], Generic[T]):
         for alias, target in aliases.items():
             self._index.setdefault(normalize_id(alias), target)
 
-    def canonical_id(self, profile_id: str) -> str:
-        try:
-            return self._index[normalize_id(profile_id)]
-        except KeyError:
-            known = ", ".join(self._profiles)
-            raise KeyError(f"unknown {self._kind} {profile_id!r}; known: {known}") from None
-
     def __getitem__(self, profile_id: str) -> T:
-        return self._profiles[self.canonical_id(profile_id)]
+        canonical = self._index.get(normalize_id(profile_id))
+        if canonical is None:
+            known = ", ".join(self._profiles)
+            raise KeyError(f"unknown {self._kind} {profile_id!r}; known: {known}")
+        return self._profiles[canonical]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._profiles)
@@ -59,8 +56,7 @@ class ProfileTable(Mapping[str, T], Generic[T]):
     def __len__(self) -> int:
         return len(self._profiles)
 
-    def aliases_of(self, profile_id: str) -> list[str]:
-        canonical = self.canonical_id(profile_id)
+    def aliases_of(self, canonical: str) -> list[str]:
         return [a for a, t in self._index.items() if t == canonical and a != canonical]
 
 
