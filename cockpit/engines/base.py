@@ -168,8 +168,7 @@ class Engine:
         return (not self.requires or bool(names & self.requires)) and not names & self.lacks
 
     def lane_specs(self, escaped: bool = False) -> Mapping[str, Spec]:
-        """The specs; `escaped`: with the names as stored after an OpenMetrics scrape turned
-        `:` into `_`."""
+        """The specs; `escaped`: with names as an OpenMetrics scrape stored them (`:` as `_`)."""
         return self._escaped if escaped else self.specs
 
     @cached_property

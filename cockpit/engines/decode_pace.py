@@ -9,6 +9,5 @@ __all__ = ["NO_SPECULATION", "DecodePace", "Derived", "Values", "decode_pace"]
 
 
 def decode_pace(dialect: str, values: Values) -> DecodePace:
-    """Tokens per step, the step and tok/s per stream, as this engine's ITL histogram counts
-    (DialectError for a dialect no engine has)."""
+    """Tokens per step, the step and tok/s per stream (DialectError for an unknown dialect)."""
     return engine(dialect).pace.read(values)

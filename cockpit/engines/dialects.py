@@ -15,8 +15,7 @@ Difference = Combined
 
 
 def lane_specs(dialect: str, escaped: bool = False) -> Mapping[str, Spec]:
-    """Raw lane key -> spec (every raw key); `escaped`: the names as an OpenMetrics scrape
-    stored them (see `names_escaped`)."""
+    """Raw lane key -> spec; `escaped`: names as an OpenMetrics scrape stored them."""
     return engine(dialect).lane_specs(escaped)
 
 

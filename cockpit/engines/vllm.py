@@ -31,6 +31,7 @@ PHASES = {
     "step_tokens": "vllm:iteration_tokens_total",
 }
 OLDER_ITL = "vllm:time_per_output_token_seconds"
+"""0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
 KV_CONNECTOR_COUNTERS = {
     "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
     "offload_load_time": "vllm:kv_offload_load_time_total",
@@ -47,7 +48,6 @@ KV_CONNECTOR_COUNTERS = {
 }
 """Registered only by the connector in use (`--kv-transfer-config`): the OffloadingConnector's
 (`kv_connector/v1/offloading/metrics.py`, `v1/kv_offload/cpu/`) and NIXL's (`nixl/stats.py`)."""
-"""0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
 HOST_TIER_PINNED = (
     "vLLM's offload gauges count only the host blocks pinned by transfers or hits "
     "(kv_offload_cpu_cache_usage_perc, simple_kv_offload_used_blocks), not the tokens its host "

@@ -33,8 +33,7 @@ def normalize_id(profile_id: str) -> str:
 
 
 class ProfileTable(Mapping[str, T], Generic[T]):
-    """Profiles by canonical id; lookups also accept aliases and any letter case.
-    Iteration yields canonical ids only. A miss raises KeyError naming the known ids."""
+    """Profiles by canonical id (all iteration yields); a lookup also takes an alias, any case."""
 
     def __init__(self, kind: str, profiles: Mapping[str, T], aliases: Mapping[str, str]) -> None:
         self._kind = kind

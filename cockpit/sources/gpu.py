@@ -232,8 +232,7 @@ def _reduce(kind: str, seen: list[float], now: float | None) -> float | None:
 
 
 class OwnReads:
-    """A GPU source that reads on its own at each refresh (nothing rides in the lane's
-    queries), into a `ReadBuffer` reduced over the window."""
+    """A GPU source that reads on its own at each refresh, into a `ReadBuffer`."""
 
     def __init__(self, exporters: tuple[Exporter, ...], where: str) -> None:
         self.buffer = ReadBuffer(exporters)
