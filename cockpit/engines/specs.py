@@ -174,9 +174,6 @@ def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
     return None
 
 
-# --- reading answers --------------------------------------------------------------------
-
-
 def parse_le(text: str) -> float:
     """A bucket bound as a float (`"1000.0"`, `"1e+03"`, `"+Inf"`)."""
     return float(text)

@@ -59,9 +59,6 @@ class ProfileTable(Mapping[str, T], Generic[T]):
         return [a for a, t in self._index.items() if t == canonical and a != canonical]
 
 
-# --- validation of one mapping -------------------------------------------------------------
-
-
 def _positive_number(mapping: Mapping[str, Any], field: str) -> float:
     raw = mapping.get(field)
     if raw is None:
@@ -88,17 +85,15 @@ def _optional(
     return read(mapping, field) if mapping.get(field) is not None else None
 
 
-def _name(profile_id: str, mapping: Mapping[str, Any]) -> str:
+def _name(profile_id: str, mapping: Mapping[str, Any], known: set[str]) -> str:
+    """The profile's name (its id by default), once every field is one of `known`."""
+    for key in mapping:
+        if key not in known:
+            raise ProfileFieldError(str(key), f"unknown field (known: {', '.join(sorted(known))})")
     name = mapping.get("name", profile_id)
     if not isinstance(name, str) or not name.strip():
         raise ProfileFieldError("name", "expected a non-empty string")
     return name
-
-
-def _reject_unknown(mapping: Mapping[str, Any], known: set[str]) -> None:
-    for key in mapping:
-        if key not in known:
-            raise ProfileFieldError(str(key), f"unknown field (known: {', '.join(sorted(known))})")
 
 
 _OTHER_PEAK_FIELDS = {f"peak_flops_{dtype}": dtype for dtype in DTYPES if dtype != "bf16"}
@@ -109,10 +104,9 @@ _MODEL_FIELDS = {field.name for field in fields(ModelProfile)} - {"id"}
 
 def hardware_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> Hardware:
     """A Hardware from config-style fields; ProfileFieldError (a ValueError) names a bad one."""
-    _reject_unknown(mapping, _HARDWARE_FIELDS)
     return Hardware(
         id=normalize_id(profile_id),
-        name=_name(profile_id, mapping),
+        name=_name(profile_id, mapping, _HARDWARE_FIELDS),
         peak_flops=_positive_number(mapping, "peak_flops"),
         bandwidth=_positive_number(mapping, "bandwidth"),
         memory_bytes=_positive_number(mapping, "memory_bytes"),
@@ -149,7 +143,7 @@ def _expert_counts(mapping: Mapping[str, Any], is_moe: bool) -> tuple[int | None
 def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProfile:
     """A ModelProfile from config-style fields; `active_params` defaults to `params`,
     `compute_dtype` to bf16."""
-    _reject_unknown(mapping, _MODEL_FIELDS)
+    name = _name(profile_id, mapping, _MODEL_FIELDS)
     params = _positive_number(mapping, "params")
     active = _optional(mapping, "active_params", _positive_number)
     if active is not None and active > params:
@@ -158,7 +152,7 @@ def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProf
     experts, chosen = _expert_counts(mapping, active < params)
     model = ModelProfile(
         id=normalize_id(profile_id),
-        name=_name(profile_id, mapping),
+        name=name,
         params=params,
         active_params=active,
         bytes_per_param=_positive_number(mapping, "bytes_per_param"),
@@ -175,9 +169,6 @@ def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProf
             "experts_per_token", "more routed experts per token than active_params holds"
         )
     return model
-
-
-# --- the packaged profiles -----------------------------------------------------------------
 
 
 def _section(
