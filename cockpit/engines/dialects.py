@@ -3,35 +3,23 @@ types, also importable from here, are `cockpit.engines.specs`'."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from cockpit.engines import DialectError as DialectError
-from cockpit.engines import detect, engine, engines, find, no_engine_metrics
+from cockpit.engines import engine, find
 from cockpit.engines import names_escaped as names_escaped
 from cockpit.engines.specs import *  # noqa: F403
 from cockpit.engines.specs import Combined, Spec
-from cockpit.engines.vllm import capacity_from_info as capacity_from_info
 
-DIALECTS: tuple[str, ...] = tuple(e.name for e in engines())
-NO_ENGINE_METRICS = no_engine_metrics()
 Difference = Combined
 
 
 def lane_specs(dialect: str, escaped: bool = False) -> Mapping[str, Spec]:
-    """Raw lane key -> spec (every raw key); `escaped`: the names as an OpenMetrics scrape
-    stored them (see `names_escaped`)."""
+    """Raw lane key -> spec; `escaped`: names as an OpenMetrics scrape stored them."""
     return engine(dialect).lane_specs(escaped)
-
-
-def presence_metric(dialect: str, escaped: bool = False) -> str:
-    return engine(dialect).presence_metric(escaped)
 
 
 def figure_notes(dialect: str) -> Mapping[str, str]:
     """Figure key -> how this engine's value was found, said beside the value."""
     found = find(dialect)
     return found.notes if found else {}
-
-
-def detect_dialect(metric_names: Iterable[str]) -> str:
-    return detect(metric_names).name

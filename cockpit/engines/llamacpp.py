@@ -10,8 +10,7 @@ counted per batch. There is no request counter, so nothing is per request.
 from __future__ import annotations
 
 from cockpit.core.model import KV_TRANSFER_COUNTERS
-from cockpit.engines.base import Engine, lane_table
-from cockpit.engines.pace import PER_TOKEN
+from cockpit.engines.base import PER_TOKEN, Engine, lane_table
 from cockpit.engines.specs import Combined, Counter, Gauge, Spec, Unavailable, lacking
 
 NO_REQUESTS = "llama.cpp counts no requests"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from cockpit.core.model import KV_TRANSFER_COUNTERS
-from cockpit.engines.base import Engine, lane_table
-from cockpit.engines.pace import PER_TOKEN
+from cockpit.engines.base import PER_TOKEN, Engine, lane_table
 from cockpit.engines.specs import (
     Combined,
     Counter,

@@ -8,8 +8,8 @@ meanings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, TypeVar
 
 __all__ = [
     "Capacity", "Combined", "Counter", "Either", "Gauge", "Histogram", "Info", "LastMinute", "Now",
@@ -105,6 +105,7 @@ class Info:
 
 Capacity = Gauge | Info | Unavailable
 """Where an engine states its KV capacity in tokens."""
+S = TypeVar("S", bound=Spec | Info)
 
 
 def first(*options: Spec) -> Either:
@@ -142,27 +143,18 @@ def escape_name(metric: str) -> str:
     return metric.replace(":", "_")
 
 
-def escaped_spec(spec: Spec) -> Spec:
+def escaped_spec(spec: S) -> S:
     """The spec with its names as an OpenMetrics scrape stored them (`escape_name`)."""
-    if isinstance(spec, Counter | Gauge):
-        return replace(spec, metric=escape_name(spec.metric))
-    if isinstance(spec, Combined):
-        a, b = escaped_spec(spec.a), escaped_spec(spec.b)
-        assert isinstance(a, Counter | Combined) and isinstance(b, Counter)
-        return Combined(a, b, spec.op)
-    if isinstance(spec, Histogram):
-        return replace(spec, base=escape_name(spec.base))
-    if isinstance(spec, Now):
-        of = escaped_spec(spec.of)
-        assert isinstance(of, Gauge | Either)
-        return Now(of)
-    if isinstance(spec, LastMinute):
-        counted = escaped_spec(spec.of)
-        assert isinstance(counted, Counter | Combined)
-        return LastMinute(counted)
-    if isinstance(spec, Either):
-        return Either(tuple(escaped_spec(option) for option in spec.options))
-    return spec
+    changes: dict[str, Any] = {}
+    for name in (f.name for f in fields(spec)):
+        value = getattr(spec, name)
+        if name in ("metric", "base"):
+            changes[name] = escape_name(value)
+        elif name in ("a", "b", "of"):
+            changes[name] = escaped_spec(value)
+        elif name == "options":
+            changes[name] = tuple(map(escaped_spec, value))
+    return replace(spec, **changes)
 
 
 def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
@@ -180,9 +172,6 @@ def missing_reason(spec: Spec, exposed: Iterable[str] | None) -> str | None:
     if absent:
         return f"not exposed by this engine ({', '.join(dict.fromkeys(absent))})"
     return None
-
-
-# --- reading answers --------------------------------------------------------------------
 
 
 def parse_le(text: str) -> float:

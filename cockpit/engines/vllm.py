@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from cockpit.engines.base import Engine, lane_table
-from cockpit.engines.pace import PER_STEP
+from cockpit.engines.base import PER_STEP, Engine, lane_table
 from cockpit.engines.specs import (
     Counter,
     Gauge,
@@ -32,6 +31,7 @@ PHASES = {
     "step_tokens": "vllm:iteration_tokens_total",
 }
 OLDER_ITL = "vllm:time_per_output_token_seconds"
+"""0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
 KV_CONNECTOR_COUNTERS = {
     "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
     "offload_load_time": "vllm:kv_offload_load_time_total",
@@ -48,7 +48,6 @@ KV_CONNECTOR_COUNTERS = {
 }
 """Registered only by the connector in use (`--kv-transfer-config`): the OffloadingConnector's
 (`kv_connector/v1/offloading/metrics.py`, `v1/kv_offload/cpu/`) and NIXL's (`nixl/stats.py`)."""
-"""0.9.2-0.10.1 have the V1 names but time the step as time_per_output_token only."""
 HOST_TIER_PINNED = (
     "vLLM's offload gauges count only the host blocks pinned by transfers or hits "
     "(kv_offload_cpu_cache_usage_perc, simple_kv_offload_used_blocks), not the tokens its host "
@@ -94,13 +93,9 @@ def window_specs() -> dict[str, Spec]:
         **{key: Counter(metric) for key, metric in KV_CONNECTOR_COUNTERS.items()},
         "sleep_state": Gauge("vllm:engine_sleep_state", "avg", by="sleep_state"),
         "spec_draft_len": Unavailable("vLLM counts its draft tokens"),
-        "prompt_len": Histogram("vllm:request_prompt_tokens"),
-        "gen_len": Histogram("vllm:request_generation_tokens"),
-        "e2e": Histogram("vllm:e2e_request_latency_seconds"),
-        "ttft": Histogram("vllm:time_to_first_token_seconds"),
+        **{key: Histogram(PHASES[key]) for key in ("prompt_len", "gen_len", "e2e", "ttft")},
         "itl": first(Histogram(PHASES["itl"]), Histogram(OLDER_ITL)),
-        "queue": Histogram("vllm:request_queue_time_seconds"),
-        "tpot": Histogram(PHASES["tpot"]),
+        **{key: Histogram(PHASES[key]) for key in ("queue", "tpot")},
         **phases(PHASES),
         **{key: first(spec, older[key]) for key, spec in itl.items()},
     }

@@ -1,33 +1,177 @@
-"""The mini roofline: pure arithmetic on hardware and model profiles. No I/O.
-The model of work, in one place:
+"""The mini roofline: what it knows about a GPU and a model, and pure arithmetic on them. No I/O.
+
 - A token at position `t` (it attends to `t` earlier tokens) costs
   `2·P_active + 4·L·w·t` FLOPs: two per active weight, plus the attention matmuls
   Q·Kᵀ and A·V at `2·w·t` each per layer, `w` the attention width (the hidden size d for
   Llama-style models). Summed over a fresh prompt of N tokens this is the seed's
   `2·P·N + 2·L·d·N²`; for one decode token at context C it is `2·P + 4·L·d·C`.
-- A pass over T tokens reads the weights it uses once: all of them for a dense model; for
-  a MoE the shared part and the experts its tokens touch (cockpit/roofline/specs.py says how that
-  is estimated). All the weights stay resident either way.
+- Every weight is resident; a pass over T tokens reads once the weights its tokens use: all of
+  them for a dense model. For a MoE with its expert counts, the shared part (attention,
+  embeddings, dense layers, shared experts) plus the routed experts the tokens touch: T tokens
+  each choosing k of E touch `E·(1 − (1 − k/E)^T)` on average when tokens route independently
+  and uniformly, an estimate that is an upper bound when routing is skewed or tokens route
+  alike, and never more than all E. Without expert counts, `min(P, T·P_active)` (no overlap
+  between tokens' experts) is the upper bound used.
 - A decode step at batch B and context C also rereads each sequence's KV cache: `B·C·k`.
 - Activations, KV writes and kernel overheads are left out, as in the seed: the roof is a
   ceiling, not a prediction.
-- Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`, the peak that of the model's
-  compute number format (an FP8 model against the GPU's FP8 peak)."""
+- Time on the roof is `max(FLOPs / peak, bytes / bandwidth)`. A GPU has a dense tensor peak per
+  number format (BF16, FP8) and a model is held to the peak of the format its matmuls run in;
+  where the GPU lists none for it (an A100 has no FP8 tensor cores) the model computes in the
+  GPU's own format, as weight-only kernels do.
+- N GPUs in one tensor-parallel group are one ideal roof: peaks, bandwidth and memory summed,
+  weights and KV split evenly over them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from cockpit.roofline.specs import Hardware as Hardware
-from cockpit.roofline.specs import ModelProfile as ModelProfile
-from cockpit.roofline.specs import roof_for
-
+DTYPES = ("bf16", "fp8")
+"""Number formats a profile can give a peak for, in the order they are listed."""
 ROOF_SLACK = 0.005
 """How far above its roof a point may sit and still show as 100 %: rounding, not a fault."""
 
 
-# --- results ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """One accelerator's roofs (or a tensor-parallel group's, see `scaled`)."""
+
+    id: str
+    name: str
+    peak_flops: float
+    """Dense tensor FLOP/s in `dtype`."""
+    bandwidth: float
+    """Memory bandwidth, bytes/s."""
+    memory_bytes: float
+    """Memory of all `devices` together, bytes."""
+    dtype: str = "bf16"
+    other_peaks: tuple[tuple[str, float], ...] = ()
+    """Dense peaks in other number formats: (dtype, FLOP/s)."""
+    devices: int = 1
+
+    @property
+    def ridge(self) -> float:
+        """Arithmetic intensity (FLOP/byte) where the memory slope meets the compute roof."""
+        return self.peak_flops / self.bandwidth
+
+    @property
+    def memory_per_device(self) -> float:
+        return self.memory_bytes / self.devices
+
+    def attainable(self, intensity: float) -> float:
+        """The roof at an intensity: min(peak, intensity · bandwidth), FLOP/s."""
+        return min(self.peak_flops, intensity * self.bandwidth)
+
+    def peak_for(self, dtype: str) -> float | None:
+        """The dense peak in a number format; None when the profile lists none."""
+        return self.peak_flops if dtype == self.dtype else dict(self.other_peaks).get(dtype)
+
+    def for_dtype(self, dtype: str) -> Hardware:
+        """These roofs with the peak of `dtype`; unchanged when no peak is listed for it."""
+        peak = self.peak_for(dtype)
+        if peak is None or dtype == self.dtype:
+            return self
+        others = ((self.dtype, self.peak_flops), *(p for p in self.other_peaks if p[0] != dtype))
+        return replace(self, peak_flops=peak, dtype=dtype, other_peaks=others)
+
+    def scaled(self, devices: int) -> Hardware:
+        """`devices` of these as one ideal tensor-parallel group (roofs and memory summed)."""
+        if devices < 1:
+            raise ValueError("devices must be at least 1")
+        if devices == 1:
+            return self
+        return replace(
+            self,
+            id=f"{self.id}x{devices}",
+            name=f"{devices}× {self.name}",
+            peak_flops=self.peak_flops * devices,
+            bandwidth=self.bandwidth * devices,
+            memory_bytes=self.memory_bytes * devices,
+            other_peaks=tuple((dtype, peak * devices) for dtype, peak in self.other_peaks),
+            devices=self.devices * devices,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    """What the roofline needs to know about a model."""
+
+    id: str
+    name: str
+    params: float
+    """Total parameters P: all of them are resident."""
+    active_params: float
+    """Parameters used per token (== params for dense models)."""
+    bytes_per_param: float
+    layers: int
+    hidden: int
+    kv_bytes_per_token: float
+    attention_width: int | None = None
+    """Width of the attention matmuls (heads · head_dim); None means `hidden`."""
+    compute_dtype: str = "bf16"
+    """The number format its matmuls run in: the peak it is held to."""
+    experts: int | None = None
+    """Routed experts per MoE layer (E); None for dense models or unknown."""
+    experts_per_token: int | None = None
+    """Routed experts each token chooses per MoE layer (k)."""
+
+    @property
+    def weight_bytes(self) -> float:
+        """All the weights, bytes: what is resident."""
+        return self.params * self.bytes_per_param
+
+    @property
+    def attention_dim(self) -> int:
+        return self.attention_width if self.attention_width is not None else self.hidden
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params < self.params
+
+    @property
+    def has_expert_counts(self) -> bool:
+        return self.is_moe and self.experts is not None and self.experts_per_token is not None
+
+    @property
+    def expert_params(self) -> float:
+        """One routed expert's parameters summed over the MoE layers: (P − P_active)/(E − k)."""
+        if self.experts is None or self.experts_per_token is None:
+            return 0.0
+        return (self.params - self.active_params) / (self.experts - self.experts_per_token)
+
+    @property
+    def shared_params(self) -> float:
+        """Parameters every token uses: P_active − k · expert_params."""
+        return self.active_params - (self.experts_per_token or 0) * self.expert_params
+
+    def experts_touched(self, tokens: float) -> float:
+        """Expected distinct routed experts per layer that `tokens` tokens touch."""
+        if self.experts is None or self.experts_per_token is None:
+            return 0.0
+        untouched: float = (1.0 - self.experts_per_token / self.experts) ** max(tokens, 0.0)
+        return self.experts * (1.0 - untouched)
+
+    def weight_bytes_read(self, tokens: float) -> float:
+        """Weight bytes one pass over `tokens` tokens reads."""
+        if self.has_expert_counts:
+            read = self.shared_params + self.expert_params * self.experts_touched(tokens)
+        else:
+            read = min(self.params, max(tokens, 0.0) * self.active_params)
+        return self.bytes_per_param * read
+
+    def attention_flops_per_token(self, position: float) -> float:
+        """Attention FLOPs of one token that attends to `position` earlier tokens."""
+        return 4.0 * self.layers * self.attention_dim * position
+
+    def kv_bytes(self, tokens: float) -> float:
+        """KV cache bytes of a context of `tokens` tokens."""
+        return tokens * self.kv_bytes_per_token
+
+
+def roof_for(hw: Hardware, model: ModelProfile) -> Hardware:
+    """The roofs `model` is held to on `hw`: the peak of its compute number format."""
+    return hw.for_dtype(model.compute_dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +296,9 @@ def gpu_point(
     return GpuPoint(flops, moved, 1.0, hw, dram_active, tensor_active), ""
 
 
-# --- the seed's formulas ----------------------------------------------------------------
-
-
 def _timed(hw: Hardware, flops: float, bytes_moved: float, seconds: float | None) -> float:
     """`seconds` when timed, else the time on the roof: arithmetic or memory, the longer."""
-    if seconds is not None:
-        return seconds
-    return max(flops / hw.peak_flops, bytes_moved / hw.bandwidth)
+    return max(flops / hw.peak_flops, bytes_moved / hw.bandwidth) if seconds is None else seconds
 
 
 def prefill_pass(
@@ -203,24 +342,12 @@ def decode_step(
         raise ValueError("a decode step needs a batch of at least one sequence")
     hw = roof_for(hw, model)
     tokens = batch * tokens_per_step
-    flops = tokens * model.flops_per_token(context)
-    weights = model.weight_bytes_read(tokens)
-    kv = batch * model.kv_bytes(context)
+    flops = tokens * (2.0 * model.active_params + model.attention_flops_per_token(context))
+    weights, kv = model.weight_bytes_read(tokens), batch * model.kv_bytes(context)
     seconds = _timed(hw, flops, weights + kv, seconds)
     return DecodePoint(
-        flops,
-        weights + kv,
-        seconds,
-        hw,
-        batch=batch,
-        context=context,
-        tokens_per_step=tokens_per_step,
-        weight_bytes=weights,
-        kv_bytes=kv,
+        flops, weights + kv, seconds, hw, batch, context, tokens_per_step, weights, kv
     )
-
-
-# --- the lane's live operating points ------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,12 +429,10 @@ def _operating_prefill(
     if tokens <= 0:
         return None, "no fresh prefill: every prompt token came from the cache"
     prompt = load.mean_prompt
-    if prompt is not None and fresh is not None:
-        mean_position = max(prompt - fresh / 2.0, 0.0)
-    elif prompt is not None:
-        mean_position = prompt / 2.0
-    else:
+    if prompt is None:
         mean_position = tokens / 2.0
+    else:
+        mean_position = prompt / 2.0 if fresh is None else max(prompt - fresh / 2.0, 0.0)
     return _prefill_point(hw, model, tokens, mean_position, seconds=tokens / rate), ""
 
 
@@ -362,12 +487,5 @@ def operating_points(
     prefill, prefill_reason = _operating_prefill(load, hw, model, chunk_tokens)
     decode, ceiling, decode_reason = _operating_decode(load, hw, model)
     measured, measured_reason = _operating_measured(load, hw, prefill, decode)
-    return OperatingPoints(
-        prefill,
-        decode,
-        ceiling,
-        measured,
-        prefill_reason=prefill_reason,
-        decode_reason=decode_reason,
-        measured_reason=measured_reason,
-    )
+    why = (prefill_reason, decode_reason, measured_reason)
+    return OperatingPoints(prefill, decode, ceiling, measured, *why)

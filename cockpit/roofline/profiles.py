@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
-from cockpit.roofline.specs import DTYPES, Hardware, ModelProfile
+from cockpit.roofline.model import DTYPES, Hardware, ModelProfile
 
 T = TypeVar("T")
 
@@ -33,8 +33,7 @@ def normalize_id(profile_id: str) -> str:
 
 
 class ProfileTable(Mapping[str, T], Generic[T]):
-    """Profiles by canonical id; lookups also accept aliases and any letter case.
-    Iteration yields canonical ids only. A miss raises KeyError naming the known ids."""
+    """Profiles by canonical id (all iteration yields); a lookup also takes an alias, any case."""
 
     def __init__(self, kind: str, profiles: Mapping[str, T], aliases: Mapping[str, str]) -> None:
         self._kind = kind
@@ -43,15 +42,12 @@ class ProfileTable(Mapping[str, T], Generic[T]):
         for alias, target in aliases.items():
             self._index.setdefault(normalize_id(alias), target)
 
-    def canonical_id(self, profile_id: str) -> str:
-        try:
-            return self._index[normalize_id(profile_id)]
-        except KeyError:
-            known = ", ".join(self._profiles)
-            raise KeyError(f"unknown {self._kind} {profile_id!r}; known: {known}") from None
-
     def __getitem__(self, profile_id: str) -> T:
-        return self._profiles[self.canonical_id(profile_id)]
+        canonical = self._index.get(normalize_id(profile_id))
+        if canonical is None:
+            known = ", ".join(self._profiles)
+            raise KeyError(f"unknown {self._kind} {profile_id!r}; known: {known}")
+        return self._profiles[canonical]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._profiles)
@@ -59,12 +55,8 @@ class ProfileTable(Mapping[str, T], Generic[T]):
     def __len__(self) -> int:
         return len(self._profiles)
 
-    def aliases_of(self, profile_id: str) -> list[str]:
-        canonical = self.canonical_id(profile_id)
+    def aliases_of(self, canonical: str) -> list[str]:
         return [a for a, t in self._index.items() if t == canonical and a != canonical]
-
-
-# --- validation of one mapping -------------------------------------------------------------
 
 
 def _positive_number(mapping: Mapping[str, Any], field: str) -> float:
@@ -93,17 +85,15 @@ def _optional(
     return read(mapping, field) if mapping.get(field) is not None else None
 
 
-def _name(profile_id: str, mapping: Mapping[str, Any]) -> str:
+def _name(profile_id: str, mapping: Mapping[str, Any], known: set[str]) -> str:
+    """The profile's name (its id by default), once every field is one of `known`."""
+    for key in mapping:
+        if key not in known:
+            raise ProfileFieldError(str(key), f"unknown field (known: {', '.join(sorted(known))})")
     name = mapping.get("name", profile_id)
     if not isinstance(name, str) or not name.strip():
         raise ProfileFieldError("name", "expected a non-empty string")
     return name
-
-
-def _reject_unknown(mapping: Mapping[str, Any], known: set[str]) -> None:
-    for key in mapping:
-        if key not in known:
-            raise ProfileFieldError(str(key), f"unknown field (known: {', '.join(sorted(known))})")
 
 
 _OTHER_PEAK_FIELDS = {f"peak_flops_{dtype}": dtype for dtype in DTYPES if dtype != "bf16"}
@@ -114,10 +104,9 @@ _MODEL_FIELDS = {field.name for field in fields(ModelProfile)} - {"id"}
 
 def hardware_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> Hardware:
     """A Hardware from config-style fields; ProfileFieldError (a ValueError) names a bad one."""
-    _reject_unknown(mapping, _HARDWARE_FIELDS)
     return Hardware(
         id=normalize_id(profile_id),
-        name=_name(profile_id, mapping),
+        name=_name(profile_id, mapping, _HARDWARE_FIELDS),
         peak_flops=_positive_number(mapping, "peak_flops"),
         bandwidth=_positive_number(mapping, "bandwidth"),
         memory_bytes=_positive_number(mapping, "memory_bytes"),
@@ -154,7 +143,7 @@ def _expert_counts(mapping: Mapping[str, Any], is_moe: bool) -> tuple[int | None
 def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProfile:
     """A ModelProfile from config-style fields; `active_params` defaults to `params`,
     `compute_dtype` to bf16."""
-    _reject_unknown(mapping, _MODEL_FIELDS)
+    name = _name(profile_id, mapping, _MODEL_FIELDS)
     params = _positive_number(mapping, "params")
     active = _optional(mapping, "active_params", _positive_number)
     if active is not None and active > params:
@@ -163,7 +152,7 @@ def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProf
     experts, chosen = _expert_counts(mapping, active < params)
     model = ModelProfile(
         id=normalize_id(profile_id),
-        name=_name(profile_id, mapping),
+        name=name,
         params=params,
         active_params=active,
         bytes_per_param=_positive_number(mapping, "bytes_per_param"),
@@ -180,9 +169,6 @@ def model_from_mapping(profile_id: str, mapping: Mapping[str, Any]) -> ModelProf
             "experts_per_token", "more routed experts per token than active_params holds"
         )
     return model
-
-
-# --- the packaged profiles -----------------------------------------------------------------
 
 
 def _section(

@@ -5,9 +5,16 @@ from __future__ import annotations
 import math
 
 from cockpit.core.figures import SI_PREFIXES
-from cockpit.roofline.model import DecodePoint, PrefillPoint, decode_step, prefill_pass
+from cockpit.roofline.model import (
+    DecodePoint,
+    Hardware,
+    ModelProfile,
+    PrefillPoint,
+    decode_step,
+    prefill_pass,
+    roof_for,
+)
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
-from cockpit.roofline.specs import Hardware, ModelProfile, roof_for
 
 
 def si(value: float, unit: str) -> str:
@@ -80,26 +87,21 @@ def _peak(hw: Hardware, model: ModelProfile) -> str:
     return text
 
 
-def _experts_row(model: ModelProfile) -> list[str]:
-    if not model.has_expert_counts:
-        return []
-    routed = f"{model.experts_per_token} of {model.experts} routed per token and layer"
-    return [_row("experts", f"{routed}, {params_text(model.shared_params)} params shared")]
-
-
 def _header(hw: Hardware, model: ModelProfile) -> list[str]:
     counted = f"{params_text(model.params)} params"
     if model.is_moe:
         counted += f", {params_text(model.active_params)} active"
     per_param = f"{model.bytes_per_param:g} byte{'' if model.bytes_per_param == 1 else 's'}"
     kv = model.kv_bytes_per_token
+    routed = f"{model.experts_per_token} of {model.experts} routed per token and layer"
+    experts = f"{routed}, {params_text(model.shared_params)} params shared"
     return [
         f"{model.name} on {hw.name}",
         _row("peak", _peak(hw, model)),
         _row("bandwidth", _each(hw, hw.bandwidth, "B/s")),
         _row("ridge", f"{intensity_text(hw.ridge)} FLOP/byte"),
         _row("weights", f"{si(model.weight_bytes, 'B')} ({counted} × {per_param})"),
-        *_experts_row(model),
+        *([_row("experts", experts)] if model.has_expert_counts else []),
         _row("KV cache", f"{si(kv, 'B')} per token ({kv / 1024:,.4g} KiB)"),
     ]
 

@@ -5,13 +5,13 @@ is its totals' `reason`, and the lane's own figures carry on."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import pairwise
-from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from cockpit.core.gpu import GpuTotals
@@ -30,47 +30,17 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
-from cockpit.sources.exposition import plain_number
+from cockpit.sources.exposition import Series as Named
+from cockpit.sources.exposition import parse_samples
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 MAX_READS = 4096
 """Reads a scrape or NVML source keeps (5.7 h at a 5 s refresh); a longer window reads
 "since start"."""
-NEEDS_SECOND = "needs a second read"
 
 Reading = tuple[str, Mapping[str, str], float]
 """One sample: its name, labels and value."""
-Named = tuple[str, Mapping[str, str]]
-"""A sample's name and labels."""
 LabelKey = tuple[tuple[str, str], ...]
-Read = tuple[float, dict[str, dict[LabelKey, float]]]
-"""One read's time and its values: expression key -> labels -> value."""
-
-
-class GpuSource(Protocol):
-    """What a lane feed asks of its GPU source at each refresh."""
-
-    def expressions(self, window_s: float) -> Mapping[str, str]:
-        """PromQL to ride in the lane's query (none for a source that reads on its own)."""
-        ...
-
-    async def read(
-        self, window_s: float, end: float | None, found: Mapping[str, Samples]
-    ) -> GpuTotals:
-        """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
-        ...
-
-    def trend_expressions(self, step_s: float, scrape_s: float) -> Mapping[str, str]:
-        """PromQL of the GPU trend to ride in the lane's range query, by trend key (none for a
-        source that reads on its own)."""
-        ...
-
-    def trend_points(self, trend: Trend) -> tuple[float | None, ...] | None:
-        """The GPU trend at `trend`'s points from the source's own reads (None: it rode in the
-        lane's range query)."""
-        ...
-
-    async def close(self) -> None: ...
 
 
 class PrometheusGpu:
@@ -80,12 +50,14 @@ class PrometheusGpu:
         self.selector = selector
 
     def expressions(self, window_s: float) -> dict[str, str]:
+        """PromQL to ride in the lane's query."""
         targets = {TARGETS_UP: f"max(up{selector_with(self.selector)})"}
         return {**gpu_expressions(self.selector, window_s), **targets}
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]
     ) -> GpuTotals:
+        """The GPUs over (end - window, end]; `found`: the lane's answer, split by `fig`."""
         exprs = self.expressions(window_s)
         mine = {key: found[key] for key in exprs if key in found}
         where = f"{{{self.selector}}}"
@@ -93,9 +65,10 @@ class PrometheusGpu:
         if not totals.gpus:
             up = [sample_value(sample) for sample in mine.get(TARGETS_UP, ())]
             totals = replace(totals, reason=_unmatched(where, up[0] if up else None))
-        return _with_queries(totals, exprs)
+        return replace(totals, queries=dict(exprs))
 
     def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
+        """PromQL of the GPU trend to ride in the lane's range query, by trend key."""
         within = max(step_s, math.ceil(scrape_s))  # as the lane's gauges are read per step
         return {GPU_TREND.key: util_step_expression(self.selector, within)}
 
@@ -119,10 +92,6 @@ def _unmatched(where: str, up: object) -> str:
     return f"no GPU exporter's series (DCGM_FI_*, nvidia_smi_*) at {where}"
 
 
-def _with_queries(totals: GpuTotals, queries: Mapping[str, str]) -> GpuTotals:
-    return replace(totals, queries=dict(queries))
-
-
 async def with_gpu(
     totals: LaneTotals, source: GpuSource | None, window_s: float, end: float | None
 ) -> LaneTotals:
@@ -135,23 +104,6 @@ async def with_gpu(
     if trend is not None and points is not None:
         trend = replace(trend, series=frozen_map({**trend.series, GPU_TREND.key: points}))
     return replace(totals, gpu=gpu, trend=trend)
-
-
-def buffer_trend(buffer: ReadBuffer, trend: Trend, where: str) -> tuple[float | None, ...]:
-    """The GPU trend's points from a source's own reads: per step, `gpu_util` over the GPUs'
-    means within it (None: no read in the step). A step a later read has closed is kept."""
-    times = trend.times()
-    if buffer.kept_step != trend.step_s:
-        buffer.kept_step, buffer.kept = trend.step_s, {}
-    kept = buffer.kept
-    due = [t for t in times if t not in kept]
-    closed_before = buffer.stamps[-1] if buffer.stamps else -math.inf
-    for t, values in zip(due, buffer.step_values(due, trend.step_s), strict=True):
-        totals = gpu_totals(values, where, exporters=buffer.exporters)
-        kept[t] = gpu_figure(totals, GPU_TREND.figure).value
-    points = tuple(kept[t] for t in times)
-    buffer.kept = {t: kept[t] for t in times if t < closed_before}
-    return points
 
 
 class ReadBuffer:
@@ -181,9 +133,6 @@ class ReadBuffer:
         self._columns: dict[str, dict[LabelKey, tuple[list[float], list[float]]]] = {}
         """Expression key -> labels -> the stamps and values of the reads that had it."""
         self._added = 0
-        self.kept_step = 0.0
-        self.kept: dict[float, float | None] = {}
-        """The GPU trend's closed steps (at the trend's step `kept_step`): time -> point."""
 
     @property
     def names(self) -> frozenset[str]:
@@ -282,20 +231,17 @@ def _reduce(kind: str, seen: list[float], now: float | None) -> float | None:
     return sum(b - a if b >= a else b for a, b in pairwise(seen))
 
 
-class ScrapeGpu:
-    """An exporter's own `/metrics` (dcgm-exporter or nvidia_gpu_exporter), one GET a refresh."""
+class OwnReads:
+    """A GPU source that reads on its own at each refresh, into a `ReadBuffer`."""
 
-    def __init__(self, url: str, *, timeout: float = 5.0, verify: bool | str = True) -> None:
-        self.url = redact_url(url)
-        parts = urlsplit(url)
-        self._path = parts.path or "/"
-        self.http = HttpClient(
-            urlunsplit((parts.scheme, parts.netloc, "", "", "")), timeout=timeout, verify=verify
-        )
-        self.buffer = ReadBuffer(EXPORTERS)
+    def __init__(self, exporters: tuple[Exporter, ...], where: str) -> None:
+        self.buffer = ReadBuffer(exporters)
+        self.where = where
         self.failure = ""
-        self._series: dict[str, Named] = {}
-        """The last exposition's series, by the text before their value."""
+        """Why the last read failed: the last good reads stay, said to be older."""
+        self._kept_step = 0.0
+        self._kept: dict[float, float | None] = {}
+        """The GPU trend's closed steps (at the trend's step `_kept_step`): time -> point."""
 
     def expressions(self, window_s: float) -> dict[str, str]:
         return {}
@@ -304,36 +250,71 @@ class ScrapeGpu:
         return {}
 
     def trend_points(self, trend: Trend) -> tuple[float | None, ...]:
-        return buffer_trend(self.buffer, trend, self.url)
+        """Per step, `gpu_util` over the GPUs' means within it (None: no read in the step). A
+        step a later read has closed is kept."""
+        times, buffer = trend.times(), self.buffer
+        if self._kept_step != trend.step_s:
+            self._kept_step, self._kept = trend.step_s, {}
+        kept = self._kept
+        due = [t for t in times if t not in kept]
+        closed_before = buffer.stamps[-1] if buffer.stamps else -math.inf
+        for t, values in zip(due, buffer.step_values(due, trend.step_s), strict=True):
+            totals = gpu_totals(values, self.where, exporters=buffer.exporters)
+            kept[t] = gpu_figure(totals, GPU_TREND.figure).value
+        self._kept = {t: kept[t] for t in times if t < closed_before}
+        return tuple(kept[t] for t in times)
 
     async def read(
         self, window_s: float, end: float | None, found: Mapping[str, Samples]
     ) -> GpuTotals:
         if end is None:
-            try:
-                await self.poll()
-            except SourceError as error:
-                self.failure = error.reason
+            self.failure = await self.poll()
         return self.totals(window_s, end)
 
-    async def poll(self) -> None:
-        """One GET into the buffer; SourceError with a one-line reason on failure."""
-        reply = await self.http.get(self._path)
-        if reply.status >= 400:
-            raise status_error(self.url, reply)
+    async def poll(self) -> str:
+        """One read into the buffer; why it failed, or ''."""
+        raise NotImplementedError
+
+    def totals(self, window_s: float, end: float | None) -> GpuTotals:
+        values, note = self.buffer.values(window_s, end)
+        totals = gpu_totals(values, self.where, note, self.buffer.exporters)
+        return replace(totals, reason=self.failure) if self.failure else totals
+
+    async def close(self) -> None:
+        return None
+
+
+GpuSource = PrometheusGpu | OwnReads
+"""What a lane feed asks of its GPU source at each refresh."""
+
+
+class ScrapeGpu(OwnReads):
+    """An exporter's own `/metrics` (dcgm-exporter or nvidia_gpu_exporter), one GET a refresh."""
+
+    def __init__(self, url: str, *, timeout: float = 5.0, verify: bool | str = True) -> None:
+        super().__init__(EXPORTERS, redact_url(url))
+        parts = urlsplit(url)
+        self._path = parts.path or "/"
+        self.http = HttpClient(
+            urlunsplit((parts.scheme, parts.netloc, "", "", "")), timeout=timeout, verify=verify
+        )
+        self._series: dict[str, Named] = {}
+        """The last exposition's series, by the text before their value."""
+
+    async def poll(self) -> str:
+        try:
+            reply = await self.http.get(self._path)
+            if reply.status >= 400:
+                raise status_error(self.where, reply)
+        except SourceError as error:
+            return error.reason
         self.ingest(reply.text, time.time())
-        self.failure = ""
+        return ""
 
     def ingest(self, text: str, at: float) -> None:
         """One exposition taken at `at` (epoch seconds), into the buffer."""
         readings, self._series = parse_exposition(text, self.buffer.names, self._series)
         self.buffer.add(at, readings)
-
-    def totals(self, window_s: float, end: float | None) -> GpuTotals:
-        values, note = self.buffer.values(window_s, end)
-        totals = gpu_totals(values, self.url, note)
-        # the last good reads stay, said to be older
-        return replace(totals, reason=self.failure) if self.failure else totals
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -342,30 +323,15 @@ class ScrapeGpu:
 def parse_exposition(
     text: str, names: frozenset[str], known: Mapping[str, Named] | None = None
 ) -> tuple[list[Reading], dict[str, Named]]:
-    """The samples named `names` of a Prometheus text exposition, and the series read, by the
-    text before their value (the next call's `known`: a line of one of them has only its
-    value read, not its labels again). Lines it can't read are left out (one bad line costs
-    its sample, not the scrape)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    known = known or {}
-    wanted = [line for line in text.splitlines() if line.split("{", 1)[0].split(" ", 1)[0] in names]
+    """The samples named `names` of a Prometheus text exposition and the series read, as
+    `parse_samples` reads them (`known`: the last call's series), but a line it can't read is
+    left out: one bad line costs its sample, not the scrape."""
     readings: list[Reading] = []
     series: dict[str, Named] = {}
-    for line in wanted:
-        head, _, last = line.rpartition(" ")
-        seen = known.get(head)
-        value = plain_number(last) if seen is not None else None
-        if seen is not None and value is not None:
-            readings.append((*seen, value))
-            series[head] = seen
-            continue
-        try:
-            for family in text_string_to_metric_families(line + "\n"):
-                for sample in family.samples:
-                    readings.append((sample.name, sample.labels, float(sample.value)))
-                    if sample.timestamp is None and sample.exemplar is None:
-                        series[head] = (sample.name, sample.labels)  # the last word is its value
-        except ValueError:
-            continue
+    for line in text.splitlines():
+        if line.split("{", 1)[0].split(" ", 1)[0] in names:
+            with contextlib.suppress(SourceError):
+                found, seen, _ = parse_samples("", [line], known)
+                readings += found
+                series.update(seen)
     return readings, series

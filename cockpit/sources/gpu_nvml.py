@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
 
 from cockpit.core.gpu import GpuTotals
-from cockpit.core.gpu_series import Exporter, Series, gpu_totals
-from cockpit.core.model import Trend
-from cockpit.core.promql import Samples
-from cockpit.sources.gpu import ReadBuffer, Reading, buffer_trend
+from cockpit.core.gpu_series import Exporter, Series
+from cockpit.sources.gpu import OwnReads, Reading
 
 NO_DRIVER = "no NVIDIA driver (libnvidia-ml) on this machine"
 NO_PACKAGE = "reading GPUs through NVML needs nvidia-ml-py: pip install 'lane-cockpit[nvml]'"
@@ -96,38 +94,26 @@ def read_devices(nvml: ModuleType) -> tuple[list[Reading], dict[str, Processes]]
     return readings, processes
 
 
-class NvmlGpu:
+class NvmlGpu(OwnReads):
     """The GPUs of this machine; without the package or a driver, says which is missing."""
 
     def __init__(self, module: str = "pynvml") -> None:
-        self.buffer = ReadBuffer((NVML,))
+        super().__init__((NVML,), WHERE)
         self._module = module
         self._nvml: ModuleType | None = None
         self._processes: dict[str, Processes] = {}
         self._cannot = ""
         """Why NVML can't be used at all (no package, no driver): not asked again."""
-        self.failure = ""
 
-    def expressions(self, window_s: float) -> dict[str, str]:
-        return {}
+    async def poll(self) -> str:
+        return self._cannot or await asyncio.to_thread(self._poll)
 
-    def trend_expressions(self, step_s: float, scrape_s: float) -> dict[str, str]:
-        return {}
-
-    def trend_points(self, trend: Trend) -> tuple[float | None, ...]:
-        return buffer_trend(self.buffer, trend, WHERE)
-
-    async def read(
-        self, window_s: float, end: float | None, found: Mapping[str, Samples]
-    ) -> GpuTotals:
-        if end is None and not self._cannot:
-            self.failure = await asyncio.to_thread(self._poll)
+    def totals(self, window_s: float, end: float | None) -> GpuTotals:
         if self._cannot:
             return GpuTotals("NVML", WHERE, reason=self._cannot)
-        values, note = self.buffer.values(window_s, end)
-        totals = gpu_totals(values, WHERE, note, (NVML,))
+        totals = super().totals(window_s, end)
         gpus = tuple(replace(g, processes=self._processes.get(g.uuid, ())) for g in totals.gpus)
-        return replace(totals, gpus=gpus, reason=self.failure or totals.reason)
+        return replace(totals, gpus=gpus)
 
     def _poll(self) -> str:
         """One read of every device into the buffer; why it failed, or ''."""

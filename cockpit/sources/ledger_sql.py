@@ -97,14 +97,8 @@ async def read_schema(fetch: Fetch) -> Schema | None:
         rows = await fetch("SELECT MAX(version) FROM schema_version", ())
         version = rows[0][0] if isinstance(rows[0][0], int) else None
     ((mode, cookie),) = await fetch("SELECT * FROM pragma_journal_mode, pragma_schema_version", ())
-    return Schema(
-        columns=frozenset(tables["sessions"]),
-        usage_columns=usage,
-        has_usage={"session_id", "model"} <= usage,
-        version=version,
-        journal_mode=str(mode),
-        schema_cookie=int(cookie),
-    )
+    has_usage = {"session_id", "model"} <= usage
+    return Schema(frozenset(tables["sessions"]), usage, has_usage, version, str(mode), int(cookie))
 
 
 _COLUMNS = (
@@ -180,9 +174,7 @@ _VALUE_NAMES = ", ".join(f"h{index}, l{index}" for index in range(VALUE_COUNT))
 
 
 def _sums(present: frozenset[str], alias: str) -> str:
-    """Each counter summed as its high and low 32 bits: integer sums that can't overflow. The
-    costs (in billionths) by TOTAL, which sums integers exactly and never raises: exact below
-    2**53 billionths ($9 million) per group, a float's rounding past it."""
+    """Each counter summed as its high and low 32 bits, the costs (in billionths) by TOTAL."""
     counters = [
         f"SUM({c} >> 32), SUM({c} & 4294967295)" if c else "0, 0" for c in _counters(present, alias)
     ]

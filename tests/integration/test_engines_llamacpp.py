@@ -18,7 +18,7 @@ import pytest
 
 from cockpit import engines
 from cockpit.core.fleet import fleet_plan
-from cockpit.engines.pace import NO_SPECULATION
+from cockpit.engines.base import NO_SPECULATION
 from tests.support.engine_names import violations
 from tests.support.repo import FIXTURES
 

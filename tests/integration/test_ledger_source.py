@@ -21,10 +21,12 @@ from cockpit.sources.ledger import (
     LedgerError,
     LedgerSet,
     LedgerTailer,
+    ledger_totals,
+    model_key,
+    model_name,
     profile_of,
     resolve_ledger,
 )
-from cockpit.sources.ledger_sums import model_key, model_name
 from tests.support.ledger_writer import (
     HermesLikeWriter,
     Usage,
@@ -53,13 +55,14 @@ async def test_v22_figures_match_independent_sql(hermes_v22: Path, days: int) ->
         reading = await tailer.read(days * DAY, NOW)
     finally:
         await tailer.close()
+    totals = ledger_totals(days * DAY, NOW, [reading], reading.missing)
     expected = recount(hermes_v22, NOW - days * DAY, NOW)
     assert expected.total[0] > 0
-    assert_matches(reading.totals, expected)
-    assert as_tuples(reading.by_model_sessions) == expected.by_model_sessions
-    assert reading.totals.missing == {}
-    assert reading.totals.by_ledger == {str(hermes_v22): reading.totals.total}
-    (info,) = reading.totals.ledgers
+    assert_matches(totals, expected)
+    assert as_tuples(reading.sums.counts("model_s")) == expected.by_model_sessions
+    assert totals.missing == {}
+    assert totals.by_ledger == {str(hermes_v22): totals.total}
+    (info,) = totals.ledgers
     assert (info.schema_version, info.profile, info.journal_mode) == (22, "default", "delete")
 
 
@@ -116,11 +119,11 @@ async def test_the_same_model_from_two_providers_stays_two_rows(hermes_v22: Path
         reading = await tailer.read(120 * DAY, NOW)
     finally:
         await tailer.close()
-    exact = reading.totals.by_model
+    exact = ledger_totals(120 * DAY, NOW, [reading], reading.missing).by_model
     assert exact["anthropic/claude-sonnet-4.6"].api_calls == calls["anthropic"]
     assert exact["openrouter/claude-sonnet-4.6"].api_calls == calls["openrouter"]
     assert "claude-sonnet-4.6" not in exact
-    by_sessions = reading.by_model_sessions
+    by_sessions = reading.sums.counts("model_s")
     for provider, count in session_calls.items():
         assert by_sessions[f"{provider}/claude-sonnet-4.6"].api_calls == count
 

@@ -16,7 +16,7 @@ import pytest
 from cockpit.app.app import make_app
 from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.trends import trend_query
-from cockpit.engines import dialects
+from cockpit.engines import dialects, engines
 from cockpit.runtime.feeds import build_feeds
 from cockpit.sources.history import TREND
 from cockpit.sources.prometheus import PrometheusSource
@@ -216,7 +216,7 @@ async def test_a_failed_history_read_keeps_the_figures_and_says_why(server: Prom
 
 
 @pytest.mark.parametrize("escaped", [False, True])
-@pytest.mark.parametrize("dialect", dialects.DIALECTS)
+@pytest.mark.parametrize("dialect", [known.name for known in engines()])
 def test_every_engines_trend_query_is_one_the_server_evaluates(
     server: PromServer, dialect: str, escaped: bool
 ) -> None:

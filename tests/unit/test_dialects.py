@@ -10,11 +10,17 @@ from hypothesis import strategies as st
 
 from cockpit.core import promql
 from cockpit.core.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS, MODEL_KEYS
-from cockpit.engines import dialects, engine
+from cockpit.engines import detect, dialects, engine, engines
 from cockpit.engines.decode_pace import NO_SPECULATION, decode_pace
+from cockpit.engines.vllm import capacity_from_info
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
 ALL_KEYS = set(LANE_COUNTERS + LANE_GAUGES + LANE_HISTOGRAMS)
+DIALECTS = tuple(known.name for known in engines())
+
+
+def detect_dialect(metric_names: set[str]) -> str:
+    return detect(metric_names).name
 
 
 def fixture_names(name: str) -> set[str]:
@@ -26,7 +32,7 @@ def fixture_names(name: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("dialect", dialects.DIALECTS)
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_raw_key_has_a_spec(dialect: str) -> None:
     specs = dialects.lane_specs(dialect)
     assert set(specs) == ALL_KEYS
@@ -83,14 +89,14 @@ def test_combined_query_labels_each_expression() -> None:
 
 
 def test_detect_dialect() -> None:
-    assert dialects.detect_dialect(fixture_names("metrics_real.txt")) == "vllm"
-    assert dialects.detect_dialect(fixture_names("metrics_real_specdec.txt")) == "vllm"
-    assert dialects.detect_dialect({"vllm:gpu_cache_usage_perc", "vllm:prompt_tokens_total"}) == (
+    assert detect_dialect(fixture_names("metrics_real.txt")) == "vllm"
+    assert detect_dialect(fixture_names("metrics_real_specdec.txt")) == "vllm"
+    assert detect_dialect({"vllm:gpu_cache_usage_perc", "vllm:prompt_tokens_total"}) == (
         "vllm-legacy"
     )
-    assert dialects.detect_dialect({"sglang:num_running_reqs", "up"}) == "sglang"
+    assert detect_dialect({"sglang:num_running_reqs", "up"}) == "sglang"
     with pytest.raises(dialects.DialectError):
-        dialects.detect_dialect({"up", "process_cpu_seconds_total"})
+        detect_dialect({"up", "process_cpu_seconds_total"})
     with pytest.raises(dialects.DialectError):
         dialects.lane_specs("tgi")
 
@@ -140,10 +146,10 @@ def test_parse_selector_operators() -> None:
 
 
 def test_capacity_from_info() -> None:
-    assert dialects.capacity_from_info({"kv_cache_size_tokens": "1048576"}) == 1048576
+    assert capacity_from_info({"kv_cache_size_tokens": "1048576"}) == 1048576
     info = {"kv_cache_size_tokens": "None", "num_gpu_blocks": "100", "block_size": "16"}
-    assert dialects.capacity_from_info(info) == 1600
-    assert dialects.capacity_from_info({"num_gpu_blocks": "None", "block_size": "16"}) is None
+    assert capacity_from_info(info) == 1600
+    assert capacity_from_info({"num_gpu_blocks": "None", "block_size": "16"}) is None
 
 
 def test_buckets_sorted_with_inf_last() -> None:
@@ -267,7 +273,7 @@ def test_vllm_before_0_10_2_times_its_step_by_time_per_output_token() -> None:
     itl = {n for n in fixture_names("metrics_real.txt") if "inter_token_latency" in n}
     older = {f"vllm:time_per_output_token_seconds_{part}" for part in ("sum", "count", "bucket")}
     names = frozenset(fixture_names("metrics_real.txt") - itl | older)
-    assert dialects.detect_dialect(names) == "vllm"
+    assert detect_dialect(names) == "vllm"
     plan = promql.lane_plan("vllm", '{job="a"}', 3600, names, False)
     assert "itl_sum" not in plan.missing and "itl_count" not in plan.missing
     assert "vllm:time_per_output_token_seconds_sum" in plan.exprs["itl_sum"]

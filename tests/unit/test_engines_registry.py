@@ -7,8 +7,7 @@ import pytest
 
 from cockpit import engines
 from cockpit.core.model import LANE_COUNTERS, LANE_GAUGES, LANE_HISTOGRAMS
-from cockpit.engines.base import DialectError, lane_table
-from cockpit.engines.pace import NO_SPECULATION, PER_TOKEN
+from cockpit.engines.base import NO_SPECULATION, PER_TOKEN, DialectError, lane_table
 from cockpit.engines.specs import Counter, lacking
 
 WINDOW_KEYS = {*LANE_COUNTERS, *LANE_GAUGES, *LANE_HISTOGRAMS} - {
