@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.faultlane import start_shared_lane_prometheus
 from tests.support.fleet import FLEET_SERVERS
-from tests.support.promharness import PromServer, start_prometheus
+from tests.support.promharness import PromServer, start_prometheus, start_victoria_metrics
 from tests.support.repo import HERMES_FIXTURES, require_fixture
 
 
@@ -19,6 +19,15 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]
     """One Prometheus for the run: each test module writes its history under jobs of its
     own (`remote_write`), so modules never see each other's series."""
     server = start_prometheus(tmp_path_factory.mktemp("prometheus"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def victoria_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    """One VictoriaMetrics for the run: each test module imports its history under jobs of its
+    own (`import_history`), so modules never see each other's series."""
+    server = start_victoria_metrics(tmp_path_factory.mktemp("victoria-metrics"))
     yield server
     server.stop()
 

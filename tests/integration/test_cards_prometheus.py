@@ -10,7 +10,6 @@ import os
 import random
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.cli import COCKPIT
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
 
 STEP = 15
 START = 1_790_000_000 - (1_790_000_000 % 3600) - 3 * 3600
@@ -86,16 +85,14 @@ def edge_delta(name: str, start: float, end: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+def prometheus(prometheus: PromServer) -> PromServer:
+    """The run's Prometheus, holding the history under JOB."""
     writer = OpenMetricsWriter()
     for (name, labels), samples in SERIES.items():
         family = name.removesuffix("_total").rsplit("_bucket", 1)[0]
         writer.add(family, "unknown", name, {**dict(labels), "job": JOB}, list(samples.items()))
-    workdir: Path = tmp_path_factory.mktemp("prom-cards")
-    create_blocks(writer.render(), workdir / "tsdb")
-    server = start_prometheus(workdir, tsdb=workdir / "tsdb")
-    yield server
-    server.stop()
+    remote_write(prometheus, writer)
+    return prometheus
 
 
 @pytest.fixture(scope="module")

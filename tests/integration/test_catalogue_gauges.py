@@ -3,15 +3,12 @@ at the lane's scrapes, not at three 15 s instants."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from cockpit.core.figures import lane_figures
 from cockpit.core.promql import gauge_step
 from cockpit.sources.prometheus import PrometheusSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -21,7 +18,7 @@ BUSY = range(1, 8)
 """The seconds of each 15 s in which a request runs (7 of 15: a mean of 0.47)."""
 
 
-def bursts() -> str:
+def bursts() -> OpenMetricsWriter:
     """A lane scraped every second for ten minutes: one request running in short bursts,
     never at a multiple of 15 s, and the KV cache 40 % used while it runs."""
     writer = OpenMetricsWriter()
@@ -31,16 +28,14 @@ def bursts() -> str:
     writer.add("vllm:num_requests_running", "gauge", "vllm:num_requests_running", labels, running)
     kv = [(t, 0.4 * value) for t, value in running]
     writer.add("vllm:kv_cache_usage_perc", "gauge", "vllm:kv_cache_usage_perc", labels, kv)
-    return writer.render()
+    return writer
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    workdir: Path = tmp_path_factory.mktemp("prom-bursts")
-    create_blocks(bursts(), workdir / "tsdb")
-    prom = start_prometheus(workdir)
-    yield prom
-    prom.stop()
+def server(prometheus: PromServer) -> PromServer:
+    """The run's Prometheus, holding the bursty lane."""
+    remote_write(prometheus, bursts())
+    return prometheus
 
 
 def test_a_short_windows_gauges_are_sampled_finer_than_15_s() -> None:

@@ -13,9 +13,8 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -30,10 +29,8 @@ from tests.support.promharness import (
     OpenMetricsWriter,
     PromServer,
     add_engine,
-    create_blocks,
     import_history,
-    start_prometheus,
-    start_victoria_metrics,
+    remote_write,
 )
 from tests.support.repo import FIXTURES, require_fixture
 
@@ -80,7 +77,8 @@ def history(start: float) -> OpenMetricsWriter:
     writer = OpenMetricsWriter()
     times = [float(start + STEP * k) for k in range(SCRAPES)]
     keys = ("requests", "prompt_tokens", "generation_tokens", "running")
-    add_engine(writer, "vllm", {"job": "lane", "instance": "e0", "model_name": "m"}, times, keys, 1)
+    lane = {"job": "gpu-lane", "instance": "e0", "model_name": "m"}
+    add_engine(writer, "vllm", lane, times, keys, 1)
     for exporter in ("dcgm", "nvidia_smi"):
         for k, stamp in enumerate(times):
             for line in served(exporter, k).splitlines():
@@ -90,7 +88,7 @@ def history(start: float) -> OpenMetricsWriter:
                     for sample in family.samples:
                         counter = sample.name.endswith("_total")
                         name = sample.name.removesuffix("_total") if counter else sample.name
-                        labels = {**sample.labels, "job": exporter}
+                        labels = {**sample.labels, "job": f"gpu-{exporter}"}
                         kind = "counter" if counter else "unknown"
                         writer.add(name, kind, sample.name, labels, [(stamp, sample.value)])
     return writer
@@ -100,39 +98,38 @@ Served = tuple[PromServer, float]
 """A server and when its history starts."""
 
 
-def _prometheus(workdir: Path) -> Served:
-    create_blocks(history(START).render(), workdir / "tsdb")
-    return start_prometheus(workdir, tsdb=workdir / "tsdb"), START
+def _prometheus(server: PromServer) -> float:
+    remote_write(server, history(START))
+    return START
 
 
-def _victoria_metrics(workdir: Path) -> Served:
+def _victoria_metrics(server: PromServer) -> float:
     # VictoriaMetrics 1.79 lists label values of the last day only (the lane's metric names):
     # its history ends a few minutes ago, on the 15 s grid.
     start = time.time() // STEP * STEP - 300
-    server = start_victoria_metrics(workdir)
     import_history(server, history(start))
-    return server, start
+    return start
 
 
-SERVERS: dict[str, Callable[[Path], Served]] = {
-    "prometheus": _prometheus,
-    "victoria-metrics": _victoria_metrics,
+SERVERS: dict[str, tuple[str, Callable[[PromServer], float]]] = {
+    "prometheus": ("prometheus", _prometheus),
+    "victoria-metrics": ("victoria_metrics", _victoria_metrics),
 }
+"""Each server: the run's session fixture of it, and how the history goes in (its start)."""
 
 
 @pytest.fixture(scope="module", params=sorted(SERVERS))
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    started, start = SERVERS[request.param](tmp_path_factory.mktemp(f"gpu-{request.param}"))
-    yield started, start
-    started.stop()
+def server(request: pytest.FixtureRequest) -> Served:
+    """The run's Prometheus, then its VictoriaMetrics, holding the history under jobs `gpu-*`."""
+    fixture, load = SERVERS[request.param]
+    shared: PromServer = request.getfixturevalue(fixture)
+    return shared, load(shared)
 
 
 def read_lane(served_by: Served, gpu: GpuConfig | None) -> tuple[LaneTotals, int]:
     """The lane read once through its feed (its GPUs riding along), and the HTTP requests."""
     server, start = served_by
-    lane = LaneConfig("lane", prometheus=server.url, selector='job="lane"', gpu=gpu)
+    lane = LaneConfig("lane", prometheus=server.url, selector='job="gpu-lane"', gpu=gpu)
     (feed,) = build_lane_feeds(Config(lanes=(lane,)))
     assert isinstance(feed, PrometheusLaneFeed) and feed.source is not None
 
@@ -198,7 +195,7 @@ def check_nvidia_smi(figures: GpuFigures) -> None:
 
 
 def test_dcgm_exporter_figures_ride_in_the_lanes_one_query(server: Served) -> None:
-    lane, requests = read_lane(server, GpuConfig(selector='job="dcgm",pod="vllm-llama-0"'))
+    lane, requests = read_lane(server, GpuConfig(selector='job="gpu-dcgm",pod="vllm-llama-0"'))
     check_dcgm(figures_of(lane), lane)
     _, alone = read_lane(server, None)
     assert requests == alone  # the GPUs cost no request of their own
@@ -206,7 +203,7 @@ def test_dcgm_exporter_figures_ride_in_the_lanes_one_query(server: Served) -> No
 
 
 def test_nvidia_gpu_exporter_figures_from_prometheus(server: Served) -> None:
-    lane, _ = read_lane(server, GpuConfig(selector='job="nvidia_smi"'))
+    lane, _ = read_lane(server, GpuConfig(selector='job="gpu-nvidia_smi"'))
     check_nvidia_smi(figures_of(lane))
 
 

@@ -1,5 +1,5 @@
 """Histograms whose buckets lie: a bucket set that changes inside the window, and counts that
-are not cumulative, read through a real Prometheus (promtool backfill) and a direct scrape.
+are not cumulative, read through a real Prometheus (remote write) and a direct scrape.
 
 Every request of these lanes takes at most 1.8 s. A window mixing two bucket sets must read its
 quantiles over the bounds both sets have (what Prometheus answers for those bounds alone) and
@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,7 +21,7 @@ from cockpit.core.model import LaneTotals
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.promharness import OpenMetricsWriter, PromServer, create_blocks, start_prometheus
+from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
 
 pytestmark = pytest.mark.prometheus
 
@@ -98,17 +96,15 @@ def exposition(series: Series, at: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+def prometheus(prometheus: PromServer) -> PromServer:
+    """The run's Prometheus, holding each lane under its name as `job`."""
     writer = OpenMetricsWriter()
     for job, series in LANES.items():
         for (name, labels), samples in series.items():
             family = name.rsplit("_bucket", 1)[0].removesuffix("_count").removesuffix("_sum")
             writer.add(family, "unknown", name, {**dict(labels), "job": job}, list(samples.items()))
-    workdir: Path = tmp_path_factory.mktemp("prom-histo")
-    create_blocks(writer.render(), workdir / "tsdb")
-    server = start_prometheus(workdir, tsdb=workdir / "tsdb")
-    yield server
-    server.stop()
+    remote_write(prometheus, writer)
+    return prometheus
 
 
 def server_quantile(server: PromServer, q: float, job: str, le: str = "") -> float:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cockpit.config.schema import Config, LaneConfig
@@ -19,7 +17,7 @@ from tests.support.feeds import (
     SourceDown,
     fixed_clocks,
 )
-from tests.support.promharness import free_port, start_prometheus
+from tests.support.promharness import PromServer, free_port
 
 
 class Wall:
@@ -206,10 +204,14 @@ async def test_an_error_that_is_not_a_source_failure_is_shown_and_polling_goes_o
     assert (await poller.cycle("1h")).freshness.state == "ok"
 
 
+NO_SUCH_JOB = 'job="poller-no-engine"'
+"""A lane no test writes, so the run's Prometheus has no series of it."""
+
+
 async def lane_down_as_read(prometheus: str) -> tuple[Freshness, str, str]:
     """A real lane feed on `prometheus`, read once: its freshness, the health line's finding
     and the vital strip's message."""
-    lane = LaneConfig("lane-a", prometheus=prometheus, selector='job="lane-a"', timeout_s=5.0)
+    lane = LaneConfig("lane-a", prometheus=prometheus, selector=NO_SUCH_JOB, timeout_s=5.0)
     feeds = build_lane_feeds(Config(source="<test>", lanes=(lane,)))
     try:
         snapshot = await LanePoller(feeds[0], 5.0, clocks=Clocks(wall=lambda: EVAL_AT)).cycle("5m")
@@ -229,13 +231,9 @@ async def test_a_prometheus_that_refuses_is_the_source_down_not_the_engine() -> 
 
 @pytest.mark.prometheus
 async def test_a_prometheus_without_the_lane_s_series_says_the_engine_is_down(
-    tmp_path: Path,
+    prometheus: PromServer,
 ) -> None:
-    server = start_prometheus(tmp_path)  # answers, scrapes nothing: no engine series at all
-    try:
-        freshness, finding, strip = await lane_down_as_read(server.url)
-    finally:
-        server.stop()
+    freshness, finding, strip = await lane_down_as_read(prometheus.url)  # answers, no lane series
     assert (freshness.state, freshness.cause) == ("missing", "engine")
     assert finding.startswith("engine DOWN since 14:13:20 UTC: ")
     assert strip.startswith("engine DOWN since 14:13:20 UTC · ")

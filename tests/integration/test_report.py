@@ -25,7 +25,7 @@ from cockpit.core.model import Freshness, LaneTotals
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.runtime.report import markdown_receipt
 from tests.support.cli import cockpit_here, run_cockpit
-from tests.support.promharness import OpenMetricsWriter, create_blocks, start_prometheus
+from tests.support.promharness import OpenMetricsWriter, PromServer, remote_write
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
 FIXTURE_NOW = 1794700800  # the fixtures' README: nothing starts after it
@@ -143,32 +143,32 @@ RATES = {  # per second, constant, so increase over any window inside the data i
     "vllm:inter_token_latency_seconds_count": 700.0,
 }
 START, END = 1_790_000_000, 1_790_000_000 + 3 * 3600
+JOB = "report-lane"
+"""The lane's job on the run's Prometheus: no other module writes it."""
 
 
-def lane_history() -> str:
+def lane_history() -> OpenMetricsWriter:
     writer = OpenMetricsWriter()
-    labels = {"job": "lane-a", "instance": "a:8000", "model_name": "m", "engine": "0"}
+    labels = {"job": JOB, "instance": "a:8000", "model_name": "m", "engine": "0"}
     for name, rate in RATES.items():
         family = re.sub(r"_(total|sum|count)$", "", name)
         kind = "counter" if name.endswith("_total") else "summary"
         samples = [(float(t), rate * (t - START)) for t in range(START, END + 1, 15)]
         writer.add(family, kind, name, labels, samples)
-    return writer.render()
+    return writer
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    workdir = tmp_path_factory.mktemp("report-prom")
-    create_blocks(lane_history(), workdir / "tsdb")
-    server = start_prometheus(workdir)
-    yield server
-    server.stop()
+def prometheus(prometheus: PromServer) -> PromServer:
+    """The run's Prometheus, holding the lane's three hours."""
+    remote_write(prometheus, lane_history())
+    return prometheus
 
 
-def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> None:
+def test_lane_report_from_a_real_prometheus(prometheus: PromServer, tmp_path: Path) -> None:
     at = START + 2 * 3600
     result = cockpit_here(
-        "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "report", "--prometheus", prometheus.url, "--selector", f'job="{JOB}"',
         "--window", "1h", "--at", str(at), "--format", "json", cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -189,22 +189,22 @@ def test_lane_report_from_a_real_prometheus(prometheus: Any, tmp_path: Path) -> 
     assert "increase(" in lane["provenance"]["queries"]["requests"]
 
     markdown = cockpit_here(
-        "report", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "report", "--prometheus", prometheus.url, "--selector", f'job="{JOB}"',
         "--window", "1h", "--at", str(at), cwd=tmp_path, home=tmp_path,
     )  # fmt: skip
     assert "| Prefix-cache hit rate | 91.5% |" in markdown.stdout
     assert "```promql" in markdown.stdout
 
 
-def test_check_reports_each_source(prometheus: Any, hermes_v22: Path) -> None:
+def test_check_reports_each_source(prometheus: PromServer, hermes_v22: Path) -> None:
     ok = run_cockpit(
-        "check", "--prometheus", prometheus.url, "--selector", 'job="lane-a"',
+        "check", "--prometheus", prometheus.url, "--selector", f'job="{JOB}"',
         "--ledger", str(hermes_v22), cwd=hermes_v22.parent, home=hermes_v22.parent,
     )  # fmt: skip
     lines = ok.stdout.splitlines()
     # The lane's history ends in the past: reached, but no engine reports now.
     assert ok.returncode == 1, ok.stdout + ok.stderr
-    stale = f"FAIL lane lane-a: {prometheus.url}: no sample of the lane at the evaluation time"
+    stale = f"FAIL lane {JOB}: {prometheus.url}: no sample of the lane at the evaluation time"
     assert any(line.startswith(stale) for line in lines)
     assert any(line.startswith(f"ok   ledger {hermes_v22}: schema 22") for line in lines)
     down = run_cockpit(
