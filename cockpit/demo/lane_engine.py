@@ -93,7 +93,7 @@ class _Request:
 
     @property
     def external(self) -> int:
-        return self.kv.host + self.kv.p2p if self.kv else 0
+        return self.kv.loaded if self.kv else 0
 
     @property
     def computed(self) -> int:
@@ -120,6 +120,11 @@ class KvMoves:
     store_s: float = 0.0
     skipped_blocks: int = 0
     alloc_failed: bool = False
+
+    @property
+    def loaded(self) -> int:
+        """Prompt tokens whose KV the connectors brought: not computed here."""
+        return self.host + self.p2p
 
     @property
     def wait_s(self) -> float:
@@ -157,17 +162,7 @@ class ConnectorState:
         lacked = (prompt - cached - 1) // block * block
         moves = KvMoves(prompt - cached, rng.lognormvariate(math.log(4e-5), 0.5))
         if lacked > 0 and rng.random() < shape.p2p_share:
-            failed = rng.random() < shape.nixl_failure_p
-            moves = replace(
-                moves,
-                p2p=0 if failed else lacked,
-                xfer_s=0.0
-                if failed
-                else shape.nixl_latency_s + self._seconds(lacked, shape.nixl_bytes_s),
-                post_s=rng.lognormvariate(math.log(3e-4), 0.3),
-                nixl_failed=failed,
-                notify_failed=rng.random() < shape.notify_failure_p,
-            )
+            moves = self._from_peer(moves, lacked)
         elif lacked > 0:
             share = rng.betavariate(6 * shape.host_hit_mean, 6 * (1 - shape.host_hit_mean))
             host = int(lacked * share) // block * block
@@ -179,6 +174,20 @@ class ConnectorState:
             return replace(moves, alloc_failed=True)
         stored = new_blocks * block
         return replace(moves, stored=stored, store_s=self._seconds(stored, shape.store_bytes_s))
+
+    def _from_peer(self, moves: KvMoves, tokens: int) -> KvMoves:
+        """The prompt's KV read from the prefill peer over NIXL; a failed read is recomputed."""
+        shape, rng = self.shape, self.rng
+        failed = rng.random() < shape.nixl_failure_p
+        xfer = 0.0 if failed else shape.nixl_latency_s + self._seconds(tokens, shape.nixl_bytes_s)
+        return replace(
+            moves,
+            p2p=0 if failed else tokens,
+            xfer_s=xfer,
+            post_s=rng.lognormvariate(math.log(3e-4), 0.3),
+            nixl_failed=failed,
+            notify_failed=rng.random() < shape.notify_failure_p,
+        )
 
     def record(self, m: KvMoves) -> None:
         c, h, per_token = self.counters, self.hists, self.preset.kv_bytes_per_token
@@ -312,7 +321,7 @@ class LaneState:
         prompt = self._prompt_len()
         cached = self._cached(prompt)
         kv = self.connector.draw(prompt, cached) if self.connector else None
-        computed = prompt - cached - (kv.host + kv.p2p if kv else 0)
+        computed = prompt - cached - (kv.loaded if kv else 0)
         gen = self._gen_len()
         reason = "stop"
         if gen >= p.max_tokens:
