@@ -2,8 +2,9 @@
 
 `SimulatedLane` serves a vLLM V1 `/metrics` exposition (prometheus_client, its own registry)
 whose counters and histograms advance with time in the agent-era shape: long prompts, short
-answers, most of the prompt served from the prefix cache. `SimulatedHermes` writes a `state.db`
-the way Hermes does (WAL, `BEGIN IMMEDIATE`, counters incremented in place per API call).
+answers, most of the prompt served from the prefix cache; the lanes in `DEMO_CONNECTORS` also
+run KV connectors (NIXL from a prefill peer, a CPU offload tier). `SimulatedHermes` writes a
+`state.db` the way Hermes does (WAL, `BEGIN IMMEDIATE`, counters incremented in place per API call).
 `Demo` starts both in a temp folder, optionally with a real Prometheus scraping the lanes, and
 removes everything on `stop()`. Nothing here imports Textual."""
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.demo.dcgm import SimulatedDcgm
 from cockpit.demo.hermes import SimulatedHermes
 from cockpit.demo.lane import LOOPBACK, SimulatedLane
-from cockpit.demo.lane_presets import PRESETS, LanePreset
+from cockpit.demo.lane_presets import DEMO_CONNECTORS, PRESETS, LanePreset
 from cockpit.demo.prometheus import DemoPrometheus
 
 if TYPE_CHECKING:
@@ -98,7 +99,11 @@ class Demo:
             for i, name in enumerate(self.presets):
                 seed = None if self.seed is None else self.seed + i
                 lane = SimulatedLane(
-                    name, seed=seed, warm_start=self.warm_start, record_every=self.record_every
+                    name,
+                    seed=seed,
+                    warm_start=self.warm_start,
+                    record_every=self.record_every,
+                    kv_connector=DEMO_CONNECTORS.get(name),
                 )
                 self.lanes[name] = lane
                 self.lane_urls[name] = lane.start()

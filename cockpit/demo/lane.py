@@ -24,8 +24,16 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
-from cockpit.demo.lane_engine import CACHED_SOURCES, FINISHED_REASONS, PROMPT_SOURCES, LaneState
-from cockpit.demo.lane_presets import PRESETS, LanePreset
+from cockpit.demo.lane_engine import (
+    CACHED_SOURCES,
+    CONNECTOR_KEYS,
+    FINISHED_REASONS,
+    PROMPT_SOURCES,
+    ConnectorState,
+    Histogram,
+    LaneState,
+)
+from cockpit.demo.lane_presets import PRESETS, ConnectorShape, LanePreset
 
 LOOPBACK = "127.0.0.1"
 
@@ -140,17 +148,18 @@ def lane_families(state: LaneState, created: float | None) -> list[Metric]:
         "Prefix cache hits, in terms of number of cached tokens.",
         c["prefix_cache_hits"],
     )
+    kv = state.connector.counters if state.connector else dict.fromkeys(CONNECTOR_KEYS, 0.0)
     counter(
         "vllm:external_prefix_cache_queries",
         "External prefix cache queries from KV connector cross-instance cache sharing, "
         "in terms of number of queried tokens.",
-        0,
+        kv["queries"],
     )
     counter(
         "vllm:external_prefix_cache_hits",
         "External prefix cache hits from KV connector cross-instance cache sharing, "
         "in terms of number of cached tokens.",
-        0,
+        kv["host"] + kv["p2p"],
     )
     counter(
         "vllm:num_preemptions",
@@ -158,11 +167,11 @@ def lane_families(state: LaneState, created: float | None) -> list[Metric]:
         c["preemptions"],
     )
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", c["prompt_tokens"])
-    hits = c["prefix_cache_hits"]
+    hits, external = c["prefix_cache_hits"], kv["host"] + kv["p2p"]
     by_source = {
-        "local_compute": c["prompt_tokens"] - hits,
+        "local_compute": c["prompt_tokens"] - hits - external,
         "local_cache_hit": hits,
-        "external_kv_transfer": 0.0,
+        "external_kv_transfer": external,
     }
     fam = _counter(
         "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", [*base, "source"]
@@ -173,15 +182,16 @@ def lane_families(state: LaneState, created: float | None) -> list[Metric]:
     counter(
         "vllm:prompt_tokens_cached",
         "Number of cached prompt tokens (local + external).",
-        hits,
+        hits + external,
     )
     fam = _counter(
         "vllm:prompt_tokens_cached_by_source",
         "Prefix-cache hit tokens by the cache tier that supplied them.",
         [*base, "source"],
     )
+    tiers = {"device": hits, "host": kv["host"], "p2p": kv["p2p"]}
     for source in CACHED_SOURCES:
-        fam.add_metric([*values, source], hits if source == "device" else 0.0, created=created)
+        fam.add_metric([*values, source], tiers.get(source, 0.0), created=created)
     fams.append(fam)
     counter(
         "vllm:generation_tokens", "Number of generation tokens processed.", c["generation_tokens"]
@@ -195,13 +205,106 @@ def lane_families(state: LaneState, created: float | None) -> list[Metric]:
         fam.add_metric([*values, reason], state.success[reason], created=created)
     fams.append(fam)
     for key, doc in HISTOGRAM_DOCS:
-        hist = state.hists[key]
-        hfam = HistogramMetricFamily(f"vllm:{key}", doc, labels=base)
-        hfam.add_metric(values, hist.cumulative(), hist.total)
-        if created is not None:
-            _with_created(hfam, labelled, created)
-        fams.append(hfam)
+        fams.append(_histogram(f"vllm:{key}", doc, state.hists[key], labelled, created))
+    if state.connector:
+        fams += connector_families(state.connector, labelled, created)
     fams.append(cache_config_info(p))
+    return fams
+
+
+def _histogram(
+    name: str, doc: str, hist: Histogram, labels: dict[str, str], created: float | None
+) -> HistogramMetricFamily:
+    fam = HistogramMetricFamily(name, doc, labels=list(labels))
+    fam.add_metric(list(labels.values()), hist.cumulative(), hist.total)
+    if created is not None:
+        _with_created(fam, labels, created)
+    return fam
+
+
+OFFLOAD_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("kv_offload_load_bytes", "load_bytes", "Total bytes loaded from offload storage to GPU."),
+    ("kv_offload_load_time", "load_time",
+     "Total load time from offload storage to GPU, in seconds."),
+    ("kv_offload_store_bytes", "store_bytes", "Total bytes stored from GPU to offload storage."),
+    ("kv_offload_store_time", "store_time",
+     "Total store time from GPU to offload storage, in seconds."),
+    ("kv_offload_allocation_failure", "allocation_failure",
+     "Number of KV offload store allocation attempts that failed."),
+    ("kv_offload_stores_skipped", "stores_skipped",
+     "Number of KV offload stores skipped because the reuse threshold was not reached."),
+    ("nixl_num_failed_transfers", "num_failed_transfers",
+     "Number of failed NIXL KV Cache transfers."),
+    ("nixl_num_failed_notifications", "num_failed_notifications",
+     "Number of failed NIXL KV Cache notifications."),
+    ("nixl_num_kv_expired_reqs", "",
+     "Number of requests that had their KV expire. NOTE: This metric is tracked on the P "
+     "instance."),
+)  # fmt: skip
+"""(name, counter, help) of the connectors' counters: the OffloadingConnector's
+(`kv_connector/v1/offloading/metrics.py`), its CPU tier's (`v1/kv_offload/cpu/spec.py`,
+`store_threshold` 2) and NIXL's (`nixl/stats.py`; expiry counts on the prefill side: 0 here)."""
+CONNECTOR_HISTOGRAMS: tuple[tuple[str, str, str], ...] = (
+    ("kv_offload_load_size", "load_size", "Histogram of KV offload load operation size, in bytes."),
+    ("kv_offload_store_size", "store_size",
+     "Histogram of KV offload store operation size, in bytes."),
+    ("kv_offload_lookup_sync_delay_seconds", "lookup_sync_delay_seconds",
+     "Histogram of the time spent in a single offload lookup call, in seconds."),
+    ("nixl_xfer_time_seconds", "xfer_time_seconds",
+     "Histogram of transfer duration for NIXL KV Cache transfers."),
+    ("nixl_post_time_seconds", "post_time_seconds",
+     "Histogram of transfer post time for NIXL KV Cache transfers."),
+    ("nixl_bytes_transferred", "bytes_transferred",
+     "Histogram of bytes transferred per NIXL KV Cache transfers."),
+    ("nixl_num_descriptors", "num_descriptors",
+     "Histogram of number of descriptors per NIXL  KV Cache transfers."),
+)  # fmt: skip
+CPU_USAGE_DOC = (
+    "Fraction of CPU KV-cache space currently pinned by active transfers (0.0 = idle, 1.0 = "
+    "saturated). Sustained high values indicate transfers (stores or promotions) may be "
+    "dropped due to insufficient capacity."
+)
+TRANSFER_TYPES = (("CPU_to_GPU", "load"), ("GPU_to_CPU", "store"))
+DEPRECATED_TOTALS = (
+    ("bytes", "Number of bytes offloaded by KV connector"),
+    ("time", "Total time measured by all KV offloading operations"),
+)
+"""The deprecated series' `transfer_type`, which vLLM still writes for a CPU tier."""
+
+
+def connector_families(
+    kv: ConnectorState, labels: dict[str, str], created: float | None
+) -> list[Metric]:
+    """The KV connectors' families as vLLM registers them for this lane's engine."""
+    fams: list[Metric] = []
+    for name, key, doc in OFFLOAD_COUNTERS:
+        fam = _counter(f"vllm:{name}", doc, list(labels))
+        fam.add_metric(list(labels.values()), kv.counters[key] if key else 0.0, created=created)
+        fams.append(fam)
+    for name, key, doc in CONNECTOR_HISTOGRAMS:
+        fams.append(_histogram(f"vllm:{name}", doc, kv.hists[key], labels, created))
+    usage = GaugeMetricFamily(
+        "vllm:kv_offload_cpu_cache_usage_perc", CPU_USAGE_DOC, labels=list(labels)
+    )
+    usage.add_metric(list(labels.values()), kv.usage)
+    fams.append(usage)
+    typed = [*labels, "transfer_type"]
+    for suffix, doc in DEPRECATED_TOTALS:
+        fam = _counter(f"vllm:kv_offload_total_{suffix}", doc, typed)
+        for transfer, way in TRANSFER_TYPES:
+            fam.add_metric(
+                [*labels.values(), transfer], kv.counters[f"{way}_{suffix}"], created=created
+            )
+        fams.append(fam)
+    doc = "Histogram of KV offload transfer size, in bytes."
+    sizes = HistogramMetricFamily("vllm:kv_offload_size", doc, labels=typed)
+    for transfer, way in TRANSFER_TYPES:
+        hist = kv.hists[f"{way}_size"]
+        sizes.add_metric([*labels.values(), transfer], hist.cumulative(), hist.total)
+    if created is not None:
+        for transfer, _ in TRANSFER_TYPES:
+            _with_created(sizes, {**labels, "transfer_type": transfer}, created)
+    fams.append(sizes)
     return fams
 
 
@@ -300,7 +403,8 @@ class SimulatedLane:
     `start()` serves `/metrics` and steps the simulation in a daemon thread every `interval`
     seconds; `step(dt)` advances it by hand (tests, benchmarks). With `created_series=False`
     its counters and histograms have no `_created` samples, as an engine run with
-    `PROMETHEUS_DISABLE_CREATED_SERIES=true`.
+    `PROMETHEUS_DISABLE_CREATED_SERIES=true`. With `kv_connector` the engine runs vLLM's
+    NixlConnector and OffloadingConnector (a CPU tier) and writes their series.
     """
 
     def __init__(
@@ -313,13 +417,18 @@ class SimulatedLane:
         interval: float = 0.25,
         clock: Callable[[], float] = time.time,
         created_series: bool = True,
+        kv_connector: ConnectorShape | None = None,
     ) -> None:
         self.preset = PRESETS[preset] if isinstance(preset, str) else preset
         self.interval = interval
         self._clock = clock
         self._created = clock() - warm_start
         self._created_series = created_series
-        self._state = LaneState(self.preset, random.Random(seed), self._created)
+        connector = None
+        if kv_connector is not None:  # its own generator: the lane's traffic stays the same
+            kv_rng = random.Random(None if seed is None else f"kv-connector-{seed}")
+            connector = ConnectorState(kv_connector, self.preset, kv_rng)
+        self._state = LaneState(self.preset, random.Random(seed), self._created, connector)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stepper: threading.Thread | None = None

@@ -7,17 +7,23 @@ import bisect
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prometheus_client.utils import floatToGoString
 
 from cockpit.demo.lane_presets import (
     ITERATION_TOKENS_BUCKETS,
     ITL_BUCKETS,
+    LOOKUP_SYNC_BUCKETS,
+    NIXL_BYTES_BUCKETS,
+    NIXL_DESCRIPTOR_BUCKETS,
+    NIXL_POST_BUCKETS,
     PARAMS_N_BUCKETS,
     PREEMPTIONS_BUCKETS,
     REQUEST_LATENCY_BUCKETS,
+    TRANSFER_SIZE_BUCKETS,
     TTFT_BUCKETS,
+    ConnectorShape,
     LanePreset,
     request_token_buckets,
 )
@@ -71,6 +77,7 @@ class _Request:
     itl_s: float
     reason: str
     preemptions: int
+    kv: KvMoves | None = None
 
     @property
     def scheduled_at(self) -> float:
@@ -85,13 +92,137 @@ class _Request:
         return self.first_token_at + self.decode_s
 
     @property
+    def external(self) -> int:
+        return self.kv.loaded if self.kv else 0
+
+    @property
     def computed(self) -> int:
-        return self.prompt - self.cached
+        return self.prompt - self.cached - self.external
+
+
+@dataclass(frozen=True, slots=True)
+class KvMoves:
+    """What one request's KV connectors did (sizes in tokens, times in seconds)."""
+
+    queried: int
+    """Prompt tokens the connectors were asked for: those the GPU cache lacked."""
+    lookup_s: float
+    host: int = 0
+    """Prompt tokens loaded from the CPU tier."""
+    p2p: int = 0
+    """Prompt tokens read from the prefill peer over NIXL."""
+    load_s: float = 0.0
+    xfer_s: float = 0.0
+    post_s: float = 0.0
+    nixl_failed: bool = False
+    notify_failed: bool = False
+    stored: int = 0
+    store_s: float = 0.0
+    skipped_blocks: int = 0
+    alloc_failed: bool = False
+
+    @property
+    def loaded(self) -> int:
+        """Prompt tokens whose KV the connectors brought: not computed here."""
+        return self.host + self.p2p
+
+    @property
+    def wait_s(self) -> float:
+        """Time the request waits for its KV before its prefill computes."""
+        return self.load_s + self.xfer_s
+
+
+class ConnectorState:
+    """The connectors' counters and histograms, drawn from their own generator so a lane's
+    traffic is the same with or without them."""
+
+    def __init__(self, shape: ConnectorShape, preset: LanePreset, rng: random.Random) -> None:
+        self.shape, self.preset, self.rng = shape, preset, rng
+        self.counters: dict[str, float] = dict.fromkeys(CONNECTOR_KEYS, 0.0)
+        self.hists = {
+            "load_size": Histogram(TRANSFER_SIZE_BUCKETS),
+            "store_size": Histogram(TRANSFER_SIZE_BUCKETS),
+            "lookup_sync_delay_seconds": Histogram(LOOKUP_SYNC_BUCKETS),
+            "xfer_time_seconds": Histogram(NIXL_POST_BUCKETS[1:]),
+            "post_time_seconds": Histogram(NIXL_POST_BUCKETS),
+            "bytes_transferred": Histogram(NIXL_BYTES_BUCKETS),
+            "num_descriptors": Histogram(NIXL_DESCRIPTOR_BUCKETS),
+        }
+        self.cpu_blocks = shape.cpu_bytes // (preset.block_size * preset.kv_bytes_per_token)
+        self.usage = 0.0
+
+    def _seconds(self, tokens: int, bytes_s: float) -> float:
+        jitter = self.rng.lognormvariate(0.0, 0.15)
+        return tokens * self.preset.kv_bytes_per_token / bytes_s * jitter
+
+    def draw(self, prompt: int, cached: int) -> KvMoves:
+        """The connectors' part in one request: the peer's KV or the CPU tier's, then the
+        new whole blocks stored to the CPU tier. One prompt token is always computed."""
+        shape, rng, block = self.shape, self.rng, self.preset.block_size
+        lacked = (prompt - cached - 1) // block * block
+        moves = KvMoves(prompt - cached, rng.lognormvariate(math.log(4e-5), 0.5))
+        if lacked > 0 and rng.random() < shape.p2p_share:
+            moves = self._from_peer(moves, lacked)
+        elif lacked > 0:
+            share = rng.betavariate(6 * shape.host_hit_mean, 6 * (1 - shape.host_hit_mean))
+            host = int(lacked * share) // block * block
+            moves = replace(moves, host=host, load_s=self._seconds(host, shape.load_bytes_s))
+        new_blocks = (prompt - cached - moves.host) // block
+        if new_blocks and rng.random() < shape.skip_share:
+            return replace(moves, skipped_blocks=new_blocks)
+        if new_blocks and rng.random() < shape.alloc_failure_p:
+            return replace(moves, alloc_failed=True)
+        stored = new_blocks * block
+        return replace(moves, stored=stored, store_s=self._seconds(stored, shape.store_bytes_s))
+
+    def _from_peer(self, moves: KvMoves, tokens: int) -> KvMoves:
+        """The prompt's KV read from the prefill peer over NIXL; a failed read is recomputed."""
+        shape, rng = self.shape, self.rng
+        failed = rng.random() < shape.nixl_failure_p
+        xfer = 0.0 if failed else shape.nixl_latency_s + self._seconds(tokens, shape.nixl_bytes_s)
+        return replace(
+            moves,
+            p2p=0 if failed else tokens,
+            xfer_s=xfer,
+            post_s=rng.lognormvariate(math.log(3e-4), 0.3),
+            nixl_failed=failed,
+            notify_failed=rng.random() < shape.notify_failure_p,
+        )
+
+    def record(self, m: KvMoves) -> None:
+        c, h, per_token = self.counters, self.hists, self.preset.kv_bytes_per_token
+        c["queries"] += m.queried
+        c["host"] += m.host
+        c["p2p"] += m.p2p
+        h["lookup_sync_delay_seconds"].add(m.lookup_s)
+        for way, tokens, seconds in (("load", m.host, m.load_s), ("store", m.stored, m.store_s)):
+            if tokens:
+                c[f"{way}_bytes"] += tokens * per_token
+                c[f"{way}_time"] += seconds
+                h[f"{way}_size"].add(tokens * per_token)
+        c["stores_skipped"] += m.skipped_blocks
+        c["allocation_failure"] += m.alloc_failed
+        c["num_failed_transfers"] += m.nixl_failed
+        c["num_failed_notifications"] += m.notify_failed
+        if m.p2p:
+            h["xfer_time_seconds"].add(m.xfer_s)
+            h["post_time_seconds"].add(m.post_s)
+            h["bytes_transferred"].add(m.p2p * per_token)
+            # one descriptor per block in each region NIXL registered: a layer's K, its V
+            h["num_descriptors"].add(m.p2p // self.preset.block_size * 2 * self.preset.layers)
+
+    def pinned_blocks(self, m: KvMoves) -> float:
+        """CPU blocks a request's transfers hold while its prefill runs."""
+        return (m.host + m.stored) / self.preset.block_size
 
 
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
 CACHED_SOURCES = ("device", "host", "p2p", "disk", "external_unspecified")
+CONNECTOR_KEYS = (
+    "queries", "host", "p2p", "load_bytes", "load_time", "store_bytes", "store_time",
+    "stores_skipped", "allocation_failure", "num_failed_transfers", "num_failed_notifications",
+)  # fmt: skip
 COUNTER_KEYS = (
     "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits",
     "preemptions", "spec_drafts", "spec_draft_tokens", "spec_accepted",
@@ -102,9 +233,16 @@ COUNTER_KEYS = (
 class LaneState:
     """Counters, histograms and in-flight requests of one simulated lane."""
 
-    def __init__(self, preset: LanePreset, rng: random.Random, start: float) -> None:
+    def __init__(
+        self,
+        preset: LanePreset,
+        rng: random.Random,
+        start: float,
+        connector: ConnectorState | None = None,
+    ) -> None:
         self.preset = preset
         self.rng = rng
+        self.connector = connector
         self.now = start
         self.next_arrival = start + rng.expovariate(preset.request_rate)
         self.in_flight: list[_Request] = []
@@ -182,6 +320,8 @@ class LaneState:
         p, rng = self.preset, self.rng
         prompt = self._prompt_len()
         cached = self._cached(prompt)
+        kv = self.connector.draw(prompt, cached) if self.connector else None
+        computed = prompt - cached - (kv.loaded if kv else 0)
         gen = self._gen_len()
         reason = "stop"
         if gen >= p.max_tokens:
@@ -190,7 +330,8 @@ class LaneState:
             reason = "abort"
         steps, accepted = self._decode_steps(gen)
         itl = p.step_s * rng.lognormvariate(0.0, 0.12) * (1 + prompt / 2_000_000)
-        prefill = (prompt - cached) / p.prefill_rate * rng.lognormvariate(0.0, 0.2) + p.step_s / 2
+        prefill = computed / p.prefill_rate * rng.lognormvariate(0.0, 0.2) + p.step_s / 2
+        prefill += kv.wait_s if kv else 0.0
         return _Request(
             arrival=arrival,
             frontend_s=rng.uniform(0.003, 0.012),
@@ -205,6 +346,7 @@ class LaneState:
             itl_s=itl,
             reason=reason,
             preemptions=1 if rng.random() < 0.002 else 0,
+            kv=kv,
         )
 
     # - advancing -
@@ -237,6 +379,8 @@ class LaneState:
         c["generation_tokens"] += r.gen
         c["preemptions"] += r.preemptions
         self.success[r.reason] += 1
+        if self.connector and r.kv:
+            self.connector.record(r.kv)
         ttft = r.frontend_s + r.queue_s + r.prefill_s
         h["time_to_first_token_seconds"].add(ttft)
         h["e2e_request_latency_seconds"].add(ttft + r.decode_s + 0.002)
@@ -275,11 +419,12 @@ class LaneState:
         """FLOPs and HBM bytes per GPU of one request (weights read per step: `_engine_steps`)."""
         p, c = self.preset, self.counters
         tokens = r.computed + r.gen
-        attention_pairs = r.computed * (r.cached + r.computed / 2) + r.gen * (r.prompt + r.gen / 2)
+        present = r.prompt - r.computed  # KV already there: the GPU's hit and what was loaded
+        attention_pairs = r.computed * (present + r.computed / 2) + r.gen * (r.prompt + r.gen / 2)
         c["flops"] += (
             2 * p.active_params * tokens + 4 * p.layers * p.hidden * attention_pairs
         ) / p.gpus
-        kv_read = (r.cached + r.steps * (r.prompt + r.gen / 2)) * p.kv_bytes_per_token
+        kv_read = (present + r.steps * (r.prompt + r.gen / 2)) * p.kv_bytes_per_token
         c["read_bytes"] += kv_read / p.gpus
         c["write_bytes"] += tokens * p.kv_bytes_per_token / p.gpus
 
@@ -301,6 +446,7 @@ class LaneState:
         p, now = self.preset, self.now
         running = waiting = 0
         kv_tokens = 0
+        pinned = 0.0
         for r in self.in_flight:
             if r.arrival + r.frontend_s <= now < r.scheduled_at:
                 waiting += 1
@@ -308,12 +454,16 @@ class LaneState:
                 running += 1
                 if now < r.first_token_at:
                     done = (now - r.scheduled_at) / r.prefill_s
-                    context = r.cached + r.computed * done
+                    context = r.prompt - r.computed + r.computed * done
+                    if self.connector and r.kv:
+                        pinned += self.connector.pinned_blocks(r.kv)
                 else:
                     context = r.prompt + r.gen * (now - r.first_token_at) / max(r.decode_s, 1e-9)
                 kv_tokens += math.ceil(context / p.block_size) * p.block_size
         self.running, self.waiting = running, waiting
         self.kv_usage = min(1.0, kv_tokens / p.kv_capacity_tokens)
+        if self.connector:
+            self.connector.usage = min(1.0, pinned / self.connector.cpu_blocks)
 
 
 def split_accepted(accepted: int, steps: int, weights: Sequence[float]) -> list[int]:

@@ -162,3 +162,63 @@ PRESETS: dict[str, LanePreset] = {
     ),
 }
 """Two lanes of different shape, keyed by lane name."""
+
+
+# --- KV connectors ----------------------------------------------------------------------
+
+TRANSFER_SIZE_BUCKETS: tuple[float, ...] = (
+    1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6, 150e6, 200e6,
+)  # fmt: skip
+"""Offload load/store sizes in bytes (`kv_connector/v1/offloading/metrics.py`)."""
+LOOKUP_SYNC_BUCKETS: tuple[float, ...] = (
+    0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1,
+)  # fmt: skip
+NIXL_POST_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0,
+)  # fmt: skip
+"""NIXL's post time; its transfer time drops the first bound (`nixl/stats.py`)."""
+NIXL_BYTES_BUCKETS: tuple[float, ...] = tuple(float(2 ** (10 + i)) for i in range(1, 25, 2))
+NIXL_DESCRIPTOR_BUCKETS: tuple[float, ...] = (
+    10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000,
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorShape:
+    """A lane's KV connectors, vLLM's MultiConnector of a NixlConnector (a share of the
+    requests were prefilled by a peer, their KV read over NIXL) and an OffloadingConnector
+    with a CPU tier (`store_threshold` 2): what they find and how fast they move it."""
+
+    p2p_share: float
+    """Share of requests whose prompt KV a prefill peer computed."""
+    host_hit_mean: float
+    """Mean share of the prompt the GPU cache lacked that the CPU tier holds."""
+    cpu_bytes: int
+    """The CPU tier's size (`cpu_bytes_to_use`)."""
+    load_bytes_s: float
+    store_bytes_s: float
+    nixl_bytes_s: float
+    nixl_latency_s: float
+    skip_share: float
+    """Share of stores the reuse threshold skips (blocks seen only once)."""
+    alloc_failure_p: float
+    nixl_failure_p: float
+    notify_failure_p: float
+
+
+DEMO_CONNECTORS: dict[str, ConnectorShape] = {
+    "h100-llama8b": ConnectorShape(
+        p2p_share=0.15,
+        host_hit_mean=0.6,
+        cpu_bytes=64 * 2**30,
+        load_bytes_s=22e9,  # PCIe 5 x16, pinned host memory
+        store_bytes_s=18e9,
+        nixl_bytes_s=40e9,  # 400 Gb/s RDMA
+        nixl_latency_s=0.0004,
+        skip_share=0.3,
+        alloc_failure_p=0.001,
+        nixl_failure_p=0.004,
+        notify_failure_p=0.002,
+    ),
+}
+"""The demo's lanes that run KV connectors, keyed by lane name."""
