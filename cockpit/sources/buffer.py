@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TypeVar
 
 from cockpit.core import promql, trends
@@ -84,13 +85,14 @@ class Track:
             del column[:cut]
 
     def dropped_in(self, start: float, end: float) -> int:
-        return bisect_right(self.dropped, end) - bisect_left(self.dropped, start)
+        dropped = self.dropped
+        return bisect_right(dropped, end) - bisect_left(dropped, start) if dropped else 0
 
     @property
     def last_seen(self) -> float:
         """When the series last appeared (with a finite value or not)."""
-        seen = [column[-1] for column in (self.times, self.dropped) if column]
-        return max(seen, default=-math.inf)
+        seen = self.times[-1] if self.times else -math.inf
+        return max(seen, self.dropped[-1]) if self.dropped else seen
 
 
 Samples = Mapping[str, Mapping[LabelKey, tuple[float, float]]]
@@ -139,9 +141,11 @@ class Buffer:
                 if track is None:
                     track = family[labels] = Track()
                 track.append(at, value, born)
-        self._trim(at)
+        every_one = sum(map(len, samples.values())) == sum(map(len, self.series.values()))
+        self._trim(at, every_one)
 
-    def _trim(self, now: float) -> None:
+    def _trim(self, now: float, every_one: bool = False) -> None:
+        """Keep to the bounds; `every_one`: each series has a point at `now` (none is dead)."""
         aged = 0
         while len(self.scrapes) - aged > 1 and (
             len(self.scrapes) - aged > self.max_scrapes or now - self.scrapes[aged] > self.max_age_s
@@ -151,7 +155,7 @@ class Buffer:
         while (size := self.size) > self.max_bytes and len(self.scrapes) > 1:
             excess = math.ceil((size - self.max_bytes) * len(self.scrapes) / size)
             self._drop_scrapes(min(max(excess, 1), len(self.scrapes) - 1))
-        if self.longest_window_s is not None:
+        if self.longest_window_s is not None and not every_one:
             self._evict_dead(now - self.longest_window_s)
 
     def _drop_scrapes(self, count: int) -> None:
@@ -308,13 +312,14 @@ class Window:
         self, name: str, extra: tuple[tuple[str, str], ...] = ()
     ) -> Iterator[tuple[LabelKey, Track, int, int]]:
         """Matching series with the index range [first, stop) of their points in the window."""
-        matchers = [*self.matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
+        matchers = self.matchers
+        if extra:
+            matchers = [*matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
+        lo, end = self.lo, self.end
         for labels, track in self.buffer.matching(name, matchers):
-            dropped = track.dropped_in(self.lo, self.end)
-            if dropped:
+            if track.dropped and (dropped := track.dropped_in(lo, end)):
                 self.dropped[(name, labels)] = dropped
-            first, stop = bisect_left(track.times, self.lo), bisect_right(track.times, self.end)
-            yield labels, track, first, stop
+            yield labels, track, bisect_left(track.times, lo), bisect_right(track.times, end)
 
     def read(self, spec: specs.Spec) -> Read:
         """A counter's increase, a gauge's mean over the scrapes, a histogram's increase per
@@ -431,17 +436,24 @@ class Window:
     def _bound(self, name: str, labels: LabelKey) -> float | None:
         """A bucket series' `le` as a number; None (counted in `unreadable_le`) when it is not
         one, or the series has none."""
-        text = dict(labels).get("le")
-        if text is None:
-            return None
-        try:
-            bound = specs.parse_le(text)
-        except ValueError:
-            bound = math.nan
-        if math.isnan(bound):
-            self.unreadable_le[(name, labels)] = text
+        bound = _le(labels)
+        if isinstance(bound, str):
+            self.unreadable_le[(name, labels)] = bound
             return None
         return bound
+
+
+@lru_cache(maxsize=4096)
+def _le(labels: LabelKey) -> float | str | None:
+    """A bucket series' `le` as a number, or its text when it is none (None: no `le`)."""
+    text = dict(labels).get("le")
+    if text is None:
+        return None
+    try:
+        bound = specs.parse_le(text)
+    except ValueError:
+        return text
+    return text if math.isnan(bound) else bound
 
 
 def _series_means(

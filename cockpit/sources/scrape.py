@@ -14,6 +14,7 @@ import math
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -31,7 +32,7 @@ from cockpit.sources.buffer import (
     span,
     step_values,
 )
-from cockpit.sources.exposition import Scrape, Series, lane_matchers, read_scrape
+from cockpit.sources.exposition import Known, Scrape, lane_matchers, read_scrape
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 OFF_LOOP_CHARS = 1_000_000
@@ -80,7 +81,7 @@ class ScrapeSource:
         self._info: list[dict[str, str]] = []
         self._lora: list[tuple[dict[str, str], float]] = []
         self._exposed: frozenset[str] = frozenset()
-        self._series: dict[str, Series] = {}
+        self._series: Known = {}
         self._wall, self._steady = wall, steady
         self._anchor: tuple[float, float] | None = None
         """(wall, steady) at the first poll: scrape times are the wall time then plus the
@@ -170,7 +171,8 @@ class ScrapeSource:
                 f"{self.url}: {series} series kept: over the buffer's "
                 f"{self.buffer.max_bytes / 1e6:g} MB bound (narrow the lane's selector)"
             )
-        self._exposed = self._exposed | scrape.names
+        if not scrape.names <= self._exposed:  # the same set while it holds: reasons cached
+            self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self._lora = scrape.lora
@@ -215,15 +217,16 @@ class ScrapeSource:
         end = time.time() if end is None else end
         self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
-        table = engines.engine(dialect).lane_specs(self.escaped)
-        counters = _counter_names(table.values())
+        table, counters, described = _table(dialect, self.escaped)
+        missing_from = _missing_reasons(dialect, self.escaped, self._exposed)
         window = Window(self.buffer, matchers, end - window_s, end, counters)
         before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
         last = self.buffer.scrapes[before - 1] if before else end
         now = Window(self.buffer, matchers, last, last, ())
         minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
         reads = {
-            key: _read(spec, self._exposed, window, now, minute) for key, spec in table.items()
+            key: _read(spec, missing_from.get(key), window, now, minute)
+            for key, spec in table.items()
         }
         found_none = all(isinstance(read, Missing) for read in reads.values())
         if found_none and not self.buffer.any_match(matchers):
@@ -245,7 +248,7 @@ class ScrapeSource:
             histograms=frozen_map(_only(reads, tuple)),
             bucket_notes=frozen_map(_bucket_notes(table, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
-            queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in table.items()}),
+            queries=frozen_map({k: f"scrape {self.url}: {said}" for k, said in described.items()}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
@@ -254,7 +257,7 @@ class ScrapeSource:
             warnings=(*self._clock_notes.values(), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
-        per_model = self._models(dialect, matchers, table, (end - window_s, end), counters)
+        per_model = self._models(dialect, matchers, missing_from, (end - window_s, end), counters)
         described = {key: totals.queries[key] for key in MODEL_KEYS}
         lora = models.lora_adapters(self._lora)
         return models.with_models(totals, per_model, described, lora)
@@ -263,9 +266,9 @@ class ScrapeSource:
         self,
         dialect: str,
         matchers: list[promql.Matcher],
-        table: Mapping[str, specs.Spec],
+        missing_from: Mapping[str, str],
         bounds: tuple[float, float],
-        counters: set[str],
+        counters: frozenset[str],
     ) -> dict[str, dict[str, models.Read]]:
         """Model -> raw key -> its read over the window, for each model the lane's series name
         (by the engine's model label) that its matchers let through."""
@@ -278,7 +281,11 @@ class ScrapeSource:
         for name in names:
             own = [*matchers, promql.Matcher(label, "=", name)]
             window = Window(self.buffer, own, *bounds, counters)
-            reads = {key: _window_read(table[key], self._exposed, window) for key in MODEL_KEYS}
+            table = engines.engine(dialect).lane_specs(self.escaped)
+            reads = {
+                key: Missing(missing_from[key]) if key in missing_from else window.read(table[key])
+                for key in MODEL_KEYS
+            }
             found[name] = {key: read for key, read in reads.items() if not isinstance(read, dict)}
         return found
 
@@ -323,11 +330,28 @@ class ScrapeSource:
         return sum(known) if known and len(known) == len(capacities) else None
 
 
+@lru_cache(maxsize=16)
+def _table(
+    dialect: str, escaped: bool
+) -> tuple[Mapping[str, specs.Spec], frozenset[str], dict[str, str]]:
+    """The engine's specs, the sample names they read as counters, and how each is read."""
+    table = engines.engine(dialect).lane_specs(escaped)
+    described = {key: _describe(spec) for key, spec in table.items()}
+    return table, frozenset(_counter_names(table.values())), described
+
+
+@lru_cache(maxsize=16)
+def _missing_reasons(dialect: str, escaped: bool, exposed: frozenset[str]) -> dict[str, str]:
+    """Key -> why it can't be read from what the engine exposed (the keys that can, absent)."""
+    table = engines.engine(dialect).lane_specs(escaped)
+    reasons = {key: specs.missing_reason(spec, exposed) for key, spec in table.items()}
+    return {key: reason for key, reason in reasons.items() if reason}
+
+
 def _read(
-    spec: specs.Spec, exposed: frozenset[str], window: Window, now: Window, minute: Window
+    spec: specs.Spec, reason: str | None, window: Window, now: Window, minute: Window
 ) -> Read:
     """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
-    reason = specs.missing_reason(spec, exposed)
     if reason:
         return Missing(reason)
     if isinstance(spec, specs.Now):
@@ -341,11 +365,6 @@ def _read(
     if not isinstance(increase, float):
         return increase
     return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
-
-
-def _window_read(spec: specs.Spec, exposed: frozenset[str], window: Window) -> Read:
-    reason = specs.missing_reason(spec, exposed)
-    return Missing(reason) if reason else window.read(spec)
 
 
 T = TypeVar("T")
