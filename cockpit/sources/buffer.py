@@ -116,6 +116,8 @@ class Buffer:
     """Series let go so far: a count that changes whenever one is."""
     births: dict[tuple[object, ...], list[float]] = field(default_factory=dict)
     """`births_at` worked out, for scrapes no longer the newest (their points are final)."""
+    matched: dict[tuple[object, ...], list[tuple[LabelKey, Track]]] = field(default_factory=dict)
+    """`matching` worked out, while no series comes or goes."""
 
     @property
     def size(self) -> int:
@@ -140,6 +142,7 @@ class Buffer:
                 track = family.get(labels)
                 if track is None:
                     track = family[labels] = Track()
+                    self.matched.clear()
                 track.append(at, value, born)
         every_one = sum(map(len, samples.values())) == sum(map(len, self.series.values()))
         self._trim(at, every_one)
@@ -168,29 +171,33 @@ class Buffer:
             for labels, track in list(family.items()):
                 track.drop_before(oldest)
                 if not track.times and not track.dropped:
-                    del family[labels]
-                    self.let_go += 1
+                    self._let_go(family, labels)
 
     def _evict_dead(self, before: float) -> None:
         """Let go of the series last seen before `before` (no window read reaches them)."""
         for family in self.series.values():
             for labels, track in list(family.items()):
                 if track.last_seen < before:
-                    del family[labels]
-                    self.let_go += 1
+                    self._let_go(family, labels)
                     self.complete_since = max(self.complete_since, track.last_seen)
 
-    def matching(
-        self, name: str, matchers: list[promql.Matcher]
-    ) -> Iterator[tuple[LabelKey, Track]]:
+    def _let_go(self, family: dict[LabelKey, Track], labels: LabelKey) -> None:
+        del family[labels]
+        self.let_go += 1
+        self.matched.clear()
+
+    def matching(self, name: str, matchers: list[promql.Matcher]) -> list[tuple[LabelKey, Track]]:
         """The series of `name` whose labels meet every matcher."""
-        if not matchers:  # the lane's every series
-            yield from self.series.get(name, {}).items()
-            return
-        for labels, track in self.series.get(name, {}).items():
-            as_dict = dict(labels)
-            if all(m.matches(as_dict) for m in matchers):
-                yield labels, track
+        key = (name, *matchers)
+        found = self.matched.get(key)
+        if found is None:
+            family = self.series.get(name, {}).items()
+            found = self.matched[key] = [
+                (labels, track)
+                for labels, track in family
+                if not matchers or all(m.matches(dict(labels)) for m in matchers)
+            ]
+        return found
 
     def births_at(
         self, watched: float, lo: float, matchers: list[promql.Matcher], counters: frozenset[str]
@@ -250,7 +257,8 @@ class Window:
         known = buffer.known_from
         self.lo = start if known is None else max(start, known)
         self.partial = known is None or known > start
-        self.since = self._counting_start(counters) if self.partial else start
+        self.counters = frozenset(counters)
+        self.since = self._counting_start() if self.partial else start
         """Counts start here: a series born at or after it counts from its birth."""
         self.dropped: dict[tuple[str, LabelKey], int] = {}
         """Non-finite samples left out, by series read."""
@@ -259,12 +267,12 @@ class Window:
         self.bucket_notes: dict[specs.Histogram, str] = {}
         """What was wrong with a histogram's buckets in the window (see `check_buckets`)."""
 
-    def _counting_start(self, counters: Iterable[str]) -> float:
+    def _counting_start(self) -> float:
         first = bisect_left(self.buffer.scrapes, self.lo)
         if first >= len(self.buffer.scrapes):
             return self.lo
         watched = self.buffer.scrapes[first]
-        births = self.buffer.births_at(watched, self.lo, self.matchers, frozenset(counters))
+        births = self.buffer.births_at(watched, self.lo, self.matchers, self.counters)
         # One engine start inside the window, every series counted from it (and nothing let
         # go since: a series evicted after that start would be missing from the totals).
         earliest = max(self.start, self.buffer.complete_since)
@@ -405,8 +413,10 @@ class Window:
         bounds: dict[LabelKey, float] = {}
         seen: dict[float, float] = {}
         for labels, track, first, stop in self._tracks(name, spec.extra):
-            bound = self._bound(name, labels)
-            if bound is None:
+            bound = _le(labels)
+            if not isinstance(bound, float):
+                if bound is not None:
+                    self.unreadable_le[(name, labels)] = bound
                 continue
             points = stop - first + track.dropped_in(self.lo, self.end)
             if not points:  # a bucket set that ended before the window: not in it
@@ -432,15 +442,6 @@ class Window:
         if note:
             self.bucket_notes[spec] = note
         return buckets
-
-    def _bound(self, name: str, labels: LabelKey) -> float | None:
-        """A bucket series' `le` as a number; None (counted in `unreadable_le`) when it is not
-        one, or the series has none."""
-        bound = _le(labels)
-        if isinstance(bound, str):
-            self.unreadable_le[(name, labels)] = bound
-            return None
-        return bound
 
 
 @lru_cache(maxsize=4096)
@@ -504,9 +505,8 @@ def _by(found: list[tuple[LabelKey, T]], label: str) -> dict[str, list[T]]:
 
 def _total(found: list[float | Missing | None]) -> float | Missing:
     """The sum of the series' increases; None marks a series with no point in the window."""
-    present = [f for f in found if f is not None]
-    numbers = [f for f in present if not isinstance(f, Missing)]
-    return sum(numbers) if numbers else present[0] if present else NO_SAMPLES
+    numbers = [f for f in found if isinstance(f, float)]
+    return sum(numbers) if numbers else next((f for f in found if f is not None), NO_SAMPLES)
 
 
 def step_values(

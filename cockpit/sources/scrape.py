@@ -182,8 +182,12 @@ class ScrapeSource:
 
     def label_values(self, label: str) -> list[str]:
         """The values `label` takes on the lane's series in the buffer, sorted."""
+        return sorted(value for value in self._label_spread(label) if value is not None)
+
+    def _label_spread(self, label: str) -> set[str | None]:
+        """The values `label` takes on the buffer's series (None: a series without it)."""
         keys = (key for family in self.buffer.series.values() for key in family)
-        return sorted({value for key in keys for name, value in key if name == label})
+        return {dict(key).get(label) for key in keys}
 
     def engine_start(self) -> float | None:
         """The earliest `_created` among the last scrape's series (None: none carries one)."""
@@ -257,36 +261,38 @@ class ScrapeSource:
             warnings=(*self._clock_notes.values(), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
-        per_model = self._models(dialect, matchers, missing_from, (end - window_s, end), counters)
+        per_model = self._models(dialect, window, reads, missing_from)
         described = {key: totals.queries[key] for key in MODEL_KEYS}
         lora = models.lora_adapters(self._lora)
         return models.with_models(totals, per_model, described, lora)
 
     def _models(
-        self,
-        dialect: str,
-        matchers: list[promql.Matcher],
-        missing_from: Mapping[str, str],
-        bounds: tuple[float, float],
-        counters: frozenset[str],
+        self, dialect: str, lane: Window, reads: Mapping[str, Read], missing_from: Mapping[str, str]
     ) -> dict[str, dict[str, models.Read]]:
-        """Model -> raw key -> its read over the window, for each model the lane's series name
-        (by the engine's model label) that its matchers let through."""
+        """Model -> raw key -> its read over the lane's window, for each model the lane's series
+        name (by the engine's model label) that its matchers let through."""
         label = engines.engine(dialect).model_label
         if not isinstance(label, str):
             return {}
-        names = [n for n in self.label_values(label) if all(
-            m.matches({label: n}) for m in matchers if m.name == label)]  # fmt: skip
+        spread = self._label_spread(label)
+        names = sorted(n for n in spread if n is not None and all(
+            m.matches({label: n}) for m in lane.matchers if m.name == label))  # fmt: skip
+        table = engines.engine(dialect).lane_specs(self.escaped)
         found: dict[str, dict[str, models.Read]] = {}
         for name in names:
-            own = [*matchers, promql.Matcher(label, "=", name)]
-            window = Window(self.buffer, own, *bounds, counters)
-            table = engines.engine(dialect).lane_specs(self.escaped)
-            reads = {
-                key: Missing(missing_from[key]) if key in missing_from else window.read(table[key])
+            own = [*lane.matchers, promql.Matcher(label, "=", name)]
+            window = (
+                None
+                if spread == {name}
+                else Window(self.buffer, own, lane.start, lane.end, lane.counters)
+            )
+            mine = {  # every series this model's (no window of its own): the lane's reads
+                key: reads[key] if window is None
+                else Missing(missing_from[key]) if key in missing_from
+                else window.read(table[key])
                 for key in MODEL_KEYS
-            }
-            found[name] = {key: read for key, read in reads.items() if not isinstance(read, dict)}
+            }  # fmt: skip
+            found[name] = {key: read for key, read in mine.items() if not isinstance(read, dict)}
         return found
 
     def _trend(
