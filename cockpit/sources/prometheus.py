@@ -141,7 +141,7 @@ class PrometheusSource:
         self.url = self.http.url
         self.stats = stats
         self._lanes: dict[tuple[str, str], _Lane] = {}
-        self.history = History(self._api)
+        self.history = History(self.query_range)
         self.last_samples: int | None = None
         """Samples the server touched in the last refresh (needs `stats=True`)."""
 
@@ -309,26 +309,29 @@ class PrometheusSource:
         ahead of the evaluation time by more than a scrape `interval`; the reason the lane is
         down when all targets are, or when its series went stale (a note when reading the
         past). Nothing when all are up, or neither `up` nor the answer says."""
-        clocks = _clocks_disagree(found, interval)
-        if clocks and promql.read_key(found.get(LIVE), LIVE) == 0:
-            return (), f"{self.url}: {clocks}: none is at or before it yet"
-        note, down = self._up(found, present)
-        if clocks:
-            note = (f"{clocks}: the values read are up to that much older than they look", *note)
-        return note, down
-
-    def _up(
-        self, found: Mapping[str, list[dict[str, Any]]], present: bool
-    ) -> tuple[tuple[str, ...], str]:
+        ahead = promql.read_key(found.get(AHEAD), AHEAD)
+        live = promql.read_key(found.get(LIVE), LIVE)
+        note: tuple[str, ...] = ()
+        if isinstance(ahead, float) and ahead > max(interval or DEFAULT_INTERVAL_S, 1.0):
+            clocks = (
+                f"the lane's samples are stamped {span(ahead)} ahead of the evaluation time "
+                "(the clocks of its engine and of this machine or the server disagree)"
+            )
+            if live == 0:
+                return (), f"{self.url}: {clocks}: none is at or before it yet"
+            note = (f"{clocks}: the values read are up to that much older than they look",)
         targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if isinstance(targets, float) and isinstance(up, float) and up < targets:
-            if up > 0:
-                return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",), ""
-            return (), f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
-        if promql.read_key(found.get(LIVE), LIVE) != 0:
-            return (), ""
-        return ((), f"{self.url}: {STALE}") if present else ((STALE,), "")
+            if up <= 0:
+                return (
+                    note,
+                    f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)",
+                )
+            return (*note, f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)"), ""
+        if live != 0:
+            return note, ""
+        return (note, f"{self.url}: {STALE}") if present else ((*note, STALE), "")
 
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
@@ -362,7 +365,9 @@ class PrometheusSource:
         samples = _float(_dict(stats.get("samples")).get("totalQueryableSamples"))
         if samples is not None:
             self.last_samples = (self.last_samples or 0) + int(samples)
-        warned = [f"server warning: {one_line(str(w))}" for w in _list(body.get("warnings"))]
+        warnings = body.get("warnings")
+        said = warnings if isinstance(warnings, list) else []
+        warned = [f"server warning: {one_line(str(w))}" for w in said]
         partial = body.get("isPartial") is True
         if partial:
             warned.append(PARTIAL)
@@ -479,18 +484,6 @@ class _Read:
         return notes
 
 
-def _clocks_disagree(found: Mapping[str, list[dict[str, Any]]], interval: float | None) -> str:
-    """What the lane's samples stamped ahead of the evaluation time by more than a scrape
-    interval say (nothing when they are not)."""
-    ahead = promql.read_key(found.get(AHEAD), AHEAD)
-    if not isinstance(ahead, float) or ahead <= max(interval or DEFAULT_INTERVAL_S, 1.0):
-        return ""
-    return (
-        f"the lane's samples are stamped {span(ahead)} ahead of the evaluation time "
-        "(the clocks of its engine and of this machine or the server disagree)"
-    )
-
-
 V = TypeVar("V")
 
 
@@ -505,10 +498,6 @@ def _riders(found: Mapping[str, list[dict[str, Any]]], ask: _Ask) -> Mapping[str
 
 def _is_sample(sample: object) -> bool:
     return isinstance(sample, dict) and isinstance(sample.get("metric", {}), dict)
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _dict(value: object) -> dict[str, Any]:
