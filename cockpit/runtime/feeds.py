@@ -38,11 +38,6 @@ if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to imp
     from cockpit.sources.scrape import ScrapeSource
 
 
-def read_secret(auth: Auth) -> str:
-    """The token or password an Auth names; SourceError (naming no secret) when absent."""
-    return AuthCredentials(auth).secret()
-
-
 @dataclass(eq=False)
 class AuthCredentials:
     """An Auth's credentials as they are now: a secret file is read again when it changes
@@ -55,6 +50,7 @@ class AuthCredentials:
         self.file = SecretFile(self.auth.secret_file) if not self.auth.secret_env else None
 
     def secret(self) -> str:
+        """The token or password as it is now; SourceError (naming no secret) when absent."""
         if self.file is None:
             value = os.environ.get(self.auth.secret_env)
             if not value:

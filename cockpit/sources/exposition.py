@@ -1,12 +1,10 @@
 """An engine's `/metrics` text, parsed by prometheus_client. Pure: no I/O.
 
-`read_scrape()` keeps only the lines of the sample names the lane's figures need and, when the
-lane's selector has exact matchers, of its series (a cheap split: most of an exposition is other
-histograms' buckets), and parses those with `prometheus_client.parser`, one line at a time: with
-no `# TYPE` line every sample keeps its own name (`x_total`, `x_bucket`, `x_created`), in the
-classic format and OpenMetrics (`vllm_` names, `# EOF`, exemplars) alike. A line whose text
-before its value the last scrape had is not parsed again, only its value read: the parser
-reading each line's labels character by character is the costly part of a refresh.
+`read_scrape()` parses only the lines of the sample names the lane's figures need (of its
+series, when its selector has exact matchers) with `prometheus_client.parser`, a line at a time:
+with no `# TYPE` line every sample keeps its own name (`x_total`, `x_created`), in the classic
+format and OpenMetrics alike. A line whose text before its value the last scrape had only has
+its value read: parsing labels character by character is the costly part of a refresh.
 """
 
 from __future__ import annotations
@@ -75,15 +73,11 @@ def wanted_names(dialect: str, escaped: bool) -> frozenset[str]:
 def capacity_names(dialect: str) -> frozenset[str]:
     """The names the engine's capacity metric may arrive under (escaped or not)."""
     capacity = engines.engine(dialect).capacity
-    if isinstance(capacity, Gauge | Info):
-        return frozenset({capacity.metric, escape_name(capacity.metric)})
-    return frozenset()
+    return _both_forms(capacity.metric if isinstance(capacity, Gauge | Info) else None)
 
 
-def lora_names(dialect: str) -> frozenset[str]:
-    """The names the engine's LoRA info gauge may arrive under (escaped or not)."""
-    lora = engines.engine(dialect).lora_metric()
-    return frozenset({lora, escape_name(lora)}) if lora else frozenset()
+def _both_forms(name: str | None) -> frozenset[str]:
+    return frozenset({name, escape_name(name)}) if name else frozenset()
 
 
 @lru_cache(maxsize=8)
@@ -129,8 +123,7 @@ def plain_number(text: str) -> float | None:
 
 
 def _engine_lines(text: str, known: Known) -> list[tuple[str, str, str, Series | str]]:
-    """(line, text before its value, the value's text, its series or name) of each engine
-    sample line (not comments, not other processes' samples)."""
+    """(line, text before its value, value, series or name) of each engine sample line."""
     prefixes = (*engines.prefixes(), *engines.prefixes(escaped=True))
     lines = []
     for line in text.splitlines():
@@ -170,7 +163,7 @@ def read_scrape(
     scrape = Scrape(names, dialect or found)
     keep_names = wanted_names(scrape.dialect, engines.names_escaped(seen | names))
     info = capacity_names(scrape.dialect) - keep_names
-    lora = lora_names(scrape.dialect)
+    lora = _both_forms(engines.engine(scrape.dialect).lora_metric())
     chosen = {*keep_names, *(created_name(name) for name in keep_names)}
     # How an equality matcher's label appears in the text: `name="value"`.
     written = [

@@ -87,7 +87,8 @@ class ScrapeSource:
         """(wall, steady) at the first poll: scrape times are the wall time then plus the
         steady time since, so a step of the machine's clock moves no window."""
         self._clock_notes: dict[str, str] = {}
-        """What the clocks say when they disagree: ours stepped, or the engine's runs ahead."""
+        """What the clocks say when they disagree ("" when they agree): ours stepped, or the
+        engine's runs ahead."""
 
     @property
     def escaped(self) -> bool:
@@ -130,14 +131,13 @@ class ScrapeSource:
             self._anchor = (wall, steady)
         at = self._anchor[0] + (steady - self._anchor[1])
         stepped = wall - at
-        if abs(stepped) > CLOCK_STEP_S:
-            way = "forward" if stepped > 0 else "back"
-            self._clock_notes["step"] = (
-                f"this machine's clock stepped {way} by {span(abs(stepped))} since the first "
-                "scrape: windows follow the steady clock"
-            )
-        else:
-            self._clock_notes.pop("step", None)
+        way = "forward" if stepped > 0 else "back"
+        self._clock_notes["step"] = (
+            f"this machine's clock stepped {way} by {span(abs(stepped))} since the first scrape: "
+            "windows follow the steady clock"
+            if abs(stepped) > CLOCK_STEP_S
+            else ""
+        )
         return at, wall
 
     def _note_ahead(self, stamped: float | None, at: float, wall: float) -> None:
@@ -146,13 +146,12 @@ class ScrapeSource:
         last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
         interval = at - last if last is not None and at > last else FIRST_INTERVAL_S
         ahead = -math.inf if stamped is None else stamped - wall
-        if ahead > max(interval, 1.0):
-            self._clock_notes["ahead"] = (
-                f"the engine's samples are stamped {span(ahead)} ahead of this machine's clock "
-                "(the clocks disagree): read as of each scrape"
-            )
-        else:
-            self._clock_notes.pop("ahead", None)
+        self._clock_notes["ahead"] = (
+            f"the engine's samples are stamped {span(ahead)} ahead of this machine's clock "
+            "(the clocks disagree): read as of each scrape"
+            if ahead > max(interval, 1.0)
+            else ""
+        )
 
     def _parse(self, text: str) -> Scrape:
         return read_scrape(
@@ -258,7 +257,7 @@ class ScrapeSource:
             coverage_note=note,
             server=self.url,
             selector=selector,
-            warnings=(*self._clock_notes.values(), *window.warnings()),
+            warnings=(*filter(None, self._clock_notes.values()), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
         per_model = self._models(dialect, window, reads, missing_from)
