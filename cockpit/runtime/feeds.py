@@ -136,8 +136,7 @@ class PrometheusLaneFeed(ConfiguredLane):
         return await with_gpu(totals, self.gpu_source, window_s, end)
 
     async def model_names(self) -> list[str]:
-        """The lane's `model_name` values, whatever the model filter (the `m` filter offers
-        them)."""
+        """The lane's `model_name` values, whatever the model filter (the `m` filter's list)."""
         source, selector = self._source(), self.lane.selector
         return await source.label_values("model_name", self.name, self.dialect, selector)
 
@@ -432,8 +431,7 @@ async def _check_discovery(discover: Discover, window_s: float) -> list[tuple[bo
 
 
 def gpu_check_line(lane: str, gpu: GpuTotals) -> tuple[bool, str]:
-    """`cockpit check`'s line for a lane's GPU source: which source, the GPUs it saw, or why
-    it saw none."""
+    """`cockpit check`'s line for a lane's GPU source: which, the GPUs it saw, or why none."""
     if not gpu.gpus:
         return False, f"gpu {lane}: {gpu.source or 'GPU exporter'} at {gpu.where}: {gpu.reason}"
     count = f"{len(gpu.gpus)} GPU" + ("" if len(gpu.gpus) == 1 else "s")

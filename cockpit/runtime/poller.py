@@ -46,8 +46,7 @@ SnapshotT = TypeVar("SnapshotT")
 
 
 class Feed(Protocol[TotalsT_co]):
-    """What a poller reads: a window's totals up to `end` (None: now); raises SourceFailure
-    with the reason."""
+    """What a poller reads: a window's totals up to `end` (None: now), or SourceFailure."""
 
     async def read(self, window_s: float, end: float | None) -> TotalsT_co: ...
 
@@ -154,9 +153,8 @@ class Good(Generic[TotalsT, FiguresT]):
 
 
 class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
-    """Read timing, last good result per window, failure streak and back-off of one feed.
-
-    A subclass says how totals become figures and how a cycle's outcome becomes a snapshot."""
+    """Read timing, last good result per window, failure streak and back-off of one feed; a
+    subclass says how totals become figures and how a cycle's outcome becomes a snapshot."""
 
     def __init__(
         self,

@@ -67,10 +67,10 @@ class Track:
             return
         born = born if math.isfinite(born) else math.nan
         if self.values:
+            last = self.values[-1]
             # A reset: the counter went down, or a newer `_created` (NaN compares False).
-            reset = value < self.values[-1] or born > self.born[-1]
-            step = value if reset else value - self.values[-1]
-            self.run.append(self.run[-1] + step)
+            reset = value < last or born > self.born[-1]
+            self.run.append(self.run[-1] + (value if reset else value - last))
         else:
             self.run.append(0.0)
         self.times.append(at)
@@ -78,7 +78,6 @@ class Track:
         self.born.append(born)
 
     def drop_before(self, oldest: float) -> None:
-        """Let go of the points before `oldest`."""
         del self.dropped[: bisect_left(self.dropped, oldest)]
         cut = bisect_left(self.times, oldest)
         for column in (self.times, self.values, self.born, self.run):
@@ -355,22 +354,16 @@ class Window:
         return found
 
     def counter(self, spec: specs.Counter) -> float | dict[str, float] | Missing:
-        groups = _by(self._increases(spec.metric, spec.extra, spec.ranks), spec.by)
+        found = [
+            (labels, self._increase(track, first, stop))
+            for labels, track, first, stop in self._tracks(spec.metric, spec.extra)
+        ]
+        groups = _by(one_rank(found, spec.ranks), spec.by)
         totals = {name: _total(increases) for name, increases in groups.items()}
         if not spec.by:
             return totals.get("", NO_SAMPLES)
         numbers = {name: t for name, t in totals.items() if not isinstance(t, Missing)}
         return numbers or next(iter(totals.values()), NO_SAMPLES)
-
-    def _increases(
-        self, name: str, extra: tuple[tuple[str, str], ...], ranks: str
-    ) -> list[tuple[LabelKey, float | Missing | None]]:
-        """Each matching series' increase (None: no point in the window), one per `ranks`."""
-        found = [
-            (labels, self._increase(track, first, stop))
-            for labels, track, first, stop in self._tracks(name, extra)
-        ]
-        return one_rank(found, ranks)
 
     def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
         """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -122,8 +123,8 @@ def plain_number(text: str) -> float | None:
         return None
 
 
-def _engine_lines(text: str, known: Known) -> list[tuple[str, str, str, Series | str]]:
-    """(line, text before its value, value, series or name) of each engine sample line."""
+def _engine_lines(text: str, known: Known) -> list[tuple[str, str, str, Series | str, str]]:
+    """(line, text before its value, value, series or name, name) of each engine sample line."""
     prefixes = (*engines.prefixes(), *engines.prefixes(escaped=True))
     lines = []
     for line in text.splitlines():
@@ -138,7 +139,7 @@ def _engine_lines(text: str, known: Known) -> list[tuple[str, str, str, Series |
             head, _, last = line.rpartition(" ")
             name = _SAMPLE_NAME.match(line)
             series = name.group() if name else line
-        lines.append((line, head, last, series))
+        lines.append((line, head, last, series, series if isinstance(series, str) else series.name))
     return lines
 
 
@@ -155,7 +156,7 @@ def read_scrape(
     detected from this scrape); `seen`: engine names of earlier scrapes (an OpenMetrics answer
     escapes them all or none); `keep`: the lane's matchers; `known`: the last scrape's lines."""
     lines = _engine_lines(text, known or {})
-    names = frozenset(s if isinstance(s, str) else s.name for *_, s in lines)
+    names = frozenset(map(itemgetter(4), lines))
     try:
         found = _detected(names)  # each scrape: the port may change hands
     except engines.DialectError as exc:
@@ -170,13 +171,12 @@ def read_scrape(
         f'{m.name}="{promql.escape_label_value(m.value)}"' for m in keep if m.op == "=" and m.value
     ]
     read: list[tuple[Series, float]] = []
-    for line, head, last, series in lines:
-        name = series if isinstance(series, str) else series.name
+    for line, head, last, series, name in lines:
         # the label test is cheap: the parser is the costly part
         if (
             name not in info
             and name not in lora
-            and not (name in chosen and all(label in line for label in written))
+            and not (name in chosen and (not written or all(label in line for label in written)))
         ):
             scrape.series[head] = series
             continue

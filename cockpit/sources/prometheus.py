@@ -157,8 +157,7 @@ class PrometheusSource:
         await self.http.aclose()
 
     def forget(self) -> None:
-        """Let go of the lanes' reused totals: the next read of each evaluates its window anew
-        (the refresh key)."""
+        """Let go of the lanes' reused totals: each next read evaluates its window anew."""
         for memory in self._lanes.values():
             memory.last.clear()
         self.history.forget()
@@ -205,8 +204,7 @@ class PrometheusSource:
     async def _lane(
         self, lane: str, dialect: str | None, selector: str
     ) -> tuple[_Lane, frozenset[str], str]:
-        """What is kept of the lane, its exposed metric names and its dialect (given, or
-        detected from the names)."""
+        """The lane's memory, its exposed metric names and its dialect (given, or detected)."""
         memory = self._lanes.setdefault((lane, selector), _Lane())
         names = await self._names(memory, selector)
         memory.dialect = dialect or memory.dialect or engines.detect(names).name

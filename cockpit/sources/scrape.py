@@ -141,8 +141,8 @@ class ScrapeSource:
         return at, wall
 
     def _note_ahead(self, stamped: float | None, at: float, wall: float) -> None:
-        """Say so when the exposition's timestamps are ahead of this machine's clock by more
-        than a scrape interval (the engine host's clock runs fast)."""
+        """Say so when the exposition's stamps run ahead of this machine's clock by more than
+        a scrape interval (the engine host's clock runs fast)."""
         last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
         interval = at - last if last is not None and at > last else FIRST_INTERVAL_S
         ahead = -math.inf if stamped is None else stamped - wall
