@@ -180,8 +180,7 @@ def read_scrape(
         ):
             scrape.series[head] = series
             continue
-        value = None if isinstance(series, str) else plain_number(last)
-        if value is None:
+        if isinstance(series, str) or (value := plain_number(last)) is None:
             sample = _parse_line(url, line.strip())
             key = label_key(sample.labels)
             series = Series(sample.name, sample.labels, key, tuple(p for p in key if p[0] != "le"))
