@@ -64,9 +64,9 @@ class AuthCredentials:
     def current(self) -> tuple[str | None, tuple[str, str] | None]:
         """(bearer token, None) or (None, (username, password))."""
         secret = self.secret()
-        if self.auth.kind == "bearer":
-            return secret, None
-        return None, (self.auth.username, secret)
+        return (
+            (secret, None) if self.auth.kind == "bearer" else (None, (self.auth.username, secret))
+        )
 
     def forget(self) -> None:
         if self.file is not None:
