@@ -468,9 +468,5 @@ async def _check_ledger(
     info = totals.ledgers[0] if totals.ledgers else None
     schema = f"schema {info.schema_version}" if info else "schema unknown"
     line = f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
-    return True, line + also_named_note(also_named)
-
-
-def also_named_note(also_named: Sequence[str]) -> str:
-    """`; also named as X, Y: read once`, or '' for a ledger named once."""
-    return f"; also named as {', '.join(also_named)}: read once" if also_named else ""
+    also = f"; also named as {', '.join(also_named)}: read once" if also_named else ""
+    return True, line + also

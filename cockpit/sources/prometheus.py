@@ -357,7 +357,9 @@ class PrometheusSource:
         if not isinstance(data, dict) or data.get("resultType") != "vector":
             raise SourceError(f"{self.url}: answer is not an instant vector")
         result = data.get("result")
-        if not isinstance(result, list) or not all(_is_sample(s) for s in result):
+        if not isinstance(result, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("metric", {}), dict) for s in result
+        ):
             raise SourceError(f"{self.url}: Prometheus answered an unexpected shape (not samples)")
         stats = _dict(data.get("stats"))
         samples = _float(_dict(stats.get("samples")).get("totalQueryableSamples"))
@@ -492,10 +494,6 @@ def _stale(mapping: Mapping[str, V]) -> dict[str, V]:
 
 def _riders(found: Mapping[str, list[dict[str, Any]]], ask: _Ask) -> Mapping[str, Any]:
     return frozen_map({key: found[key] for key in ask.riders if key in found})
-
-
-def _is_sample(sample: object) -> bool:
-    return isinstance(sample, dict) and isinstance(sample.get("metric", {}), dict)
 
 
 def _dict(value: object) -> dict[str, Any]:
