@@ -38,11 +38,6 @@ if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to imp
     from cockpit.sources.scrape import ScrapeSource
 
 
-def read_secret(auth: Auth) -> str:
-    """The token or password an Auth names; SourceError (naming no secret) when absent."""
-    return AuthCredentials(auth).secret()
-
-
 @dataclass(eq=False)
 class AuthCredentials:
     """An Auth's credentials as they are now: a secret file is read again when it changes
@@ -55,6 +50,7 @@ class AuthCredentials:
         self.file = SecretFile(self.auth.secret_file) if not self.auth.secret_env else None
 
     def secret(self) -> str:
+        """The token or password as it is now; SourceError (naming no secret) when absent."""
         if self.file is None:
             value = os.environ.get(self.auth.secret_env)
             if not value:
@@ -68,9 +64,9 @@ class AuthCredentials:
     def current(self) -> tuple[str | None, tuple[str, str] | None]:
         """(bearer token, None) or (None, (username, password))."""
         secret = self.secret()
-        if self.auth.kind == "bearer":
-            return secret, None
-        return None, (self.auth.username, secret)
+        return (
+            (secret, None) if self.auth.kind == "bearer" else (None, (self.auth.username, secret))
+        )
 
     def forget(self) -> None:
         if self.file is not None:
@@ -140,8 +136,7 @@ class PrometheusLaneFeed(ConfiguredLane):
         return await with_gpu(totals, self.gpu_source, window_s, end)
 
     async def model_names(self) -> list[str]:
-        """The lane's `model_name` values, whatever the model filter (the `m` filter offers
-        them)."""
+        """The lane's `model_name` values, whatever the model filter (the `m` filter's list)."""
         source, selector = self._source(), self.lane.selector
         return await source.label_values("model_name", self.name, self.dialect, selector)
 
@@ -436,8 +431,7 @@ async def _check_discovery(discover: Discover, window_s: float) -> list[tuple[bo
 
 
 def gpu_check_line(lane: str, gpu: GpuTotals) -> tuple[bool, str]:
-    """`cockpit check`'s line for a lane's GPU source: which source, the GPUs it saw, or why
-    it saw none."""
+    """`cockpit check`'s line for a lane's GPU source: which, the GPUs it saw, or why none."""
     if not gpu.gpus:
         return False, f"gpu {lane}: {gpu.source or 'GPU exporter'} at {gpu.where}: {gpu.reason}"
     count = f"{len(gpu.gpus)} GPU" + ("" if len(gpu.gpus) == 1 else "s")
@@ -474,9 +468,5 @@ async def _check_ledger(
     info = totals.ledgers[0] if totals.ledgers else None
     schema = f"schema {info.schema_version}" if info else "schema unknown"
     line = f"ledger {resolved}: {schema}, {totals.total.sessions} sessions in 90d"
-    return True, line + also_named_note(also_named)
-
-
-def also_named_note(also_named: Sequence[str]) -> str:
-    """`; also named as X, Y: read once`, or '' for a ledger named once."""
-    return f"; also named as {', '.join(also_named)}: read once" if also_named else ""
+    also = f"; also named as {', '.join(also_named)}: read once" if also_named else ""
+    return True, line + also

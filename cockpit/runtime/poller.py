@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -46,14 +46,14 @@ SnapshotT = TypeVar("SnapshotT")
 
 
 class Feed(Protocol[TotalsT_co]):
-    """What a poller reads: a window's totals up to `end` (None: now); raises SourceFailure
-    with the reason."""
+    """What a poller reads: a window's totals up to `end` (None: now), or SourceFailure."""
 
     async def read(self, window_s: float, end: float | None) -> TotalsT_co: ...
 
 
 class LaneFeed(Feed[LaneTotals], Protocol):
-    """One lane's source, as the app sees it."""
+    """One lane's source, as the app sees it: `host_kv_tokens` are held by a host tier (added
+    to the GPU's resident tokens), `model_filter` reads only that `model_name` (None: all)."""
 
     @property
     def name(self) -> str: ...
@@ -62,24 +62,15 @@ class LaneFeed(Feed[LaneTotals], Protocol):
     @property
     def model(self) -> ModelProfile | None: ...
     @property
-    def host_kv_tokens(self) -> float:
-        """KV tokens held by a host tier, added to the GPU's resident tokens."""
-        ...
-
+    def host_kv_tokens(self) -> float: ...
     @property
-    def slo(self) -> Slo:
-        """The lane's latency targets."""
-        ...
-
+    def slo(self) -> Slo: ...
     @property
     def chunk_tokens(self) -> int | None: ...
     @property
     def gpus(self) -> int: ...
     @property
-    def model_filter(self) -> str | None:
-        """Only series with this `model_name` (None: the whole lane)."""
-        ...
-
+    def model_filter(self) -> str | None: ...
     def filter_model(self, model: str | None) -> None:
         """Read only `model` from now on (None or empty: the whole lane)."""
         ...
@@ -162,9 +153,8 @@ class Good(Generic[TotalsT, FiguresT]):
 
 
 class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
-    """Read timing, last good result per window, failure streak and back-off of one feed.
-
-    A subclass says how totals become figures and how a cycle's outcome becomes a snapshot."""
+    """Read timing, last good result per window, failure streak and back-off of one feed; a
+    subclass says how totals become figures and how a cycle's outcome becomes a snapshot."""
 
     def __init__(
         self,
@@ -181,10 +171,7 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         self._retry_after: float | None = None
         """The source's own word on when to ask again (429 or 503 with Retry-After)."""
         self._clocks = clocks or Clocks()
-        self._probe: Callable[[], Awaitable[bool]] | None = (
-            feed.probe if isinstance(feed, Probes) else None
-        )
-        """The feed's cheap check that its source answers again, when it has one."""
+        self._probe = feed.probe if isinstance(feed, Probes) else None
         self.feed = feed
         self._good: dict[tuple[str, str | None], Good[TotalsT, FiguresT]] = {}
         """Last good read per (window, scope): a model filter's figures are not the lane's."""
@@ -230,9 +217,6 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         """Seconds to the next cycle: the back-off, or one refresh while probing."""
         return self.refresh_s if self.probing else self._backoff_s
 
-    def _succeeded(self) -> None:
-        self.failures, self._retry_after = 0, None
-
     async def cycle(self, window: str) -> SnapshotT:
         """One read of `window` (or one probe while the source is unreachable), as a snapshot."""
         key = (window, self.scope())
@@ -240,7 +224,7 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
             assert self._probe is not None and self._failure is not None
             if not await self._probe():
                 return self._failing(window, key, *self._failure)
-            self._succeeded()  # it answers again: whatever comes next starts afresh
+            self.failures, self._retry_after = 0, None  # it answers again: start afresh
         started = self._clocks.monotonic()
         try:
             totals = await self.feed.read(parse_duration(window), self.replay_at)
@@ -255,16 +239,18 @@ class Poller(ABC, Generic[TotalsT, FiguresT, SnapshotT]):
         good = Good(totals, self.figures(totals), self._clocks.wall())
         self._good[key] = good
         self._failing_since, self._failure = None, None
-        self._succeeded()
-        return self.snapshot(window, good, FRESH, latency)
+        self.failures, self._retry_after = 0, None
+        warnings = getattr(totals, "warnings", ())
+        freshness = Freshness("ok", reason=warning_note(warnings)) if warnings else FRESH
+        return self.snapshot(window, good, freshness, latency)
 
     def _failed(
         self, window: str, key: tuple[str, str | None], error: SourceFailure, latency: float
     ) -> SnapshotT:
         if self._failing_since is None:
             self._failing_since = self._clocks.wall()
-        if error.engine_absent:
-            self._succeeded()  # asking each refresh costs nothing: no back-off
+        if error.engine_absent:  # asking each refresh costs nothing: no back-off
+            self.failures, self._retry_after = 0, None
         else:
             self.failures += 1
             retry_after = error.retry_after
@@ -317,8 +303,6 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
         freshness: Freshness,
         latency_s: float | None,
     ) -> LaneSnapshot:
-        if freshness.state == "ok" and good is not None and good.totals.warnings:
-            freshness = Freshness("ok", reason=warning_note(good.totals.warnings))
         return LaneSnapshot(
             lane=self.feed.name,
             window=window,
@@ -403,8 +387,6 @@ class FleetPoller(Poller["FleetView", "FleetView", FleetSnapshot]):
         freshness: Freshness,
         latency_s: float | None,
     ) -> FleetSnapshot:
-        if freshness.state == "ok" and good is not None and good.totals.warnings:
-            freshness = Freshness("ok", reason=warning_note(good.totals.warnings))
         return FleetSnapshot(
             window=window,
             view=good.totals if good else None,

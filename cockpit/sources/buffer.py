@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TypeVar
 
 from cockpit.core import promql, trends
@@ -66,10 +67,10 @@ class Track:
             return
         born = born if math.isfinite(born) else math.nan
         if self.values:
+            last = self.values[-1]
             # A reset: the counter went down, or a newer `_created` (NaN compares False).
-            reset = value < self.values[-1] or born > self.born[-1]
-            step = value if reset else value - self.values[-1]
-            self.run.append(self.run[-1] + step)
+            reset = value < last or born > self.born[-1]
+            self.run.append(self.run[-1] + (value if reset else value - last))
         else:
             self.run.append(0.0)
         self.times.append(at)
@@ -77,20 +78,20 @@ class Track:
         self.born.append(born)
 
     def drop_before(self, oldest: float) -> None:
-        """Let go of the points before `oldest`."""
         del self.dropped[: bisect_left(self.dropped, oldest)]
         cut = bisect_left(self.times, oldest)
         for column in (self.times, self.values, self.born, self.run):
             del column[:cut]
 
     def dropped_in(self, start: float, end: float) -> int:
-        return bisect_right(self.dropped, end) - bisect_left(self.dropped, start)
+        dropped = self.dropped
+        return bisect_right(dropped, end) - bisect_left(dropped, start) if dropped else 0
 
     @property
     def last_seen(self) -> float:
         """When the series last appeared (with a finite value or not)."""
-        seen = [column[-1] for column in (self.times, self.dropped) if column]
-        return max(seen, default=-math.inf)
+        seen = self.times[-1] if self.times else -math.inf
+        return max(seen, self.dropped[-1]) if self.dropped else seen
 
 
 Samples = Mapping[str, Mapping[LabelKey, tuple[float, float]]]
@@ -114,6 +115,8 @@ class Buffer:
     """Series let go so far: a count that changes whenever one is."""
     births: dict[tuple[object, ...], list[float]] = field(default_factory=dict)
     """`births_at` worked out, for scrapes no longer the newest (their points are final)."""
+    matched: dict[tuple[object, ...], list[tuple[LabelKey, Track]]] = field(default_factory=dict)
+    """`matching` worked out, while no series comes or goes."""
 
     @property
     def size(self) -> int:
@@ -138,10 +141,13 @@ class Buffer:
                 track = family.get(labels)
                 if track is None:
                     track = family[labels] = Track()
+                    self.matched.clear()
                 track.append(at, value, born)
-        self._trim(at)
+        every_one = sum(map(len, samples.values())) == sum(map(len, self.series.values()))
+        self._trim(at, every_one)
 
-    def _trim(self, now: float) -> None:
+    def _trim(self, now: float, every_one: bool = False) -> None:
+        """Keep to the bounds; `every_one`: each series has a point at `now` (none is dead)."""
         aged = 0
         while len(self.scrapes) - aged > 1 and (
             len(self.scrapes) - aged > self.max_scrapes or now - self.scrapes[aged] > self.max_age_s
@@ -151,7 +157,7 @@ class Buffer:
         while (size := self.size) > self.max_bytes and len(self.scrapes) > 1:
             excess = math.ceil((size - self.max_bytes) * len(self.scrapes) / size)
             self._drop_scrapes(min(max(excess, 1), len(self.scrapes) - 1))
-        if self.longest_window_s is not None:
+        if self.longest_window_s is not None and not every_one:
             self._evict_dead(now - self.longest_window_s)
 
     def _drop_scrapes(self, count: int) -> None:
@@ -164,29 +170,33 @@ class Buffer:
             for labels, track in list(family.items()):
                 track.drop_before(oldest)
                 if not track.times and not track.dropped:
-                    del family[labels]
-                    self.let_go += 1
+                    self._let_go(family, labels)
 
     def _evict_dead(self, before: float) -> None:
         """Let go of the series last seen before `before` (no window read reaches them)."""
         for family in self.series.values():
             for labels, track in list(family.items()):
                 if track.last_seen < before:
-                    del family[labels]
-                    self.let_go += 1
+                    self._let_go(family, labels)
                     self.complete_since = max(self.complete_since, track.last_seen)
 
-    def matching(
-        self, name: str, matchers: list[promql.Matcher]
-    ) -> Iterator[tuple[LabelKey, Track]]:
+    def _let_go(self, family: dict[LabelKey, Track], labels: LabelKey) -> None:
+        del family[labels]
+        self.let_go += 1
+        self.matched.clear()
+
+    def matching(self, name: str, matchers: list[promql.Matcher]) -> list[tuple[LabelKey, Track]]:
         """The series of `name` whose labels meet every matcher."""
-        if not matchers:  # the lane's every series
-            yield from self.series.get(name, {}).items()
-            return
-        for labels, track in self.series.get(name, {}).items():
-            as_dict = dict(labels)
-            if all(m.matches(as_dict) for m in matchers):
-                yield labels, track
+        key = (name, *matchers)
+        found = self.matched.get(key)
+        if found is None:
+            family = self.series.get(name, {}).items()
+            found = self.matched[key] = [
+                (labels, track)
+                for labels, track in family
+                if not matchers or all(m.matches(dict(labels)) for m in matchers)
+            ]
+        return found
 
     def births_at(
         self, watched: float, lo: float, matchers: list[promql.Matcher], counters: frozenset[str]
@@ -246,7 +256,8 @@ class Window:
         known = buffer.known_from
         self.lo = start if known is None else max(start, known)
         self.partial = known is None or known > start
-        self.since = self._counting_start(counters) if self.partial else start
+        self.counters = frozenset(counters)
+        self.since = self._counting_start() if self.partial else start
         """Counts start here: a series born at or after it counts from its birth."""
         self.dropped: dict[tuple[str, LabelKey], int] = {}
         """Non-finite samples left out, by series read."""
@@ -255,12 +266,12 @@ class Window:
         self.bucket_notes: dict[specs.Histogram, str] = {}
         """What was wrong with a histogram's buckets in the window (see `check_buckets`)."""
 
-    def _counting_start(self, counters: Iterable[str]) -> float:
+    def _counting_start(self) -> float:
         first = bisect_left(self.buffer.scrapes, self.lo)
         if first >= len(self.buffer.scrapes):
             return self.lo
         watched = self.buffer.scrapes[first]
-        births = self.buffer.births_at(watched, self.lo, self.matchers, frozenset(counters))
+        births = self.buffer.births_at(watched, self.lo, self.matchers, self.counters)
         # One engine start inside the window, every series counted from it (and nothing let
         # go since: a series evicted after that start would be missing from the totals).
         earliest = max(self.start, self.buffer.complete_since)
@@ -308,13 +319,14 @@ class Window:
         self, name: str, extra: tuple[tuple[str, str], ...] = ()
     ) -> Iterator[tuple[LabelKey, Track, int, int]]:
         """Matching series with the index range [first, stop) of their points in the window."""
-        matchers = [*self.matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
+        matchers = self.matchers
+        if extra:
+            matchers = [*matchers, *(promql.Matcher(k, "=", v) for k, v in extra)]
+        lo, end = self.lo, self.end
         for labels, track in self.buffer.matching(name, matchers):
-            dropped = track.dropped_in(self.lo, self.end)
-            if dropped:
+            if track.dropped and (dropped := track.dropped_in(lo, end)):
                 self.dropped[(name, labels)] = dropped
-            first, stop = bisect_left(track.times, self.lo), bisect_right(track.times, self.end)
-            yield labels, track, first, stop
+            yield labels, track, bisect_left(track.times, lo), bisect_right(track.times, end)
 
     def read(self, spec: specs.Spec) -> Read:
         """A counter's increase, a gauge's mean over the scrapes, a histogram's increase per
@@ -342,22 +354,16 @@ class Window:
         return found
 
     def counter(self, spec: specs.Counter) -> float | dict[str, float] | Missing:
-        groups = _by(self._increases(spec.metric, spec.extra, spec.ranks), spec.by)
+        found = [
+            (labels, self._increase(track, first, stop))
+            for labels, track, first, stop in self._tracks(spec.metric, spec.extra)
+        ]
+        groups = _by(one_rank(found, spec.ranks), spec.by)
         totals = {name: _total(increases) for name, increases in groups.items()}
         if not spec.by:
             return totals.get("", NO_SAMPLES)
         numbers = {name: t for name, t in totals.items() if not isinstance(t, Missing)}
         return numbers or next(iter(totals.values()), NO_SAMPLES)
-
-    def _increases(
-        self, name: str, extra: tuple[tuple[str, str], ...], ranks: str
-    ) -> list[tuple[LabelKey, float | Missing | None]]:
-        """Each matching series' increase (None: no point in the window), one per `ranks`."""
-        found = [
-            (labels, self._increase(track, first, stop))
-            for labels, track, first, stop in self._tracks(name, extra)
-        ]
-        return one_rank(found, ranks)
 
     def _increase(self, track: Track, first: int, stop: int) -> float | Missing | None:
         """Like Prometheus `increase()` over the window's scrapes, without extrapolation."""
@@ -400,8 +406,10 @@ class Window:
         bounds: dict[LabelKey, float] = {}
         seen: dict[float, float] = {}
         for labels, track, first, stop in self._tracks(name, spec.extra):
-            bound = self._bound(name, labels)
-            if bound is None:
+            bound = _le(labels)
+            if not isinstance(bound, float):
+                if bound is not None:
+                    self.unreadable_le[(name, labels)] = bound
                 continue
             points = stop - first + track.dropped_in(self.lo, self.end)
             if not points:  # a bucket set that ended before the window: not in it
@@ -428,20 +436,18 @@ class Window:
             self.bucket_notes[spec] = note
         return buckets
 
-    def _bound(self, name: str, labels: LabelKey) -> float | None:
-        """A bucket series' `le` as a number; None (counted in `unreadable_le`) when it is not
-        one, or the series has none."""
-        text = dict(labels).get("le")
-        if text is None:
-            return None
-        try:
-            bound = specs.parse_le(text)
-        except ValueError:
-            bound = math.nan
-        if math.isnan(bound):
-            self.unreadable_le[(name, labels)] = text
-            return None
-        return bound
+
+@lru_cache(maxsize=4096)
+def _le(labels: LabelKey) -> float | str | None:
+    """A bucket series' `le` as a number, or its text when it is none (None: no `le`)."""
+    text = dict(labels).get("le")
+    if text is None:
+        return None
+    try:
+        bound = specs.parse_le(text)
+    except ValueError:
+        return text
+    return text if math.isnan(bound) else bound
 
 
 def _series_means(
@@ -492,9 +498,8 @@ def _by(found: list[tuple[LabelKey, T]], label: str) -> dict[str, list[T]]:
 
 def _total(found: list[float | Missing | None]) -> float | Missing:
     """The sum of the series' increases; None marks a series with no point in the window."""
-    present = [f for f in found if f is not None]
-    numbers = [f for f in present if not isinstance(f, Missing)]
-    return sum(numbers) if numbers else present[0] if present else NO_SAMPLES
+    numbers = [f for f in found if isinstance(f, float)]
+    return sum(numbers) if numbers else next((f for f in found if f is not None), NO_SAMPLES)
 
 
 def step_values(

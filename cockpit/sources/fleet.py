@@ -25,8 +25,7 @@ class FleetSource:
         self.discovery = Discovery()
 
     async def read(self, window_s: float, end: float | None = None) -> FleetView:
-        """Every lane's row over (end - window, end] (now by default), from one request;
-        SourceError when the server can't answer."""
+        """Every lane's row over (end - window, end] (now by default) from one request."""
         end = time.time() if end is None else end
         plan = fleet_plan(self.label, self.match, window_s, slo_histograms(self.slo))
         answer = await self.source.query(plan.query, end)

@@ -22,8 +22,8 @@ from typing import Any
 from cockpit.core import promql, trends
 from cockpit.core.model import LaneTotals, SourceFailure, Trend, frozen_map
 
-Api = Callable[[str, str, Mapping[str, str]], Awaitable[dict[str, Any]]]
-"""One Prometheus API call (method, path, form) -> its decoded `success` answer."""
+QueryRange = Callable[[str, float, float, float], Awaitable[list[dict[str, Any]]]]
+"""One range query (expression, start, end, step) -> its series (`metric`, `values`)."""
 TREND = "trend"
 """The `LaneTotals.missing` key saying why the trend is stale or absent."""
 StepRiders = Callable[[float, float], Mapping[str, str]]
@@ -48,8 +48,8 @@ class _Kept:
 class History:
     """The trends of the lanes on one Prometheus server."""
 
-    def __init__(self, api: Api) -> None:
-        self._api = api
+    def __init__(self, query_range: QueryRange) -> None:
+        self._query_range = query_range
         self._kept: dict[str, _Kept] = {}
         self._scrape_s: dict[tuple[str, str], float] = {}
 
@@ -105,7 +105,7 @@ class History:
             start, steps = times[0], {}
         if not query:
             raise SourceFailure("the lane exposes none of the metrics the trend follows")
-        answered = await self._query_range(query, start, times[-1], step)
+        answered = trends.matrix_values(await self._query_range(query, start, times[-1], step))
         steps.update({t: answered.get(t, {}) for t in times if t >= start})
         trend = trends.make_trend(
             totals.dialect, window_s, end, steps, trends.rate_range(step, scrape_s)
@@ -119,16 +119,3 @@ class History:
         if totals.scrape_interval_s is not None:
             self._scrape_s[lane] = totals.scrape_interval_s
         return self._scrape_s.get(lane, DEFAULT_SCRAPE_S)
-
-    async def _query_range(
-        self, query: str, start: float, end: float, step: float
-    ) -> dict[float, dict[str, float]]:
-        form = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        body = await self._api("POST", "/api/v1/query_range", form)
-        data = body.get("data")
-        result = data.get("result") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or data.get("resultType") != "matrix":
-            raise SourceFailure("the history answer is not a range matrix")
-        if not isinstance(result, list) or not all(isinstance(s, dict) for s in result):
-            raise SourceFailure("the history answer's series are unreadable")
-        return trends.matrix_values(result)

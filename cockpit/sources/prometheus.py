@@ -141,7 +141,7 @@ class PrometheusSource:
         self.url = self.http.url
         self.stats = stats
         self._lanes: dict[tuple[str, str], _Lane] = {}
-        self.history = History(self._api)
+        self.history = History(self.query_range)
         self.last_samples: int | None = None
         """Samples the server touched in the last refresh (needs `stats=True`)."""
 
@@ -157,8 +157,7 @@ class PrometheusSource:
         await self.http.aclose()
 
     def forget(self) -> None:
-        """Let go of the lanes' reused totals: the next read of each evaluates its window anew
-        (the refresh key)."""
+        """Let go of the lanes' reused totals: each next read evaluates its window anew."""
         for memory in self._lanes.values():
             memory.last.clear()
         self.history.forget()
@@ -205,8 +204,7 @@ class PrometheusSource:
     async def _lane(
         self, lane: str, dialect: str | None, selector: str
     ) -> tuple[_Lane, frozenset[str], str]:
-        """What is kept of the lane, its exposed metric names and its dialect (given, or
-        detected from the names)."""
+        """The lane's memory, its exposed metric names and its dialect (given, or detected)."""
         memory = self._lanes.setdefault((lane, selector), _Lane())
         names = await self._names(memory, selector)
         memory.dialect = dialect or memory.dialect or engines.detect(names).name
@@ -309,26 +307,29 @@ class PrometheusSource:
         ahead of the evaluation time by more than a scrape `interval`; the reason the lane is
         down when all targets are, or when its series went stale (a note when reading the
         past). Nothing when all are up, or neither `up` nor the answer says."""
-        clocks = _clocks_disagree(found, interval)
-        if clocks and promql.read_key(found.get(LIVE), LIVE) == 0:
-            return (), f"{self.url}: {clocks}: none is at or before it yet"
-        note, down = self._up(found, present)
-        if clocks:
-            note = (f"{clocks}: the values read are up to that much older than they look", *note)
-        return note, down
-
-    def _up(
-        self, found: Mapping[str, list[dict[str, Any]]], present: bool
-    ) -> tuple[tuple[str, ...], str]:
+        ahead = promql.read_key(found.get(AHEAD), AHEAD)
+        live = promql.read_key(found.get(LIVE), LIVE)
+        note: tuple[str, ...] = ()
+        if isinstance(ahead, float) and ahead > max(interval or DEFAULT_INTERVAL_S, 1.0):
+            clocks = (
+                f"the lane's samples are stamped {span(ahead)} ahead of the evaluation time "
+                "(the clocks of its engine and of this machine or the server disagree)"
+            )
+            if live == 0:
+                return (), f"{self.url}: {clocks}: none is at or before it yet"
+            note = (f"{clocks}: the values read are up to that much older than they look",)
         targets = promql.read_key(found.get(promql.TARGETS), promql.TARGETS)
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if isinstance(targets, float) and isinstance(up, float) and up < targets:
-            if up > 0:
-                return (f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)",), ""
-            return (), f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
-        if promql.read_key(found.get(LIVE), LIVE) != 0:
-            return (), ""
-        return ((), f"{self.url}: {STALE}") if present else ((STALE,), "")
+            if up <= 0:
+                return (
+                    note,
+                    f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)",
+                )
+            return (*note, f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)"), ""
+        if live != 0:
+            return note, ""
+        return (note, f"{self.url}: {STALE}") if present else ((*note, STALE), "")
 
     async def _names(self, memory: _Lane, selector: str) -> frozenset[str]:
         if memory.names is not None and time.monotonic() - memory.names_at < NAMES_TTL_S:
@@ -356,13 +357,17 @@ class PrometheusSource:
         if not isinstance(data, dict) or data.get("resultType") != "vector":
             raise SourceError(f"{self.url}: answer is not an instant vector")
         result = data.get("result")
-        if not isinstance(result, list) or not all(_is_sample(s) for s in result):
+        if not isinstance(result, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("metric", {}), dict) for s in result
+        ):
             raise SourceError(f"{self.url}: Prometheus answered an unexpected shape (not samples)")
         stats = _dict(data.get("stats"))
         samples = _float(_dict(stats.get("samples")).get("totalQueryableSamples"))
         if samples is not None:
             self.last_samples = (self.last_samples or 0) + int(samples)
-        warned = [f"server warning: {one_line(str(w))}" for w in _list(body.get("warnings"))]
+        warnings = body.get("warnings")
+        said = warnings if isinstance(warnings, list) else []
+        warned = [f"server warning: {one_line(str(w))}" for w in said]
         partial = body.get("isPartial") is True
         if partial:
             warned.append(PARTIAL)
@@ -479,18 +484,6 @@ class _Read:
         return notes
 
 
-def _clocks_disagree(found: Mapping[str, list[dict[str, Any]]], interval: float | None) -> str:
-    """What the lane's samples stamped ahead of the evaluation time by more than a scrape
-    interval say (nothing when they are not)."""
-    ahead = promql.read_key(found.get(AHEAD), AHEAD)
-    if not isinstance(ahead, float) or ahead <= max(interval or DEFAULT_INTERVAL_S, 1.0):
-        return ""
-    return (
-        f"the lane's samples are stamped {span(ahead)} ahead of the evaluation time "
-        "(the clocks of its engine and of this machine or the server disagree)"
-    )
-
-
 V = TypeVar("V")
 
 
@@ -501,14 +494,6 @@ def _stale(mapping: Mapping[str, V]) -> dict[str, V]:
 
 def _riders(found: Mapping[str, list[dict[str, Any]]], ask: _Ask) -> Mapping[str, Any]:
     return frozen_map({key: found[key] for key in ask.riders if key in found})
-
-
-def _is_sample(sample: object) -> bool:
-    return isinstance(sample, dict) and isinstance(sample.get("metric", {}), dict)
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import math
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -31,7 +32,7 @@ from cockpit.sources.buffer import (
     span,
     step_values,
 )
-from cockpit.sources.exposition import Scrape, Series, lane_matchers, read_scrape
+from cockpit.sources.exposition import Known, Scrape, lane_matchers, read_scrape
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 OFF_LOOP_CHARS = 1_000_000
@@ -80,13 +81,14 @@ class ScrapeSource:
         self._info: list[dict[str, str]] = []
         self._lora: list[tuple[dict[str, str], float]] = []
         self._exposed: frozenset[str] = frozenset()
-        self._series: dict[str, Series] = {}
+        self._series: Known = {}
         self._wall, self._steady = wall, steady
         self._anchor: tuple[float, float] | None = None
         """(wall, steady) at the first poll: scrape times are the wall time then plus the
         steady time since, so a step of the machine's clock moves no window."""
         self._clock_notes: dict[str, str] = {}
-        """What the clocks say when they disagree: ours stepped, or the engine's runs ahead."""
+        """What the clocks say when they disagree ("" when they agree): ours stepped, or the
+        engine's runs ahead."""
 
     @property
     def escaped(self) -> bool:
@@ -129,29 +131,27 @@ class ScrapeSource:
             self._anchor = (wall, steady)
         at = self._anchor[0] + (steady - self._anchor[1])
         stepped = wall - at
-        if abs(stepped) > CLOCK_STEP_S:
-            way = "forward" if stepped > 0 else "back"
-            self._clock_notes["step"] = (
-                f"this machine's clock stepped {way} by {span(abs(stepped))} since the first "
-                "scrape: windows follow the steady clock"
-            )
-        else:
-            self._clock_notes.pop("step", None)
+        way = "forward" if stepped > 0 else "back"
+        self._clock_notes["step"] = (
+            f"this machine's clock stepped {way} by {span(abs(stepped))} since the first scrape: "
+            "windows follow the steady clock"
+            if abs(stepped) > CLOCK_STEP_S
+            else ""
+        )
         return at, wall
 
     def _note_ahead(self, stamped: float | None, at: float, wall: float) -> None:
-        """Say so when the exposition's timestamps are ahead of this machine's clock by more
-        than a scrape interval (the engine host's clock runs fast)."""
+        """Say so when the exposition's stamps run ahead of this machine's clock by more than
+        a scrape interval (the engine host's clock runs fast)."""
         last = self.buffer.scrapes[-1] if self.buffer.scrapes else None
         interval = at - last if last is not None and at > last else FIRST_INTERVAL_S
         ahead = -math.inf if stamped is None else stamped - wall
-        if ahead > max(interval, 1.0):
-            self._clock_notes["ahead"] = (
-                f"the engine's samples are stamped {span(ahead)} ahead of this machine's clock "
-                "(the clocks disagree): read as of each scrape"
-            )
-        else:
-            self._clock_notes.pop("ahead", None)
+        self._clock_notes["ahead"] = (
+            f"the engine's samples are stamped {span(ahead)} ahead of this machine's clock "
+            "(the clocks disagree): read as of each scrape"
+            if ahead > max(interval, 1.0)
+            else ""
+        )
 
     def _parse(self, text: str) -> Scrape:
         return read_scrape(
@@ -170,7 +170,8 @@ class ScrapeSource:
                 f"{self.url}: {series} series kept: over the buffer's "
                 f"{self.buffer.max_bytes / 1e6:g} MB bound (narrow the lane's selector)"
             )
-        self._exposed = self._exposed | scrape.names
+        if not scrape.names <= self._exposed:  # the same set while it holds: reasons cached
+            self._exposed = self._exposed | scrape.names
         self.dialect = scrape.dialect
         self._info = scrape.info or self._info  # the last seen, when a scrape lacks it
         self._lora = scrape.lora
@@ -180,8 +181,12 @@ class ScrapeSource:
 
     def label_values(self, label: str) -> list[str]:
         """The values `label` takes on the lane's series in the buffer, sorted."""
+        return sorted(value for value in self._label_spread(label) if value is not None)
+
+    def _label_spread(self, label: str) -> set[str | None]:
+        """The values `label` takes on the buffer's series (None: a series without it)."""
         keys = (key for family in self.buffer.series.values() for key in family)
-        return sorted({value for key in keys for name, value in key if name == label})
+        return {dict(key).get(label) for key in keys}
 
     def engine_start(self) -> float | None:
         """The earliest `_created` among the last scrape's series (None: none carries one)."""
@@ -215,15 +220,16 @@ class ScrapeSource:
         end = time.time() if end is None else end
         self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
-        table = engines.engine(dialect).lane_specs(self.escaped)
-        counters = _counter_names(table.values())
+        table, counters, described = _table(dialect, self.escaped)
+        missing_from = _missing_reasons(dialect, self.escaped, self._exposed)
         window = Window(self.buffer, matchers, end - window_s, end, counters)
         before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
         last = self.buffer.scrapes[before - 1] if before else end
         now = Window(self.buffer, matchers, last, last, ())
         minute = Window(self.buffer, matchers, end - LAST_MINUTE_S, end, counters)
         reads = {
-            key: _read(spec, self._exposed, window, now, minute) for key, spec in table.items()
+            key: _read(spec, missing_from.get(key), window, now, minute)
+            for key, spec in table.items()
         }
         found_none = all(isinstance(read, Missing) for read in reads.values())
         if found_none and not self.buffer.any_match(matchers):
@@ -245,41 +251,47 @@ class ScrapeSource:
             histograms=frozen_map(_only(reads, tuple)),
             bucket_notes=frozen_map(_bucket_notes(table, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
-            queries=frozen_map({k: f"scrape {self.url}: {_describe(s)}" for k, s in table.items()}),
+            queries=frozen_map({k: f"scrape {self.url}: {said}" for k, said in described.items()}),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
             server=self.url,
             selector=selector,
-            warnings=(*self._clock_notes.values(), *window.warnings()),
+            warnings=(*filter(None, self._clock_notes.values()), *window.warnings()),
             trend=self._trend(matchers, dialect, window_s, end),
         )
-        per_model = self._models(dialect, matchers, table, (end - window_s, end), counters)
+        per_model = self._models(dialect, window, reads, missing_from)
         described = {key: totals.queries[key] for key in MODEL_KEYS}
         lora = models.lora_adapters(self._lora)
         return models.with_models(totals, per_model, described, lora)
 
     def _models(
-        self,
-        dialect: str,
-        matchers: list[promql.Matcher],
-        table: Mapping[str, specs.Spec],
-        bounds: tuple[float, float],
-        counters: set[str],
+        self, dialect: str, lane: Window, reads: Mapping[str, Read], missing_from: Mapping[str, str]
     ) -> dict[str, dict[str, models.Read]]:
-        """Model -> raw key -> its read over the window, for each model the lane's series name
-        (by the engine's model label) that its matchers let through."""
+        """Model -> raw key -> its read over the lane's window, for each model the lane's series
+        name (by the engine's model label) that its matchers let through."""
         label = engines.engine(dialect).model_label
         if not isinstance(label, str):
             return {}
-        names = [n for n in self.label_values(label) if all(
-            m.matches({label: n}) for m in matchers if m.name == label)]  # fmt: skip
+        spread = self._label_spread(label)
+        names = sorted(n for n in spread if n is not None and all(
+            m.matches({label: n}) for m in lane.matchers if m.name == label))  # fmt: skip
+        table = engines.engine(dialect).lane_specs(self.escaped)
         found: dict[str, dict[str, models.Read]] = {}
         for name in names:
-            own = [*matchers, promql.Matcher(label, "=", name)]
-            window = Window(self.buffer, own, *bounds, counters)
-            reads = {key: _window_read(table[key], self._exposed, window) for key in MODEL_KEYS}
-            found[name] = {key: read for key, read in reads.items() if not isinstance(read, dict)}
+            own = [*lane.matchers, promql.Matcher(label, "=", name)]
+            window = (
+                None
+                if spread == {name}
+                else Window(self.buffer, own, lane.start, lane.end, lane.counters)
+            )
+            mine = {  # every series this model's (no window of its own): the lane's reads
+                key: reads[key] if window is None
+                else Missing(missing_from[key]) if key in missing_from
+                else window.read(table[key])
+                for key in MODEL_KEYS
+            }  # fmt: skip
+            found[name] = {key: read for key, read in mine.items() if not isinstance(read, dict)}
         return found
 
     def _trend(
@@ -323,11 +335,28 @@ class ScrapeSource:
         return sum(known) if known and len(known) == len(capacities) else None
 
 
+@lru_cache(maxsize=16)
+def _table(
+    dialect: str, escaped: bool
+) -> tuple[Mapping[str, specs.Spec], frozenset[str], dict[str, str]]:
+    """The engine's specs, the sample names they read as counters, and how each is read."""
+    table = engines.engine(dialect).lane_specs(escaped)
+    described = {key: _describe(spec) for key, spec in table.items()}
+    return table, frozenset(_counter_names(table.values())), described
+
+
+@lru_cache(maxsize=16)
+def _missing_reasons(dialect: str, escaped: bool, exposed: frozenset[str]) -> dict[str, str]:
+    """Key -> why it can't be read from what the engine exposed (the keys that can, absent)."""
+    table = engines.engine(dialect).lane_specs(escaped)
+    reasons = {key: specs.missing_reason(spec, exposed) for key, spec in table.items()}
+    return {key: reason for key, reason in reasons.items() if reason}
+
+
 def _read(
-    spec: specs.Spec, exposed: frozenset[str], window: Window, now: Window, minute: Window
+    spec: specs.Spec, reason: str | None, window: Window, now: Window, minute: Window
 ) -> Read:
     """A spec's value: over the window, at the last scrape (`Now`) or over the last minute."""
-    reason = specs.missing_reason(spec, exposed)
     if reason:
         return Missing(reason)
     if isinstance(spec, specs.Now):
@@ -341,11 +370,6 @@ def _read(
     if not isinstance(increase, float):
         return increase
     return increase * LAST_MINUTE_S / observed if observed > 0 else SECOND_SCRAPE
-
-
-def _window_read(spec: specs.Spec, exposed: frozenset[str], window: Window) -> Read:
-    reason = specs.missing_reason(spec, exposed)
-    return Missing(reason) if reason else window.read(spec)
 
 
 T = TypeVar("T")

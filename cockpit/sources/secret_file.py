@@ -19,28 +19,22 @@ class SecretFileError(ValueError):
     """A secret file that can't be used; `str()` is one line naming the file."""
 
 
-def first_line_secret(path: Path, text: str) -> str:
-    """The secret: the text's first line, stripped; refused when empty or not printable."""
-    lines = text.splitlines()
-    secret = lines[0].strip() if lines else ""
-    if not secret:
-        raise SecretFileError(f"{path} is empty")
-    if not secret.isprintable():
-        raise SecretFileError(
-            f"{path} has control characters in its first line (a binary file? UTF-16 without "
-            "its byte-order mark?)"
-        )
-    return secret
-
-
 def read_secret_file(path: str | Path) -> str:
     """The secret a file holds (see the module's docstring), or SecretFileError."""
     where = Path(path).expanduser()
     try:
-        text = read_small_text(where, MAX_SECRET_BYTES)
+        lines = read_small_text(where, MAX_SECRET_BYTES).splitlines()
     except UnreadableFile as exc:
         raise SecretFileError(f"{where} {exc}") from None
-    return first_line_secret(where, text)
+    secret = lines[0].strip() if lines else ""
+    if not secret:
+        raise SecretFileError(f"{where} is empty")
+    if not secret.isprintable():
+        raise SecretFileError(
+            f"{where} has control characters in its first line (a binary file? UTF-16 without "
+            "its byte-order mark?)"
+        )
+    return secret
 
 
 class SecretFile:

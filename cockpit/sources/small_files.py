@@ -55,11 +55,8 @@ def _read_at_most(fd: int, limit: int) -> bytes:
             return b"".join(chunks)
         chunks.append(chunk)
         size += len(chunk)
-    raise UnreadableFile(f"is larger than {_size(limit)}, the cap for this file")
-
-
-def _size(limit: int) -> str:
-    return f"{limit // 1024 // 1024} MiB" if limit >= 1 << 20 else f"{limit // 1024} KiB"
+    cap = f"{limit // 1024 // 1024} MiB" if limit >= 1 << 20 else f"{limit // 1024} KiB"
+    raise UnreadableFile(f"is larger than {cap}, the cap for this file")
 
 
 def decode_text(data: bytes) -> str:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from cockpit.config.schema import Auth, Config, LaneConfig
-from cockpit.runtime.feeds import build_lane_feeds, read_secret
+from cockpit.runtime.feeds import AuthCredentials, build_lane_feeds
 from cockpit.sources.http import SourceError
 from cockpit.sources.secret_file import MAX_SECRET_BYTES, SecretFileError, read_secret_file
 from tests.support.cli import COCKPIT
@@ -72,7 +72,7 @@ def test_utf16_without_a_mark_and_latin1_say_what_to_do(tmp_path: Path) -> None:
 
 def test_read_secret_turns_a_bad_file_into_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"^auth: /dev/zero is a character device"):
-        read_secret(Auth("bearer", secret_file="/dev/zero"))
+        AuthCredentials(Auth("bearer", secret_file="/dev/zero")).secret()
 
 
 def write_config(folder: Path, secret_file: Path) -> Path:
