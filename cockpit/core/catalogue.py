@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, TypeVar, cast
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
-from cockpit.core.quantiles import histogram_quantile
-from cockpit.core.slo import NO_SLO, Slo, attainment
+from cockpit.core.quantiles import Envelope, envelope_of, quantile
+from cockpit.core.slo import NO_SLO, Slo, attained
 from cockpit.engines.decode_pace import DecodePace, Derived, decode_pace
 from cockpit.engines.dialects import DialectError, figure_notes
 
@@ -34,6 +34,7 @@ LANE_TOKENS = "lane_tokens"
 """A model's totals' raw key: the prompt and generated tokens of its whole lane."""
 """How a direct scrape's description of a series begins (any other query is PromQL)."""
 
+T = TypeVar("T")
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
 
 
@@ -65,6 +66,17 @@ class Inputs:
     totals: LaneTotals
     host_kv_tokens: float = 0.0
     slo: Slo = NO_SLO
+    shared: dict[str, object] = field(default_factory=dict)
+    """What several formulas read, worked out once per evaluation (`once`)."""
+
+    def once(self, key: str, work: Callable[[], T]) -> T:
+        if key not in self.shared:
+            self.shared[key] = work()
+        return cast(T, self.shared[key])
+
+    def envelope(self, histogram: str) -> Envelope | None:
+        buckets = self.totals.histograms.get(histogram)
+        return None if buckets is None else self.once(histogram, lambda: envelope_of(buckets))
 
     def v(self, key: str) -> float | None:
         return self.totals.values.get(key)
@@ -385,7 +397,7 @@ def _length_shares(totals: LaneTotals) -> dict[str, Reading]:
 
 
 def _share(key: str) -> Formula:
-    return lambda i: _length_shares(i.totals)[key]
+    return lambda i: i.once("length_shares", lambda: _length_shares(i.totals))[key]
 
 
 def _length_specs() -> Iterator[Spec]:
@@ -440,15 +452,16 @@ def _tail(histogram: str, percentile: int) -> Formula:
         query = f"histogram_quantile({q}, {source})" if source else ""
         if source.startswith(SCRAPED):
             query = f"p{percentile} of {source}"
+        ready = i.envelope(histogram)
         found = i.totals.quantiles.get(key)
-        if found is None and buckets is not None:
-            found = histogram_quantile(q, buckets)
+        if found is None and ready is not None:
+            found = quantile(q, ready)
         if found is None:
             why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
             return Reading(None, reason=why, query=query)
         value, above = found
         mended = i.totals.bucket_notes.get(histogram, "")
-        first = min(le for le, _ in buckets) if buckets else math.nan
+        first = ready[0][0] if ready else min((le for le, _ in buckets or ()), default=math.nan)
         if value <= first and not above:  # interpolated from 0 across the whole first bucket
             note = _joined(mended, f"within the engine's first bucket (≤ {first:g} s)")
             return Reading(value, note=note, query=query, below=first, doubtful=bool(mended))
@@ -506,7 +519,7 @@ def _attained(histogram: str, per_second: bool = False) -> Formula:
             flag = f"--slo-{histogram}"
             return Reading(None, reason=f"{NO_SLO_SET} (slo.{histogram}_s, {flag})")
         buckets = i.totals.histograms.get(histogram)
-        found = attainment(target, buckets) if buckets is not None else None
+        found = attained(target, i.envelope(histogram))
         label = f"{name} ≤ {target:g} s: {'goodput (req/s)' if per_second else 'SLO attainment'}"
         if found is None:
             why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
@@ -870,15 +883,13 @@ def evaluate(
     """The catalogue over `totals`: every figure in catalogue order (a family's members as the
     engine names them), or only the figures `keys`. Each said with its engine's note."""
     inputs, notes = Inputs(totals, host_kv_tokens, slo), figure_notes(totals.dialect)
-    if keys is not None:
-        made: Iterable[Figure] = (_figure(FIGURES[key], inputs) for key in keys)
-    else:
-        made = (f for e in CATALOGUE for f in (_members(e, inputs) if isinstance(e, Family)
-                                                else [_figure(e, inputs)]))  # fmt: skip
-    return {f.key: _noted(f, notes.get(f.key, "")) for f in made}
+    entries = CATALOGUE if keys is None else [FIGURES[key] for key in keys]
+    made = (_members(e, inputs, notes) if isinstance(e, Family) else [_figure(e, inputs, notes)]
+            for e in entries)  # fmt: skip
+    return {figure.key: figure for group in made for figure in group}
 
 
-def _figure(spec: Spec, inputs: Inputs) -> Figure:
+def _figure(spec: Spec, inputs: Inputs, notes: Mapping[str, str]) -> Figure:
     got = spec.formula(inputs)
     found = got if isinstance(got, Reading) else Reading(got)
     query = inputs.totals.queries.get(spec.query, "") if found.query is None else found.query
@@ -887,10 +898,12 @@ def _figure(spec: Spec, inputs: Inputs) -> Figure:
         keys = next(k for k in (found.why, spec.why, spec.reads) if k is not None)
         why = found.reason or inputs.why(keys, found.empty or spec.empty)
     return make_figure(spec.key, found.label or spec.label, found.value, spec.unit, why, query,
-                       found.note, found.above, found.doubtful, found.below)  # fmt: skip
+                       found.note or notes.get(spec.key, ""), found.above, found.doubtful,
+                       found.below)  # fmt: skip
 
 
-def _members(family: Family, inputs: Inputs) -> list[Figure]:
+def _members(family: Family, inputs: Inputs, notes: Mapping[str, str]) -> list[Figure]:
+    """A family's figures, each said with its engine's note."""
     group = inputs.totals.groups.get(family.group)
     query = inputs.totals.queries.get(family.group, "")
     if group is None:
@@ -898,17 +911,11 @@ def _members(family: Family, inputs: Inputs) -> list[Figure]:
         return [Figure(f"{family.prefix}_{name}", family.label_of(name), None, family.unit,
                        reason, query) for name in family.known]  # fmt: skip
     return [
-        make_figure(f"{family.prefix}_{name}", family.label_of(name),
-                    family.value(inputs, group[name]), family.unit, family.empty(inputs), query)
+        make_figure(key := f"{family.prefix}_{name}", family.label_of(name),
+                    family.value(inputs, group[name]), family.unit, family.empty(inputs), query,
+                    notes.get(key, ""))
         for name in family.names(inputs.totals)
     ]  # fmt: skip
-
-
-def _noted(figure: Figure, note: str) -> Figure:
-    """The figure with its engine's note beside its value (unless missing or noted already)."""
-    if not note or figure.missing or figure.reason:
-        return figure
-    return replace(figure, reason=note)
 
 
 # --- trends -----------------------------------------------------------------------------

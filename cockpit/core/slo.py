@@ -9,13 +9,12 @@ many met it: the share within that bound is a lower bound.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from cockpit.core.model import Bucket
-from cockpit.core.quantiles import envelope
+from cockpit.core.quantiles import Envelope, envelope_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +52,15 @@ class Attainment(NamedTuple):
 def attainment(target: float, buckets: Sequence[Bucket]) -> Attainment | None:
     """Observations ≤ `target` from cumulative `(le, count)` buckets; None without
     observations, a `+Inf` bucket or a finite bound."""
-    ordered = sorted(buckets, key=lambda bucket: bucket[0])
-    if not ordered or ordered[-1][0] != math.inf:
+    return attained(target, envelope_of(buckets))
+
+
+def attained(target: float, found: Envelope | None) -> Attainment | None:
+    """`attainment` over the buckets' envelope (`envelope_of`)."""
+    if found is None:
         return None
-    bounds, counts = envelope(ordered)
+    bounds, counts = found
     total = counts[-1]
-    if total == 0 or len(bounds) < 2:
-        return None
     at = next(index for index, bound in enumerate(bounds) if bound >= target)
     if bounds[at] == target:
         return Attainment(counts[at], total)
