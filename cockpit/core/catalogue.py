@@ -1,10 +1,7 @@
 """Every lane figure, declared once as data: key, label, unit, the raw totals it reads, its
-formula, its definition, the pane and receipt section it belongs to, its health band. One
-evaluator (`evaluate`) runs the formulas over `LaneTotals`: a window's, one lane's row of the
-fleet answer, or one trend step's. Figures made one per label value the engine reports are a
-`Family`; the tails and the length shares are generated from their tables. A figure whose
-inputs are absent is missing with their reasons, never zero; so is a ratio over zero. Pure.
-"""
+formula, definition, pane and receipt section. One evaluator (`evaluate`) runs the formulas over
+`LaneTotals` (a window's, a fleet row's, a trend step's); a figure made per label value is a
+`Family`. A figure whose inputs are absent is missing with their reasons, never zero. Pure."""
 
 from __future__ import annotations
 
@@ -24,15 +21,13 @@ PaneName = Literal[
     "", "vitals", "cache", "prefill", "phases", "tails", "ratios", "roofline", "offload"
 ]  # fmt: skip
 Section = Literal["", "volume", "timing", "tails", "slo", "now", "engine", "offload"]
-"""A receipt's table: the seed's volume and timing tables, the tails, the SLO attainment, now
-and the last minute, what else the engine says, KV offload and transfer ('': the JSON receipt
-only)."""
+"""A receipt's table ('': the JSON receipt only)."""
 NO_DATA = "no data in window"
 NO_REQUESTS = "no requests in window"
 SCRAPED = "scrape "
+"""How a direct scrape's description of a series begins (any other query is PromQL)."""
 LANE_TOKENS = "lane_tokens"
 """A model's totals' raw key: the prompt and generated tokens of its whole lane."""
-"""How a direct scrape's description of a series begins (any other query is PromQL)."""
 
 T = TypeVar("T")
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
@@ -45,8 +40,7 @@ def split_reason(reason: str) -> tuple[str, str]:
 
 
 def merge_reasons(reasons: Iterable[str]) -> str:
-    """Reasons joined with `; `, each cause once, in first-seen order: `not exposed by this
-    engine (vllm:a)` and `... (vllm:b)` read `not exposed by this engine (vllm:a, vllm:b)`."""
+    """Reasons joined with `; `, each cause once with its details: `x (vllm:a, vllm:b)`."""
     causes: dict[str, list[str]] = {}
     for reason in reasons:
         cause, detail = split_reason(reason)
@@ -83,7 +77,6 @@ class Inputs:
 
     @property
     def window(self) -> float:
-        """The seconds the counters cover: the window, or its part with data."""
         return self.totals.covered_s or self.totals.window_s
 
     def mean(self, histogram: str, per_request: float | None = None) -> float | None:
@@ -92,7 +85,6 @@ class Inputs:
         return divide(per_request, self.v("requests")) if value is None else value
 
     def why(self, keys: Iterable[str], empty: str = NO_DATA) -> str:
-        """The keys' missing reasons, else `empty`."""
         gone = self.totals.missing
         return merge_reasons(gone[key] for key in keys if gone.get(key)) or empty
 
@@ -110,13 +102,11 @@ class Reading:
     """Why it is missing, said outright."""
     note: str = ""
     query: str | None = None
-    """None: the figure's own."""
     label: str = ""
     """The label, when the data decides it (the bucket bound a length share used)."""
     above: bool = False
     below: float | None = None
     doubtful: bool = False
-    """Read from buckets that needed mending (the note says how): no health rule fires on it."""
 
 
 Formula = Callable[[Inputs], float | Reading | None]
@@ -148,7 +138,6 @@ class Spec:
     """The raw keys whose reasons say why it is missing (None: `reads`)."""
     empty: str = NO_DATA
     """Why it is missing when every input is there."""
-    band: Band | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +199,9 @@ def _raw(key: str, label: str, unit: Unit, definition: str, pane: PaneName = "",
 
 
 def _ratio(key: str, label: str, unit: Unit, of: str, per: str, definition: str,
-           pane: PaneName = "", section: Section = "", query: str = "",
-           band: Band | None = None) -> Spec:  # fmt: skip
+           pane: PaneName = "", section: Section = "", query: str = "") -> Spec:  # fmt: skip
     return Spec(key, label, unit, (of, per), lambda i: divide(i.v(of), i.v(per)), definition,
-                pane, section, query, band=band)  # fmt: skip
+                pane, section, query)  # fmt: skip
 
 
 def _mean(key: str, label: str, unit: Unit, histogram: str, definition: str,
@@ -649,7 +637,7 @@ CATALOGUE: tuple[Spec | Family, ...] = (
          "Prompt tokens looked up in the prefix cache.", "cache", "volume"),
     _ratio("prefix_cache_hit_rate", "Prefix-cache hit rate", "share", "prefix_cache_hits",
            "prefix_cache_queries", "Share of looked-up prompt tokens found in the prefix cache: "
-           "hits / queries (red < 70 %, green > 90 %).", "cache", "volume", band=HIT_RATE_BAND),
+           "hits / queries (red < 70 %, green > 90 %).", "cache", "volume"),
     Spec("prefill_computed", "Prefill actually computed", "tokens", _FRESH, _prefill_computed,
          "Prompt tokens actually computed: the engine's count, else queries − hits.", "cache",
          "volume", "prompt_computed", _FRESH[:2]),

@@ -1,6 +1,5 @@
-"""The models a lane serves and its LoRA adapters: a `LaneTotals` per model (its `MODEL_KEYS`),
-each row the catalogue's figures over it, as the overview does per lane. Pure: no I/O.
-"""
+"""The models a lane serves (a `LaneTotals` per model, each row the catalogue's figures over
+it) and its LoRA adapters. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cockpit import engines
-from cockpit.core import promql
+from cockpit.core import gpu_series, promql
 from cockpit.core.catalogue import LANE_TOKENS, evaluate
 from cockpit.core.model import (
     MODEL_KEYS,
@@ -146,14 +145,9 @@ def lora_adapters(series: Iterable[tuple[Mapping[str, str], float]]) -> LoraAdap
     )
 
 
-def lora_from_answer(samples: Iterable[dict[str, Any]] | None) -> LoraAdapters | None:
+def lora_from_answer(samples: list[dict[str, Any]] | None) -> LoraAdapters | None:
     """`lora_adapters` of a `promql.LORA` answer."""
-    found = []
-    for sample in samples or ():
-        value = promql.sample_value(sample)
-        if isinstance(value, float):
-            found.append(({k: str(v) for k, v in sample.get("metric", {}).items()}, value))
-    return lora_adapters(found)
+    return lora_adapters(gpu_series.values_from_samples({"": samples or []}).get("", []))
 
 
 def _names(joined: str) -> tuple[str, ...]:

@@ -61,23 +61,17 @@ def point_times(window_s: float, end: float) -> tuple[float, ...]:
     return tuple(last - (count - 1 - i) * step for i in range(count))
 
 
-def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, float | None]:
-    """The trend keys over one step: each its catalogue figure over the step's values."""
-    quantiles = {TTFT_P95: (values[TTFT_P95], False)} if TTFT_P95 in values else {}
-    raw = {key: value for key, value in values.items() if key != TTFT_P95}
-    totals = LaneTotals("", dialect, step_s, 0.0, raw, quantiles=quantiles)
-    figures = evaluate(totals, (series.figure for series in TRENDS))
-    return {series.key: figures[series.figure].value for series in TRENDS}
-
-
 @lru_cache(maxsize=16 * POINTS)
 def _trend_row(
     dialect: str, step_s: float, values: tuple[tuple[str, float], ...]
 ) -> tuple[float | None, ...]:
-    """`trend_point` as a row in `TREND_KEYS` order, remembered: a window's steps stay the
-    same from one refresh to the next (only the newest moves), and a gap is a gap."""
-    point = trend_point(dialect, step_s, dict(values))
-    return tuple(point.get(key) for key in TREND_KEYS)
+    """The trend keys over one step (`TREND_KEYS` order), each its catalogue figure over the
+    step's values; remembered: a window's steps stay the same from one refresh to the next."""
+    raw = dict(values)
+    quantiles = {TTFT_P95: (raw.pop(TTFT_P95), False)} if TTFT_P95 in raw else {}
+    totals = LaneTotals("", dialect, step_s, 0.0, raw, quantiles=quantiles)
+    figures = evaluate(totals, (series.figure for series in TRENDS))
+    return tuple(figures[series.figure].value for series in TRENDS)
 
 
 def make_trend(
