@@ -563,44 +563,19 @@ _PACE = ("itl_sum", "itl_count", "spec_drafts", "spec_accepted", "generation_tok
 _PROMPT = ("prompt_len_sum", "prompt_len_count", "prompt_tokens", "requests")
 
 
-def _offload_specs() -> Iterator[Spec]:
-    """What a KV connector moves: the offload tier's loads and stores, NIXL's transfers
-    between engines, and the counters of what went wrong (each with its health rule)."""
-    for way, words in (("load", "loaded from the host tier to the GPU"),
-                       ("store", "stored from the GPU to the host tier")):  # fmt: skip
-        noun = f"offload_{way}"
-        yield _rate(f"{noun}_bytes_s", f"Offload {way}s (bytes/s)", "bytes/s", f"{noun}_bytes",
-                    f"Bytes of KV {words} per second of the window.", pane="offload",
-                    section="offload")  # fmt: skip
-        yield _rate(f"{noun}_time_s", f"Offload {way} time (s per s)", "number",
-                    f"{noun}_time", f"Seconds spent on KV {way}s per second of the window (above "
-                    "1: transfers overlap).", pane="offload", section="offload")  # fmt: skip
-        yield _ratio(f"{noun}_bandwidth", f"Offload {way} bandwidth", "bytes/s",
-                     f"{noun}_bytes", f"{noun}_time", f"Bytes of KV {words} per second spent "
-                     f"on {way}s: {way} bytes / {way} time.", "offload", "offload")  # fmt: skip
-    yield _raw("offload_cpu_usage", "Offload CPU cache in use (mean)", "share",
-               "Share of the offload tier's CPU cache in use (held by transfers in flight), "
-               "averaged over the window.", "offload", "offload")  # fmt: skip
-    yield _raw("offload_alloc_failures", "Offload allocation failures", "count",
-               "Stores to the offload tier that found no room in the window.", "offload",
-               "offload")  # fmt: skip
-    yield _raw("offload_stores_skipped", "Offload stores skipped", "count",
-               "Blocks not stored to the offload tier in the window (seen too few times to "
-               "keep).", "offload", "offload")  # fmt: skip
-    yield _mean(
-        "nixl_xfer_mean",
-        "NIXL transfer time (mean)",
-        "seconds",
-        "nixl_xfer",
-        "Mean time of one NIXL KV transfer between engines.",
-        "offload",
-        "offload",
-    )
-    yield _rate("nixl_bytes_s", "NIXL transferred (bytes/s)", "bytes/s", "nixl_bytes_sum",
-                "Bytes of KV NIXL transferred between engines per second of the window.",
-                pane="offload", section="offload")  # fmt: skip
-    for key, label, definition in NIXL_FAILURES:
-        yield _raw(key, label, "count", definition, "offload", "offload")
+def _offload_way(way: str, words: str) -> tuple[Spec, ...]:
+    """An offload tier's loads (or stores): bytes/s, time per second and bandwidth."""
+    noun = f"offload_{way}"
+    return (
+        _rate(f"{noun}_bytes_s", f"Offload {way}s (bytes/s)", "bytes/s", f"{noun}_bytes",
+              f"Bytes of KV {words} per second of the window.", pane="offload", section="offload"),
+        _rate(f"{noun}_time_s", f"Offload {way} time (s per s)", "number", f"{noun}_time",
+              f"Seconds spent on KV {way}s per second of the window (above 1: transfers "
+              "overlap).", pane="offload", section="offload"),
+        _ratio(f"{noun}_bandwidth", f"Offload {way} bandwidth", "bytes/s", f"{noun}_bytes",
+               f"{noun}_time", f"Bytes of KV {words} per second spent on {way}s: {way} bytes / "
+               f"{way} time.", "offload", "offload"),
+    )  # fmt: skip
 
 
 NIXL_FAILURES = (
@@ -738,7 +713,24 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "time / (generated − 1), 0 for a 1-token request): what benchmark clients call "
           "TPOT.", "tails", "tails"),
     *_slo_specs(),
-    *_offload_specs(),
+    # What a KV connector moves, and the counters of what went wrong (each with its health rule).
+    *_offload_way("load", "loaded from the host tier to the GPU"),
+    *_offload_way("store", "stored from the GPU to the host tier"),
+    _raw("offload_cpu_usage", "Offload CPU cache in use (mean)", "share",
+         "Share of the offload tier's CPU cache in use (held by transfers in flight), averaged "
+         "over the window.", "offload", "offload"),
+    _raw("offload_alloc_failures", "Offload allocation failures", "count",
+         "Stores to the offload tier that found no room in the window.", "offload", "offload"),
+    _raw("offload_stores_skipped", "Offload stores skipped", "count",
+         "Blocks not stored to the offload tier in the window (seen too few times to keep).",
+         "offload", "offload"),
+    _mean("nixl_xfer_mean", "NIXL transfer time (mean)", "seconds", "nixl_xfer",
+          "Mean time of one NIXL KV transfer between engines.", "offload", "offload"),
+    _rate("nixl_bytes_s", "NIXL transferred (bytes/s)", "bytes/s", "nixl_bytes_sum",
+          "Bytes of KV NIXL transferred between engines per second of the window.",
+          pane="offload", section="offload"),
+    *(_raw(key, label, "count", definition, "offload", "offload")
+      for key, label, definition in NIXL_FAILURES),
     # Now and the last minute, beside the window: the vital signs.
     _raw("running_now", "Running requests (now)", "number",
          "Requests being served at the evaluation time.", "vitals", "now"),

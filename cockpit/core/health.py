@@ -1,6 +1,5 @@
 """The health line: explicit rules over a lane's snapshot, each naming its figure and threshold.
-A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule,
-which is about the figures being there at all. No I/O."""
+A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule."""
 
 from __future__ import annotations
 
@@ -26,15 +25,12 @@ class Thresholds:
     queue_refreshes: int = 3
     """Queue building: requests waiting for this many refreshes in a row."""
     kv_usage: float = 0.9
-    """KV cache in use now at or above this share."""
     hit_rate: float = 0.7
-    """Prefix-cache hit rate below this share."""
     failed_share: float = 0.01
     """Aborted and erred requests above this share of those finished."""
     ttft_p99_slo: float | None = None
     """TTFT p99 above this many seconds; None: no SLO, no rule."""
     gpu_memory: float = 0.98
-    """A GPU's memory in use at or above this share (at its limit)."""
 
 
 Severity = Literal["bad", "warn"]
@@ -51,11 +47,7 @@ class Finding:
 
 
 Comparison = Literal[">", "≥", "<"]
-_COMPARE: dict[Comparison, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    "≥": operator.ge,
-    "<": operator.lt,
-}
+_COMPARE = {">": operator.gt, "≥": operator.ge, "<": operator.lt}
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,15 +91,11 @@ def check_buckets(
     buckets: Sequence[Bucket], seen: Mapping[float, float] | None = None
 ) -> tuple[tuple[Bucket, ...], str] | Missing:
     """The buckets a quantile may be read from and what was wrong with them ("" when nothing),
-    or why none can be read.
-
-    `seen`: how often each bound was seen in the window (samples, or subquery points). A bound
-    seen less often than `+Inf` (every bucket set has one) is not in every bucket set of the
-    window: an engine restarted with other buckets, or its series disagree. Only the bounds
-    all sets share are kept: their cumulative counts are exact in each set, so their sum is a
-    true, coarser histogram. Counts that fall as the bound rises (or below zero) are not a
-    cumulative histogram: the quantile is read as Prometheus reads it (made monotonic), and
-    said to be so."""
+    or why none can be read. `seen`: how often each bound was seen in the window; one seen less
+    often than `+Inf` is not in every bucket set of the window (an engine restarted with other
+    buckets), so only the bounds all sets share are kept: their counts are exact in each set,
+    so their sum is a true, coarser histogram. Counts that fall as the bound rises are read as
+    Prometheus reads them (made monotonic), and said to be so."""
     kept, notes = tuple(buckets), []
     top = None if seen is None else seen.get(math.inf)
     if top is not None and seen is not None:
