@@ -110,6 +110,8 @@ class Reading:
 
 
 Formula = Callable[[Inputs], float | Reading | None]
+_PLAIN = Reading(None)
+"""How a formula that answers a number alone is read."""
 
 
 class Band(NamedTuple):
@@ -871,13 +873,13 @@ def evaluate(
 
 def _figure(spec: Spec, inputs: Inputs, notes: Mapping[str, str]) -> Figure:
     got = spec.formula(inputs)
-    found = got if isinstance(got, Reading) else Reading(got)
+    value, found = (got.value, got) if isinstance(got, Reading) else (got, _PLAIN)
     query = inputs.totals.queries.get(spec.query, "") if found.query is None else found.query
     why = ""
-    if found.value is None:
+    if value is None:
         keys = next(k for k in (found.why, spec.why, spec.reads) if k is not None)
         why = found.reason or inputs.why(keys, found.empty or spec.empty)
-    return make_figure(spec.key, found.label or spec.label, found.value, spec.unit, why, query,
+    return make_figure(spec.key, found.label or spec.label, value, spec.unit, why, query,
                        found.note or notes.get(spec.key, ""), found.above, found.doubtful,
                        found.below)  # fmt: skip
 
@@ -890,9 +892,10 @@ def _members(family: Family, inputs: Inputs, notes: Mapping[str, str]) -> list[F
         reason = inputs.totals.missing.get(family.group, NO_DATA)
         return [Figure(f"{family.prefix}_{name}", family.label_of(name), None, family.unit,
                        reason, query) for name in family.known]  # fmt: skip
+    empty = family.empty(inputs)
     return [
         make_figure(key := f"{family.prefix}_{name}", family.label_of(name),
-                    family.value(inputs, group[name]), family.unit, family.empty(inputs), query,
+                    family.value(inputs, group[name]), family.unit, empty, query,
                     notes.get(key, ""))
         for name in family.names(inputs.totals)
     ]  # fmt: skip
@@ -937,7 +940,3 @@ TRENDS: tuple[TrendSeries, ...] = (
 """What a lane's trend follows across the window, in the trends pane's order (counters as
 increases within each step, so a counter reset does not spike)."""
 TREND_KEYS: tuple[str, ...] = tuple(series.key for series in TRENDS)
-
-
-def trend_definition(key: str) -> str:
-    return next((series.definition for series in TRENDS if series.key == key), "")
