@@ -84,6 +84,17 @@ class Inputs:
         value = divide(self.v(f"{histogram}_sum"), self.v(f"{histogram}_count"))
         return divide(per_request, self.v("requests")) if value is None else value
 
+    def unread(self, histogram: str) -> str:
+        """Why a histogram gives no quantile (nor an attainment)."""
+        buckets = self.totals.histograms.get(histogram)
+        if buckets is None:
+            return self.totals.missing.get(histogram, NO_REQUESTS)
+        if not buckets or buckets[-1][1] == 0:
+            return NO_REQUESTS
+        if not math.isinf(buckets[-1][0]):
+            return "the histogram has no +Inf bucket"
+        return "the histogram has fewer than two buckets"
+
     def why(self, keys: Iterable[str], empty: str = NO_DATA) -> str:
         gone = self.totals.missing
         return merge_reasons(gone[key] for key in keys if gone.get(key)) or empty
@@ -447,8 +458,7 @@ def _tail(histogram: str, percentile: int) -> Formula:
         if found is None and ready is not None:
             found = quantile(q, ready)
         if found is None:
-            why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
-            return Reading(None, reason=why, query=query)
+            return Reading(None, reason=i.unread(histogram), query=query)
         value, above = found
         mended = i.totals.bucket_notes.get(histogram, "")
         first = ready[0][0] if ready else min((le for le, _ in buckets or ()), default=math.nan)
@@ -463,15 +473,6 @@ def _tail(histogram: str, percentile: int) -> Formula:
 
 def _joined(*notes: str) -> str:
     return "; ".join(note for note in notes if note)
-
-
-def _why(buckets: tuple[Bucket, ...]) -> str:
-    """Why buckets that were read give no quantile."""
-    if not buckets or buckets[-1][1] == 0:
-        return NO_REQUESTS
-    if not math.isinf(buckets[-1][0]):
-        return "the histogram has no +Inf bucket"
-    return "the histogram has fewer than two buckets"
 
 
 def _tail_specs() -> Iterator[Spec]:
@@ -508,12 +509,10 @@ def _attained(histogram: str, per_second: bool = False) -> Formula:
         if target is None:
             flag = f"--slo-{histogram}"
             return Reading(None, reason=f"{NO_SLO_SET} (slo.{histogram}_s, {flag})")
-        buckets = i.totals.histograms.get(histogram)
         found = attained(target, i.envelope(histogram))
         label = f"{name} ≤ {target:g} s: {'goodput (req/s)' if per_second else 'SLO attainment'}"
         if found is None:
-            why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
-            return Reading(None, reason=why, label=label)
+            return Reading(None, reason=i.unread(histogram), label=label)
         value = divide(found.met, i.window) if per_second else found.share
         mended = i.totals.bucket_notes.get(histogram, "")
         return Reading(value, note=_joined(mended, found.note), label=label,

@@ -1,8 +1,5 @@
-"""Two cards' figures side by side: A, B, B − A, the change, and a verdict a user can trust.
-
-A quantile is read from a histogram, so two quantiles closer than the width of the bucket they
-fall in can't be told apart: the verdict says so rather than calling one faster. Pure: no I/O.
-"""
+"""Two cards' figures side by side: A, B, B − A, the change, and a verdict a user can trust
+(two quantiles closer than their bucket's width can't be told apart: it says so). Pure."""
 
 from __future__ import annotations
 

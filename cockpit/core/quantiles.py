@@ -1,14 +1,7 @@
-"""A quantile from a histogram's cumulative buckets, as Prometheus's `histogram_quantile` does.
-
-Pure: the same steps as `bucketQuantile` in Prometheus 2.42 (promql/quantile.go), so the
-direct-scrape path and the server agree to the last bit: buckets sorted by bound, equal bounds
-added together, counts made monotonic, the rank `q × total` found by the first bucket whose
-count reaches it, and linear interpolation inside that bucket (the first bucket starts at 0,
-unless its bound is ≤ 0: then that bound is the answer).
-
-A rank in the `+Inf` bucket has no upper edge to interpolate to: Prometheus answers the largest
-finite bound, which is only a lower bound of the true quantile, so it comes back flagged.
-"""
+"""A quantile from a histogram's cumulative buckets by the steps of `bucketQuantile` in
+Prometheus 2.42 (promql/quantile.go), so a direct scrape and the server agree to the last bit.
+A rank in the `+Inf` bucket answers the largest finite bound, a lower bound: it comes back
+flagged. Pure."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Latency targets (a lane's `slo:`) and the share of a histogram's observations that met one.
-
-Pure: the inverse of `histogram_quantile`. At a bucket bound the share is exact (the bound's
-count over the total); between bounds it is interpolated linearly inside the bucket, as
-Prometheus interpolates a quantile (the first bucket from 0), so `histogram_quantile` of the
-share answers the target again. Past the largest finite bound the `+Inf` bucket can't say how
-many met it: the share within that bound is a lower bound.
-"""
+"""Latency targets (a lane's `slo:`) and the share of a histogram's observations that met one:
+the inverse of `histogram_quantile` (exact at a bound, interpolated inside a bucket as it does;
+past the largest finite bound, a lower bound). Pure."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""A lane's trend: its figures at a fixed step across the window. Pure: no I/O.
-
-Points sit on the multiples of the step (`trend_step`), point t covering (t - step, t]. Per
-step the raw keys are read again (a counter's increase in it, a gauge's mean) and the trend keys
-worked out from them as the window's figures are. Prometheus answers one range query
-(`trend_query`, read back by `matrix_values`); a direct scrape reads its buffer
-(`buffer.step_values`). A step without data is None, never 0; a reset does not spike. A step
-shorter than a few scrape intervals has its counters read over `rate_range` (as Grafana's
-`$__rate_interval`), their rate times the step, and the trend says so.
-"""
+"""A lane's trend: its figures at each multiple t of a step (covering (t - step, t]), worked
+out from the step's raw keys as the window's figures are; one range query on Prometheus
+(`trend_query`), the buffer on a direct scrape. A step without data is None, never 0. Pure."""
 
 from __future__ import annotations
 
