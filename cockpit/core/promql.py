@@ -131,7 +131,7 @@ def spec_expression(
 
     if isinstance(spec, specs.Counter):
         increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
-        return f"{_sum('sum', spec.by, by)}({_one_rank(increase, spec.ranks)})"
+        return f"{_sum('sum', spec.by, by)}({one_rank(increase, spec.ranks)})"
     if isinstance(spec, specs.Combined):
         return f"({part(spec.a)} {spec.op} {part(spec.b)})"
     if isinstance(spec, specs.Either):
@@ -153,7 +153,7 @@ def spec_expression(
         return f"({mean} or {_instant(spec, selector, pin, by)})"
     if isinstance(spec, specs.Histogram):
         buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
-        increase = _one_rank(f"increase({buckets})", spec.ranks)
+        increase = one_rank(f"increase({buckets})", spec.ranks)
         return f"{_sum('sum', 'le', by)}({increase})"
     return None
 
@@ -171,7 +171,7 @@ def le_seen_expression(
         step = subquery_step(parse_duration(window)) if step is None else step
         buckets = _series(f"{spec.base}_bucket", selector, spec.extra)
         counted = f"count_over_time({buckets}[{window}:{promql_duration(step)}])"
-        return f"sum by (le) ({_one_rank(counted, spec.ranks)})"
+        return f"sum by (le) ({one_rank(counted, spec.ranks)})"
     if not isinstance(spec, specs.Either) or not isinstance(spec.options[0], specs.Histogram):
         return None
     seen = [le_seen_expression(option, selector, window, step) for option in spec.options]
@@ -190,7 +190,7 @@ def _instant(spec: specs.Gauge | specs.Either, selector: str, pin: str, by: str)
         gauges = [o for o in spec.options if isinstance(o, specs.Gauge)]
         return f"({' or '.join(_instant(o, selector, pin, by) for o in gauges)})"
     series = _series(spec.metric, selector) + pin
-    return f"{_sum(spec.across, spec.by, by)}({_one_rank(series, spec.ranks)})"
+    return f"{_sum(spec.across, spec.by, by)}({one_rank(series, spec.ranks)})"
 
 
 def _series(metric: str, selector: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
@@ -203,7 +203,7 @@ def _sum(how: str, *labels: str) -> str:
     return f"{how} by ({kept}) " if kept else how
 
 
-def _one_rank(vector: str, ranks: str) -> str:
+def one_rank(vector: str, ranks: str) -> str:
     """Series that repeat one another across `ranks`: the largest stands for them."""
     return f"max without ({ranks}) ({vector})" if ranks else vector
 
@@ -217,8 +217,8 @@ def capacity_expression(
     if isinstance(capacity, specs.Gauge):
         series = capacity.metric + selector_with(selector)
         sum_ = _sum(capacity.across, capacity.by)
-        now = f"{sum_}({_one_rank(series, capacity.ranks)})"
-        last = f"{sum_}({_one_rank(f'last_over_time({series}[{window}])', capacity.ranks)})"
+        now = f"{sum_}({one_rank(series, capacity.ranks)})"
+        last = f"{sum_}({one_rank(f'last_over_time({series}[{window}])', capacity.ranks)})"
     elif isinstance(capacity, specs.Info):
         now = capacity.metric + selector_without(selector, *capacity.unlabelled)
         last = f"(last_over_time({now}[{window}]) unless on() {now})"

@@ -130,9 +130,7 @@ def step_expression(
     if isinstance(spec, dialects.Gauge):
         within = promql_duration(max(step_s, math.ceil(scrape_s)))
         series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{within}])"
-        if spec.ranks:
-            series = f"max without ({spec.ranks}) ({series})"
-        return f"{spec.across}({series})"
+        return f"{spec.across}({promql.one_rank(series, spec.ranks)})"
     over = rate_range(step_s, scrape_s)
     increase = promql.spec_expression(spec, selector, promql_duration(over))
     return f"({increase} * {step_s:g} / {over:g})" if increase and over > step_s else increase
