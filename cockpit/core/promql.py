@@ -438,15 +438,11 @@ def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
 
 def le_seen(samples: Samples | None) -> dict[float, float] | None:
     """A `le_seen_expression` answer as bound -> times present; None when unreadable."""
+    found = _buckets(samples or [])
+    if isinstance(found, Missing):
+        return None
     seen: dict[float, float] = {}
-    for sample in samples or ():
-        number = sample_value(sample)
-        try:
-            bound = specs.parse_le(sample["metric"]["le"])
-        except (KeyError, TypeError, ValueError):
-            return None
-        if isinstance(number, Missing):
-            return None
+    for bound, number in found:
         seen[bound] = seen.get(bound, 0.0) + number
     return seen
 
