@@ -105,8 +105,11 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     while the lane is down, only that (the figures kept are of before it went down)."""
     if snapshot is None:
         return ()
-    if snapshot.freshness.state != "ok":
-        return (_down(snapshot.freshness),)
+    if (fresh := snapshot.freshness).state != "ok":
+        since = f" since {clock(fresh.since)} UTC" if fresh.since is not None else ""
+        reason = f": {fresh.reason}" if fresh.reason else ""
+        rule = "engine_down" if fresh.cause == "engine" else "source_down"
+        return (Finding(rule, "freshness", f"{down_words(fresh)}{since}{reason}", "bad"),)
     figures = snapshot.figures.figures if snapshot.figures is not None else {}
     findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
     for limit in _LIMITS:
@@ -149,13 +152,6 @@ def down_words(freshness: Freshness) -> str:
     if freshness.cause == "engine":
         return "engine DOWN"
     return "source unreachable" if freshness.cause == "source" else "source failing"
-
-
-def _down(freshness: Freshness) -> Finding:
-    since = f" since {clock(freshness.since)} UTC" if freshness.since is not None else ""
-    reason = f": {freshness.reason}" if freshness.reason else ""
-    rule = "engine_down" if freshness.cause == "engine" else "source_down"
-    return Finding(rule, "freshness", f"{down_words(freshness)}{since}{reason}", "bad")
 
 
 def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Finding | None:

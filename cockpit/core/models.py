@@ -47,17 +47,6 @@ class ModelRow:
     figures: Mapping[str, Figure]
 
 
-def models_reason(dialect: str) -> str:
-    """Why a lane of this engine has no per-model rows ('' when its engine labels them)."""
-    label = engines.engine(dialect).model_label
-    return label.reason if isinstance(label, Unavailable) else ""
-
-
-def lora_reason(dialect: str) -> str:
-    lora = engines.engine(dialect).lora
-    return lora.reason if isinstance(lora, Unavailable) else NO_LORA_SEEN
-
-
 def answer_reads(
     found: Mapping[str, list[dict[str, Any]]], dialect: str
 ) -> dict[str, dict[str, Read]]:
@@ -89,10 +78,12 @@ def with_models(
     lane_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
     models = {name: _model_totals(lane, read, queries, lane_tokens) for name, read in reads.items()}
     missing = dict(lane.missing)
+    engine = engines.engine(lane.dialect)
+    label, adapters = engine.model_label, engine.lora
     if not models:
-        missing["models"] = models_reason(lane.dialect) or NO_MODELS_SEEN
+        missing["models"] = (isinstance(label, Unavailable) and label.reason) or NO_MODELS_SEEN
     if lora is None:
-        missing["lora"] = lora_reason(lane.dialect)
+        missing["lora"] = (isinstance(adapters, Unavailable) and adapters.reason) or NO_LORA_SEEN
     return replace(lane, models=frozen_map(models), lora=lora, missing=frozen_map(missing))
 
 

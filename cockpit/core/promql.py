@@ -79,10 +79,6 @@ _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
 
 
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
-
-
 def parse_selector(selector: str) -> tuple[Matcher, ...]:
     """The matchers of `{a="b",c=~"re"}` (braces optional); ValueError names the bad part."""
     text = _inner(selector)
@@ -93,7 +89,8 @@ def parse_selector(selector: str) -> tuple[Matcher, ...]:
         if not match:
             raise ValueError(f"cannot read selector {selector!r} at {text[position:]!r}")
         op: MatchOp = match.group(2)  # type: ignore[assignment]
-        matchers.append(Matcher(match.group(1), op, _unescape(match.group(3))))
+        value = re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m[1], m[1]), match.group(3))
+        matchers.append(Matcher(match.group(1), op, value))
         position = match.end()
     return tuple(matchers)
 
