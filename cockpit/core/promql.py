@@ -212,10 +212,9 @@ def capacity_expression(
     states none. With a `window`, when the lane has none now, the last seen in it."""
     capacity = engines.engine(dialect).capacity_spec(escaped)
     if isinstance(capacity, specs.Gauge):
-        series = capacity.metric + selector_with(selector)
-        sum_ = _sum(capacity.across, capacity.by)
-        now = f"{sum_}({one_rank(series, capacity.ranks)})"
-        last = f"{sum_}({one_rank(f'last_over_time({series}[{window}])', capacity.ranks)})"
+        now = _instant(capacity, selector, "", "")
+        last = f"last_over_time({_series(capacity.metric, selector)}[{window}])"
+        last = f"{_sum(capacity.across, capacity.by)}({one_rank(last, capacity.ranks)})"
     elif isinstance(capacity, specs.Info):
         now = capacity.metric + selector_without(selector, *capacity.unlabelled)
         last = f"(last_over_time({now}[{window}]) unless on() {now})"

@@ -89,8 +89,8 @@ def make_trend(
 def step_specs(dialect: str, exposed: frozenset[str]) -> dict[str, dialects.Spec]:
     """The step inputs and the TTFT histogram the engine exposes, by raw key."""
     specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
-    wanted = {key: specs[key] for key in (*STEP_INPUTS, TTFT)}
-    return {k: spec for k, spec in wanted.items() if not dialects.missing_reason(spec, exposed)}
+    wanted = (*STEP_INPUTS, TTFT)
+    return {k: specs[k] for k in wanted if not dialects.missing_reason(specs[k], exposed)}
 
 
 def rate_range(step_s: float, scrape_s: float) -> float:
