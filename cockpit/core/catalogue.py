@@ -1,22 +1,19 @@
 """Every lane figure, declared once as data: key, label, unit, the raw totals it reads, its
-formula, its definition, the pane and receipt section it belongs to, its health band. One
-evaluator (`evaluate`) runs the formulas over `LaneTotals`: a window's, one lane's row of the
-fleet answer, or one trend step's. Figures made one per label value the engine reports are a
-`Family`; the tails and the length shares are generated from their tables. A figure whose
-inputs are absent is missing with their reasons, never zero; so is a ratio over zero. Pure.
-"""
+formula, definition, pane and receipt section. One evaluator (`evaluate`) runs the formulas over
+`LaneTotals` (a window's, a fleet row's, a trend step's); a figure made per label value is a
+`Family`. A figure whose inputs are absent is missing with their reasons, never zero. Pure."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, TypeVar, cast
 
 from cockpit.core.model import LAST_MINUTE_S, Bucket, Figure, LaneTotals, Unit, divide, make_figure
-from cockpit.core.quantiles import histogram_quantile
-from cockpit.core.slo import NO_SLO, Slo, attainment
+from cockpit.core.quantiles import Envelope, envelope_of, quantile
+from cockpit.core.slo import NO_SLO, Slo, attained
 from cockpit.engines.decode_pace import DecodePace, Derived, decode_pace
 from cockpit.engines.dialects import DialectError, figure_notes
 
@@ -24,16 +21,15 @@ PaneName = Literal[
     "", "vitals", "cache", "prefill", "phases", "tails", "ratios", "roofline", "offload"
 ]  # fmt: skip
 Section = Literal["", "volume", "timing", "tails", "slo", "now", "engine", "offload"]
-"""A receipt's table: the seed's volume and timing tables, the tails, the SLO attainment, now
-and the last minute, what else the engine says, KV offload and transfer ('': the JSON receipt
-only)."""
+"""A receipt's table ('': the JSON receipt only)."""
 NO_DATA = "no data in window"
 NO_REQUESTS = "no requests in window"
 SCRAPED = "scrape "
+"""How a direct scrape's description of a series begins (any other query is PromQL)."""
 LANE_TOKENS = "lane_tokens"
 """A model's totals' raw key: the prompt and generated tokens of its whole lane."""
-"""How a direct scrape's description of a series begins (any other query is PromQL)."""
 
+T = TypeVar("T")
 _CAUSE_AND_DETAIL = re.compile(r"^(?P<cause>.+) \((?P<detail>[^()]*)\)$")
 
 
@@ -44,8 +40,7 @@ def split_reason(reason: str) -> tuple[str, str]:
 
 
 def merge_reasons(reasons: Iterable[str]) -> str:
-    """Reasons joined with `; `, each cause once, in first-seen order: `not exposed by this
-    engine (vllm:a)` and `... (vllm:b)` read `not exposed by this engine (vllm:a, vllm:b)`."""
+    """Reasons joined with `; `, each cause once with its details: `x (vllm:a, vllm:b)`."""
     causes: dict[str, list[str]] = {}
     for reason in reasons:
         cause, detail = split_reason(reason)
@@ -65,13 +60,23 @@ class Inputs:
     totals: LaneTotals
     host_kv_tokens: float = 0.0
     slo: Slo = NO_SLO
+    shared: dict[str, object] = field(default_factory=dict)
+    """What several formulas read, worked out once per evaluation (`once`)."""
+
+    def once(self, key: str, work: Callable[[], T]) -> T:
+        if key not in self.shared:
+            self.shared[key] = work()
+        return cast(T, self.shared[key])
+
+    def envelope(self, histogram: str) -> Envelope | None:
+        buckets = self.totals.histograms.get(histogram)
+        return None if buckets is None else self.once(histogram, lambda: envelope_of(buckets))
 
     def v(self, key: str) -> float | None:
         return self.totals.values.get(key)
 
     @property
     def window(self) -> float:
-        """The seconds the counters cover: the window, or its part with data."""
         return self.totals.covered_s or self.totals.window_s
 
     def mean(self, histogram: str, per_request: float | None = None) -> float | None:
@@ -79,8 +84,18 @@ class Inputs:
         value = divide(self.v(f"{histogram}_sum"), self.v(f"{histogram}_count"))
         return divide(per_request, self.v("requests")) if value is None else value
 
+    def unread(self, histogram: str) -> str:
+        """Why a histogram gives no quantile (nor an attainment)."""
+        buckets = self.totals.histograms.get(histogram)
+        if buckets is None:
+            return self.totals.missing.get(histogram, NO_REQUESTS)
+        if not buckets or buckets[-1][1] == 0:
+            return NO_REQUESTS
+        if not math.isinf(buckets[-1][0]):
+            return "the histogram has no +Inf bucket"
+        return "the histogram has fewer than two buckets"
+
     def why(self, keys: Iterable[str], empty: str = NO_DATA) -> str:
-        """The keys' missing reasons, else `empty`."""
         gone = self.totals.missing
         return merge_reasons(gone[key] for key in keys if gone.get(key)) or empty
 
@@ -98,16 +113,16 @@ class Reading:
     """Why it is missing, said outright."""
     note: str = ""
     query: str | None = None
-    """None: the figure's own."""
     label: str = ""
     """The label, when the data decides it (the bucket bound a length share used)."""
     above: bool = False
     below: float | None = None
     doubtful: bool = False
-    """Read from buckets that needed mending (the note says how): no health rule fires on it."""
 
 
 Formula = Callable[[Inputs], float | Reading | None]
+_PLAIN = Reading(None)
+"""How a formula that answers a number alone is read."""
 
 
 class Band(NamedTuple):
@@ -136,7 +151,6 @@ class Spec:
     """The raw keys whose reasons say why it is missing (None: `reads`)."""
     empty: str = NO_DATA
     """Why it is missing when every input is there."""
-    band: Band | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,10 +212,9 @@ def _raw(key: str, label: str, unit: Unit, definition: str, pane: PaneName = "",
 
 
 def _ratio(key: str, label: str, unit: Unit, of: str, per: str, definition: str,
-           pane: PaneName = "", section: Section = "", query: str = "",
-           band: Band | None = None) -> Spec:  # fmt: skip
+           pane: PaneName = "", section: Section = "", query: str = "") -> Spec:  # fmt: skip
     return Spec(key, label, unit, (of, per), lambda i: divide(i.v(of), i.v(per)), definition,
-                pane, section, query, band=band)  # fmt: skip
+                pane, section, query)  # fmt: skip
 
 
 def _mean(key: str, label: str, unit: Unit, histogram: str, definition: str,
@@ -385,7 +398,7 @@ def _length_shares(totals: LaneTotals) -> dict[str, Reading]:
 
 
 def _share(key: str) -> Formula:
-    return lambda i: _length_shares(i.totals)[key]
+    return lambda i: i.once("length_shares", lambda: _length_shares(i.totals))[key]
 
 
 def _length_specs() -> Iterator[Spec]:
@@ -440,15 +453,15 @@ def _tail(histogram: str, percentile: int) -> Formula:
         query = f"histogram_quantile({q}, {source})" if source else ""
         if source.startswith(SCRAPED):
             query = f"p{percentile} of {source}"
+        ready = i.envelope(histogram)
         found = i.totals.quantiles.get(key)
-        if found is None and buckets is not None:
-            found = histogram_quantile(q, buckets)
+        if found is None and ready is not None:
+            found = quantile(q, ready)
         if found is None:
-            why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
-            return Reading(None, reason=why, query=query)
+            return Reading(None, reason=i.unread(histogram), query=query)
         value, above = found
         mended = i.totals.bucket_notes.get(histogram, "")
-        first = min(le for le, _ in buckets) if buckets else math.nan
+        first = ready[0][0] if ready else min((le for le, _ in buckets or ()), default=math.nan)
         if value <= first and not above:  # interpolated from 0 across the whole first bucket
             note = _joined(mended, f"within the engine's first bucket (≤ {first:g} s)")
             return Reading(value, note=note, query=query, below=first, doubtful=bool(mended))
@@ -460,15 +473,6 @@ def _tail(histogram: str, percentile: int) -> Formula:
 
 def _joined(*notes: str) -> str:
     return "; ".join(note for note in notes if note)
-
-
-def _why(buckets: tuple[Bucket, ...]) -> str:
-    """Why buckets that were read give no quantile."""
-    if not buckets or buckets[-1][1] == 0:
-        return NO_REQUESTS
-    if not math.isinf(buckets[-1][0]):
-        return "the histogram has no +Inf bucket"
-    return "the histogram has fewer than two buckets"
 
 
 def _tail_specs() -> Iterator[Spec]:
@@ -505,12 +509,10 @@ def _attained(histogram: str, per_second: bool = False) -> Formula:
         if target is None:
             flag = f"--slo-{histogram}"
             return Reading(None, reason=f"{NO_SLO_SET} (slo.{histogram}_s, {flag})")
-        buckets = i.totals.histograms.get(histogram)
-        found = attainment(target, buckets) if buckets is not None else None
+        found = attained(target, i.envelope(histogram))
         label = f"{name} ≤ {target:g} s: {'goodput (req/s)' if per_second else 'SLO attainment'}"
         if found is None:
-            why = i.totals.missing.get(histogram, NO_REQUESTS) if buckets is None else _why(buckets)
-            return Reading(None, reason=why, label=label)
+            return Reading(None, reason=i.unread(histogram), label=label)
         value = divide(found.met, i.window) if per_second else found.share
         mended = i.totals.bucket_notes.get(histogram, "")
         return Reading(value, note=_joined(mended, found.note), label=label,
@@ -562,44 +564,19 @@ _PACE = ("itl_sum", "itl_count", "spec_drafts", "spec_accepted", "generation_tok
 _PROMPT = ("prompt_len_sum", "prompt_len_count", "prompt_tokens", "requests")
 
 
-def _offload_specs() -> Iterator[Spec]:
-    """What a KV connector moves: the offload tier's loads and stores, NIXL's transfers
-    between engines, and the counters of what went wrong (each with its health rule)."""
-    for way, words in (("load", "loaded from the host tier to the GPU"),
-                       ("store", "stored from the GPU to the host tier")):  # fmt: skip
-        noun = f"offload_{way}"
-        yield _rate(f"{noun}_bytes_s", f"Offload {way}s (bytes/s)", "bytes/s", f"{noun}_bytes",
-                    f"Bytes of KV {words} per second of the window.", pane="offload",
-                    section="offload")  # fmt: skip
-        yield _rate(f"{noun}_time_s", f"Offload {way} time (s per s)", "number",
-                    f"{noun}_time", f"Seconds spent on KV {way}s per second of the window (above "
-                    "1: transfers overlap).", pane="offload", section="offload")  # fmt: skip
-        yield _ratio(f"{noun}_bandwidth", f"Offload {way} bandwidth", "bytes/s",
-                     f"{noun}_bytes", f"{noun}_time", f"Bytes of KV {words} per second spent "
-                     f"on {way}s: {way} bytes / {way} time.", "offload", "offload")  # fmt: skip
-    yield _raw("offload_cpu_usage", "Offload CPU cache in use (mean)", "share",
-               "Share of the offload tier's CPU cache in use (held by transfers in flight), "
-               "averaged over the window.", "offload", "offload")  # fmt: skip
-    yield _raw("offload_alloc_failures", "Offload allocation failures", "count",
-               "Stores to the offload tier that found no room in the window.", "offload",
-               "offload")  # fmt: skip
-    yield _raw("offload_stores_skipped", "Offload stores skipped", "count",
-               "Blocks not stored to the offload tier in the window (seen too few times to "
-               "keep).", "offload", "offload")  # fmt: skip
-    yield _mean(
-        "nixl_xfer_mean",
-        "NIXL transfer time (mean)",
-        "seconds",
-        "nixl_xfer",
-        "Mean time of one NIXL KV transfer between engines.",
-        "offload",
-        "offload",
-    )
-    yield _rate("nixl_bytes_s", "NIXL transferred (bytes/s)", "bytes/s", "nixl_bytes_sum",
-                "Bytes of KV NIXL transferred between engines per second of the window.",
-                pane="offload", section="offload")  # fmt: skip
-    for key, label, definition in NIXL_FAILURES:
-        yield _raw(key, label, "count", definition, "offload", "offload")
+def _offload_way(way: str, words: str) -> tuple[Spec, ...]:
+    """An offload tier's loads (or stores): bytes/s, time per second and bandwidth."""
+    noun = f"offload_{way}"
+    return (
+        _rate(f"{noun}_bytes_s", f"Offload {way}s (bytes/s)", "bytes/s", f"{noun}_bytes",
+              f"Bytes of KV {words} per second of the window.", pane="offload", section="offload"),
+        _rate(f"{noun}_time_s", f"Offload {way} time (s per s)", "number", f"{noun}_time",
+              f"Seconds spent on KV {way}s per second of the window (above 1: transfers "
+              "overlap).", pane="offload", section="offload"),
+        _ratio(f"{noun}_bandwidth", f"Offload {way} bandwidth", "bytes/s", f"{noun}_bytes",
+               f"{noun}_time", f"Bytes of KV {words} per second spent on {way}s: {way} bytes / "
+               f"{way} time.", "offload", "offload"),
+    )  # fmt: skip
 
 
 NIXL_FAILURES = (
@@ -636,7 +613,7 @@ CATALOGUE: tuple[Spec | Family, ...] = (
          "Prompt tokens looked up in the prefix cache.", "cache", "volume"),
     _ratio("prefix_cache_hit_rate", "Prefix-cache hit rate", "share", "prefix_cache_hits",
            "prefix_cache_queries", "Share of looked-up prompt tokens found in the prefix cache: "
-           "hits / queries (red < 70 %, green > 90 %).", "cache", "volume", band=HIT_RATE_BAND),
+           "hits / queries (red < 70 %, green > 90 %).", "cache", "volume"),
     Spec("prefill_computed", "Prefill actually computed", "tokens", _FRESH, _prefill_computed,
          "Prompt tokens actually computed: the engine's count, else queries − hits.", "cache",
          "volume", "prompt_computed", _FRESH[:2]),
@@ -737,7 +714,24 @@ CATALOGUE: tuple[Spec | Family, ...] = (
           "time / (generated − 1), 0 for a 1-token request): what benchmark clients call "
           "TPOT.", "tails", "tails"),
     *_slo_specs(),
-    *_offload_specs(),
+    # What a KV connector moves, and the counters of what went wrong (each with its health rule).
+    *_offload_way("load", "loaded from the host tier to the GPU"),
+    *_offload_way("store", "stored from the GPU to the host tier"),
+    _raw("offload_cpu_usage", "Offload CPU cache in use (mean)", "share",
+         "Share of the offload tier's CPU cache in use (held by transfers in flight), averaged "
+         "over the window.", "offload", "offload"),
+    _raw("offload_alloc_failures", "Offload allocation failures", "count",
+         "Stores to the offload tier that found no room in the window.", "offload", "offload"),
+    _raw("offload_stores_skipped", "Offload stores skipped", "count",
+         "Blocks not stored to the offload tier in the window (seen too few times to keep).",
+         "offload", "offload"),
+    _mean("nixl_xfer_mean", "NIXL transfer time (mean)", "seconds", "nixl_xfer",
+          "Mean time of one NIXL KV transfer between engines.", "offload", "offload"),
+    _rate("nixl_bytes_s", "NIXL transferred (bytes/s)", "bytes/s", "nixl_bytes_sum",
+          "Bytes of KV NIXL transferred between engines per second of the window.",
+          pane="offload", section="offload"),
+    *(_raw(key, label, "count", definition, "offload", "offload")
+      for key, label, definition in NIXL_FAILURES),
     # Now and the last minute, beside the window: the vital signs.
     _raw("running_now", "Running requests (now)", "number",
          "Requests being served at the evaluation time.", "vitals", "now"),
@@ -870,45 +864,40 @@ def evaluate(
     """The catalogue over `totals`: every figure in catalogue order (a family's members as the
     engine names them), or only the figures `keys`. Each said with its engine's note."""
     inputs, notes = Inputs(totals, host_kv_tokens, slo), figure_notes(totals.dialect)
-    if keys is not None:
-        made: Iterable[Figure] = (_figure(FIGURES[key], inputs) for key in keys)
-    else:
-        made = (f for e in CATALOGUE for f in (_members(e, inputs) if isinstance(e, Family)
-                                                else [_figure(e, inputs)]))  # fmt: skip
-    return {f.key: _noted(f, notes.get(f.key, "")) for f in made}
+    entries = CATALOGUE if keys is None else [FIGURES[key] for key in keys]
+    made = (_members(e, inputs, notes) if isinstance(e, Family) else [_figure(e, inputs, notes)]
+            for e in entries)  # fmt: skip
+    return {figure.key: figure for group in made for figure in group}
 
 
-def _figure(spec: Spec, inputs: Inputs) -> Figure:
+def _figure(spec: Spec, inputs: Inputs, notes: Mapping[str, str]) -> Figure:
     got = spec.formula(inputs)
-    found = got if isinstance(got, Reading) else Reading(got)
+    value, found = (got.value, got) if isinstance(got, Reading) else (got, _PLAIN)
     query = inputs.totals.queries.get(spec.query, "") if found.query is None else found.query
     why = ""
-    if found.value is None:
+    if value is None:
         keys = next(k for k in (found.why, spec.why, spec.reads) if k is not None)
         why = found.reason or inputs.why(keys, found.empty or spec.empty)
-    return make_figure(spec.key, found.label or spec.label, found.value, spec.unit, why, query,
-                       found.note, found.above, found.doubtful, found.below)  # fmt: skip
+    return make_figure(spec.key, found.label or spec.label, value, spec.unit, why, query,
+                       found.note or notes.get(spec.key, ""), found.above, found.doubtful,
+                       found.below)  # fmt: skip
 
 
-def _members(family: Family, inputs: Inputs) -> list[Figure]:
+def _members(family: Family, inputs: Inputs, notes: Mapping[str, str]) -> list[Figure]:
+    """A family's figures, each said with its engine's note."""
     group = inputs.totals.groups.get(family.group)
     query = inputs.totals.queries.get(family.group, "")
     if group is None:
         reason = inputs.totals.missing.get(family.group, NO_DATA)
         return [Figure(f"{family.prefix}_{name}", family.label_of(name), None, family.unit,
                        reason, query) for name in family.known]  # fmt: skip
+    empty = family.empty(inputs)
     return [
-        make_figure(f"{family.prefix}_{name}", family.label_of(name),
-                    family.value(inputs, group[name]), family.unit, family.empty(inputs), query)
+        make_figure(key := f"{family.prefix}_{name}", family.label_of(name),
+                    family.value(inputs, group[name]), family.unit, empty, query,
+                    notes.get(key, ""))
         for name in family.names(inputs.totals)
     ]  # fmt: skip
-
-
-def _noted(figure: Figure, note: str) -> Figure:
-    """The figure with its engine's note beside its value (unless missing or noted already)."""
-    if not note or figure.missing or figure.reason:
-        return figure
-    return replace(figure, reason=note)
 
 
 # --- trends -----------------------------------------------------------------------------
@@ -950,7 +939,3 @@ TRENDS: tuple[TrendSeries, ...] = (
 """What a lane's trend follows across the window, in the trends pane's order (counters as
 increases within each step, so a counter reset does not spike)."""
 TREND_KEYS: tuple[str, ...] = tuple(series.key for series in TRENDS)
-
-
-def trend_definition(key: str) -> str:
-    return next((series.definition for series in TRENDS if series.key == key), "")

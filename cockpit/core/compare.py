@@ -1,8 +1,5 @@
-"""Two cards' figures side by side: A, B, B − A, the change, and a verdict a user can trust.
-
-A quantile is read from a histogram, so two quantiles closer than the width of the bucket they
-fall in can't be told apart: the verdict says so rather than calling one faster. Pure: no I/O.
-"""
+"""Two cards' figures side by side: A, B, B − A, the change, and a verdict a user can trust
+(two quantiles closer than their bucket's width can't be told apart: it says so). Pure."""
 
 from __future__ import annotations
 
@@ -55,34 +52,21 @@ def compare(
 ) -> list[Comparison]:
     """Every figure either side has (A's order first), as receipts' JSON gives them: `label`,
     `value`, `unit`, `text`, `reason`; `bounds`: each histogram's finite `le` bounds."""
-    bounds = bounds or {}
     rows = []
     for key in [*a, *(k for k in b if k not in a)]:
         fa, fb = a.get(key, {}), b.get(key, {})
         va, vb = _number(fa.get("value")), _number(fb.get("value"))
-        rows.append(
-            Comparison(
-                key=key,
-                label=str(fa.get("label") or fb.get("label") or key),
-                unit=str(fa.get("unit") or fb.get("unit") or ""),
-                a=va,
-                b=vb,
-                a_text=_text(fa, va),
-                b_text=_text(fb, vb),
-                verdict=_verdict(key, fa, fb, va, vb, bounds),
-            )
-        )
+        label = str(fa.get("label") or fb.get("label") or key)
+        unit = str(fa.get("unit") or fb.get("unit") or "")
+        verdict = _verdict(key, fa, fb, bounds or {})
+        rows.append(Comparison(key, label, unit, va, vb, _text(fa, va), _text(fb, vb), verdict))
     return rows
 
 
 def _verdict(
-    key: str,
-    fa: Mapping[str, Any],
-    fb: Mapping[str, Any],
-    va: float | None,
-    vb: float | None,
-    bounds: Mapping[str, Sequence[float]],
+    key: str, fa: Mapping[str, Any], fb: Mapping[str, Any], bounds: Mapping[str, Sequence[float]]
 ) -> str:
+    va, vb = _number(fa.get("value")), _number(fb.get("value"))
     if va is None or vb is None:
         missing = [
             f"{side} missing: {figure.get('reason') or 'not in its receipt'}"

@@ -1,10 +1,6 @@
-"""The fleet: every lane of one Prometheus-API server in one table, from one query. Pure: no I/O.
-
-`fleet_plan` asks every lane's figures at once (`sum by (<label>)` of the lane panes' PromQL);
-`Discovery.rows` makes a `FleetRow` per lane, each column the catalogue's figure evaluated over
-the lane's part of the answer (only the columns' figures). A lane whose series vanish stays,
-gone.
-"""
+"""The fleet: every lane of one Prometheus-API server in one table, from one query
+(`fleet_plan`); `Discovery.rows` makes a `FleetRow` per lane, each column the catalogue's figure
+over the lane's part of the answer. A lane whose series vanish stays, gone. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from cockpit import engines
 from cockpit.config.schema import Discover, LaneConfig
@@ -31,8 +27,7 @@ from cockpit.engines.specs import Unavailable
 # --- what the overview shows ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class FleetColumn:
+class FleetColumn(NamedTuple):
     """A column: its key in `FleetRow.values`, heading, and unit (None: not a number)."""
 
     key: str
@@ -50,7 +45,6 @@ TTFT_P95, TTFT_ABOVE, NEWEST, START, MARKED = "ttft_p95", "ttft_above", "newest"
 
 
 def _figure(key: str, title: str) -> FleetColumn:
-    """A column that is a catalogue figure, worked out by its formula."""
     return FleetColumn(key, title, FIGURES[key].unit)
 
 
@@ -80,7 +74,6 @@ GPU_COLUMNS: tuple[str, ...] = ("gpu_util", "gpu_power_w")
 FIGURE_COLUMNS: tuple[str, ...] = tuple(
     c.key for c in FLEET_COLUMNS if c.unit is not None and c.key not in (AGE, *GPU_COLUMNS)
 )
-"""The columns that are catalogue figures."""
 NUMERIC_COLUMNS: tuple[str, ...] = (*FIGURE_COLUMNS, *GPU_COLUMNS, AGE)
 SLO_COLUMNS: tuple[str, ...] = tuple(f"{h}_slo_attainment" for h in SLO_TARGETS)
 """Shown when a lane of the view has that target set."""
@@ -92,11 +85,9 @@ HISTORY_POINTS = 60
 
 @dataclass(frozen=True, slots=True)
 class FleetRow:
-    """One lane of the overview, as one refresh read it.
-
-    `values[key]` for every NUMERIC_COLUMNS key: a number, or None (`reasons[key]` says why).
-    `up`: a live engine sample and not every scrape target down (else `down_reason`). `gone`:
-    the server has no series of it now; its row stays (now-figures None): a vanished lane shows."""
+    """One lane of the overview, as one refresh read it: `values[key]` for every NUMERIC_COLUMNS
+    key, or None (`reasons[key]` says why). `up`: a live engine sample and a scrape target up
+    (else `down_reason`); `gone`: the server has no series of it now, its row stays."""
 
     lane: str
     up: bool | None
@@ -110,13 +101,11 @@ class FleetRow:
     refreshes: tuple[Mapping[str, float | None], ...] = ()
     """The lane's values at its last refreshes (≤ HISTORY_POINTS, oldest first)."""
     has_gpu: bool = False
-    """The lane was read with its GPU source (listed with a `gpu:` block, or found by
-    discovery on a server with GPU exporters' series)."""
+    """Read with a GPU source (a `gpu:` block, or discovered beside GPU exporters' series)."""
     targets: frozenset[str] = frozenset()
     """The SLO attainment columns whose target the lane sets."""
 
     def history(self, key: str) -> tuple[float | None, ...]:
-        """Column `key` at the last refreshes, oldest first (the trend draws one)."""
         return tuple(values.get(key) for values in self.refreshes)
 
 
@@ -130,20 +119,17 @@ class FleetView:
     warnings: tuple[str, ...] = ()
     """The server's warnings and a partial answer's note, one line each, shown, never hidden."""
     server: str = ""
-    """The server's URL, without credentials."""
     label: str | None = "job"
     """The label lanes are found by; None for a fleet of only the lanes listed in the config."""
     partial: bool = False
     query: str = ""
     eval_seconds: float | None = None
-    """Server-side evaluation time, when the server reports query stats."""
     listed: Mapping[str, str] = field(default_factory=frozen_map)
     """Lane listed in the config -> where its own query read it, or why it wasn't."""
 
 
 def gpu_cells(gpu: GpuFigures | None) -> tuple[dict[str, float | None], dict[str, str]]:
-    """The GPU columns' values of a lane read with its GPU source (None: it has none), and
-    why each missing one is."""
+    """The GPU columns' values (None: the lane has no GPU source), and why each missing one is."""
     if gpu is None:
         return dict.fromkeys(GPU_COLUMNS), dict.fromkeys(GPU_COLUMNS, NO_GPU_SOURCE)
     values = {key: gpu.value(key) for key in GPU_COLUMNS}
@@ -180,7 +166,7 @@ def _sort_value(row: FleetRow, column: str) -> float | None:
     if column == UP:
         return 0.0 if row.gone else 1.0 if row.up is False else 2.0 if row.up else None
     value = row.values.get(column)
-    return value if value is not None and not math.isnan(value) else None
+    return None if value is None or math.isnan(value) else value
 
 
 def filter_rows(rows: Iterable[FleetRow], text: str) -> list[FleetRow]:
@@ -189,17 +175,15 @@ def filter_rows(rows: Iterable[FleetRow], text: str) -> list[FleetRow]:
     return [row for row in rows if wanted in row.lane.casefold()]
 
 
-def age_text(seconds: float) -> str:
-    """The Age column: `now` for a lane sampled within the second, else whole seconds."""
-    return "now" if seconds < 1 else f"{seconds:,.0f} s"
-
-
 def rate_text(per_s: float) -> str:
     """The Req/s column: two decimals on every row, so the column reads as one."""
     return f"{per_s:,.2f}"
 
 
-COLUMN_FORMATS: dict[str, Callable[[float], str]] = {AGE: age_text, "requests_per_s": rate_text}
+COLUMN_FORMATS: dict[str, Callable[[float], str]] = {
+    AGE: lambda seconds: "now" if seconds < 1 else f"{seconds:,.0f} s",
+    "requests_per_s": rate_text,
+}
 """Columns with a format of their own; the others are formatted as the lane panes do."""
 
 
@@ -248,8 +232,7 @@ class FleetPlan:
     state: Mapping[str, str]
     """TARGETS, TARGETS_UP (0, asked only when every target is down) -> fig."""
     gpu: Mapping[str, str] = field(default_factory=frozen_map)
-    """fig -> the GPU reading's expression key (`gpu_series`), each GPU's sample kept by
-    HOST_LABELS."""
+    """fig -> the GPU reading's expression key (`gpu_series`)."""
     hosts: str = ""
     """The fig of each lane's engine `instance`s (a sample per lane and instance)."""
 
@@ -258,7 +241,6 @@ HOST_LABELS = ("Hostname", "instance")
 """dcgm-exporter's node name and every exporter's scrape target: a GPU is a discovered lane's
 when either names a host of the lane's engine `instance`s."""
 GPU_READINGS = ("util", "power_w")
-"""The readings the GPU columns are made of."""
 BUCKETS = "buckets."
 """Plan keys of the SLO histograms' bucket increases (`buckets.ttft`)."""
 
@@ -282,21 +264,17 @@ def fleet_plan(
     for engine in engines.engines():
         specs = engine.specs
         keys: dict[str, str] = {}
-        for key in RAW_KEYS:
-            if key in SPECULATION and key not in engine.pace.step_inputs:
+        asked = [k for k in RAW_KEYS if k not in SPECULATION or k in engine.pace.step_inputs]
+        # The SLO histograms' buckets themselves: the attainment's arithmetic.
+        for key in (*asked, "ttft", *(BUCKETS + h for h in slo_histograms)):
+            spec = specs[key.removeprefix(BUCKETS)]
+            if (expression := promql.spec_expression(spec, match, window, by=label)) is None:
                 continue
-            expression = promql.spec_expression(specs[key], match, window, by=label)
-            if expression is not None:
+            if key != "ttft":
                 keys[key] = ask(expression)
-        buckets = promql.spec_expression(specs["ttft"], match, window, by=label)
-        if buckets is not None:
-            keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {buckets})")
-            keys[TTFT_ABOVE] = ask(_past_buckets(buckets, label))
-        for histogram in slo_histograms:  # the buckets themselves: the attainment's arithmetic
-            if (
-                slo := promql.spec_expression(specs[histogram], match, window, by=label)
-            ) is not None:
-                keys[BUCKETS + histogram] = ask(slo)
+                continue
+            keys[TTFT_P95] = ask(f"histogram_quantile({QUANTILE}, {expression})")
+            keys[TTFT_ABOVE] = ask(_past_buckets(expression, label))
         presence = engine.presence + selector_with(match)
         keys[NEWEST] = ask(f"max by ({label}) (timestamp({presence}))")
         start = promql.data_start_expression(engine.name, match, window_s, by=label)
@@ -315,14 +293,11 @@ def fleet_plan(
     }
     presence = " or ".join(sorted({e.presence + selector_with(match) for e in engines.engines()}))
     hosts = ask(f"count by ({', '.join(dict.fromkeys((label, 'instance')))}) ({presence})")
-    read_gpus = gpu_series.expression  # every GPU on the server, its hosts' labels kept
-    gpu = {
-        ask(read_gpus(exporter, series, "", window_s, HOST_LABELS)): expression_key(
-            exporter, series
-        )
-        for exporter in EXPORTERS
-        for series in exporter.series
-        if series.reading in GPU_READINGS
+    gpu = {  # every GPU on the server, its hosts' labels kept
+        ask(gpu_series.expression(e, s, "", window_s, HOST_LABELS)): expression_key(e, s)
+        for e in EXPORTERS
+        for s in e.series
+        if s.reading in GPU_READINGS
     }
     query = promql.combined_query({fig: expression for expression, fig in figs_of.items()})
     return FleetPlan(label, window_s, query, frozen_map(figs), frozen_map(unavailable), state,
@@ -478,21 +453,8 @@ def lane_row(
     """One lane's row at `end` from its samples (`index_answer(...)[lane]`), each column the
     catalogue's figure over them (the attainment against `slo`), its GPUs' columns of `gpus`
     (None: the server has none); its state from its live series and scrape targets."""
-    figs = plan.figs[dialect]
-    raw = {key: samples[fig] for key, fig in figs.items() if fig in samples}
-    histograms = {
-        key.removeprefix(BUCKETS): found
-        for key, fig in figs.items()
-        if key.startswith(BUCKETS) and (found := _buckets(samples, fig)) is not None
-    }
-    v = {key: value for key, value in raw.items() if isinstance(value, float)}.get
-    newest, start = v(NEWEST), v(START)
-    covered = None
-    if start is not None and start > end - plan.window_s + promql.subquery_step(plan.window_s):
-        covered = max(end - start, 0.0) or None  # a lane younger than the window
-    totals = replace(
-        _row_totals(plan, raw, dialect, end, covered), histograms=frozen_map(histograms)
-    )
+    totals = _row_totals(plan, samples, dialect, end)
+    newest = totals.values.get(NEWEST)
     figures = evaluate(totals, FIGURE_COLUMNS, slo=slo)
     values = {key: figure.value for key, figure in figures.items()}
     up, why = _state(plan, samples, newest is not None)
@@ -523,15 +485,11 @@ def slo_targets(slo: Slo) -> frozenset[str]:
     return frozenset(f"{h}_slo_attainment" for h in slo_histograms(slo))
 
 
-def _row_totals(
-    plan: FleetPlan,
-    raw: Mapping[str, float | Missing],
-    dialect: str,
-    end: float,
-    covered: float | None,
-) -> LaneTotals:
+def _row_totals(plan: FleetPlan, samples: Samples, dialect: str, end: float) -> LaneTotals:
     """A lane's part of the answer as the totals the catalogue reads: its raw keys, why each
-    absent one is, and the server's TTFT p95."""
+    absent one is, the server's TTFT p95, the SLO histograms' buckets."""
+    figs = plan.figs[dialect]
+    raw = {key: samples[fig] for key, fig in figs.items() if fig in samples}
     values = {key: value for key, value in raw.items() if isinstance(value, float)}
     absent = {key: NO_SAMPLES for key in RAW_KEYS if key not in raw}
     absent.update(plan.unavailable[dialect])
@@ -542,8 +500,17 @@ def _row_totals(
         absent.setdefault("ttft", NO_SAMPLES)
     p95 = values.pop(TTFT_P95, None)
     quantiles = {} if p95 is None else {TTFT_P95: (p95, TTFT_ABOVE in raw)}
+    histograms = {
+        key.removeprefix(BUCKETS): found
+        for key, fig in figs.items()
+        if key.startswith(BUCKETS) and (found := _buckets(samples, fig)) is not None
+    }
+    start, covered = values.get(START), None
+    if start is not None and start > end - plan.window_s + promql.subquery_step(plan.window_s):
+        covered = max(end - start, 0.0) or None  # a lane younger than the window
     return LaneTotals("", dialect, plan.window_s, end, frozen_map(values), frozen_map(absent),
-                      covered_s=covered, quantiles=frozen_map(quantiles))  # fmt: skip
+                      frozen_map(histograms), covered_s=covered,
+                      quantiles=frozen_map(quantiles))  # fmt: skip
 
 
 def _state(plan: FleetPlan, samples: Samples, live: bool) -> tuple[bool | None, str]:

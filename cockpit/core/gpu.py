@@ -23,13 +23,12 @@ class Gpu:
     energy_j: float | None = None
     """The energy counter's increase over the window (J)."""
     dram_active: float | None = None
-    """Share of cycles the memory interface moved data (0-1, the window's mean)."""
     tensor_active: float | None = None
     sm_active: float | None = None
     xid: float | None = None
     """The largest XID error code reported in the window; 0: none."""
     throttle_power: float | None = None
-    """1: clocks held down by the power limit in the window; 0: not."""
+    """1: clocks held down (by the power limit, by heat) in the window; 0: not."""
     throttle_thermal: float | None = None
     sm_clock_hz: float | None = None
     processes: tuple[tuple[int, float], ...] = ()
@@ -54,5 +53,4 @@ class GpuTotals:
     lacks: Mapping[str, str] = field(default_factory=dict)
     """Reading -> why this source has none (every GPU lacks it)."""
     coverage_note: str = ""
-    """The window is longer than what was read: `since start (3 min)`."""
     queries: Mapping[str, str] = field(default_factory=dict)

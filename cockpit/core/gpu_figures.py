@@ -1,12 +1,11 @@
-"""The GPU figures over a lane's GPUs, and each GPU's own, from `GpuTotals`. Each figure is
-declared once in `SPECS` (key, label, unit, the reading it takes, how GPUs combine, its
-definition). Pure: no I/O."""
+"""The GPU figures over a lane's GPUs, and each GPU's own, from `GpuTotals`: each declared once
+in `SPECS`. Pure: no I/O."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from cockpit.core.catalogue import TrendSeries
 from cockpit.core.gpu import Gpu, GpuTotals
@@ -17,8 +16,7 @@ Across = Literal["count", "mean", "sum", "max", "any", "per_generated", "per_1k_
 `per_*`: the energy over the lane's own token counts of the window."""
 
 
-@dataclass(frozen=True, slots=True)
-class GpuFigureSpec:
+class GpuFigureSpec(NamedTuple):
     key: str
     label: str
     unit: Unit
@@ -69,9 +67,8 @@ NO_GPU_SOURCE = "no GPU source (the lane has no `gpu:` block)"
 GPU_TREND = TrendSeries("gpu_util", "gpu_util", "GPU util", 1.0,
                         "GPU utilisation within each step: each GPU's mean in the step, the "
                         "mean over the lane's GPUs.")  # fmt: skip
-"""The trends' GPU series (on a lane with a GPU source)."""
 NO_GPU_STEP = "its first step is not over yet"
-"""Why a GPU source's trend has no point although it read GPUs (its first step not over)."""
+"""Why a GPU source's trend has no point although it read GPUs."""
 PER_GPU: tuple[GpuFigureSpec, ...] = tuple(s for s in SPECS if s.across in ("mean", "sum", "max"))
 """The figures each GPU has of its own (its reading itself)."""
 
@@ -94,8 +91,7 @@ class GpuFigures:
 def gpu_figures(
     totals: GpuTotals | None, generation_tokens: float | None, prompt_tokens: float | None
 ) -> GpuFigures | None:
-    """The figures of `totals` (None: the lane has no GPU source), the energy per token over
-    the lane's token counts of the same window."""
+    """The figures of `totals` (None: no GPU source), energy per token over the lane's tokens."""
     if totals is None:
         return None
     tokens = {"per_generated": generation_tokens, "per_1k_prompt": prompt_tokens}

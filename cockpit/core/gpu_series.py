@@ -1,6 +1,5 @@
 """What dcgm-exporter (`DCGM_FI_*`) and nvidia_gpu_exporter (`nvidia_smi_*`) call each GPU
-reading: PromQL that rides in the lane's one query, and the per-GPU values read back into
-`GpuTotals`. Pure: no I/O."""
+reading: the PromQL, and the per-GPU values read back into `GpuTotals`. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -25,14 +24,10 @@ Kind = Literal["now", "mean", "peak", "increase"]
 counter's increase."""
 
 
-# --- the exporters' series --------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One reading as an exporter exposes it: its metric(s), how it is taken, its scale to SI.
-    `labels`: labels read beside the GPU's (the XID code, the name); `flag`: any value > 0
-    reads as 1."""
+    """One reading as an exporter exposes it: its metric(s), how it is taken, its scale to SI;
+    `labels` read beside the GPU's (the XID code, the name); `flag`: any value > 0 reads 1."""
 
     reading: str
     metrics: tuple[str, ...]
@@ -48,7 +43,7 @@ class Exporter:
     key: str
     """Short name in expression keys (`gpu.dcgm.util`)."""
     gpu_labels: tuple[str, str, str]
-    """The labels of the GPU's uuid, index and name (the name may come from an info series)."""
+    """The labels of the GPU's uuid, index and name."""
     series: tuple[Series, ...]
     lacks: Mapping[str, str]
     """Why a reading may be absent, beyond "not exported"."""
@@ -137,8 +132,8 @@ def _series_selector(metrics: tuple[str, ...], selector: str) -> str:
 def expression(
     exporter: Exporter, series: Series, selector: str, window_s: float, also: tuple[str, ...] = ()
 ) -> str:
-    """One reading of every GPU the selector matches: one sample per GPU (and per `labels`),
-    keeping the labels `also` too."""
+    """One reading of every GPU the selector matches: a sample per GPU (and per `labels`, and
+    `also`)."""
     window = promql_duration(window_s)
     by = f"max by ({', '.join(dict.fromkeys((*exporter.gpu_labels, *series.labels, *also)))})"
     metric = _series_selector(series.metrics, selector)
@@ -164,8 +159,8 @@ def gpu_expressions(selector: str, window_s: float) -> dict[str, str]:
 
 
 def util_step_expression(selector: str, within_s: float) -> str:
-    """The GPU utilisation of each step of a range query: each GPU's mean over the last
-    `within_s`, the mean over the GPUs (`gpu_util`'s), of the first exporter that has one."""
+    """The GPU utilisation of each step of a range query (`gpu_util`'s over the last
+    `within_s`), of the first exporter that has one."""
     within = promql_duration(within_s)
     means = []
     for exporter in EXPORTERS:
@@ -176,8 +171,6 @@ def util_step_expression(selector: str, within_s: float) -> str:
         means.append(f"(avg({by} (avg_over_time({metric}[{within}]))){scale})")
     return " or ".join(means)
 
-
-# --- readings back into GPUs ------------------------------------------------------------------
 
 Values = Mapping[str, Iterable[tuple[Mapping[str, str], float]]]
 """Expression key -> (labels, value) per series read."""

@@ -1,6 +1,5 @@
 """The health line: explicit rules over a lane's snapshot, each naming its figure and threshold.
-A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule,
-which is about the figures being there at all. No I/O."""
+A rule whose figure is missing says nothing (a gap is not an alarm), except the down rule."""
 
 from __future__ import annotations
 
@@ -26,15 +25,12 @@ class Thresholds:
     queue_refreshes: int = 3
     """Queue building: requests waiting for this many refreshes in a row."""
     kv_usage: float = 0.9
-    """KV cache in use now at or above this share."""
     hit_rate: float = 0.7
-    """Prefix-cache hit rate below this share."""
     failed_share: float = 0.01
     """Aborted and erred requests above this share of those finished."""
     ttft_p99_slo: float | None = None
     """TTFT p99 above this many seconds; None: no SLO, no rule."""
     gpu_memory: float = 0.98
-    """A GPU's memory in use at or above this share (at its limit)."""
 
 
 Severity = Literal["bad", "warn"]
@@ -51,11 +47,7 @@ class Finding:
 
 
 Comparison = Literal[">", "≥", "<"]
-_COMPARE: dict[Comparison, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    "≥": operator.ge,
-    "<": operator.lt,
-}
+_COMPARE = {">": operator.gt, "≥": operator.ge, "<": operator.lt}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +105,11 @@ def check(snapshot: LaneSnapshot | None, thresholds: Thresholds) -> tuple[Findin
     while the lane is down, only that (the figures kept are of before it went down)."""
     if snapshot is None:
         return ()
-    if snapshot.freshness.state != "ok":
-        return (_down(snapshot.freshness),)
+    if (fresh := snapshot.freshness).state != "ok":
+        since = f" since {clock(fresh.since)} UTC" if fresh.since is not None else ""
+        reason = f": {fresh.reason}" if fresh.reason else ""
+        rule = "engine_down" if fresh.cause == "engine" else "source_down"
+        return (Finding(rule, "freshness", f"{down_words(fresh)}{since}{reason}", "bad"),)
     figures = snapshot.figures.figures if snapshot.figures is not None else {}
     findings = [_queue(figures.get("waiting_now"), snapshot.waiting_streak, thresholds)]
     for limit in _LIMITS:
@@ -157,13 +152,6 @@ def down_words(freshness: Freshness) -> str:
     if freshness.cause == "engine":
         return "engine DOWN"
     return "source unreachable" if freshness.cause == "source" else "source failing"
-
-
-def _down(freshness: Freshness) -> Finding:
-    since = f" since {clock(freshness.since)} UTC" if freshness.since is not None else ""
-    reason = f": {freshness.reason}" if freshness.reason else ""
-    rule = "engine_down" if freshness.cause == "engine" else "source_down"
-    return Finding(rule, "freshness", f"{down_words(freshness)}{since}{reason}", "bad")
 
 
 def _queue(waiting: Figure | None, streak: int, thresholds: Thresholds) -> Finding | None:

@@ -1,6 +1,5 @@
-"""Pure arithmetic for the agent ledger: session totals in, the seed's section-1 figures out
-(as DESIGN.md defines them, for the TUI and `cockpit report`), with USD for the window (priced
-models apart from unpriced ones) and a lane's own models (`narrow`)."""
+"""The agent ledger's figures (DESIGN.md's section 1) from its session totals, USD for the
+window (priced models apart from unpriced ones), and a lane's own models (`narrow`). Pure."""
 
 from __future__ import annotations
 
@@ -46,12 +45,10 @@ DEFINITIONS: Mapping[str, str] = {
     "unpriced_tokens": "Prompt + output tokens of models without a price (local, or price 0): "
     "kept apart from the paid ones.",
 }
-"""Ledger figure key -> its meaning in a line, over sessions started in the window (the
-details screen shows it beside the figure)."""
+"""Ledger figure key -> its meaning in a line, over sessions started in the window."""
 
 
 def ledger_definition(key: str) -> str:
-    """The ledger figure's meaning ('' for a key not described here)."""
     return DEFINITIONS.get(key, "")
 
 
@@ -83,7 +80,7 @@ class SpendRow:
     units: float | None
     share: float | None
     missing: str = ""
-    """Why tokens (or the share) can't be known: a ledger lacks a counter column."""
+    """Why tokens (or the share) can't be known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +91,11 @@ class LedgerFigures:
     by_profile: tuple[GroupRatio, ...]
     spend: tuple[SpendRow, ...]
     busiest_source: str | None
-    """The source that carries most API calls."""
     skipped: str = ""
     """`3 rows skipped: …`: ledger rows that could not be read ('' when none)."""
     narrowed: str = ""
-    """The lane's own models the figures are narrowed to, as the ledger names them
-    (`custom/Qwen3-32B`), or `no qwen3 in the window`; '' for the whole ledger."""
+    """The lane's own models the figures are narrowed to, as the ledger names them, or `no
+    qwen3 in the window`; '' for the whole ledger."""
 
     def __getitem__(self, key: str) -> Figure:
         return self.figures[key]
@@ -108,8 +104,7 @@ class LedgerFigures:
 def group_ratios(
     groups: Mapping[str, TokenCounts], missing: Mapping[str, str] | None = None
 ) -> tuple[GroupRatio, ...]:
-    """Per-group ratios, the group carrying most API calls first; a ratio reading a counter
-    a ledger has no column for is None."""
+    """Per-group ratios, the busiest group first; None where a ledger lacks a counter."""
     missing = missing or {}
     ordered = sorted(groups.items(), key=lambda item: (-item[1].api_calls, item[0]))
     no_prompt_output = bool(lacking(missing, *TOKEN_FIELDS))
@@ -137,21 +132,19 @@ def ratio_range(groups: Iterable[GroupRatio]) -> tuple[GroupRatio, GroupRatio] |
 
 
 PROMPT_FIELDS = ("input", "cache_read", "cache_write")
-"""The TokenCounts fields prompt tokens are the sum of."""
 TOKEN_FIELDS = (*PROMPT_FIELDS, "output")
 
 
 def lacking(missing: Mapping[str, str], *fields: str) -> str:
-    """Why a figure reading `fields` (TokenCounts fields) can't be computed: the reasons of
-    those a ledger has no column for, or '' when it has them all."""
+    """Why a figure reading `fields` can't be computed ('' when the ledger has them all)."""
     return "; ".join(dict.fromkeys(missing[name] for name in fields if name in missing))
 
 
 def spend_split(
     counts: TokenCounts, prices: Prices, missing: Mapping[str, str] | None = None
 ) -> tuple[SpendRow, ...]:
-    """Tokens and spend units per bucket and each one's share; with a counter column missing
-    from the ledger its bucket is missing and so is every share (their total is unknown)."""
+    """Tokens and spend units per bucket and each one's share; a counter column missing from
+    the ledger makes its bucket missing and every share (their total is unknown)."""
     missing = missing or {}
     buckets = (
         ("Input (fresh)", "input", counts.input, prices.input),
@@ -181,8 +174,7 @@ def skipped_note(skipped: Mapping[str, int]) -> str:
 
 
 def priced(counts: TokenCounts) -> bool:
-    """A model with a price: Hermes recorded a cost above 0 for it. One without (a local
-    model, a subscription route, an unknown price) is kept apart, never summed as $0."""
+    """Hermes recorded a cost above 0 for it (one without is kept apart, never summed as $0)."""
     return counts.cost_actual + counts.cost_estimated > 0
 
 
@@ -242,9 +234,7 @@ def model_matches(name: str, key: str) -> bool:
 
 def narrow(totals: LedgerTotals, models: Collection[str]) -> LedgerTotals:
     """The ledger's figures for `models` only (a lane's own): their by_model sums become the
-    total. Per source, profile and ledger, and the side calls, are not split by model in the
-    ledger's sums, so they are left out and `missing` says why. On session_model_usage a
-    session that used two of the models counts once under each. No models: `totals` as is."""
+    total; the sums not split by model are left out and `missing` says why."""
     if not models:
         return totals
     kept = {k: c for k, c in totals.by_model.items() if any(model_matches(m, k) for m in models)}
@@ -268,9 +258,8 @@ def narrow(totals: LedgerTotals, models: Collection[str]) -> LedgerTotals:
 
 
 def lane_models(ledger_models: Collection[str], model_filter: str | None) -> tuple[str, ...]:
-    """The ledger models a lane's panes show: its `ledger_models`, else the `m` filter's model
-    (its last `/` part: the ledger names `Qwen/Qwen3-32B` as `Qwen3-32B`), else none (the
-    whole ledger)."""
+    """The ledger models a lane's panes show: its `ledger_models`, else the `m` filter's model's
+    last `/` part (the ledger names `Qwen/Qwen3-32B` `Qwen3-32B`), else none (all)."""
     if ledger_models:
         return tuple(ledger_models)
     return (model_filter.rsplit("/", 1)[-1],) if model_filter else ()
@@ -315,10 +304,8 @@ def ledger_figures(totals: LedgerTotals, prices: Prices | None = None) -> Ledger
     def reading(
         key: str, label: str, value: float | None, unit: Unit, fields: tuple[str, ...], why: str
     ) -> Figure:
-        """A figure computed from TokenCounts `fields`: missing when the ledger lacks one."""
-        if reason := lacking(missing, *fields):
-            return make_figure(key, label, None, unit, reason, sql)
-        return make_figure(key, label, value, unit, why, sql)
+        reason = lacking(missing, *fields)
+        return make_figure(key, label, None if reason else value, unit, reason or why, sql)
 
     def counted(key: str, label: str, value: int, fields: tuple[str, ...] = ()) -> Figure:
         return reading(key, label, value, "tokens", fields, "")

@@ -1,5 +1,4 @@
-"""Frozen values that travel from the sources (`LedgerTotals`, `LaneTotals`) through the
-figure catalogue (`Figure`s) to the panes. No I/O, no Textual."""
+"""Frozen values that travel from the sources through the figure catalogue to the panes."""
 
 from __future__ import annotations
 
@@ -23,11 +22,9 @@ class Freshness:
 
     state: Literal["ok", "stale", "missing"]
     since: float | None = None
-    """When the failing began (epoch seconds)."""
     reason: str = ""
     cause: FailureCause = ""
-    """`engine`: the source answers without the engine; `source`: no answer at all; "": it is
-    slow or errs."""
+    """`engine`: the source answers without the engine; `source`: no answer at all; "": it errs."""
 
     def describe(self) -> str:
         head: str = self.state
@@ -62,13 +59,12 @@ class SourceFailure(Exception):
     ) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.retry_after = retry_after
-        """Seconds the server asked to wait (`Retry-After`)."""
+        self.retry_after = retry_after  # `Retry-After`
+        # No answer at all (refused, TLS, an unopenable ledger): a cheap probe tells when it
+        # is back; a slow or erring server gets the back-off instead.
         self.unreachable = unreachable
-        """No answer at all (refused, unknown host, TLS, an unopenable ledger): a cheap probe
-        tells when it is back. A slow or erring server gets the back-off instead."""
+        # The source answers without the lane's engine: asked every refresh, no back-off.
         self.engine_absent = engine_absent
-        """The source answers, but without the lane's engine: asked every refresh, no back-off."""
 
 
 Unit = Literal[
@@ -90,11 +86,9 @@ class Figure:
     above: bool = False
     """`value` is a lower bound (a quantile past the largest finite bucket reads `> 60 s`)."""
     doubtful: bool = False
-    """`value` is read from data that needed mending (`reason` says how): shown with its
-    reason, but no health rule fires on it."""
+    """Read from data that needed mending (`reason` says how): no health rule fires on it."""
     below: float | None = None
-    """An upper bound `value` lies under, all it is known to be (a quantile inside the first
-    bucket, interpolated from 0 to its bound, reads `< 0.30 s` on screen)."""
+    """An upper bound, all `value` is known to be (a quantile inside the first bucket)."""
 
     @property
     def missing(self) -> bool:
@@ -113,24 +107,12 @@ def make_figure(
     doubtful: bool = False,
     below: float | None = None,
 ) -> Figure:
-    """A figure, missing with `why` when `value` is None or not finite; `note` beside a value;
-    `above`: the value is a lower bound; `doubtful`: read from mended data (see `Figure`);
-    `below`: an upper bound of it."""
-    if value is not None and not math.isfinite(value):
+    """A figure, missing with `why` when `value` is None or not finite; `note` beside a value."""
+    if value is None:
+        return Figure(key, label, None, unit, why, query or "")
+    if not math.isfinite(value):
         return Figure(key, label, None, unit, f"not a finite number ({value})", query or "")
-    reason = note if value is not None else why
-    known = value is not None
-    return Figure(
-        key,
-        label,
-        value,
-        unit,
-        reason,
-        query or "",
-        above and known,
-        doubtful and known,
-        below if known else None,
-    )
+    return Figure(key, label, value, unit, note, query or "", above, doubtful, below)
 
 
 K = TypeVar("K")
@@ -202,7 +184,7 @@ class LedgerInfo:
     schema_version: int | None
     journal_mode: str = ""
     also_named: tuple[str, ...] = ()
-    """Other names given to this same file (a symlink, its profile name): read once."""
+    """Other names of this same file (a symlink, its profile name): read once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +226,7 @@ LANE_NOW: tuple[str, ...] = ("running_now", "waiting_now", "kv_usage_now", "wait
 LANE_LAST_MINUTE: tuple[str, ...] = ("requests_1m", "prompt_tokens_1m", "generation_tokens_1m")
 """Counters' increase over the minute before the evaluation time, not over W."""
 LAST_MINUTE_S = 60.0
-
 _SUM_COUNT = "kv_computed prompt_len gen_len queue prefill decode ttft itl tpot e2e step_tokens"
-"""What the lane counts a `_sum` and a `_count` of (a histogram's, for its mean)."""
 
 KV_TRANSFER_COUNTERS: tuple[str, ...] = (
     "offload_load_bytes", "offload_load_time", "offload_store_bytes", "offload_store_time",
@@ -271,12 +251,9 @@ LANE_COUNTERS: tuple[str, ...] = (
 
 LANE_GAUGES: tuple[str, ...] = (
     *("running", "waiting", "waiting_by_reason", "kv_usage", "sleep_state", "spec_draft_len"),
-    "offload_cpu_usage",
-    *LANE_NOW,
-    "host_kv_used",
+    *("offload_cpu_usage", *LANE_NOW, "host_kv_used"),
 )
-"""Raw lane keys that are gauges averaged over W (`kv_usage` is a 0-1 fraction, `host_kv_used`
-the tokens a host (CPU) KV tier holds)."""
+"""Raw lane keys that are gauges averaged over W (`host_kv_used`: the host KV tier's tokens)."""
 
 LANE_GROUPED: tuple[str, ...] = (
     "finished", "admission_rejections", "cached_by_source", "prompt_by_source",
@@ -296,8 +273,7 @@ MODEL_KEYS: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class LoraAdapters:
-    """The LoRA adapters an engine stated last: running and waiting now, and how many it may
-    hold at once. Names are the engine's labels, outside text."""
+    """The LoRA adapters an engine stated last (names are outside text)."""
 
     running: tuple[str, ...]
     waiting: tuple[str, ...]
@@ -308,9 +284,8 @@ class LoraAdapters:
 
 @dataclass(frozen=True, slots=True)
 class Trend:
-    """A lane's figures at a fixed step, oldest point first.
-    Point `i` covers (t - step, t] for t = `end - (n - 1 - i) * step`; None is a gap, never a
-    zero. Counters are increases within each step, so a reset does not spike."""
+    """A lane's figures at a fixed step, oldest point first: point `i` covers (t - step, t] for
+    t = `end - (n - 1 - i) * step`; None is a gap, never a zero."""
 
     step_s: float
     end: float
@@ -318,8 +293,7 @@ class Trend:
     series: Mapping[str, tuple[float | None, ...]] = field(default_factory=frozen_map)
     """Trend key (`catalogue.TREND_KEYS`) -> points, all of one length."""
     rates_over_s: float | None = None
-    """The longer range counters are read over when a step holds too few scrapes (each point
-    their rate times the step); None: over the step itself."""
+    """The longer range counters are read over when a step holds too few scrapes."""
 
     def times(self) -> tuple[float, ...]:
         """Each point's time, oldest first."""
@@ -341,14 +315,12 @@ class LaneTotals:
     """Raw key -> why it is absent."""
     histograms: Mapping[str, tuple[Bucket, ...]] = field(default_factory=frozen_map)
     bucket_notes: Mapping[str, str] = field(default_factory=frozen_map)
-    """Histogram key -> what was wrong with its buckets (a changed bucket set, counts that are
-    not cumulative) and how they were read."""
+    """Histogram key -> what was wrong with its buckets and how they were read."""
     groups: Mapping[str, Mapping[str, float]] = field(default_factory=frozen_map)
     """Raw key (LANE_GROUPED) -> label value -> value, e.g. `finished` -> {"stop": 12}."""
     queries: Mapping[str, str] = field(default_factory=frozen_map)
     """Raw key -> the PromQL expression (or scrape description) it came from."""
     kv_capacity_tokens: float | None = None
-    """GPU KV capacity in tokens (`cache_config_info`, SGLang's max_total_num_tokens)."""
     covered_s: float | None = None
     """Seconds of the window that have data, when fewer than the window."""
     coverage_note: str = ""
@@ -357,19 +329,15 @@ class LaneTotals:
     """Where it was read (URL without credentials)."""
     selector: str = ""
     warnings: tuple[str, ...] = ()
-    """The server's warnings on its answer (e.g. partial results)."""
     eval_seconds: float | None = None
     """Server-side evaluation time, when the server reports query stats."""
     trend: Trend | None = None
     scrape_interval_s: float | None = None
-    """How often the lane's series are sampled, when known."""
     quantiles: Mapping[str, tuple[float, bool]] = field(default_factory=frozen_map)
-    """Tail figures the server worked out (a fleet row's or a trend step's `ttft_p95`): key ->
-    (value, past the largest finite bucket); read before `histograms`."""
+    """Tail figures the server worked out: key -> (value, past the largest finite bucket)."""
     riders: Mapping[str, list[dict[str, Any]]] = field(default_factory=frozen_map)
     """Samples of the expressions asked in the lane's query beside its own (its GPUs'), by key."""
     gpu: GpuTotals | None = None
-    """The lane's GPUs, when it has a GPU source."""
     models: Mapping[str, LaneTotals] = field(default_factory=frozen_map)
     """Model name -> its `MODEL_KEYS` totals (`missing["models"]` says why there are none)."""
     lora: LoraAdapters | None = None

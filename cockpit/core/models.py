@@ -1,6 +1,5 @@
-"""The models a lane serves and its LoRA adapters: a `LaneTotals` per model (its `MODEL_KEYS`),
-each row the catalogue's figures over it, as the overview does per lane. Pure: no I/O.
-"""
+"""The models a lane serves (a `LaneTotals` per model, each row the catalogue's figures over
+it) and its LoRA adapters. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cockpit import engines
-from cockpit.core import promql
+from cockpit.core import gpu_series, promql
 from cockpit.core.catalogue import LANE_TOKENS, evaluate
 from cockpit.core.model import (
     MODEL_KEYS,
@@ -48,17 +47,6 @@ class ModelRow:
     figures: Mapping[str, Figure]
 
 
-def models_reason(dialect: str) -> str:
-    """Why a lane of this engine has no per-model rows ('' when its engine labels them)."""
-    label = engines.engine(dialect).model_label
-    return label.reason if isinstance(label, Unavailable) else ""
-
-
-def lora_reason(dialect: str) -> str:
-    lora = engines.engine(dialect).lora
-    return lora.reason if isinstance(lora, Unavailable) else NO_LORA_SEEN
-
-
 def answer_reads(
     found: Mapping[str, list[dict[str, Any]]], dialect: str
 ) -> dict[str, dict[str, Read]]:
@@ -90,10 +78,12 @@ def with_models(
     lane_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
     models = {name: _model_totals(lane, read, queries, lane_tokens) for name, read in reads.items()}
     missing = dict(lane.missing)
+    engine = engines.engine(lane.dialect)
+    label, adapters = engine.model_label, engine.lora
     if not models:
-        missing["models"] = models_reason(lane.dialect) or NO_MODELS_SEEN
+        missing["models"] = (isinstance(label, Unavailable) and label.reason) or NO_MODELS_SEEN
     if lora is None:
-        missing["lora"] = lora_reason(lane.dialect)
+        missing["lora"] = (isinstance(adapters, Unavailable) and adapters.reason) or NO_LORA_SEEN
     return replace(lane, models=frozen_map(models), lora=lora, missing=frozen_map(missing))
 
 
@@ -146,14 +136,9 @@ def lora_adapters(series: Iterable[tuple[Mapping[str, str], float]]) -> LoraAdap
     )
 
 
-def lora_from_answer(samples: Iterable[dict[str, Any]] | None) -> LoraAdapters | None:
+def lora_from_answer(samples: list[dict[str, Any]] | None) -> LoraAdapters | None:
     """`lora_adapters` of a `promql.LORA` answer."""
-    found = []
-    for sample in samples or ():
-        value = promql.sample_value(sample)
-        if isinstance(value, float):
-            found.append(({k: str(v) for k, v in sample.get("metric", {}).items()}, value))
-    return lora_adapters(found)
+    return lora_adapters(gpu_series.values_from_samples({"": samples or []}).get("", []))
 
 
 def _names(joined: str) -> tuple[str, ...]:

@@ -1,9 +1,5 @@
-"""PromQL for a lane: selectors (escaping, parsing, matching), the expressions of specs, and
-reading the answer.
-
-Pure: no I/O. A lane's refresh asks every figure in one query (`lane_plan`, `combined_query`);
-`split_by_fig` and `read_key` take the answer apart again.
-"""
+"""PromQL for a lane: selectors, the expressions of specs asked as one query (`lane_plan`), and
+reading the answer (`split_by_fig`, `read_key`). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -27,22 +23,11 @@ from cockpit.core.model import (
 from cockpit.core.timeutil import parse_duration, promql_duration, stamp
 from cockpit.engines import specs
 
-# Keys of the expressions asked beside the figures'.
-KV_CAPACITY = "kv_capacity"
-"""The KV capacity (an info series' labels, or a gauge), where the engine states it."""
-DATA_START = "data_start"
-"""The timestamp of the lane's oldest sample in the window."""
-SCRAPES = "scrapes"
-"""How many samples the lane's presence series has in the last `SCRAPE_SPAN_S` (or the
-window, when shorter)."""
-TARGETS = "targets"
-"""How many scrape targets the lane has (`count(up)`)..."""
-TARGETS_UP = "targets_up"
-"""...and how many of them are up (`sum(up)`)."""
-MODEL = "model:"
-"""Prefix of a raw key's per-model expression (`model_expressions`)."""
-LORA = "lora"
-"""The engine's LoRA info series with the latest value."""
+# Keys of the expressions asked beside the figures': the KV capacity, the oldest sample in the
+# window, the presence series' samples in the last SCRAPE_SPAN_S, the scrape targets and how
+# many are up, a raw key's per-model expression (a prefix), the LoRA info series.
+KV_CAPACITY, DATA_START, SCRAPES = "kv_capacity", "data_start", "scrapes"
+TARGETS, TARGETS_UP, MODEL, LORA = "targets", "targets_up", "model:", "lora"
 SCRAPE_SPAN_S = 600.0
 SCRAPE_INTERVALS: tuple[float, ...] = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300)
 """The scrape intervals people set."""
@@ -94,10 +79,6 @@ _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
 
 
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
-
-
 def parse_selector(selector: str) -> tuple[Matcher, ...]:
     """The matchers of `{a="b",c=~"re"}` (braces optional); ValueError names the bad part."""
     text = _inner(selector)
@@ -108,7 +89,8 @@ def parse_selector(selector: str) -> tuple[Matcher, ...]:
         if not match:
             raise ValueError(f"cannot read selector {selector!r} at {text[position:]!r}")
         op: MatchOp = match.group(2)  # type: ignore[assignment]
-        matchers.append(Matcher(match.group(1), op, _unescape(match.group(3))))
+        value = re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m[1], m[1]), match.group(3))
+        matchers.append(Matcher(match.group(1), op, value))
         position = match.end()
     return tuple(matchers)
 
@@ -136,13 +118,9 @@ def spec_expression(
     by: str = "",
 ) -> str | None:
     """One spec as PromQL returning a single sample (a `le` vector for histograms); with `by`,
-    one per value of that label (every sum keeps it: a fleet's lanes at once). `at` pins every
-    range to end at that epoch (the `@` modifier).
-
-    Gauges are the time average of the sum (or mean) across series, sampled every `step`
-    seconds (default `subquery_step` of the window), so series that replace each other within
-    the window (a container swap) are not added up as if they had run side by side.
-    """
+    one per value of that label; `at` pins every range to end then (`@`). Gauges are the time
+    average of the sum across series, sampled every `step` seconds (default `subquery_step`),
+    so series that replace each other (a container swap) are not added up."""
     pin = "" if at is None else f" @ {at:.3f}"
 
     def part(other: specs.Spec, over: str = window) -> str | None:
@@ -150,7 +128,7 @@ def spec_expression(
 
     if isinstance(spec, specs.Counter):
         increase = f"increase({_series(spec.metric, selector, spec.extra)}[{window}]{pin})"
-        return f"{_sum('sum', spec.by, by)}({_one_rank(increase, spec.ranks)})"
+        return f"{_sum('sum', spec.by, by)}({one_rank(increase, spec.ranks)})"
     if isinstance(spec, specs.Combined):
         return f"({part(spec.a)} {spec.op} {part(spec.b)})"
     if isinstance(spec, specs.Either):
@@ -172,29 +150,25 @@ def spec_expression(
         return f"({mean} or {_instant(spec, selector, pin, by)})"
     if isinstance(spec, specs.Histogram):
         buckets = f"{_series(f'{spec.base}_bucket', selector, spec.extra)}[{window}]{pin}"
-        increase = _one_rank(f"increase({buckets})", spec.ranks)
+        increase = one_rank(f"increase({buckets})", spec.ranks)
         return f"{_sum('sum', 'le', by)}({increase})"
     return None
 
 
 LE_SEEN = "_le_seen"
-"""Suffix of a histogram key's bound-presence expression (`le_seen_expression`)."""
 
 
 def le_seen_expression(
     spec: specs.Spec, selector: str, window: str, step: float | None = None
 ) -> str | None:
-    """How often each `le` of a histogram was present in the window, for `check_buckets`: a
-    bound present less often than `+Inf` is not in every bucket set of the window (an engine
-    restarted with other buckets). Counted at the gauges' subquery step rather than over every
-    raw sample: at most ~2000 lookups a series however long the window, and as exact (every
-    bucket of a target is scraped, and goes stale, at once). Of an `Either`, the option its
-    increase is read from."""
+    """How often each `le` of a histogram was present in the window, for `check_buckets` (of an
+    `Either`, the option its increase is read from). Counted at the gauges' subquery step: at
+    most ~2000 lookups a series, and as exact (a target's buckets are scraped at once)."""
     if isinstance(spec, specs.Histogram):
         step = subquery_step(parse_duration(window)) if step is None else step
         buckets = _series(f"{spec.base}_bucket", selector, spec.extra)
         counted = f"count_over_time({buckets}[{window}:{promql_duration(step)}])"
-        return f"sum by (le) ({_one_rank(counted, spec.ranks)})"
+        return f"sum by (le) ({one_rank(counted, spec.ranks)})"
     if not isinstance(spec, specs.Either) or not isinstance(spec.options[0], specs.Histogram):
         return None
     seen = [le_seen_expression(option, selector, window, step) for option in spec.options]
@@ -213,7 +187,7 @@ def _instant(spec: specs.Gauge | specs.Either, selector: str, pin: str, by: str)
         gauges = [o for o in spec.options if isinstance(o, specs.Gauge)]
         return f"({' or '.join(_instant(o, selector, pin, by) for o in gauges)})"
     series = _series(spec.metric, selector) + pin
-    return f"{_sum(spec.across, spec.by, by)}({_one_rank(series, spec.ranks)})"
+    return f"{_sum(spec.across, spec.by, by)}({one_rank(series, spec.ranks)})"
 
 
 def _series(metric: str, selector: str, extra: tuple[tuple[str, str], ...] = ()) -> str:
@@ -226,7 +200,7 @@ def _sum(how: str, *labels: str) -> str:
     return f"{how} by ({kept}) " if kept else how
 
 
-def _one_rank(vector: str, ranks: str) -> str:
+def one_rank(vector: str, ranks: str) -> str:
     """Series that repeat one another across `ranks`: the largest stands for them."""
     return f"max without ({ranks}) ({vector})" if ranks else vector
 
@@ -235,14 +209,12 @@ def capacity_expression(
     dialect: str, selector: str, escaped: bool = False, window: str | None = None
 ) -> str | None:
     """KV capacity: an info series (labels read client-side) or a gauge; None where the engine
-    states none. With a `window`, when the lane has none now (the engine down, `--at` in a
-    gap), the last seen in it."""
+    states none. With a `window`, when the lane has none now, the last seen in it."""
     capacity = engines.engine(dialect).capacity_spec(escaped)
     if isinstance(capacity, specs.Gauge):
-        series = capacity.metric + selector_with(selector)
-        sum_ = _sum(capacity.across, capacity.by)
-        now = f"{sum_}({_one_rank(series, capacity.ranks)})"
-        last = f"{sum_}({_one_rank(f'last_over_time({series}[{window}])', capacity.ranks)})"
+        now = _instant(capacity, selector, "", "")
+        last = f"last_over_time({_series(capacity.metric, selector)}[{window}])"
+        last = f"{_sum(capacity.across, capacity.by)}({one_rank(last, capacity.ranks)})"
     elif isinstance(capacity, specs.Info):
         now = capacity.metric + selector_without(selector, *capacity.unlabelled)
         last = f"(last_over_time({now}[{window}]) unless on() {now})"
@@ -257,21 +229,16 @@ def subquery_step(window_s: float) -> float:
 
 
 GAUGE_STEPS: tuple[float, ...] = (15, 30, 60, 120, 300, 600, 1800, 3600)
-"""Steps a long window's gauges may be sampled at when the lane's history is shorter."""
-
-
 GAUGE_POINTS = 60
-"""A short span's gauges are sampled at this many instants at least (a 45 s window at the
-15 s step read three, each a scrape's value or not)."""
+"""A short span's gauges are sampled at this many instants at least."""
 FINE_GAUGE_STEPS: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
-"""Steps at least as fine as the scrape intervals a short span's gauges are sampled at."""
 
 
 def gauge_step(window_s: float, covered_s: float | None) -> float:
     """The subquery step of a window's gauges: the window's own, or, when the lane's data
     covers only `covered_s` of it, one fine enough for that history (rounded up to
-    `GAUGE_STEPS`, so a growing history changes the query rarely); over a span shorter than
-    `GAUGE_POINTS` such steps, the `FINE_GAUGE_STEPS` one that gives it that many instants."""
+    `GAUGE_STEPS`, so a growing history changes the query rarely; `FINE_GAUGE_STEPS` for a
+    span shorter than `GAUGE_POINTS` steps)."""
     step = subquery_step(window_s)
     span = window_s if covered_s is None or covered_s >= window_s else max(covered_s, 0.0)
     if span < window_s:
@@ -285,21 +252,16 @@ def gauge_step(window_s: float, covered_s: float | None) -> float:
 FINE_STEP_S = 15.0
 """The data start's precision when the lane's history is short."""
 SCAN_POINTS = 2000
-"""Points of a data-start scan: a span 2000 steps long, like a window's own step."""
 
 
 def data_start_expression(
     dialect: str, selector: str, window_s: float, escaped: bool = False, by: str = ""
 ) -> str:
     """Epoch of the lane's oldest sample in the window, to within a step (with `by`, one per
-    value of that label).
-
-    Each subquery point is its own time when a sample is within the 5 m lookback (`m * 0 +
-    time()`: `timestamp()` in a subquery is ~25× slower), so the minimum is the first point
-    with data. A window's own step is coarse for a history much shorter than the window, so
-    shorter spans are scanned first at finer steps (15 s over the last 8 h 20 min, each next
-    span 20 times longer and coarser); the first span whose data begins inside it answers.
-    """
+    value of that label). Each subquery point is its own time when a sample is within the 5 m
+    lookback (`m * 0 + time()`: `timestamp()` in a subquery is ~25× slower). Shorter spans are
+    scanned first at finer steps (15 s over 8 h 20 min, each next 20 times longer and coarser);
+    the first span whose data begins inside it answers."""
     metric = presence_series(dialect, selector, escaped)
     window_step = subquery_step(window_s)
     scans: list[str] = []
@@ -322,10 +284,8 @@ def _earliest(metric: str, span_s: float, step_s: float, by: str = "") -> str:
 
 
 def targets_expressions(selector: str) -> dict[str, str]:
-    """The lane's scrape targets and how many are up, from Prometheus's own `up` series.
-
-    `up` has no `model_name`: that matcher is dropped. A selector with no other matcher would
-    count every target of the server, so it asks nothing."""
+    """The lane's scrape targets and how many are up (`up` has no `model_name`: dropped); a
+    selector with no other matcher would count every target of the server, so none."""
     kept = selector_without(selector, "model_name")
     if kept == "{}":
         return {}
@@ -348,9 +308,8 @@ def model_expressions(
     names: frozenset[str] | None,
 ) -> dict[str, str]:
     """`MODEL` + raw key -> the key's PromQL `sum by (<the engine's model label>)`, for the
-    `MODEL_KEYS` asked; `LORA` -> its info series with the latest value. That series has no
-    model label, so a model filter's names don't list it: it is asked wherever the engine has
-    one (an empty answer where LoRA is off)."""
+    `MODEL_KEYS` asked; `LORA` -> its info series with the latest value (it has no model label,
+    so it is asked wherever the engine has one)."""
     engine = engines.engine(dialect)
     found: dict[str, str] = {}
     if isinstance(label := engine.model_label, str):
@@ -373,9 +332,8 @@ def combined_query(exprs: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LanePlan:
-    """A lane's figures for one window: the raw keys asked (their `specs` and PromQL `exprs`),
-    the `extra` expressions (`kv_capacity`, and the lane's state when asked), why the other
-    keys are `missing` (unavailable, or a metric not exposed), and all as one `query`."""
+    """A lane's figures for one window: the raw keys asked (`specs`, `exprs`), the `extra`
+    expressions, why the other keys are `missing`, and all as one `query`."""
 
     specs: Mapping[str, specs.Spec]
     exprs: Mapping[str, str]
@@ -393,12 +351,8 @@ def lane_plan(
     with_start: bool,
     gauge_step: float | None = None,
 ) -> LanePlan:
-    """The plan for a lane's refresh, built once (a lane asks the same query at every refresh).
-
-    `with_start` also asks the lane's state: its scrape targets (`targets_expressions`), when
-    its data starts and its scrapes. Gauges are sampled every `gauge_step` seconds (default:
-    the window's `subquery_step`).
-    """
+    """The plan for a lane's refresh, built once; `with_start` also asks the lane's state (its
+    scrape targets, when its data starts, its scrapes). Gauges are sampled every `gauge_step`."""
     escaped = engines.names_escaped(names or ())
     every = engines.engine(dialect).lane_specs(escaped)
     reasons = {key: specs.missing_reason(spec, names) for key, spec in every.items()}
@@ -430,11 +384,9 @@ def lane_plan(
 NO_SAMPLES = "no samples in window"
 NO_SAMPLE_NOW = "no sample at the evaluation time"
 Samples = list[dict[str, Any]]
-"""An answer's samples (`{"metric": {labels}, "value": [time, "number"]}`)."""
 
 
 def split_by_fig(result: Samples) -> dict[str, Samples]:
-    """An answer's samples grouped by their `fig` label (see `combined_query`)."""
     by_fig: dict[str, Samples] = {}
     for sample in result:
         by_fig.setdefault(str(sample.get("metric", {}).get("fig", "")), []).append(sample)
@@ -482,15 +434,11 @@ def _buckets(samples: Samples) -> tuple[Bucket, ...] | Missing:
 
 def le_seen(samples: Samples | None) -> dict[float, float] | None:
     """A `le_seen_expression` answer as bound -> times present; None when unreadable."""
+    found = _buckets(samples or [])
+    if isinstance(found, Missing):
+        return None
     seen: dict[float, float] = {}
-    for sample in samples or ():
-        number = sample_value(sample)
-        try:
-            bound = specs.parse_le(sample["metric"]["le"])
-        except (KeyError, TypeError, ValueError):
-            return None
-        if isinstance(number, Missing):
-            return None
+    for bound, number in found:
         seen[bound] = seen.get(bound, 0.0) + number
     return seen
 
@@ -542,10 +490,9 @@ def window_coverage(
 def scrape_interval(
     counted: Samples | None, start: Samples | None, end: float, window_s: float
 ) -> float | None:
-    """The lane's scrape interval: its presence series' samples (`SCRAPES`) over the time they
-    span (the last `SCRAPE_SPAN_S` or the window, or since the lane's `DATA_START` when later),
-    as the nearest of `SCRAPE_INTERVALS` (a sample more or less changes neither it nor the
-    trend's query); None with fewer than two."""
+    """The lane's scrape interval: its presence series' samples over the time they span, as the
+    nearest of `SCRAPE_INTERVALS` (a sample more or less changes neither it nor the trend's
+    query); None with fewer than two."""
     count = sample_value(counted[0]) if counted else None
     if not isinstance(count, float) or count < 2:
         return None

@@ -1,23 +1,20 @@
-"""A quantile from a histogram's cumulative buckets, as Prometheus's `histogram_quantile` does.
-
-Pure: the same steps as `bucketQuantile` in Prometheus 2.42 (promql/quantile.go), so the
-direct-scrape path and the server agree to the last bit: buckets sorted by bound, equal bounds
-added together, counts made monotonic, the rank `q × total` found by the first bucket whose
-count reaches it, and linear interpolation inside that bucket (the first bucket starts at 0,
-unless its bound is ≤ 0: then that bound is the answer).
-
-A rank in the `+Inf` bucket has no upper edge to interpolate to: Prometheus answers the largest
-finite bound, which is only a lower bound of the true quantile, so it comes back flagged.
-"""
+"""A quantile from a histogram's cumulative buckets by the steps of `bucketQuantile` in
+Prometheus 2.42 (promql/quantile.go), so a direct scrape and the server agree to the last bit.
+A rank in the `+Inf` bucket answers the largest finite bound, a lower bound: it comes back
+flagged. Pure."""
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, pairwise
+from itertools import pairwise
+from operator import itemgetter
 
 from cockpit.core.model import Bucket, Missing
+
+Envelope = tuple[list[float], list[float]]
+"""A histogram's bounds and monotonic cumulative counts (`envelope`), ready to read."""
 
 
 def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool] | None:
@@ -28,12 +25,23 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
         return None
     if not 0 <= q <= 1:
         raise ValueError(f"quantile {q} is outside [0, 1]")
-    ordered = sorted(buckets, key=lambda bucket: bucket[0])
-    if ordered[-1][0] != math.inf:
+    found = envelope_of(buckets)
+    return None if found is None else quantile(q, found)
+
+
+def envelope_of(buckets: Sequence[Bucket]) -> Envelope | None:
+    """The envelope of buckets in any order; None without a `+Inf` bucket, two distinct
+    bounds or an observation (Prometheus answers NaN)."""
+    ordered = sorted(buckets, key=itemgetter(0))
+    if not ordered or ordered[-1][0] != math.inf:
         return None
     bounds, counts = envelope(ordered)
-    if len(bounds) < 2 or counts[-1] == 0:
-        return None
+    return (bounds, counts) if len(bounds) >= 2 and counts[-1] != 0 else None
+
+
+def quantile(q: float, found: Envelope) -> tuple[float, bool]:
+    """`histogram_quantile` over an envelope: the value, and whether it is a lower bound."""
+    bounds, counts = found
     rank = q * counts[-1]
     b = bisect_left(counts, rank, hi=len(counts) - 1)  # the first count ≥ rank, as sort.Search
     if b == len(bounds) - 1:
@@ -48,18 +56,22 @@ def histogram_quantile(q: float, buckets: Sequence[Bucket]) -> tuple[float, bool
     return start + (bounds[b] - start) * (rank / count), False
 
 
-def envelope(ordered: Sequence[Bucket]) -> tuple[list[float], list[float]]:
+def envelope(ordered: Sequence[Bucket]) -> Envelope:
     """Bounds and counts: equal bounds (series that overlap once summed) added up, then each
     count raised to the largest before it (the envelope Prometheus takes when the increases of
     separately scraped buckets disagree)."""
-    merged: list[list[float]] = []
+    bounds: list[float] = []
+    counts: list[float] = []
     for bound, count in ordered:
-        if merged and merged[-1][0] == bound:
-            merged[-1][1] += count
+        if bounds and bounds[-1] == bound:
+            counts[-1] += count
         else:
-            merged.append([bound, count])
-    counts = accumulate((count for _, count in merged), lambda top, count: max(count, top))
-    return [bound for bound, _ in merged], list(counts)
+            bounds.append(bound)
+            counts.append(count)
+    for at in range(1, len(counts)):
+        if counts[at] < counts[at - 1]:
+            counts[at] = counts[at - 1]
+    return bounds, counts
 
 
 NOT_CUMULATIVE = "buckets not cumulative"
@@ -72,15 +84,11 @@ def check_buckets(
     buckets: Sequence[Bucket], seen: Mapping[float, float] | None = None
 ) -> tuple[tuple[Bucket, ...], str] | Missing:
     """The buckets a quantile may be read from and what was wrong with them ("" when nothing),
-    or why none can be read.
-
-    `seen`: how often each bound was seen in the window (samples, or subquery points). A bound
-    seen less often than `+Inf` (every bucket set has one) is not in every bucket set of the
-    window: an engine restarted with other buckets, or its series disagree. Only the bounds
-    all sets share are kept: their cumulative counts are exact in each set, so their sum is a
-    true, coarser histogram. Counts that fall as the bound rises (or below zero) are not a
-    cumulative histogram: the quantile is read as Prometheus reads it (made monotonic), and
-    said to be so."""
+    or why none can be read. `seen`: how often each bound was seen in the window; one seen less
+    often than `+Inf` is not in every bucket set of the window (an engine restarted with other
+    buckets), so only the bounds all sets share are kept: their counts are exact in each set,
+    so their sum is a true, coarser histogram. Counts that fall as the bound rises are read as
+    Prometheus reads them (made monotonic), and said to be so."""
     kept, notes = tuple(buckets), []
     top = None if seen is None else seen.get(math.inf)
     if top is not None and seen is not None:

@@ -1,21 +1,15 @@
-"""Latency targets (a lane's `slo:`) and the share of a histogram's observations that met one.
-
-Pure: the inverse of `histogram_quantile`. At a bucket bound the share is exact (the bound's
-count over the total); between bounds it is interpolated linearly inside the bucket, as
-Prometheus interpolates a quantile (the first bucket from 0), so `histogram_quantile` of the
-share answers the target again. Past the largest finite bound the `+Inf` bucket can't say how
-many met it: the share within that bound is a lower bound.
-"""
+"""Latency targets (a lane's `slo:`) and the share of a histogram's observations that met one:
+the inverse of `histogram_quantile` (exact at a bound, interpolated inside a bucket as it does;
+past the largest finite bound, a lower bound). Pure."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from cockpit.core.model import Bucket
-from cockpit.core.quantiles import envelope
+from cockpit.core.quantiles import Envelope, envelope_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +47,15 @@ class Attainment(NamedTuple):
 def attainment(target: float, buckets: Sequence[Bucket]) -> Attainment | None:
     """Observations ≤ `target` from cumulative `(le, count)` buckets; None without
     observations, a `+Inf` bucket or a finite bound."""
-    ordered = sorted(buckets, key=lambda bucket: bucket[0])
-    if not ordered or ordered[-1][0] != math.inf:
+    return attained(target, envelope_of(buckets))
+
+
+def attained(target: float, found: Envelope | None) -> Attainment | None:
+    """`attainment` over the buckets' envelope (`envelope_of`)."""
+    if found is None:
         return None
-    bounds, counts = envelope(ordered)
+    bounds, counts = found
     total = counts[-1]
-    if total == 0 or len(bounds) < 2:
-        return None
     at = next(index for index, bound in enumerate(bounds) if bound >= target)
     if bounds[at] == target:
         return Attainment(counts[at], total)

@@ -1,10 +1,6 @@
-"""How much of a window's traffic was inside benchmark cards, and what the rest was. Pure.
-
-The window's own figures, less each card's exact counts, is the traffic outside every card
-(through Prometheus the window's counts are `increase()`'s, extrapolated to its edges, so the
-rest carries that error, up to a scrape interval's worth); with a ledger narrowed to the lane's
-models, the agent ledger's share of that rest is said beside it.
-"""
+"""How much of a window's traffic was inside benchmark cards, and what the rest was: the
+window's figures less each card's exact counts (through Prometheus, `increase()`'s
+extrapolation error, up to a scrape interval's worth, stays in the rest). Pure."""
 
 from __future__ import annotations
 

@@ -38,15 +38,10 @@ _TABLE = _Pictures(_PICTURES)
 
 
 def visible(text: str) -> str:
-    """`text` with its control characters shown as symbols (ESC as ␛): a name or a reason may
-    not move the cursor, set a title, write the clipboard or start an escape sequence.
-
-    Characters that draw nothing or reorder what follows are shown as `<U+XXXX>`: format
-    characters (zero-width space U+200B, joiners, the bidi override U+202E and the other bidi
-    controls, the BOM), the combining grapheme joiner U+034F and variation selectors, line and
-    paragraph separators, lone surrogates. Two names that differ only by one of them look
-    different. Ordinary combining accents stay as they are: `café` written with U+0301 reads
-    as café, and an accent is visible where it lands."""
+    """`text` with its control characters shown as symbols (ESC as ␛), so it can't move the
+    cursor or start an escape sequence, and characters that draw nothing or reorder what
+    follows (`_ESCAPED_CATEGORIES`, `_INVISIBLE_MARKS`) as `<U+XXXX>`, so two names that differ
+    only by one look different. Combining accents stay: an accent is visible where it lands."""
     if text.isascii() and text.isprintable():
         return text
     return text.translate(_TABLE)

@@ -1,13 +1,6 @@
-"""A lane's trend: its figures at a fixed step across the window. Pure: no I/O.
-
-Points sit on the multiples of the step (`trend_step`), point t covering (t - step, t]. Per
-step the raw keys are read again (a counter's increase in it, a gauge's mean) and the trend keys
-worked out from them as the window's figures are. Prometheus answers one range query
-(`trend_query`, read back by `matrix_values`); a direct scrape reads its buffer
-(`buffer.step_values`). A step without data is None, never 0; a reset does not spike. A step
-shorter than a few scrape intervals has its counters read over `rate_range` (as Grafana's
-`$__rate_interval`), their rate times the step, and the trend says so.
-"""
+"""A lane's trend: its figures at each multiple t of a step (covering (t - step, t]), worked
+out from the step's raw keys as the window's figures are; one range query on Prometheus
+(`trend_query`), the buffer on a direct scrape. A step without data is None, never 0. Pure."""
 
 from __future__ import annotations
 
@@ -61,23 +54,17 @@ def point_times(window_s: float, end: float) -> tuple[float, ...]:
     return tuple(last - (count - 1 - i) * step for i in range(count))
 
 
-def trend_point(dialect: str, step_s: float, values: StepValues) -> dict[str, float | None]:
-    """The trend keys over one step: each its catalogue figure over the step's values."""
-    quantiles = {TTFT_P95: (values[TTFT_P95], False)} if TTFT_P95 in values else {}
-    raw = {key: value for key, value in values.items() if key != TTFT_P95}
-    totals = LaneTotals("", dialect, step_s, 0.0, raw, quantiles=quantiles)
-    figures = evaluate(totals, (series.figure for series in TRENDS))
-    return {series.key: figures[series.figure].value for series in TRENDS}
-
-
 @lru_cache(maxsize=16 * POINTS)
 def _trend_row(
     dialect: str, step_s: float, values: tuple[tuple[str, float], ...]
 ) -> tuple[float | None, ...]:
-    """`trend_point` as a row in `TREND_KEYS` order, remembered: a window's steps stay the
-    same from one refresh to the next (only the newest moves), and a gap is a gap."""
-    point = trend_point(dialect, step_s, dict(values))
-    return tuple(point.get(key) for key in TREND_KEYS)
+    """The trend keys over one step (`TREND_KEYS` order), each its catalogue figure over the
+    step's values; remembered: a window's steps stay the same from one refresh to the next."""
+    raw = dict(values)
+    quantiles = {TTFT_P95: (raw.pop(TTFT_P95), False)} if TTFT_P95 in raw else {}
+    totals = LaneTotals("", dialect, step_s, 0.0, raw, quantiles=quantiles)
+    figures = evaluate(totals, (series.figure for series in TRENDS))
+    return tuple(figures[series.figure].value for series in TRENDS)
 
 
 def make_trend(
@@ -102,8 +89,8 @@ def make_trend(
 def step_specs(dialect: str, exposed: frozenset[str]) -> dict[str, dialects.Spec]:
     """The step inputs and the TTFT histogram the engine exposes, by raw key."""
     specs = dialects.lane_specs(dialect, dialects.names_escaped(exposed))
-    wanted = {key: specs[key] for key in (*STEP_INPUTS, TTFT)}
-    return {k: spec for k, spec in wanted.items() if not dialects.missing_reason(spec, exposed)}
+    wanted = (*STEP_INPUTS, TTFT)
+    return {k: specs[k] for k in wanted if not dialects.missing_reason(specs[k], exposed)}
 
 
 def rate_range(step_s: float, scrape_s: float) -> float:
@@ -143,9 +130,7 @@ def step_expression(
     if isinstance(spec, dialects.Gauge):
         within = promql_duration(max(step_s, math.ceil(scrape_s)))
         series = f"avg_over_time({spec.metric}{promql.selector_with(selector)}[{within}])"
-        if spec.ranks:
-            series = f"max without ({spec.ranks}) ({series})"
-        return f"{spec.across}({series})"
+        return f"{spec.across}({promql.one_rank(series, spec.ranks)})"
     over = rate_range(step_s, scrape_s)
     increase = promql.spec_expression(spec, selector, promql_duration(over))
     return f"({increase} * {step_s:g} / {over:g})" if increase and over > step_s else increase

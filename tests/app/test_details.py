@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
-from cockpit.core.catalogue import TREND_KEYS, trend_definition
+from cockpit.core.catalogue import TRENDS
 from cockpit.core.catalogue import definition as lane_definition
 from cockpit.core.figures import lane_figures
 from cockpit.core.gpu_figures import NO_GPU_SOURCE
@@ -188,4 +188,4 @@ def test_every_figure_has_a_plain_language_definition() -> None:
     ledger = ledger_figures(ledger_totals()).figures
     assert [key for key in lane if not lane_definition(key)] == []
     assert [key for key in ledger if not ledger_definition(key)] == []
-    assert all(trend_definition(key) for key in TREND_KEYS)
+    assert all(series.definition for series in TRENDS)
