@@ -105,7 +105,8 @@ class Scrape:
     """The latest timestamp the exposition gave a sample (epoch seconds), if any did."""
 
 
-def _parse_line(url: str, line: str) -> Sample:
+def parse_line(url: str, line: str) -> Sample:
+    """One sample line, by prometheus_client's parser (a `SourceError` when it can't)."""
     try:
         (sample,) = (s for family in text_string_to_metric_families(line) for s in family.samples)
         return sample
@@ -181,7 +182,7 @@ def read_scrape(
             scrape.series[head] = series
             continue
         if isinstance(series, str) or (value := plain_number(last)) is None:
-            sample = _parse_line(url, line.strip())
+            sample = parse_line(url, line.strip())
             key = label_key(sample.labels)
             series = Series(sample.name, sample.labels, key, tuple(p for p in key if p[0] != "le"))
             value = float(sample.value)

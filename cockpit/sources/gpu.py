@@ -5,7 +5,6 @@ is its totals' `reason`, and the lane's own figures carry on."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from bisect import bisect_left, bisect_right
@@ -30,9 +29,11 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
-from cockpit.sources.exposition import Series as Named
-from cockpit.sources.exposition import parse_samples
+from cockpit.sources.exposition import parse_line, plain_number
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
+
+Named = tuple[str, dict[str, str]]
+"""A series' name and labels."""
 
 MAX_READS = 4096
 """Reads a scrape or NVML source keeps (5.7 h at a 5 s refresh); a longer window reads
@@ -323,15 +324,27 @@ class ScrapeGpu(OwnReads):
 def parse_exposition(
     text: str, names: frozenset[str], known: Mapping[str, Named] | None = None
 ) -> tuple[list[Reading], dict[str, Named]]:
-    """The samples named `names` of a Prometheus text exposition and the series read, as
-    `parse_samples` reads them (`known`: the last call's series), but a line it can't read is
-    left out: one bad line costs its sample, not the scrape."""
+    """The samples named `names` of a Prometheus text exposition and the series read, by the
+    text before their value (`known`: the last call's; a line of one of them has only its value
+    read). A line it can't read is left out: one bad line costs its sample, not the scrape."""
+    known = known or {}
     readings: list[Reading] = []
     series: dict[str, Named] = {}
     for line in text.splitlines():
-        if line.split("{", 1)[0].split(" ", 1)[0] in names:
-            with contextlib.suppress(SourceError):
-                found, seen, _ = parse_samples("", [line], known)
-                readings += found
-                series.update(seen)
+        if line.split("{", 1)[0].split(" ", 1)[0] not in names:
+            continue
+        head, _, last = line.rpartition(" ")
+        seen = known.get(head)
+        value = plain_number(last) if seen is not None else None
+        if seen is None or value is None:
+            try:
+                sample = parse_line("", line)
+            except SourceError:
+                continue
+            seen, value = (sample.name, sample.labels), float(sample.value)
+            if sample.timestamp is not None or sample.exemplar is not None:
+                readings.append((*seen, value))
+                continue
+        series[head] = seen
+        readings.append((*seen, value))
     return readings, series
