@@ -54,6 +54,4 @@ class ModelsPane(Pane):
     the LoRA adapters running and waiting."""
 
     BORDER_TITLE = "Models"
-
-    def show(self, lane: LaneSnapshot | None, configured: bool = True) -> None:
-        self.view = models_view(lane, configured)
+    build = staticmethod(models_view)

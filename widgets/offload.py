@@ -3,17 +3,32 @@ between engines, and what failed. Shown only on a lane whose engine exposes eith
 
 from __future__ import annotations
 
+from typing import Any
+
 from cockpit.core.catalogue import pane_keys
 from cockpit.core.health import CONNECTOR_FAILURES
 from cockpit.core.snapshot import LaneSnapshot
 
-from .pane import Line, Pane, PaneView, Row, Source, Tone, lane_source
+from .pane import Pane, PaneView, lane_source
 
 CONNECTORS = tuple(
     tuple(key for key in pane_keys("offload") if key.startswith(prefix))
     for prefix in ("offload_", "nixl_")
 )
 """Each connector's figures (the offload tier's, NIXL's), in the pane's order."""
+
+
+def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+    """The rows of each connector the lane has (a figure of it with a value), a failure
+    counter that moved in its health rule's colour; none without."""
+    engine = lane_source(lane, lane_configured)
+    lines = [
+        engine.row(key, tone=CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain")
+        for keys in CONNECTORS
+        if any(engine.value(key) is not None for key in keys)
+        for key in keys
+    ]
+    return PaneView(tuple(lines), (("lane", engine.freshness),))
 
 
 class OffloadPane(Pane):
@@ -23,23 +38,8 @@ class OffloadPane(Pane):
     BORDER_TITLE = "KV offload & transfer"
     DEFAULT_CSS = "OffloadPane { display: none; }"
     """Hidden until a read finds a connector's figures."""
+    build = staticmethod(offload_view)
 
-    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        self.view = offload_view(lane, lane_configured)
+    def show(self, *args: Any, **kwargs: Any) -> None:
+        super().show(*args, **kwargs)
         self.display = bool(self.view.lines)
-
-
-def _row(engine: Source, key: str) -> Row:
-    """A failure counter that moved in the window in its health rule's colour."""
-    tone: Tone = CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain"
-    return engine.row(key, tone=tone)
-
-
-def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
-    """The rows of each connector the lane has (a figure of it with a value); none without."""
-    engine = lane_source(lane, lane_configured)
-    lines: list[Line] = []
-    for keys in CONNECTORS:
-        if any(engine.value(key) is not None for key in keys):
-            lines += [_row(engine, key) for key in keys]
-    return PaneView(tuple(lines), (("lane", engine.freshness),))

@@ -13,21 +13,6 @@ NAME_WIDTH = 12
 """Group names are shortened to this many cells so the ratio beside them always fits."""
 
 
-class RatiosPane(Pane):
-    """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
-
-    BORDER_TITLE = "Token ratios"
-
-    def show(
-        self,
-        lane: LaneSnapshot | None,
-        ledger: LedgerSnapshot | None,
-        ledger_configured: bool = True,
-        lane_configured: bool = True,
-    ) -> None:
-        self.view = ratios_view(lane, ledger, ledger_configured, lane_configured)
-
-
 def short_name(name: str) -> str:
     return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
 
@@ -86,3 +71,10 @@ def ratios_view(
         engine.row("computed_generated", "Computed : generated"),
     )
     return PaneView(lines, (("ledger", agent.freshness), ("lane", engine.freshness)))
+
+
+class RatiosPane(Pane):
+    """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
+
+    BORDER_TITLE = "Token ratios"
+    build = staticmethod(ratios_view)

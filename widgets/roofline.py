@@ -123,13 +123,17 @@ def caption_at(view: RooflineView | None, pane: Size, own_height: bool = False) 
 class Caption(LinesWidget):
     """The words under the plot; the screen is laid out again only when their number changes."""
 
-    lines: reactive[tuple[str, ...]] = reactive((), repaint=False, init=False)
+    lines: tuple[str, ...] = ()
 
-    def watch_lines(self, old: tuple[str, ...], lines: tuple[str, ...]) -> None:
-        self.refresh(layout=len(old) != len(lines))
+    def show(self, lines: tuple[str, ...]) -> None:
+        old, self.lines = self.lines, lines
+        self.redraw(old, lines)
 
-    def lines_at(self, width: int) -> Sequence[Content]:
-        return [Content(line) for line in self.lines]
+    def line_keys(self, width: int) -> Sequence[str]:
+        return self.lines
+
+    def line_content(self, y: int, width: int) -> Content:
+        return Content(self.lines[y])
 
 
 class RooflinePane(Widget):
@@ -193,7 +197,7 @@ class RooflinePane(Widget):
     def draw(self) -> None:
         """The caption and the plot of the view at the pane's size."""
         lines = caption_at(self.view, self.outer_size, self.own_height)
-        self.caption.lines = tuple(visible(line) for line in lines)
+        self.caption.show(tuple(visible(line) for line in lines))
         self.plot.show(self.view)
         if self.own_height:
             height = self.plot.styles.height

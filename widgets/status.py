@@ -8,7 +8,6 @@ from functools import lru_cache
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.reactive import reactive
 
 from cockpit.core.figures import format_value
 from cockpit.core.model import FRESH, Freshness
@@ -177,15 +176,10 @@ class StatusLine(LinesWidget):
     }
     """
 
-    view: reactive[StatusView | None] = reactive(None)
-    """A new view repaints the line; only one that needs another number of lines lays out."""
+    view: StatusView | None = None
 
     def show(self, view: StatusView) -> None:
-        self.view = view
-
-    def watch_view(self, old: StatusView | None, view: StatusView | None) -> None:
-        if view is None:
-            return
+        old, self.view = self.keys_now(), view
         reasons = [
             visible(f"{source.name}: {source.freshness.describe()}")
             for source in view.sources
@@ -194,9 +188,7 @@ class StatusLine(LinesWidget):
         tooltip = Content("\n".join(reasons)) if reasons else None  # plain text, never markup
         if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
             self.tooltip = tooltip
-        width = self.size.width
-        if not width or len(status_lines(old, width)) != len(status_lines(view, width)):
-            self.refresh(layout=True)
+        self.redraw(old)
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return status_lines(self.view, width)

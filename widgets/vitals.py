@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from textual.content import Content
-from textual.reactive import reactive
 
 from cockpit.core.catalogue import FINISH_REASONS, WAIT_REASONS
 from cockpit.core.figures import format_figure, format_value
@@ -19,7 +18,7 @@ from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 
 from .gpu import NO_GPU, GpuView, gpu_view
-from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
+from .pane import MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
 from .status import SEPARATOR, pack_items
 
 Item = tuple[str, str, Tone]
@@ -70,14 +69,7 @@ class PackedLine(LinesWidget):
     }
     """
 
-    view: reactive[tuple[Item, ...]] = reactive(
-        message("waiting for the first read…"), repaint=False, init=False
-    )
-    """Frozen: an equal view draws nothing."""
-
-    def watch_view(self, old: tuple[Item, ...], view: tuple[Item, ...]) -> None:
-        width = self.content_size.width or DEFAULT_WIDTH
-        self.refresh(layout=len(_lines(old, width)) != len(_lines(view, width)))
+    view: tuple[Item, ...] = message("waiting for the first read…")
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return _lines(self.view, width)
@@ -176,17 +168,15 @@ class VitalStrip(PackedLine):
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
-    gpu: reactive[GpuView] = reactive(NO_GPU, repaint=False, init=False)
-
-    def watch_gpu(self, old: GpuView, gpu: GpuView) -> None:
-        self.refresh(layout=(old == NO_GPU) != (gpu == NO_GPU))
+    gpu: GpuView = NO_GPU
 
     def show(
         self, lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
     ) -> None:
-        findings = tuple(findings)
+        findings, old = tuple(findings), self.keys_now()
         self.view = vitals_view(lane, configured, findings)
         self.gpu = lane_gpu_view(lane, findings)
+        self.redraw(old)
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return [*_lines(self.view, width), *gpu_line(self.gpu, width)]
@@ -208,4 +198,6 @@ class HealthLine(PackedLine):
     """The health rules that fire now, each naming its figure and threshold."""
 
     def show(self, findings: Iterable[Finding] | None) -> None:
+        old = self.keys_now()
         self.view = health_view(None if findings is None else tuple(findings))
+        self.redraw(old)
