@@ -298,8 +298,11 @@ class LinesWidget(Widget):
         """Repaint the lines whose keys changed from `old` to `new` (now's); lay the screen
         out again when their number did."""
         new = self.keys_now() if new is None else new
-        if len(old) != len(new) or not self.size.width:
+        if len(old) != len(new):
             self.refresh(layout=True)
+            return
+        if not self.size.width:  # not laid out (or hidden): drawn afresh when it is
+            self.strips = None
             return
         width = self.size.width
         changed = [
