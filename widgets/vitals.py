@@ -1,28 +1,98 @@
-"""The lane's vital signs and its health, at the top of the screen: the vital strip (what the
-engine does now and over the window, or what is down since when) and the health line (each
-rule that fires, naming its figure and threshold, or `healthy`)."""
+"""The vital strip (what the engine does now and over the window, or what is down since when),
+the lane's GPUs, and the health line (each rule that fires, or `healthy`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from textual.content import Content
 
 from cockpit.core.catalogue import FINISH_REASONS, WAIT_REASONS
 from cockpit.core.figures import format_figure, format_value
+from cockpit.core.gpu_figures import GpuFigures
 from cockpit.core.health import Finding, down_words
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 
-from .gpu import NO_GPU, GpuView, gpu_view
 from .pane import MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
 from .status import SEPARATOR, pack_items
 
 Item = tuple[str, str, Tone]
 """(label, value, tone): `label value`, or the value alone (a message: `engine DOWN since …`)."""
+GIB = 2**30
+"""Memory in GiB, as nvidia-smi and the exporters' MiB read (an `80GB` H100 has 79.6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """The GPU line two ways: a cell per GPU, and the GPUs together; `note` beside either.
+    A lane without a GPU source has none (NO_GPU)."""
+
+    cells: tuple[Item, ...] = ()
+    together: tuple[Item, ...] = ()
+    note: tuple[Item, ...] = ()
+
+
+NO_GPU = GpuView()
+
+FLAGGED_BY = {
+    "gpu_xid_errors": "gpu",
+    "gpu_memory_used_bytes": "mem",
+    "gpu_power_throttled": "power",
+}
+"""A GPU health finding's figure -> the item of the together view it colours."""
+
+
+def _memory(used: Figure | None, total: Figure | None) -> str:
+    """`71.5/80 GiB`: in use of the memory there is."""
+    if used is None or used.value is None:
+        return MISSING
+    gib = used.value / GIB
+    shown = f"{gib:.1f}" if gib < 100 else f"{gib:,.0f}"
+    if total is None or total.value is None:
+        return f"{shown} GiB"
+    return f"{shown}/{total.value / GIB:,.0f} GiB"
+
+
+def _readings(figures: Mapping[str, Figure]) -> tuple[str, str, str, str]:
+    get = figures.get
+    return (
+        _value(get("gpu_util")),
+        _memory(get("gpu_memory_used_bytes"), get("gpu_memory_total_bytes")),
+        _value(get("gpu_power_w")),
+        _value(get("gpu_temp_max_c")),
+    )
+
+
+def gpu_view(gpu: GpuFigures | None, flagged: Mapping[str, Tone]) -> GpuView:
+    """The line of a lane's GPU figures (None: no GPU source); an item whose figure a GPU
+    health rule flags takes the rule's colour."""
+    if gpu is None:
+        return NO_GPU
+    name = f"GPU {gpu.source}".rstrip() + ":"
+    if not gpu.per_gpu:
+        reason = short_reason(gpu.reason) or "no GPU read"
+        return GpuView(note=((name, reason, "alarm" if gpu.reason else "muted"),))
+    tones = {item: flagged[key] for key, item in FLAGGED_BY.items() if key in flagged}
+    cells: tuple[Item, ...] = tuple(
+        (f"GPU {one.id or one.uuid}", " ".join(_readings(figures)), "plain")
+        for one, figures in gpu.per_gpu
+    )
+    util, memory, power, temp = _readings(gpu.figures)
+    count = format_value(gpu.value("gpu_count"), "count")
+    together: tuple[Item, ...] = (
+        ("GPUs", count, tones.get("gpu", "plain")),
+        ("util", util, "plain"),
+        ("mem", memory, tones.get("mem", "plain")),
+        ("power", power, tones.get("power", "plain")),
+        ("hottest", temp, "plain"),
+    )
+    note: tuple[Item, ...] = (("", short_reason(gpu.reason), "warn"),) if gpu.reason else ()
+    return GpuView(cells, together, note)
 
 
 def message(text: str, tone: Tone = "muted") -> tuple[Item, ...]:
@@ -37,24 +107,23 @@ def _item_content(item: Item) -> Content:
     return Content.assemble((f"{visible(label)} ", "$text-muted"), shown)
 
 
+def _contents(items: Iterable[Item]) -> list[Content]:
+    return [_item_content(item) for item in items]
+
+
 @lru_cache(maxsize=8)
 def _lines(items: tuple[Item, ...], width: int) -> tuple[Content, ...]:
-    """The items packed into `width` (remembered: a view's lines are asked for to count them
-    and again to draw them)."""
-    return tuple(pack_items([_item_content(item) for item in items], width))
-
-
-def _one_line(items: tuple[Item, ...]) -> Content:
-    return Content(SEPARATOR).join([_item_content(item) for item in items])
+    """The items packed into `width` (remembered: asked for to compare and to draw)."""
+    return tuple(pack_items(_contents(items), width))
 
 
 def gpu_line(view: GpuView, width: int) -> list[Content]:
     """One line: a cell per GPU when they fit, else the GPUs together (cut with `…`)."""
     if view == NO_GPU:
         return []
-    line = _one_line((*view.cells, *view.note))
+    line = Content(SEPARATOR).join(_contents((*view.cells, *view.note)))
     if not view.cells or line.cell_length > width:
-        line = _one_line((*view.together, *view.note))
+        line = Content(SEPARATOR).join(_contents((*view.together, *view.note)))
     return [line.truncate(width, ellipsis=True)]
 
 
