@@ -47,8 +47,7 @@ SPLITS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("prompt_from", "prompt_from_share", "Prompt", "Prompt by source", True),
     ("cached", "cached_share", "Cached", "Cached by tier", False),
 )
-"""(tokens family, share family, a row's head, the whole's, whether a member that gave nothing
-is shown): every prompt source, only the tiers that served tokens (the receipt has them all)."""
+"""(tokens family, share family, a row's head, the whole's, whether a member at 0 is shown)."""
 
 
 def _split_rows(
@@ -108,8 +107,7 @@ def cache_view(
 
 
 class CacheGauge(Pane):
-    """Hit rate gauge (red under `low`, green above 90 %), hits / queries, where the prompt
-    tokens came from and the cache tiers that served them, the ledger's share."""
+    """Hit rate gauge, hits / queries, prompt tokens by source and tier, the ledger's share."""
 
     BORDER_TITLE = "Prefix cache"
     build = staticmethod(cache_view)

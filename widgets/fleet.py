@@ -1,6 +1,5 @@
-"""The overview's drawing: its rows as the fleet table shows them, coloured by the lane panes'
-health rules, and its status line. Lane names are data: never markup.
-"""
+"""The overview's rows as the fleet table shows them, coloured by the lane panes' health rules,
+and its status line. Lane names are data: never markup."""
 
 from __future__ import annotations
 

@@ -50,8 +50,7 @@ def models_view(lane: LaneSnapshot | None, configured: bool = True) -> PaneView:
 
 
 class ModelsPane(Pane):
-    """Requests/s, prompt and generated tok/s, hit rate, TTFT p95 and token share per model;
-    the LoRA adapters running and waiting."""
+    """Req/s, tok/s, hit rate, TTFT p95 and token share per model; the LoRA adapters."""
 
     BORDER_TITLE = "Models"
     build = staticmethod(models_view)

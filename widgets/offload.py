@@ -19,8 +19,7 @@ CONNECTORS = tuple(
 
 
 def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
-    """The rows of each connector the lane has (a figure of it with a value), a failure
-    counter that moved in its health rule's colour; none without."""
+    """Each connector's rows where it has a value; a moved failure counter in its rule's tone."""
     engine = lane_source(lane, lane_configured)
     lines = [
         engine.row(key, tone=CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain")
@@ -32,8 +31,7 @@ def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> Pan
 
 
 class OffloadPane(Pane):
-    """Offload load and store bytes/s, time per second and bandwidth, CPU cache in use,
-    allocation failures and skipped stores; NIXL mean transfer time, bytes/s and failures."""
+    """Offload loads and stores, CPU cache use and failures; NIXL transfers and failures."""
 
     BORDER_TITLE = "KV offload & transfer"
     DEFAULT_CSS = "OffloadPane { display: none; }"

@@ -165,8 +165,7 @@ SPARK_LABEL = 11
 
 
 def sparkline(points: tuple[float | None, ...], cells: int, top: float | None = None) -> str:
-    """`points` over `cells` blocks (each the mean of its points), scaled from 0 to `top`; a
-    cell with no point (a gap in the data) is a blank, never a zero."""
+    """`points` over `cells` blocks (each its points' mean) scaled to `top`; a gap is blank."""
     known = [point for point in points if point is not None]
     top = max(known, default=0.0) if top is None else top
     count = len(points)
@@ -271,8 +270,7 @@ def border_note(view: PaneView) -> str:
 
 
 class LinesWidget(Widget):
-    """A widget as tall as its lines at its width. A line is turned into a strip only when
-    what it is drawn from changed (Textual would turn every line again at each refresh)."""
+    """A widget as tall as its lines; a line is drawn again only when what it shows changed."""
 
     auto_links = reactive(False)
     """Its lines hold no links: none to style or look for under the mouse."""
@@ -295,8 +293,7 @@ class LinesWidget(Widget):
         return self.line_keys(self.size.width or DEFAULT_WIDTH)
 
     def redraw(self, old: Sequence[Hashable], new: Sequence[Hashable] | None = None) -> None:
-        """Repaint the lines whose keys changed from `old` to `new` (now's); lay the screen
-        out again when their number did."""
+        """Repaint the lines changed from `old` to `new` (now's); lay out when their count did."""
         new = self.keys_now() if new is None else new
         if len(old) != len(new):
             self.refresh(layout=True)
@@ -373,8 +370,7 @@ class Pane(LinesWidget):
     view: reactive[PaneView] = reactive(
         PaneView((Note("waiting for the first read…"),)), repaint=False
     )
-    """What the pane shows. Frozen: an equal view draws nothing, a new one repaints the lines
-    that changed and lays the screen out again only when it has more or fewer lines."""
+    """Frozen: an equal view draws nothing, a new one repaints the lines that changed."""
 
     def show(self, *args: Any, **kwargs: Any) -> None:
         self.view = self.build(*args, **kwargs)

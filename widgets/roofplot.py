@@ -1,6 +1,5 @@
 """The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext,
-cleared and plotted again only when its `PlotSpec` changes: the roofs, the axes, the layout,
-the theme's colours, or a point moving to another spot of a grid finer than the plot's cells."""
+plotted again only when its `PlotSpec` changes."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ class Axes:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """One point as plotted: its letter, colour and log10 coordinates, rounded to a grid
-    twice as fine as the plot's cells, so that a point moving within its spot draws nothing."""
+    """A point's letter, colour and log10 place on a grid twice as fine as the plot's cells."""
 
     letter: str
     colour: tuple[int, int, int]
@@ -111,9 +109,8 @@ def _axes(view: RooflineView, plotted: list[RoofPoint]) -> Axes:
 
 
 def _y_top(peak: float, ys: list[float]) -> float:
-    """Twice the peak, or higher to keep a point above its roof in sight (a wrong profile is
-    shown as it is, not hidden). Rounded up to a half decade, so a point moving a little
-    up there does not rescale the plot at every refresh."""
+    """Twice the peak, or up to the next half decade over a point above its roof (a wrong
+    profile is shown as it is, and a point moving a little there does not rescale the plot)."""
     top = peak + 0.3
     highest = max(ys, default=top)
     return top if highest <= top else math.ceil(2.0 * (highest + 0.05)) / 2.0

@@ -47,8 +47,7 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
 
 
 class SpendPane(Pane):
-    """Spend split as a stacked bar, each bucket's share, prompt-side share ± caching; USD,
-    and the tokens of priced and unpriced models; the lane's own models when narrowed."""
+    """Spend shares per bucket, prompt-side share ± caching, USD, priced and unpriced tokens."""
 
     BORDER_TITLE = "Spend split"
     build = staticmethod(spend_view)

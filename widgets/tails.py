@@ -1,6 +1,5 @@
-"""How bad the tail is: p50 / p90 / p95 / p99 of each latency beside its histogram's mean, over
-the window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where room is
-short); where even compact cells don't fit, p90 gives way (p95 is the overview's column)."""
+"""How bad the tail is: p50 / p90 / p95 / p99 of each latency beside its mean over the window;
+compact cells where room is short, then p90 gives way (p95 is the overview's column)."""
 
 from __future__ import annotations
 
@@ -77,15 +76,13 @@ def tails_view(
 
 
 class TailsPane(Pane):
-    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time; the share
-    that met each latency target the lane sets, and the TTFT goodput."""
+    """Each latency's mean and quantiles; the share that met each target, the TTFT goodput."""
 
     BORDER_TITLE = "Latency tails"
     build = staticmethod(tails_view)
     read: tuple[LaneSnapshot | None, bool] | None = None
     squeezed: tuple[tuple[str, ...], PaneView] | None = None
-    """The view in compact cells (without p90 where even they would leave the mean out),
-    drawn where the full ones would, and the quantiles it has."""
+    """The compact view drawn where full cells would leave the mean out, and its quantiles."""
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
         self.read, self.squeezed = (lane, lane_configured), None

@@ -1,5 +1,5 @@
-"""Is the lane getting better or worse: a sparkline per figure across the window, at the trend's
-fixed step (stated in the title), the latest point beside it. Gaps in the data stay blank."""
+"""Is the lane getting better or worse: a sparkline per figure across the window at the trend's
+step (in the title), the latest point beside it."""
 
 from __future__ import annotations
 
@@ -46,8 +46,7 @@ def _spark(trend: Trend, series: TrendSeries, stale: bool) -> Spark:
 
 
 def _gpu_spark(trend: Trend, gpu: GpuTotals | None, stale: bool) -> tuple[Line, ...]:
-    """The GPU utilisation's line: its sparkline, or why its source read none (nothing on a
-    lane without a GPU source, as the vital strip)."""
+    """GPU utilisation's sparkline, or why its source read none; nothing without a source."""
     if gpu is None:
         return ()
     if any(point is not None for point in trend.series.get(GPU_TREND.key, ())):
@@ -56,8 +55,7 @@ def _gpu_spark(trend: Trend, gpu: GpuTotals | None, stale: bool) -> tuple[Line, 
 
 
 class TrendsPane(Pane):
-    """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use,
-    and GPU utilisation on a lane with a GPU source."""
+    """Hit rate, TTFT p95, step, generation tok/s, running, waiting, KV use, GPU use."""
 
     BORDER_TITLE = "Trends"
     build = staticmethod(trends_view)

@@ -29,8 +29,7 @@ GIB = 2**30
 
 @dataclass(frozen=True, slots=True)
 class GpuView:
-    """The GPU line two ways: a cell per GPU, and the GPUs together; `note` beside either.
-    A lane without a GPU source has none (NO_GPU)."""
+    """The GPU line two ways: a cell per GPU, and the GPUs together; `note` beside either."""
 
     cells: tuple[Item, ...] = ()
     together: tuple[Item, ...] = ()
@@ -69,8 +68,7 @@ def _readings(figures: Mapping[str, Figure]) -> tuple[str, str, str, str]:
 
 
 def gpu_view(gpu: GpuFigures | None, flagged: Mapping[str, Tone]) -> GpuView:
-    """The line of a lane's GPU figures (None: no GPU source); an item whose figure a GPU
-    health rule flags takes the rule's colour."""
+    """The lane's GPU line (None: no GPU source); a flagged item takes its rule's colour."""
     if gpu is None:
         return NO_GPU
     name = f"GPU {gpu.source}".rstrip() + ":"
@@ -117,14 +115,15 @@ def _lines(items: tuple[Item, ...], width: int) -> tuple[Content, ...]:
     return tuple(pack_items(_contents(items), width))
 
 
-def gpu_line(view: GpuView, width: int) -> list[Content]:
+@lru_cache(maxsize=8)
+def gpu_line(view: GpuView, width: int) -> tuple[Content, ...]:
     """One line: a cell per GPU when they fit, else the GPUs together (cut with `…`)."""
     if view == NO_GPU:
-        return []
+        return ()
     line = Content(SEPARATOR).join(_contents((*view.cells, *view.note)))
     if not view.cells or line.cell_length > width:
         line = Content(SEPARATOR).join(_contents((*view.together, *view.note)))
-    return [line.truncate(width, ellipsis=True)]
+    return (line.truncate(width, ellipsis=True),)
 
 
 class PackedLine(LinesWidget):
@@ -230,8 +229,7 @@ def lane_gpu_view(lane: LaneSnapshot | None, findings: Iterable[Finding] = ()) -
 
 
 class VitalStrip(PackedLine):
-    """Running / waiting now, KV now, rates, finish reasons, preemptions; or what is down.
-    Then the lane's GPUs on one line, when it has a GPU source."""
+    """Running / waiting, KV, rates, finish reasons, preemptions, or what is down; the GPUs."""
 
     DEFAULT_CSS = "VitalStrip:focus { background: $accent 25%; }"
     can_focus = True
