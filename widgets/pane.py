@@ -399,9 +399,6 @@ class Pane(LinesWidget):
     def line_content(self, y: int, width: int) -> Content:
         return self.shown(width).lines[y].content(width)
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.view.lines)  # a line each, at any width: no need to draw them to count
-
 
 # --- reading snapshots ----------------------------------------------------------------------
 
