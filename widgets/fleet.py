@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
-from rich.cells import cell_len
 from textual.content import Content
 
 from cockpit.core.figures import LaneFigures
@@ -32,7 +31,7 @@ from cockpit.core.timeutil import clock
 from cockpit.runtime.poller import FleetSnapshot
 
 from .fleet_table import Cell, TableView
-from .pane import TONE_STYLE, freshness_note, sparkline
+from .pane import TONE_STYLE, cut, freshness_note, sparkline
 
 TREND_CELLS = 12  # refreshes the trend column draws, a character each (newest at the right)
 
@@ -87,11 +86,6 @@ def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
 
 LANE_CELLS = 40
 """The widest the Lane column gets: a longer name ends in `…` (whole in the lane's panes)."""
-
-
-def cut(text: str, cells: int) -> str:
-    """`text` in at most `cells` terminal cells, ending in `…` when it was longer."""
-    return text if cell_len(text) <= cells else Content(text).truncate(cells, ellipsis=True).plain
 
 
 def table_view(

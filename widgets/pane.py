@@ -47,6 +47,11 @@ NO_LANE = Freshness("missing", reason="no lane configured")
 WAITING = "waiting for the first read"
 
 
+def figure_text(figure: Figure | None, shown: Callable[[Figure], str] = format_figure) -> str:
+    """The figure as the panes show it; `—` when missing."""
+    return MISSING if figure is None or figure.missing else shown(figure)
+
+
 def _style(tone: Tone, stale: bool) -> str:
     return TONE_STYLE[tone] + (" dim" if stale else "")
 
@@ -223,12 +228,15 @@ _PATH = re.compile(r"(?<![\w:/.~=\"'-])/(?:[^\s/:\"']+/)+([^\s/:\"']+\.\w+)(?![\
 """An absolute path to a file (not a URL's path): its file name says which ledger."""
 
 
+def cut(text: str, cells: int) -> str:
+    """`text` in at most `cells` terminal cells, ending in `…` when it was longer."""
+    return text if cell_len(text) <= cells else Content(text).truncate(cells, ellipsis=True).plain
+
+
 def short_reason(reason: str, cells: int | None = None) -> str:
     """A reason as the screen shows it: no leading URL, file names for paths, at most `cells`."""
     text = _PATH.sub(r"\1", _LEADING_URL.sub("", reason.strip(), count=1)) or reason
-    if cells is not None and cell_len(text) > cells:
-        return Content(text).truncate(cells, ellipsis=True).plain
-    return text
+    return text if cells is None else cut(text, cells)
 
 
 def stale_since(freshness: Freshness) -> str:

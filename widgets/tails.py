@@ -11,7 +11,7 @@ from cockpit.core.model import Figure
 from cockpit.core.slo import INTERPOLATED
 from cockpit.core.snapshot import LaneSnapshot
 
-from .pane import MISSING, Cells, Line, Note, Pane, PaneView, Row, lane_source
+from .pane import Cells, Line, Note, Pane, PaneView, Row, figure_text, lane_source
 
 QUANTILES = ("p50", "p90", "p95", "p99")
 NARROW = ("p50", "p95", "p99")
@@ -57,8 +57,7 @@ def tails_view(
     column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, tail_figure)
 
     def cell(key: str) -> str:
-        figure = engine.get(key)
-        return MISSING if figure is None or figure.missing else shown(figure)
+        return figure_text(engine.get(key), shown)
 
     header = Cells("", ("mean", *quantiles), "muted", column=column, drop_first=True)
     lines: list[Line] = [header]

@@ -10,7 +10,7 @@ from functools import lru_cache
 from textual.content import Content
 
 from cockpit.core.catalogue import FINISH_REASONS, WAIT_REASONS
-from cockpit.core.figures import format_figure, format_value
+from cockpit.core.figures import format_value
 from cockpit.core.gpu_figures import GpuFigures
 from cockpit.core.health import Finding, down_words
 from cockpit.core.model import Figure
@@ -18,7 +18,7 @@ from cockpit.core.snapshot import LaneSnapshot
 from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 
-from .pane import MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
+from .pane import MISSING, TONE_STYLE, LinesWidget, Tone, figure_text, lane_source, short_reason
 from .status import SEPARATOR, pack_items
 
 Item = tuple[str, str, Tone]
@@ -60,10 +60,10 @@ def _memory(used: Figure | None, total: Figure | None) -> str:
 def _readings(figures: Mapping[str, Figure]) -> tuple[str, str, str, str]:
     get = figures.get
     return (
-        _value(get("gpu_util")),
+        figure_text(get("gpu_util")),
         _memory(get("gpu_memory_used_bytes"), get("gpu_memory_total_bytes")),
-        _value(get("gpu_power_w")),
-        _value(get("gpu_temp_max_c")),
+        figure_text(get("gpu_power_w")),
+        figure_text(get("gpu_temp_max_c")),
     )
 
 
@@ -146,22 +146,18 @@ class PackedLine(LinesWidget):
 # --- the vital strip ------------------------------------------------------------------------
 
 
-def _value(figure: Figure | None) -> str:
-    return MISSING if figure is None or figure.missing else format_figure(figure)
-
-
 def _rate(window: Figure | None, minute: Figure | None) -> str:
     """`5,556 tok/s · 1m 5,100`: the window's mean, then the last minute's."""
-    return f"{_value(window)} · 1m {_value(minute).removesuffix(' tok/s')}"
+    return f"{figure_text(window)} · 1m {figure_text(minute).removesuffix(' tok/s')}"
 
 
 def _waiting(figures: Mapping[str, Figure]) -> str:
     reasons = [
-        f"{reason} {_value(figures[key])}"
+        f"{reason} {figure_text(figures[key])}"
         for reason in WAIT_REASONS
         if (key := f"waiting_now_{reason}") in figures and not figures[key].missing
     ]
-    count = _value(figures.get("waiting_now"))
+    count = figure_text(figures.get("waiting_now"))
     return f"{count} ({', '.join(reasons)})" if reasons else count
 
 
@@ -179,18 +175,18 @@ def vital_items(figures: Mapping[str, Figure], flagged: Mapping[str, Tone]) -> t
     """The strip's items; one whose figure a health rule flags takes the rule's colour."""
     get = figures.get
     items = [
-        ("running", _value(get("running_now")), ("running_now",)),
+        ("running", figure_text(get("running_now")), ("running_now",)),
         ("waiting", _waiting(figures), ("waiting_now",)),
-        ("KV", _value(get("kv_usage_now")), ("kv_usage_now", "kv_usage")),
+        ("KV", figure_text(get("kv_usage_now")), ("kv_usage_now", "kv_usage")),
         ("req/s", _rate(get("requests_per_s"), get("requests_per_s_1m")), ()),
         ("prompt", _rate(get("prompt_tok_s"), get("prompt_tok_s_1m")), ()),
         ("gen", _rate(get("generation_tok_s"), get("generation_tok_s_1m")), ()),
         ("finished", _finished(figures), ("finished_failed_share",)),
-        ("preempted", _value(get("preemptions")), ("preemptions",)),
+        ("preempted", figure_text(get("preemptions")), ("preemptions",)),
     ]
     rejections = get("admission_rejections")
     if rejections is not None and not rejections.missing:  # only where the engine exposes it
-        items.append(("rejected", _value(rejections), ("admission_rejections",)))
+        items.append(("rejected", figure_text(rejections), ("admission_rejections",)))
     return tuple(
         (label, value, next((flagged[key] for key in keys if key in flagged), "plain"))
         for label, value, keys in items
