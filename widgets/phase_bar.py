@@ -15,14 +15,12 @@ PHASES: tuple[tuple[str, str, Tone, str], ...] = (
 
 
 def _phase_bar(engine: Source) -> Bar:
-    known = [
-        (value, tone, glyph)
-        for key, _, tone, glyph in PHASES
-        if (value := engine.value(key)) is not None
-    ]
-    total = sum(value for value, _, _ in known)
+    known = [(engine.value(key), tone, glyph) for key, _, tone, glyph in PHASES]
+    total = sum(value for value, _, _ in known if value is not None)
     segments = tuple(
-        Segment(value / total if total else 0.0, tone, glyph) for value, tone, glyph in known
+        Segment(value / total if total else 0.0, tone, glyph)
+        for value, tone, glyph in known
+        if value is not None
     )
     return Bar(segments, "per request" if total else "no timings", stale=engine.stale)
 
