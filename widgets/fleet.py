@@ -128,18 +128,14 @@ def fleet_status(
         down = sum(1 for row in view.rows if row.up is False and not row.gone)
         gone = sum(1 for row in view.rows if row.gone)
         found = "listed" if view.label is None else f"by {visible(view.label)}"
-        parts.append(f"{len(view.rows)} lanes {found}")
-        parts += [f"{down} down"] if down else []
-        parts += [f"{gone} gone"] if gone else []
-        parts.append(clock(view.end))
+        parts += [f"{len(view.rows)} lanes {found}", f"{down} down" if down else ""]
+        parts += [f"{gone} gone" if gone else "", clock(view.end)]
     parts.append(window)
     parts.append(f"sort {COLUMN_BY_KEY[order.sort].title} {'▼' if order.reverse else '▲'}")
     parts.append(f"trend {COLUMN_BY_KEY[order.trend].title}")
-    if order.filter:
-        parts.append(f"filter “{visible(order.filter)}”")
-    if paused:
-        parts.append(Content.styled("paused", "bold $warning"))
-    line = Content(" · ").join(parts)
+    parts.append(f"filter “{visible(order.filter)}”" if order.filter else "")
+    parts.append(Content.styled("paused" if paused else "", "bold $warning"))
+    line = Content(" · ").join(part for part in parts if part)
     note = freshness_note("fleet", snapshot.freshness) if snapshot else "reading the fleet…"
     if view is not None and view.partial:
         note = f"{note} · partial answer" if note else "the server's answer is partial"

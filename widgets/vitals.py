@@ -210,10 +210,8 @@ def vitals_view(
         return message("lane: reading…")
     if lane.freshness.state != "ok":
         return message(down_message(lane), "alarm")
-    flagged: dict[str, Tone] = {}
-    for finding in findings:
-        flagged.setdefault(finding.figure_key, finding.severity)
-    return vital_items(lane_source(lane).figures, flagged)
+    flagged = {finding.figure_key: finding.severity for finding in reversed(tuple(findings))}
+    return vital_items(lane_source(lane).figures, flagged)  # a figure's first finding wins
 
 
 def lane_gpu_view(lane: LaneSnapshot | None, findings: Iterable[Finding] = ()) -> GpuView:
