@@ -1,8 +1,5 @@
-"""The cockpit's themes. Colours live here; the TCSS uses only theme variables.
-
-Every text colour (foreground, primary, secondary, accent, warning, error, success) reads at
-4.5:1 or better on both the pane background (`background`) and the status bar (`panel`).
-"""
+"""The cockpit's themes (the TCSS uses only theme variables). Every text colour reads at 4.5:1
+or better on both the pane background (`background`) and the status bar (`panel`)."""
 
 from __future__ import annotations
 
@@ -58,8 +55,7 @@ THEMES: tuple[Theme, ...] = (
     ),
 )
 THEME_NAMES: tuple[str, ...] = tuple(theme.name for theme in THEMES)
-"""The same names, in the same order, as `cockpit.config.schema.THEME_NAMES`, which a config's
-`theme:` is checked against without loading Textual (a test holds the two together)."""
+"""As `cockpit.config.schema.THEME_NAMES`, which configs are checked against without Textual."""
 DEFAULT_THEME = THEME_NAMES[0]
 
 
@@ -70,6 +66,5 @@ def next_theme(current: str) -> str:
 
 
 def ansi_color_setting() -> bool | None:
-    """The App's `ansi_color`: True under NO_COLOR, so that Textual's NO_COLOR filter resets
-    every colour to the terminal's default (bold, dim and reverse stay), not to greys."""
+    """True under NO_COLOR: Textual's filter then resets colours to the terminal's, not greys."""
     return True if "NO_COLOR" in os.environ else None

@@ -23,23 +23,6 @@ from .pane import (
 LOW = HIT_RATE_BAND.low
 
 
-class CacheGauge(Pane):
-    """Hit rate gauge (red under `low`, green above 90 %), hits / queries, where the prompt
-    tokens came from and the cache tiers that served them, the ledger's share."""
-
-    BORDER_TITLE = "Prefix cache"
-
-    def show(
-        self,
-        lane: LaneSnapshot | None,
-        ledger: LedgerSnapshot | None,
-        ledger_configured: bool = True,
-        lane_configured: bool = True,
-        low: float = LOW,
-    ) -> None:
-        self.view = cache_view(lane, ledger, ledger_configured, lane_configured, low)
-
-
 def band(rate: float | None, low: float) -> tuple[Tone, str]:
     """The hit rate's tone, and its band in words too, so the gauge reads without colour."""
     high = max(low, HIT_RATE_BAND.high)
@@ -54,19 +37,17 @@ def band(rate: float | None, low: float) -> tuple[Tone, str]:
 
 def _hits_row(engine: Source) -> Row:
     hits, queries = engine.value("prefix_cache_hits"), engine.value("prefix_cache_queries")
-    if hits is None or queries is None:
-        figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
-        reason = figure.reason if figure and figure.reason else engine.absent
-        return engine.missing("Hits / queries", reason)
-    return engine.text("Hits / queries", hits_of_queries(hits, queries))
+    figure = engine.get("prefix_cache_queries") or engine.get("prefix_cache_hits")
+    reason = figure.reason if figure and figure.reason else engine.absent
+    shown = None if hits is None or queries is None else hits_of_queries(hits, queries)
+    return engine.text("Hits / queries", shown, reason)
 
 
 SPLITS: tuple[tuple[str, str, str, str, bool], ...] = (
     ("prompt_from", "prompt_from_share", "Prompt", "Prompt by source", True),
     ("cached", "cached_share", "Cached", "Cached by tier", False),
 )
-"""(tokens family, share family, a row's head, the whole's, whether a member that gave nothing
-is shown): every prompt source, only the tiers that served tokens (the receipt has them all)."""
+"""(tokens family, share family, a row's head, the whole's, whether a member at 0 is shown)."""
 
 
 def _split_rows(
@@ -123,3 +104,10 @@ def cache_view(
     agent = ledger_source(ledger, ledger_configured)
     ledger_row = agent.row("cache_read_share", "Ledger cache-read share")
     return PaneView((*lines, ledger_row), (("lane", engine.freshness), ("ledger", agent.freshness)))
+
+
+class CacheGauge(Pane):
+    """Hit rate gauge, hits / queries, prompt tokens by source and tier, the ledger's share."""
+
+    BORDER_TITLE = "Prefix cache"
+    build = staticmethod(cache_view)

@@ -1,6 +1,5 @@
-"""The overview's drawing: its rows as the fleet table shows them, coloured by the lane panes'
-health rules, and its status line. Lane names are data: never markup.
-"""
+"""The overview's rows as the fleet table shows them, coloured by the lane panes' health rules,
+and its status line. Lane names are data: never markup."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
-from rich.cells import cell_len
 from textual.content import Content
 
 from cockpit.core.figures import LaneFigures
@@ -33,7 +31,7 @@ from cockpit.core.timeutil import clock
 from cockpit.runtime.poller import FleetSnapshot
 
 from .fleet_table import Cell, TableView
-from .pane import TONE_STYLE, freshness_note, sparkline
+from .pane import TONE_STYLE, cut, freshness_note, sparkline
 
 TREND_CELLS = 12  # refreshes the trend column draws, a character each (newest at the right)
 
@@ -90,11 +88,6 @@ LANE_CELLS = 40
 """The widest the Lane column gets: a longer name ends in `…` (whole in the lane's panes)."""
 
 
-def cut(text: str, cells: int) -> str:
-    """`text` in at most `cells` terminal cells, ending in `…` when it was longer."""
-    return text if cell_len(text) <= cells else Content(text).truncate(cells, ellipsis=True).plain
-
-
 def table_view(
     rows: Sequence[FleetRow], order: FleetOrder, thresholds: Thresholds, stale: bool
 ) -> TableView:
@@ -135,18 +128,14 @@ def fleet_status(
         down = sum(1 for row in view.rows if row.up is False and not row.gone)
         gone = sum(1 for row in view.rows if row.gone)
         found = "listed" if view.label is None else f"by {visible(view.label)}"
-        parts.append(f"{len(view.rows)} lanes {found}")
-        parts += [f"{down} down"] if down else []
-        parts += [f"{gone} gone"] if gone else []
-        parts.append(clock(view.end))
+        parts += [f"{len(view.rows)} lanes {found}", f"{down} down" if down else ""]
+        parts += [f"{gone} gone" if gone else "", clock(view.end)]
     parts.append(window)
     parts.append(f"sort {COLUMN_BY_KEY[order.sort].title} {'▼' if order.reverse else '▲'}")
     parts.append(f"trend {COLUMN_BY_KEY[order.trend].title}")
-    if order.filter:
-        parts.append(f"filter “{visible(order.filter)}”")
-    if paused:
-        parts.append(Content.styled("paused", "bold $warning"))
-    line = Content(" · ").join(parts)
+    parts.append(f"filter “{visible(order.filter)}”" if order.filter else "")
+    parts.append(Content.styled("paused" if paused else "", "bold $warning"))
+    line = Content(" · ").join(part for part in parts if part)
     note = freshness_note("fleet", snapshot.freshness) if snapshot else "reading the fleet…"
     if view is not None and view.partial:
         note = f"{note} · partial answer" if note else "the server's answer is partial"

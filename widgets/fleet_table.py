@@ -1,7 +1,5 @@
-"""A table drawn as one `Content`: a header, the rows that fit, a row cursor, a fixed first
-column. No per-cell renderables, so 100 lanes redraw in a few milliseconds. Cells are plain
-text (never markup) with a Textual style each, so theme variables follow the theme.
-"""
+"""A table drawn as one `Content` (no per-cell renderables: 100 lanes redraw in a few ms): a
+header, the rows that fit, a row cursor, a fixed first column; plain-text cells, a style each."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ def fit(text: str, width: int, right: bool) -> str:
 
 
 class RowTable(Widget, can_focus=True):
-    """The rows of a `TableView`, a cursor row (enter posts `Selected`), arrows to move it,
-    left and right to shift the columns after the first when they don't all fit."""
+    """A `TableView`'s rows, a cursor (enter posts `Selected`); left/right shift the columns."""
 
     DEFAULT_CSS = "RowTable { height: 1fr; }"
 
@@ -66,13 +63,11 @@ class RowTable(Widget, can_focus=True):
 
         key: str
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.view = TableView()
-        self.widths: list[int] = []
-        self.cursor = 0
-        self.top = 0
-        self.shift = 0  # columns after the first left out at the left (they didn't all fit)
+    view = TableView()
+    widths: Sequence[int] = ()
+    cursor = top = 0
+    shift = 0
+    """Columns after the first left out at the left (they didn't all fit)."""
 
     @property
     def cursor_key(self) -> str | None:
@@ -88,8 +83,6 @@ class RowTable(Widget, can_focus=True):
         self.cursor = max(min(self.cursor, len(view.keys) - 1), 0)
         self.refresh()
 
-    # --- drawing ------------------------------------------------------------------------------
-
     def columns(self, width: int) -> list[int]:
         """The first column, then as many of the others (from the shift on) as fit."""
         shown, used = [0], self.widths[0] if self.widths else 0
@@ -101,12 +94,10 @@ class RowTable(Widget, can_focus=True):
         return shown
 
     def _line(self, cells: Sequence[Cell], shown: list[int], style: str = "") -> Content:
-        parts: list[Content | str] = []
-        for index in shown:
-            text, cell_style = cells[index]
-            padded = fit(text, self.widths[index], self.view.right[index])
-            parts.append(Content.styled(padded, cell_style) if cell_style else padded)
-        line = Content("  ").join(parts)
+        line = Content("  ").join(
+            Content.styled(fit(cells[i][0], self.widths[i], self.view.right[i]), cells[i][1])
+            for i in shown
+        )
         return line.stylize_before(style) if style else line
 
     def render(self) -> Content:
@@ -128,8 +119,6 @@ class RowTable(Widget, can_focus=True):
                 style = f"{style} {cursor}".strip()
             lines.append(self._line(view.rows[number], shown, style))
         return Content("\n").join(lines)
-
-    # --- keys and mouse -----------------------------------------------------------------------
 
     def action_move(self, step: int) -> None:
         self.cursor = max(min(self.cursor + step, len(self.view.keys) - 1), 0)

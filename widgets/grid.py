@@ -1,6 +1,5 @@
-"""The panes' grid: rows one cell tall, each pane spanning as many as it is high, so each column
-is its panes stacked with no gap under a short pane (a row as tall as its tallest pane would
-leave one)."""
+"""The panes' grid: rows one cell tall, each pane spanning as many as it is high, so a column
+is its panes stacked with no gap under a short one."""
 
 from __future__ import annotations
 

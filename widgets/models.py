@@ -23,12 +23,13 @@ def _cell(figure: Figure) -> str:
 def _lora_lines(engine: Source, lora: LoraAdapters | None, reason: str) -> list[Line]:
     if lora is None:
         return [Note(f"LoRA adapters: {reason}")]
-    stated = f"as of {clock(lora.stated_at)}"
-    most = engine.text("LoRA max at once", format_value(lora.max_lora, "count"))
+    most = None if lora.max_lora is None else format_value(lora.max_lora, "count")
     return [
-        engine.text(f"LoRA running ({stated})", ", ".join(lora.running) or "none"),
+        engine.text(
+            f"LoRA running (as of {clock(lora.stated_at)})", ", ".join(lora.running) or "none"
+        ),
         engine.text("LoRA waiting", ", ".join(lora.waiting) or "none"),
-        most if lora.max_lora is not None else engine.missing(most.label, "no max_lora label"),
+        engine.text("LoRA max at once", most, "no max_lora label"),
     ]
 
 
@@ -50,10 +51,7 @@ def models_view(lane: LaneSnapshot | None, configured: bool = True) -> PaneView:
 
 
 class ModelsPane(Pane):
-    """Requests/s, prompt and generated tok/s, hit rate, TTFT p95 and token share per model;
-    the LoRA adapters running and waiting."""
+    """Req/s, tok/s, hit rate, TTFT p95 and token share per model; the LoRA adapters."""
 
     BORDER_TITLE = "Models"
-
-    def show(self, lane: LaneSnapshot | None, configured: bool = True) -> None:
-        self.view = models_view(lane, configured)
+    build = staticmethod(models_view)

@@ -3,11 +3,13 @@ between engines, and what failed. Shown only on a lane whose engine exposes eith
 
 from __future__ import annotations
 
+from typing import Any
+
 from cockpit.core.catalogue import pane_keys
 from cockpit.core.health import CONNECTOR_FAILURES
 from cockpit.core.snapshot import LaneSnapshot
 
-from .pane import Line, Pane, PaneView, Row, Source, Tone, lane_source
+from .pane import Pane, PaneView, lane_source
 
 CONNECTORS = tuple(
     tuple(key for key in pane_keys("offload") if key.startswith(prefix))
@@ -16,30 +18,26 @@ CONNECTORS = tuple(
 """Each connector's figures (the offload tier's, NIXL's), in the pane's order."""
 
 
+def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
+    """Each connector's rows where it has a value; a moved failure counter in its rule's tone."""
+    engine = lane_source(lane, lane_configured)
+    lines = [
+        engine.row(key, tone=CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain")
+        for keys in CONNECTORS
+        if any(engine.value(key) is not None for key in keys)
+        for key in keys
+    ]
+    return PaneView(tuple(lines), (("lane", engine.freshness),))
+
+
 class OffloadPane(Pane):
-    """Offload load and store bytes/s, time per second and bandwidth, CPU cache in use,
-    allocation failures and skipped stores; NIXL mean transfer time, bytes/s and failures."""
+    """Offload loads and stores, CPU cache use and failures; NIXL transfers and failures."""
 
     BORDER_TITLE = "KV offload & transfer"
     DEFAULT_CSS = "OffloadPane { display: none; }"
     """Hidden until a read finds a connector's figures."""
+    build = staticmethod(offload_view)
 
-    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        self.view = offload_view(lane, lane_configured)
+    def show(self, *args: Any, **kwargs: Any) -> None:
+        super().show(*args, **kwargs)
         self.display = bool(self.view.lines)
-
-
-def _row(engine: Source, key: str) -> Row:
-    """A failure counter that moved in the window in its health rule's colour."""
-    tone: Tone = CONNECTOR_FAILURES.get(key, "plain") if engine.value(key) else "plain"
-    return engine.row(key, tone=tone)
-
-
-def offload_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
-    """The rows of each connector the lane has (a figure of it with a value); none without."""
-    engine = lane_source(lane, lane_configured)
-    lines: list[Line] = []
-    for keys in CONNECTORS:
-        if any(engine.value(key) is not None for key in keys):
-            lines += [_row(engine, key) for key in keys]
-    return PaneView(tuple(lines), (("lane", engine.freshness),))

@@ -1,14 +1,13 @@
-"""The shared pane: a titled box of `label … value` rows, bars, table rows and sparklines,
-drawn from a frozen `PaneView`. An unchanged view causes no re-render at all. Text from
-outside (names, reasons) is shown as plain text, its control characters made `visible`.
-"""
+"""The shared pane: a titled box of rows, bars, table rows and sparklines drawn from a frozen
+`PaneView`. Text from outside is shown as plain text, its control characters made `visible`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Self
+from types import MappingProxyType
+from typing import Any, Literal, Self
 
 from rich.cells import cell_len
 from textual.content import Content
@@ -43,6 +42,14 @@ MISSING = "—"
 DEFAULT_WIDTH = 40
 """Width used before the widget has been laid out."""
 BORDER_ROWS = 2
+NO_LEDGER = Freshness("missing", reason="no ledger configured")
+NO_LANE = Freshness("missing", reason="no lane configured")
+WAITING = "waiting for the first read"
+
+
+def figure_text(figure: Figure | None, shown: Callable[[Figure], str] = format_figure) -> str:
+    """The figure as the panes show it; `—` when missing."""
+    return MISSING if figure is None or figure.missing else shown(figure)
 
 
 def _style(tone: Tone, stale: bool) -> str:
@@ -132,14 +139,13 @@ class Cells:
     tone: Tone = "plain"
     stale: bool = False
     column: int = 9
-    """Cells per column; one fewer when the columns and `min_label` cells don't fit (then the
-    last columns are left out until the label has half its cells)."""
+    """Cells per column; one fewer when they and `min_label` don't fit, then the last columns
+    give way until the label has half its cells."""
     short: str = ""
     """The label when the full one leaves no room (`ITL` for `Inter-token`)."""
     min_label: int = 5
-    """Cells the label keeps when the columns are sized (the same in every row of a table)."""
     drop_first: bool = False
-    """Leave the first value out when even narrower columns don't fit (the same in each row)."""
+    """Leave the first value out when even narrower columns don't fit."""
 
     def content(self, width: int) -> Content:
         column, shown = self.column, self.values
@@ -160,12 +166,11 @@ class Cells:
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_LABEL = 11
-"""Cells for a sparkline's label; its value takes what it needs at the right."""
+"""Cells for a sparkline's label."""
 
 
 def sparkline(points: tuple[float | None, ...], cells: int, top: float | None = None) -> str:
-    """`points` spread over `cells` block characters (each the mean of its points), scaled
-    from 0 to `top`; a cell with no point (a gap in the data) is a blank, never a zero."""
+    """`points` over `cells` blocks (each its points' mean) scaled to `top`; a gap is blank."""
     known = [point for point in points if point is not None]
     top = max(known, default=0.0) if top is None else top
     count = len(points)
@@ -190,7 +195,6 @@ class Spark:
     points: tuple[float | None, ...]
     value: str
     top: float | None = None
-    """The value drawn as a full block; None: the largest point."""
     stale: bool = False
 
     def content(self, width: int) -> Content:
@@ -204,9 +208,8 @@ class Spark:
 Line = Row | Bar | Note | Cells | Spark
 
 
-def _drawn(line: Line) -> object:
-    """What a line's look is made of: a row's figure and reason (details and tooltip) are
-    not drawn, so a figure that moved without changing its text redraws nothing."""
+def _drawn(line: Line) -> Hashable:
+    """What a line is drawn from: not a row's figure and reason (details and tooltip)."""
     if isinstance(line, Row):
         return (line.label, line.value, line.tone, line.stale)
     return line
@@ -222,17 +225,18 @@ class PaneView:
 _LEADING_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S*?: ")
 """`http://host:9090/metrics: ` before a lane's reason: the pane already names the source."""
 _PATH = re.compile(r"(?<![\w:/.~=\"'-])/(?:[^\s/:\"']+/)+([^\s/:\"']+\.\w+)(?![\w/])")
-"""An absolute path to a file with an extension (`state.db`): its file name says which
-ledger, the folders only take room. A URL's path or a label's value is not one."""
+"""An absolute path to a file (not a URL's path): its file name says which ledger."""
+
+
+def cut(text: str, cells: int) -> str:
+    """`text` in at most `cells` terminal cells, ending in `…` when it was longer."""
+    return text if cell_len(text) <= cells else Content(text).truncate(cells, ellipsis=True).plain
 
 
 def short_reason(reason: str, cells: int | None = None) -> str:
-    """A failure's reason as the screen shows it: no leading URL, file paths as file names,
-    at most `cells` wide (cut with `…`). The tooltip keeps it whole."""
+    """A reason as the screen shows it: no leading URL, file names for paths, at most `cells`."""
     text = _PATH.sub(r"\1", _LEADING_URL.sub("", reason.strip(), count=1)) or reason
-    if cells is not None and cell_len(text) > cells:
-        return Content(text).truncate(cells, ellipsis=True).plain
-    return text
+    return text if cells is None else cut(text, cells)
 
 
 def stale_since(freshness: Freshness) -> str:
@@ -241,8 +245,7 @@ def stale_since(freshness: Freshness) -> str:
 
 
 def freshness_note(name: str, freshness: Freshness) -> str:
-    """`lane stale since 12:01:03 · connection refused` (UTC), `ledger missing: why`,
-    `lane: a server warning` or ""."""
+    """`lane stale since 12:01:03 · refused`, `ledger missing: why`, `lane: a warning` or ""."""
     if freshness.state == "ok":
         return f"{name}: {freshness.reason}" if freshness.reason else ""
     if freshness.state == "stale":
@@ -268,70 +271,90 @@ def tooltip_for(view: PaneView) -> str | None:
 
 
 def border_note(view: PaneView) -> str:
-    """Each source's note; a source not configured at all comes last, so that it doesn't
-    push a failing source's note (and its reason) off a narrow border."""
+    """Each source's note; one not configured last, not to push a failing one's off the border."""
     ordered = sorted(view.sources, key=lambda source: source[1] in (NO_LANE, NO_LEDGER))
     notes = (freshness_note(name, fresh) for name, fresh in ordered)
     return visible(" · ".join(note for note in notes if note))
 
 
-StripKey = tuple[str, tuple[object, ...], int, object, str]
-"""A line's text and spans, the width, the widget's style and the theme: what its strip is
-drawn from."""
-
-
 class LinesWidget(Widget):
-    """A widget as tall as the lines it draws at its width. After a refresh each line is
-    turned into a strip again only if it changed: Textual would turn every line again."""
+    """A widget as tall as its lines; a line is drawn again only when what it shows changed."""
 
     auto_links = reactive(False)
     """Its lines hold no links: none to style or look for under the mouse."""
-    line_strips: tuple[tuple[StripKey, Strip], ...] = ()
-    """The strips drawn last, each with what it was drawn from."""
-    lines_due: bool = True
-    """Refreshed since the strips were drawn: the lines are asked for again."""
+    kept: Mapping[Hashable, Strip] = MappingProxyType({})
+    """The strips drawn last, each by what it was drawn from (its key, width, style, theme)."""
+    strips: list[Strip] | None = None
+    """The lines' strips; None when refreshed since (the lines are asked for again)."""
 
     def lines_at(self, width: int) -> Sequence[Content]:
         raise NotImplementedError
 
+    def line_keys(self, width: int) -> Sequence[Hashable]:
+        """What each line is drawn from: equal keys draw the same strip."""
+        return [(line.plain, tuple(line.spans)) for line in self.lines_at(width)]
+
+    def line_content(self, y: int, width: int) -> Content:
+        return self.lines_at(width)[y]
+
+    def keys_now(self) -> Sequence[Hashable]:
+        return self.line_keys(self.size.width or DEFAULT_WIDTH)
+
+    def redraw(self, old: Sequence[Hashable], new: Sequence[Hashable] | None = None) -> None:
+        """Repaint the lines changed from `old` to `new` (now's); lay out when their count did."""
+        new = self.keys_now() if new is None else new
+        if len(old) != len(new):
+            self.refresh(layout=True)
+            return
+        if not self.size.width:  # not laid out (or hidden): drawn afresh when it is
+            self.strips = None
+            return
+        width = self.size.width
+        changed = [
+            Region(0, y, width, 1) for y, (a, b) in enumerate(zip(old, new, strict=True)) if a != b
+        ]
+        if changed:  # none: no refresh at all (an empty call would redraw every line)
+            self.refresh(*changed)
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.lines_at(width or DEFAULT_WIDTH))
+        return len(self.line_keys(width or DEFAULT_WIDTH))
 
     def render(self) -> Content:
-        return Content("\n").join(self.lines_at(self.size.width or DEFAULT_WIDTH))
+        width = self.size.width or DEFAULT_WIDTH
+        return Content("\n").join(
+            [self.line_content(y, width) for y in range(len(self.line_keys(width)))]
+        )
 
     def refresh(
         self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
     ) -> Self:
-        self.lines_due = True
+        self.strips = None
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_line(self, y: int) -> Strip:
         if self.text_selection is not None:  # the selection is drawn over the whole text
             return super().render_line(y)
-        if self.lines_due:
-            self.lines_due, self.line_strips = False, self.draw_strips()
-        if y < len(self.line_strips):
-            return self.line_strips[y][1]
-        return Strip.blank(self.size.width, self.visual_style.rich_style)
-
-    def draw_strips(self) -> tuple[tuple[StripKey, Strip], ...]:
-        """Each line's strip: the one drawn last when nothing it is drawn from changed."""
-        width, style, theme = self.size.width, self.visual_style, self.app.theme
-        kept = dict(self.line_strips)
-        drawn: list[tuple[StripKey, Strip]] = []
-        for line in self.lines_at(width or DEFAULT_WIDTH):
-            key = (line.plain, tuple(line.spans), width, style, theme)
-            strip = kept.get(key)
-            if strip is None:
-                strips = Visual.to_strips(self, line, width, 1, style)
-                strip = strips[0] if strips else Strip.blank(width, style.rich_style)
-            drawn.append((key, strip))
-        return tuple(drawn)
+        width, style = self.size.width, self.visual_style
+        if self.strips is None:
+            kept: dict[Hashable, Strip] = {}
+            drawn: list[Strip] = []
+            for index, key in enumerate(self.line_keys(width or DEFAULT_WIDTH)):
+                full = (key, width, style, self.app.theme)
+                strip = self.kept.get(full)
+                if strip is None:
+                    content = self.line_content(index, width or DEFAULT_WIDTH)
+                    strips = Visual.to_strips(self, content, width, 1, style)
+                    strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+                kept[full] = strip
+                drawn.append(strip)
+            self.kept, self.strips = kept, drawn
+        if y < len(self.strips):
+            return self.strips[y]
+        return Strip.blank(width, style.rich_style)
 
 
 class Pane(LinesWidget):
-    """A bordered box that draws its `view`; subclasses build the view in `show()`."""
+    """A bordered box that draws its `view`; `build` makes the view of what `show` is given."""
 
     DEFAULT_CSS = """
     Pane {
@@ -350,23 +373,22 @@ class Pane(LinesWidget):
 
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
+    build: Callable[..., PaneView]
 
     view: reactive[PaneView] = reactive(
         PaneView((Note("waiting for the first read…"),)), repaint=False
     )
-    """What the pane shows; set by `show()`. Views are frozen: setting an equal one does
-    nothing, a new one repaints the pane, and lays the screen out again only when it has
-    more or fewer lines."""
+    """Frozen: an equal view draws nothing, a new one repaints the lines that changed."""
+
+    def show(self, *args: Any, **kwargs: Any) -> None:
+        self.view = self.build(*args, **kwargs)
+
+    def shown(self, width: int) -> PaneView:
+        """The view drawn at `width`."""
+        return self.view
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
-        if len(old.lines) != len(view.lines):
-            self.refresh(layout=True)
-        else:  # each line is drawn from what it shows and the width: the changed ones alone
-            pairs = enumerate(zip(old.lines, view.lines, strict=True))
-            width = self.content_size.width
-            changed = [Region(0, y, width, 1) for y, (a, b) in pairs if _drawn(a) != _drawn(b)]
-            if changed:  # none: no refresh at all (an empty call would redraw every line)
-                self.refresh(*changed)
+        self.redraw([_drawn(line) for line in old.lines], [_drawn(line) for line in view.lines])
         # In the cockpit's grid of one-cell rows a pane spans as many rows as it is tall.
         self.styles.row_span = len(view.lines) + BORDER_ROWS
         states = {fresh.state for _, fresh in view.sources}
@@ -379,18 +401,14 @@ class Pane(LinesWidget):
         if tooltip != tooltip_for(old):
             self.tooltip = Content(tooltip) if tooltip is not None else None
 
-    def lines_at(self, width: int) -> Sequence[Content]:
-        return [line.content(width) for line in self.view.lines]
+    def line_keys(self, width: int) -> Sequence[Hashable]:
+        return [_drawn(line) for line in self.shown(width).lines]
 
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.view.lines)  # a line each, at any width: no need to draw them to count
+    def line_content(self, y: int, width: int) -> Content:
+        return self.shown(width).lines[y].content(width)
 
 
 # --- reading snapshots ----------------------------------------------------------------------
-
-NO_LEDGER = Freshness("missing", reason="no ledger configured")
-NO_LANE = Freshness("missing", reason="no lane configured")
-WAITING = "waiting for the first read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,8 +442,9 @@ class Source:
             return Row(label or figure.label, MISSING, "muted", self.stale, reason, figure)
         return Row(label or figure.label, format_figure(figure), tone, self.stale, figure=figure)
 
-    def text(self, label: str, value: str) -> Row:
-        return Row(label, value, stale=self.stale)
+    def text(self, label: str, value: str | None, reason: str = "") -> Row:
+        """`value` as it is; `—` with `reason` when None."""
+        return self.missing(label, reason) if value is None else Row(label, value, stale=self.stale)
 
     def missing(self, label: str, reason: str) -> Row:
         return Row(label, MISSING, "muted", self.stale, reason)

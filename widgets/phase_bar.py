@@ -11,28 +11,16 @@ PHASES: tuple[tuple[str, str, Tone, str], ...] = (
     ("prefill_mean", "Prefill", "primary", "█"),
     ("decode_mean", "Decode", "accent", "▓"),
 )
-"""(figure, legend word, tone, glyph) in the order a request lives through them. Each phase
-has its own glyph as well as its colour, so the bar reads in monochrome."""
-
-
-class PhaseBar(Pane):
-    """Queue / prefill / decode per-request means, TTFT, step, tokens per step, tok/s."""
-
-    BORDER_TITLE = "Phases & decode"
-
-    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        self.view = phase_view(lane, lane_configured)
+"""(figure, legend word, tone, glyph) in a request's order; a glyph each reads in monochrome."""
 
 
 def _phase_bar(engine: Source) -> Bar:
-    known = [
-        (value, tone, glyph)
-        for key, _, tone, glyph in PHASES
-        if (value := engine.value(key)) is not None
-    ]
-    total = sum(value for value, _, _ in known)
+    known = [(engine.value(key), tone, glyph) for key, _, tone, glyph in PHASES]
+    total = sum(value for value, _, _ in known if value is not None)
     segments = tuple(
-        Segment(value / total if total else 0.0, tone, glyph) for value, tone, glyph in known
+        Segment(value / total if total else 0.0, tone, glyph)
+        for value, tone, glyph in known
+        if value is not None
     )
     return Bar(segments, "per request" if total else "no timings", stale=engine.stale)
 
@@ -64,3 +52,10 @@ def _spec_rows(engine: Source) -> tuple[Row, ...]:
     )
     overall = engine.row("draft_acceptance", "Draft acceptance", tone="primary")
     return (overall, engine.text("Acceptance by position", shares)) if shares else (overall,)
+
+
+class PhaseBar(Pane):
+    """Queue / prefill / decode per-request means, TTFT, step, tokens per step, tok/s."""
+
+    BORDER_TITLE = "Phases & decode"
+    build = staticmethod(phase_view)

@@ -7,29 +7,10 @@ from cockpit.core.ledger_figures import GroupRatio, ratio_range
 from cockpit.core.model import divide
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 
-from .pane import Line, Note, Pane, PaneView, Row, Source, lane_source, ledger_source
+from .pane import Line, Note, Pane, PaneView, Row, Source, cut, lane_source, ledger_source
 
 NAME_WIDTH = 12
-"""Group names are shortened to this many cells so the ratio beside them always fits."""
-
-
-class RatiosPane(Pane):
-    """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
-
-    BORDER_TITLE = "Token ratios"
-
-    def show(
-        self,
-        lane: LaneSnapshot | None,
-        ledger: LedgerSnapshot | None,
-        ledger_configured: bool = True,
-        lane_configured: bool = True,
-    ) -> None:
-        self.view = ratios_view(lane, ledger, ledger_configured, lane_configured)
-
-
-def short_name(name: str) -> str:
-    return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
+"""Group names are cut to this many cells so the ratio beside them always fits."""
 
 
 def _range_rows(kind: str, groups: tuple[GroupRatio, ...], agent: Source) -> tuple[Row, ...]:
@@ -39,7 +20,9 @@ def _range_rows(kind: str, groups: tuple[GroupRatio, ...], agent: Source) -> tup
         reason = agent.absent if not agent.figures else f"no {kind} with output in window"
         return tuple(agent.missing(label, reason) for label in labels)
     return tuple(
-        agent.text(label, f"{format_value(group.prompt_output, 'ratio')} {short_name(group.name)}")
+        agent.text(
+            label, f"{format_value(group.prompt_output, 'ratio')} {cut(group.name, NAME_WIDTH)}"
+        )
         for label, group in zip(labels, extremes, strict=True)
     )
 
@@ -51,7 +34,7 @@ def _busiest_row(groups: tuple[GroupRatio, ...], agent: Source) -> Row:
         return agent.missing("Most calls", reason)
     busiest = groups[0]  # group_ratios puts the group with most calls first
     share = format_value(divide(busiest.counts.api_calls, calls), "share")
-    return agent.text("Most calls", f"{short_name(busiest.name)} {share}")
+    return agent.text("Most calls", f"{cut(busiest.name, NAME_WIDTH)} {share}")
 
 
 def ratios_view(
@@ -86,3 +69,10 @@ def ratios_view(
         engine.row("computed_generated", "Computed : generated"),
     )
     return PaneView(lines, (("ledger", agent.freshness), ("lane", engine.freshness)))
+
+
+class RatiosPane(Pane):
+    """Prompt : output, fresh : output, cache-read share, per-call means, per-group ranges."""
+
+    BORDER_TITLE = "Token ratios"
+    build = staticmethod(ratios_view)

@@ -1,5 +1,5 @@
 """The mini roofline pane: the plot (roofplot.py) above a caption, or the caption alone when
-the pane is too small to plot. An equal `RooflineView` draws nothing."""
+the pane is too small to plot."""
 
 from __future__ import annotations
 
@@ -31,11 +31,7 @@ WIDE_CAPTION_WIDTH = 56
 
 ABOVE_ROOF = "  above the roof: check the hardware/model profile"
 ABOVE_ROOF_COMPACT = "above roof: check hw/model profile"
-"""Under the points when one is above its roof; on a line of its own, as the points' lines
-have no room left for it (34 cells: a 38-cell pane, as in two columns at 80)."""
-
-
-# --- the caption: pure text ------------------------------------------------------------------
+"""Under the points when one is above its roof (34 cells: a 38-cell pane, two columns at 80)."""
 
 
 def _point_line(letter: str, point: RoofPoint, compact: bool) -> str:
@@ -47,28 +43,23 @@ def _point_line(letter: str, point: RoofPoint, compact: bool) -> str:
 
 
 def _decode_lines(points: OperatingPoints, compact: bool) -> list[str]:
-    decode = points.decode
+    decode, ceiling = points.decode, points.decode_ceiling_tokens_per_s
     if decode is None:
         return [f"D — {points.decode_reason}"]
-    lines = [_point_line("D", decode, compact)]
-    ceiling = points.decode_ceiling_tokens_per_s
-    if ceiling is not None:
-        # The batch is a mean of running requests: 3.5 shown as 4 would name another ceiling.
-        size = f"{decode.batch:.1f}".removesuffix(".0")
-        batch = f"B {size}" if compact else f"batch {size}"
-        lines.append(f"  ceiling {rate_text(ceiling)} at {batch}")
-    return lines
+    if ceiling is None:
+        return [_point_line("D", decode, compact)]
+    # The batch is a mean of running requests: 3.5 shown as 4 would name another ceiling.
+    size = f"{decode.batch:.1f}".removesuffix(".0")
+    batch = f"B {size}" if compact else f"batch {size}"
+    return [_point_line("D", decode, compact), f"  ceiling {rate_text(ceiling)} at {batch}"]
 
 
 def _measured_lines(measured: MeasuredPoint | None, reason: str, compact: bool) -> list[str]:
-    if measured is None:
-        # No measured counters is the common case: only a stalled measurement is news.
+    if measured is None:  # no measured counters is common: only a stalled measurement is news
         return [] if reason.endswith("missing") else [f"M — {reason}"]
-    line = _point_line("M", measured, compact)
     ratio = measured.flops_ratio
-    if ratio is not None:
-        line += f" ×{ratio:.2g}" if compact else f" · ×{ratio:.2g} model"
-    return [line]
+    extra = "" if ratio is None else f" ×{ratio:.2g}" if compact else f" · ×{ratio:.2g} model"
+    return [_point_line("M", measured, compact) + extra]
 
 
 LEGEND = (
@@ -80,9 +71,8 @@ LEGEND = (
 def caption_lines(
     view: RooflineView | None, *, title: bool = True, compact: bool = False, legend: bool = False
 ) -> list[str]:
-    """The pane's words: each point's FLOP/s, intensity and % of roof, the decode ceiling.
-    `title` adds the roofs (ridge, peak); `compact` drops the filler words for narrow panes;
-    `legend` says what the letters and the percentage are."""
+    """Each point's FLOP/s, intensity and % of roof, the decode ceiling; `title` adds the roofs,
+    `compact` drops the filler words, `legend` says what the letters and the % are."""
     if view is None:
         return ["no hardware or model profile"]
     hw = view.hw
@@ -99,8 +89,8 @@ def caption_lines(
         lines.append(_point_line("G", points.gpu, compact))
     if points.above_roof:
         lines.append(ABOVE_ROOF_COMPACT if compact else ABOVE_ROOF)
-    measured_by_gpu = [GPU_POINT_LEGEND] if points.gpu is not None else []
-    return [*lines, *LEGEND, *measured_by_gpu] if legend else lines
+    gpu_legend = [GPU_POINT_LEGEND] if points.gpu is not None else []
+    return [*lines, *LEGEND, *gpu_legend] if legend else lines
 
 
 def pane_title(view: RooflineView | None) -> str:
@@ -108,28 +98,31 @@ def pane_title(view: RooflineView | None) -> str:
 
 
 def is_text_only(pane: Size) -> bool:
-    """Too small a pane for a plot: the caption alone says it all."""
     return pane.width < MIN_PLOT_WIDTH or pane.height < MIN_PLOT_HEIGHT
 
 
 def caption_at(view: RooflineView | None, pane: Size, own_height: bool = False) -> list[str]:
-    """The caption's lines in a pane of this (outer) size; a pane as tall as its plot and
-    caption has room for the roofs line and the legend."""
+    """The caption in a pane of this outer size; one as tall as its plot and caption has room
+    for the roofs line and the legend."""
     title = own_height or is_text_only(pane) or pane.height >= TITLE_MIN_HEIGHT
     compact = pane.width < WIDE_CAPTION_WIDTH
     return caption_lines(view, title=title, compact=compact, legend=own_height)
 
 
 class Caption(LinesWidget):
-    """The words under the plot; the screen is laid out again only when their number changes."""
+    """The words under the plot."""
 
-    lines: reactive[tuple[str, ...]] = reactive((), repaint=False, init=False)
+    lines: tuple[str, ...] = ()
 
-    def watch_lines(self, old: tuple[str, ...], lines: tuple[str, ...]) -> None:
-        self.refresh(layout=len(old) != len(lines))
+    def show(self, lines: tuple[str, ...]) -> None:
+        old, self.lines = self.lines, lines
+        self.redraw(old, lines)
 
-    def lines_at(self, width: int) -> Sequence[Content]:
-        return [Content(line) for line in self.lines]
+    def line_keys(self, width: int) -> Sequence[str]:
+        return self.lines
+
+    def line_content(self, y: int, width: int) -> Content:
+        return Content(self.lines[y])
 
 
 class RooflinePane(Widget):
@@ -158,8 +151,7 @@ class RooflinePane(Widget):
     """
 
     view: reactive[RooflineView | None] = reactive(None, init=False, repaint=False)
-    """What to draw; an equal view draws nothing. The pane is only a border: its plot and
-    caption redraw themselves, and a new title repaints the border."""
+    """An equal view draws nothing; the plot and caption redraw themselves."""
 
     def __init__(
         self, *, id: str | None = None, classes: str | None = None, own_height: bool = False
@@ -193,7 +185,7 @@ class RooflinePane(Widget):
     def draw(self) -> None:
         """The caption and the plot of the view at the pane's size."""
         lines = caption_at(self.view, self.outer_size, self.own_height)
-        self.caption.lines = tuple(visible(line) for line in lines)
+        self.caption.show(tuple(visible(line) for line in lines))
         self.plot.show(self.view)
         if self.own_height:
             height = self.plot.styles.height

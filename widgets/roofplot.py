@@ -1,6 +1,5 @@
 """The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext,
-cleared and plotted again only when its `PlotSpec` changes: the roofs, the axes, the layout,
-the theme's colours, or a point moving to another spot of a grid finer than the plot's cells."""
+plotted again only when its `PlotSpec` changes."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from textual.widget import Widget
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
-from cockpit.roofline.model import RooflineView, RoofPoint
+from cockpit.roofline.model import RooflineView
 from cockpit.roofline.table import intensity_text
 
 TITLE_MIN_HEIGHT = 20
@@ -24,20 +23,13 @@ LETTERS = {"prefill": "P", "decode": "D", "measured": "M", "gpu": "G"}
 """Each point's letter, in the order of the operating points."""
 
 
-@dataclass(frozen=True, slots=True)
-class Axes:
-    """Log10 ranges of the plot."""
-
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    y_hi: float
+Axes = tuple[float, float, float, float]
+"""Log10 ranges of the plot: x from, x to, y from, y to."""
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """One point as plotted: its letter, colour and log10 coordinates, rounded to a grid
-    twice as fine as the plot's cells, so that a point moving within its spot draws nothing."""
+    """A point's letter, colour and log10 place on a grid twice as fine as the plot's cells."""
 
     letter: str
     colour: tuple[int, int, int]
@@ -71,22 +63,26 @@ def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str])
         for name, point in zip(LETTERS, named, strict=False)
         if point is not None and math.isfinite(point.intensity) and point.flops > 0
     ]
-    axes = _axes(view, [point for _, point in plotted])
+    xs = [point.intensity for _, point in plotted] + [1.0, hw.ridge * 10]
+    ys = [math.log10(point.achieved_flops_per_s) for _, point in plotted]
+    x_lo, x_hi = math.floor(math.log10(min(xs))), math.ceil(math.log10(max(xs)))
+    y_lo = math.floor(min([math.log10(hw.bandwidth * 10.0**x_lo), *ys]))
+    y_hi = _y_top(math.log10(hw.peak_flops), ys)
     marks = tuple(
         Mark(
             LETTERS[name],
             _theme_rgb(theme, name),
-            _rounded(math.log10(point.intensity), axes.x_lo, axes.x_hi, 2 * plot.width),
-            _rounded(math.log10(point.achieved_flops_per_s), axes.y_lo, axes.y_hi, 2 * plot.height),
+            _rounded(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width),
+            _rounded(y, y_lo, y_hi, 2 * plot.height),
         )
-        for name, point in plotted
+        for (name, point), y in zip(plotted, ys, strict=True)
     )
     labels = pane.height >= TITLE_MIN_HEIGHT
     return PlotSpec(
         math.log10(hw.ridge),
         math.log10(hw.peak_flops),
         math.log10(hw.bandwidth),
-        axes,
+        (x_lo, x_hi, y_lo, y_hi),
         marks,
         max(2, pane.width // 6),
         f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
@@ -100,20 +96,9 @@ def _rounded(value: float, lo: float, hi: float, steps: int) -> float:
     return lo + step * min(max(round((value - lo) / step), 0), steps)
 
 
-def _axes(view: RooflineView, plotted: list[RoofPoint]) -> Axes:
-    hw = view.hw
-    xs = [p.intensity for p in plotted] + [1.0, hw.ridge * 10]
-    ys = [math.log10(p.achieved_flops_per_s) for p in plotted]
-    x_lo = math.floor(math.log10(min(xs)))
-    x_hi = math.ceil(math.log10(max(xs)))
-    y_lo = min([math.log10(hw.bandwidth * 10.0**x_lo), *ys])
-    return Axes(x_lo, x_hi, math.floor(y_lo), _y_top(math.log10(hw.peak_flops), ys))
-
-
 def _y_top(peak: float, ys: list[float]) -> float:
-    """Twice the peak, or higher to keep a point above its roof in sight (a wrong profile is
-    shown as it is, not hidden). Rounded up to a half decade, so a point moving a little
-    up there does not rescale the plot at every refresh."""
+    """Twice the peak, or up to the next half decade over a point above its roof (a wrong
+    profile is shown as it is, and a point moving a little there does not rescale the plot)."""
     top = peak + 0.3
     highest = max(ys, default=top)
     return top if highest <= top else math.ceil(2.0 * (highest + 0.05)) / 2.0
@@ -155,20 +140,20 @@ def _theme_rgb(variables: dict[str, str], part: str) -> tuple[int, int, int]:
 
 def draw_spec(plt: Plot, spec: PlotSpec) -> None:
     """Plot `spec` on a cleared plotext figure."""
-    axes = spec.axes
+    x_lo, x_hi, y_lo, y_hi = spec.axes
     plt.plot(
-        [axes.x_lo, spec.ridge, axes.x_hi],
-        [spec.bandwidth + axes.x_lo, spec.peak, spec.peak],
+        [x_lo, spec.ridge, x_hi],
+        [spec.bandwidth + x_lo, spec.peak, spec.peak],
         marker="braille",
         color=spec.colours[0],
     )
     plt.vline(spec.ridge, spec.colours[1])
     for mark in spec.marks:  # after the roofs: a letter is drawn over them
         plt.scatter([mark.x], [mark.y], marker=mark.letter, color=mark.colour)
-    plt.xlim(axes.x_lo, axes.x_hi)
-    plt.ylim(axes.y_lo, axes.y_hi)
-    plt.xticks(*_decade_ticks(axes.x_lo, axes.x_hi, room=spec.x_ticks))
-    plt.yticks(*_decade_ticks(axes.y_lo, axes.y_hi, room=6))
+    plt.xlim(x_lo, x_hi)
+    plt.ylim(y_lo, y_hi)
+    plt.xticks(*_decade_ticks(x_lo, x_hi, room=spec.x_ticks))
+    plt.yticks(*_decade_ticks(y_lo, y_hi, room=6))
     if spec.x_label is not None:
         plt.xlabel(spec.x_label)
         plt.ylabel("FLOP/s")

@@ -17,16 +17,6 @@ BUCKETS: tuple[tuple[str, Tone, str], ...] = (
 """spend_split's bucket names, each with a colour and a glyph of its own."""
 
 
-class SpendPane(Pane):
-    """Spend split as a stacked bar, each bucket's share, prompt-side share ± caching; USD,
-    and the tokens of priced and unpriced models; the lane's own models when narrowed."""
-
-    BORDER_TITLE = "Spend split"
-
-    def show(self, ledger: LedgerSnapshot | None, ledger_configured: bool = True) -> None:
-        self.view = spend_view(ledger, ledger_configured)
-
-
 def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) -> PaneView:
     agent = ledger_source(ledger, ledger_configured)
     figures = ledger.figures if ledger else None
@@ -54,3 +44,10 @@ def spend_view(ledger: LedgerSnapshot | None, ledger_configured: bool = True) ->
     if figures and figures.narrowed:
         lines += (Note(f"lane only: {figures.narrowed}"),)
     return PaneView(lines, (("ledger", agent.freshness),))
+
+
+class SpendPane(Pane):
+    """Spend shares per bucket, prompt-side share ± caching, USD, priced and unpriced tokens."""
+
+    BORDER_TITLE = "Spend split"
+    build = staticmethod(spend_view)

@@ -8,7 +8,6 @@ from functools import lru_cache
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.reactive import reactive
 
 from cockpit.core.figures import format_value
 from cockpit.core.model import FRESH, Freshness
@@ -22,8 +21,7 @@ SEPARATOR = " │ "
 MAX_LINES = 3
 """The status line's most rows (its max-height)."""
 REASON_CELLS = 40
-"""A failure's reason on the status line is cut to at most this, or half a wide line, and to
-what keeps its item on one line (whole in the tooltip)."""
+"""A failure's reason is cut to this, or half a wide line, and to keep its item on one line."""
 MIN_REASON_CELLS = 12
 """How short reasons get, then none at all, when the items would need more than MAX_LINES."""
 
@@ -34,11 +32,10 @@ class SourceStatus:
     freshness: Freshness
     latency_s: float | None = None
     reading: bool = False
-    """No snapshot yet: the first read is under way."""
+    """The first read is under way."""
 
 
 def source_status(name: str, snapshot: LaneSnapshot | LedgerSnapshot | None) -> SourceStatus:
-    """A source's item: its snapshot's freshness and latency, or reading, before the first."""
     if snapshot is None:
         return SourceStatus(name, FRESH, reading=True)
     return SourceStatus(name, snapshot.freshness, snapshot.latency_s)
@@ -46,7 +43,7 @@ def source_status(name: str, snapshot: LaneSnapshot | LedgerSnapshot | None) -> 
 
 @dataclass(frozen=True, slots=True)
 class StatusView:
-    """Everything the status line says; the app builds it from its state and snapshots."""
+    """Everything the status line says."""
 
     lane: str
     index: int
@@ -54,7 +51,7 @@ class StatusView:
     count: int
     window: str
     ledger_window: str | None = None
-    """Shown only when the ledger reads a different window from the lane."""
+    """Shown when it differs from the lane's."""
     evaluated_at: float | None = None
     replay_at: float | None = None
     sources: tuple[SourceStatus, ...] = ()
@@ -64,8 +61,8 @@ class StatusView:
     coverage: str = ""
     """How much of the window the lane's data covers, when less (`since start (12 min)`)."""
     card: str | None = None
-    """The card running on the lane, and for how long it has run."""
     card_s: float = 0.0
+    """The card running on the lane, and for how long it has run."""
     cards_in_window: tuple[int, float | None, float | None] = (0, None, None)
     """Stopped cards wholly in the window: how many, their requests, the window's requests."""
 
@@ -107,35 +104,29 @@ def status_items(
     view: StatusView, width: int = DEFAULT_WIDTH, reason_cells: int | None = None
 ) -> list[Content]:
     """The line's items; failure reasons fit `width`, and at most `reason_cells` (0: none)."""
-    lane = (
-        f"{visible(view.lane)} ({view.index}/{view.count})" if view.count else "no lane configured"
+    count, inside, requests = view.cards_in_window
+    share = "" if inside is None or requests is None else f": {inside:,.0f} of {requests:,.0f}"
+    cards = f"{count} card{'s' * (count > 1)} in window{share and share + ' requests'}"
+    lane = f"{visible(view.lane)} ({view.index}/{view.count})" if view.count else ""
+    ledger = view.ledger_window not in (None, view.window)
+    card, replay, evaluated = view.card, view.replay_at, view.evaluated_at
+    shown = (
+        (lane or "no lane configured", "bold $primary"),
+        (f"model '{visible(view.model_filter)}'" if view.model_filter else "", "bold $accent"),
+        (view.window + (f" · ledger {view.ledger_window}" if ledger else ""), "bold"),
+        (
+            f"card {visible(card)} {elapsed(view.card_s)}" if card is not None else "",
+            "bold $accent",
+        ),
+        (cards if count else "", "$accent"),
+        (view.coverage, "$warning"),
+        (f"REPLAY {stamp(replay)}" if replay is not None else "", "bold reverse $accent"),
+        (f"at {clock(evaluated)} UTC" if replay is None and evaluated is not None else "", ""),
+        # before the sources: a long reason can't push it off the line
+        ("PAUSED" if view.paused else "", "bold reverse $warning"),
     )
-    items = [Content.styled(lane, "bold $primary")]
-    if view.model_filter:
-        items.append(Content.styled(f"model '{visible(view.model_filter)}'", "bold $accent"))
-    window = view.window
-    if view.ledger_window not in (None, view.window):
-        window += f" · ledger {view.ledger_window}"
-    items.append(Content.styled(window, "bold"))
-    if view.card is not None:
-        running = f"card {visible(view.card)} {elapsed(view.card_s)}"
-        items.append(Content.styled(running, "bold $accent"))
-    count, inside, window_requests = view.cards_in_window
-    if count:
-        share = "" if inside is None or window_requests is None else (
-            f": {inside:,.0f} of {window_requests:,.0f} requests"
-        )  # fmt: skip
-        items.append(Content.styled(f"{count} card{'s' * (count > 1)} in window{share}", "$accent"))
-    if view.coverage:
-        items.append(Content.styled(view.coverage, "$warning"))
-    if view.replay_at is not None:
-        items.append(Content.styled(f"REPLAY {stamp(view.replay_at)}", "bold reverse $accent"))
-    elif view.evaluated_at is not None:
-        items.append(Content(f"at {clock(view.evaluated_at)} UTC"))
-    if view.paused:  # before the sources: a long reason can't push it off the line
-        items.append(Content.styled("PAUSED", "bold reverse $warning"))
-    items.extend(_source_item(source, width, reason_cells) for source in view.sources)
-    return items
+    items = [Content.styled(text, style) for text, style in shown if text]
+    return items + [_source_item(source, width, reason_cells) for source in view.sources]
 
 
 def pack_items(items: list[Content], width: int) -> list[Content]:
@@ -151,8 +142,8 @@ def pack_items(items: list[Content], width: int) -> list[Content]:
 
 @lru_cache(maxsize=8)
 def status_lines(view: StatusView | None, width: int) -> tuple[Content, ...]:
-    """The items packed into `width`; reasons shortened, then left out (they stay in the
-    tooltip), when whole ones would need more than MAX_LINES rows."""
+    """The items packed into `width`; reasons shortened, then left out (the tooltip has them),
+    when whole ones would need more than MAX_LINES rows."""
     if view is None:
         return (Content("starting…"),)
     lines: list[Content] = []
@@ -177,15 +168,10 @@ class StatusLine(LinesWidget):
     }
     """
 
-    view: reactive[StatusView | None] = reactive(None)
-    """A new view repaints the line; only one that needs another number of lines lays out."""
+    view: StatusView | None = None
 
     def show(self, view: StatusView) -> None:
-        self.view = view
-
-    def watch_view(self, old: StatusView | None, view: StatusView | None) -> None:
-        if view is None:
-            return
+        old, self.view = self.keys_now(), view
         reasons = [
             visible(f"{source.name}: {source.freshness.describe()}")
             for source in view.sources
@@ -194,9 +180,7 @@ class StatusLine(LinesWidget):
         tooltip = Content("\n".join(reasons)) if reasons else None  # plain text, never markup
         if tooltip != self.tooltip:  # setting it, even to the same text, updates the screen's
             self.tooltip = tooltip
-        width = self.size.width
-        if not width or len(status_lines(old, width)) != len(status_lines(view, width)):
-            self.refresh(layout=True)
+        self.redraw(old)
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return status_lines(self.view, width)

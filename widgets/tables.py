@@ -50,6 +50,4 @@ class LedgerTables(Pane):
     """Sessions, API calls, prompt and output tokens, ratios and cache-read share per group."""
 
     BORDER_TITLE = "Ledger tables"
-
-    def show(self, ledger: LedgerSnapshot | None, configured: bool = True) -> None:
-        self.view = tables_view(ledger, configured)
+    build = staticmethod(tables_view)

@@ -1,13 +1,9 @@
-"""How bad the tail is: p50 / p90 / p95 / p99 of each latency beside its histogram's mean, over
-the window. A quantile past the largest finite bucket reads `> 60 s` (`>60s` where room is
-short); where even compact cells don't fit, p90 gives way (p95 is the overview's column)."""
+"""How bad the tail is: p50 / p90 / p95 / p99 of each latency beside its mean over the window;
+compact cells where room is short, then p90 gives way (p95 is the overview's column)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-
-from textual.content import Content
 
 from cockpit.core.catalogue import LATENCIES, merge_reasons, slo_keys
 from cockpit.core.figures import format_figure, format_value
@@ -15,7 +11,7 @@ from cockpit.core.model import Figure
 from cockpit.core.slo import INTERPOLATED
 from cockpit.core.snapshot import LaneSnapshot
 
-from .pane import MISSING, Cells, Line, Note, Pane, PaneView, Row, lane_source
+from .pane import Cells, Line, Note, Pane, PaneView, Row, figure_text, lane_source
 
 QUANTILES = ("p50", "p90", "p95", "p99")
 NARROW = ("p50", "p95", "p99")
@@ -26,28 +22,6 @@ COMPACT_COLUMN = 8
 FULL_WIDTH = Cells("", ()).min_label + (COLUMN - 1) * (1 + len(QUANTILES))
 """The narrowest pane the full cells fit, a cell narrower each (the pane's own squeeze)."""
 COMPACT_WIDTH = Cells("", ()).min_label + (COMPACT_COLUMN - 1) * (1 + len(QUANTILES))
-
-
-class TailsPane(Pane):
-    """Mean, p50, p90, p95 and p99 of TTFT, inter-token, end-to-end and queue time; the share
-    that met each latency target the lane sets, and the TTFT goodput."""
-
-    BORDER_TITLE = "Latency tails"
-    compact: PaneView | None = None
-    """The view in compact cells, drawn where the full ones would leave the mean out."""
-    narrow: PaneView | None = None
-    """The compact view without p90, where the compact cells would leave the mean out."""
-
-    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        self.compact = tails_view(lane, lane_configured, compact=True)
-        self.narrow = tails_view(lane, lane_configured, compact=True, quantiles=NARROW)
-        self.view = tails_view(lane, lane_configured)
-
-    def lines_at(self, width: int) -> Sequence[Content]:
-        view = self.view
-        if width < FULL_WIDTH and self.compact is not None and self.narrow is not None:
-            view = self.compact if width >= COMPACT_WIDTH else self.narrow
-        return [line.content(width) for line in view.lines]
 
 
 def compact_figure(figure: Figure) -> str:
@@ -83,8 +57,7 @@ def tails_view(
     column, shown = (COMPACT_COLUMN, compact_figure) if compact else (COLUMN, tail_figure)
 
     def cell(key: str) -> str:
-        figure = engine.get(key)
-        return MISSING if figure is None or figure.missing else shown(figure)
+        return figure_text(engine.get(key), shown)
 
     header = Cells("", ("mean", *quantiles), "muted", column=column, drop_first=True)
     lines: list[Line] = [header]
@@ -99,3 +72,25 @@ def tails_view(
     if reasons:
         lines.append(Note(f"— {reasons}"))
     return PaneView(tuple(lines), (("lane", engine.freshness),))
+
+
+class TailsPane(Pane):
+    """Each latency's mean and quantiles; the share that met each target, the TTFT goodput."""
+
+    BORDER_TITLE = "Latency tails"
+    build = staticmethod(tails_view)
+    read: tuple[LaneSnapshot | None, bool] | None = None
+    squeezed: tuple[tuple[str, ...], PaneView] | None = None
+    """The compact view drawn where full cells would leave the mean out, and its quantiles."""
+
+    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        self.read, self.squeezed = (lane, lane_configured), None
+        super().show(lane, lane_configured)
+
+    def shown(self, width: int) -> PaneView:
+        if width >= FULL_WIDTH or self.read is None:
+            return self.view
+        quantiles = QUANTILES if width >= COMPACT_WIDTH else NARROW
+        if self.squeezed is None or self.squeezed[0] != quantiles:
+            self.squeezed = quantiles, tails_view(*self.read, compact=True, quantiles=quantiles)
+        return self.squeezed[1]

@@ -1,5 +1,5 @@
-"""Is the lane getting better or worse: a sparkline per figure across the window, at the trend's
-fixed step (stated in the title), the latest point beside it. Gaps in the data stay blank."""
+"""Is the lane getting better or worse: a sparkline per figure across the window at the trend's
+step (in the title), the latest point beside it."""
 
 from __future__ import annotations
 
@@ -24,22 +24,6 @@ def step_text(step_s: float) -> str:
     return f"step {step_s / 3600:g} h"
 
 
-class TrendsPane(Pane):
-    """Hit rate, TTFT p95, the inter-token step, generation tok/s, running, waiting, KV use,
-    and GPU utilisation on a lane with a GPU source."""
-
-    BORDER_TITLE = "Trends"
-
-    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        trend = lane.totals.trend if lane is not None and lane.totals is not None else None
-        title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.BORDER_TITLE
-        if trend is not None and trend.rates_over_s is not None:
-            title += f" · rates over {step_text(trend.rates_over_s).removeprefix('step ')}"
-        if str(self.border_title) != title:
-            self.border_title = Content(title)
-        self.view = trends_view(lane, lane_configured)
-
-
 def trends_view(lane: LaneSnapshot | None, lane_configured: bool = True) -> PaneView:
     engine = lane_source(lane, lane_configured)
     trend = lane.totals.trend if lane is not None and lane.totals is not None else None
@@ -62,10 +46,25 @@ def _spark(trend: Trend, series: TrendSeries, stale: bool) -> Spark:
 
 
 def _gpu_spark(trend: Trend, gpu: GpuTotals | None, stale: bool) -> tuple[Line, ...]:
-    """The GPU utilisation's line: its sparkline, or why its source read none (nothing on a
-    lane without a GPU source, as the vital strip)."""
+    """GPU utilisation's sparkline, or why its source read none; nothing without a source."""
     if gpu is None:
         return ()
     if any(point is not None for point in trend.series.get(GPU_TREND.key, ())):
         return (_spark(trend, GPU_TREND, stale),)
     return (Note(f"{GPU_TREND.label}: {gpu.reason or NO_GPU_STEP}"),)
+
+
+class TrendsPane(Pane):
+    """Hit rate, TTFT p95, step, generation tok/s, running, waiting, KV use, GPU use."""
+
+    BORDER_TITLE = "Trends"
+    build = staticmethod(trends_view)
+
+    def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
+        trend = lane.totals.trend if lane is not None and lane.totals is not None else None
+        title = f"Trends · {step_text(trend.step_s)}" if trend is not None else self.BORDER_TITLE
+        if trend is not None and trend.rates_over_s is not None:
+            title += f" · rates over {step_text(trend.rates_over_s).removeprefix('step ')}"
+        if str(self.border_title) != title:
+            self.border_title = Content(title)
+        super().show(lane, lane_configured)

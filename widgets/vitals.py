@@ -1,29 +1,96 @@
-"""The lane's vital signs and its health, at the top of the screen: the vital strip (what the
-engine does now and over the window, or what is down since when) and the health line (each
-rule that fires, naming its figure and threshold, or `healthy`)."""
+"""The vital strip (what the engine does now and over the window, or what is down since when),
+the lane's GPUs, and the health line (each rule that fires, or `healthy`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from textual.content import Content
-from textual.reactive import reactive
 
 from cockpit.core.catalogue import FINISH_REASONS, WAIT_REASONS
-from cockpit.core.figures import format_figure, format_value
+from cockpit.core.figures import format_value
+from cockpit.core.gpu_figures import GpuFigures
 from cockpit.core.health import Finding, down_words
 from cockpit.core.model import Figure
 from cockpit.core.snapshot import LaneSnapshot
 from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 
-from .gpu import NO_GPU, GpuView, gpu_view
-from .pane import DEFAULT_WIDTH, MISSING, TONE_STYLE, LinesWidget, Tone, lane_source, short_reason
+from .pane import MISSING, TONE_STYLE, LinesWidget, Tone, figure_text, lane_source, short_reason
 from .status import SEPARATOR, pack_items
 
 Item = tuple[str, str, Tone]
 """(label, value, tone): `label value`, or the value alone (a message: `engine DOWN since …`)."""
+GIB = 2**30
+"""Memory in GiB, as nvidia-smi and the exporters' MiB read (an `80GB` H100 has 79.6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """The GPU line two ways: a cell per GPU, and the GPUs together; `note` beside either."""
+
+    cells: tuple[Item, ...] = ()
+    together: tuple[Item, ...] = ()
+    note: tuple[Item, ...] = ()
+
+
+NO_GPU = GpuView()
+
+FLAGGED_BY = {
+    "gpu_xid_errors": "gpu",
+    "gpu_memory_used_bytes": "mem",
+    "gpu_power_throttled": "power",
+}
+"""A GPU health finding's figure -> the item of the together view it colours."""
+
+
+def _memory(used: Figure | None, total: Figure | None) -> str:
+    """`71.5/80 GiB`: in use of the memory there is."""
+    if used is None or used.value is None:
+        return MISSING
+    gib = used.value / GIB
+    shown = f"{gib:.1f}" if gib < 100 else f"{gib:,.0f}"
+    if total is None or total.value is None:
+        return f"{shown} GiB"
+    return f"{shown}/{total.value / GIB:,.0f} GiB"
+
+
+def _readings(figures: Mapping[str, Figure]) -> tuple[str, str, str, str]:
+    get = figures.get
+    return (
+        figure_text(get("gpu_util")),
+        _memory(get("gpu_memory_used_bytes"), get("gpu_memory_total_bytes")),
+        figure_text(get("gpu_power_w")),
+        figure_text(get("gpu_temp_max_c")),
+    )
+
+
+def gpu_view(gpu: GpuFigures | None, flagged: Mapping[str, Tone]) -> GpuView:
+    """The lane's GPU line (None: no GPU source); a flagged item takes its rule's colour."""
+    if gpu is None:
+        return NO_GPU
+    name = f"GPU {gpu.source}".rstrip() + ":"
+    if not gpu.per_gpu:
+        reason = short_reason(gpu.reason) or "no GPU read"
+        return GpuView(note=((name, reason, "alarm" if gpu.reason else "muted"),))
+    tones = {item: flagged[key] for key, item in FLAGGED_BY.items() if key in flagged}
+    cells: tuple[Item, ...] = tuple(
+        (f"GPU {one.id or one.uuid}", " ".join(_readings(figures)), "plain")
+        for one, figures in gpu.per_gpu
+    )
+    util, memory, power, temp = _readings(gpu.figures)
+    count = format_value(gpu.value("gpu_count"), "count")
+    together: tuple[Item, ...] = (
+        ("GPUs", count, tones.get("gpu", "plain")),
+        ("util", util, "plain"),
+        ("mem", memory, tones.get("mem", "plain")),
+        ("power", power, tones.get("power", "plain")),
+        ("hottest", temp, "plain"),
+    )
+    note: tuple[Item, ...] = (("", short_reason(gpu.reason), "warn"),) if gpu.reason else ()
+    return GpuView(cells, together, note)
 
 
 def message(text: str, tone: Tone = "muted") -> tuple[Item, ...]:
@@ -38,25 +105,25 @@ def _item_content(item: Item) -> Content:
     return Content.assemble((f"{visible(label)} ", "$text-muted"), shown)
 
 
+def _contents(items: Iterable[Item]) -> list[Content]:
+    return [_item_content(item) for item in items]
+
+
 @lru_cache(maxsize=8)
 def _lines(items: tuple[Item, ...], width: int) -> tuple[Content, ...]:
-    """The items packed into `width` (remembered: a view's lines are asked for to count them
-    and again to draw them)."""
-    return tuple(pack_items([_item_content(item) for item in items], width))
+    """The items packed into `width` (remembered: asked for to compare and to draw)."""
+    return tuple(pack_items(_contents(items), width))
 
 
-def _one_line(items: tuple[Item, ...]) -> Content:
-    return Content(SEPARATOR).join([_item_content(item) for item in items])
-
-
-def gpu_line(view: GpuView, width: int) -> list[Content]:
+@lru_cache(maxsize=8)
+def gpu_line(view: GpuView, width: int) -> tuple[Content, ...]:
     """One line: a cell per GPU when they fit, else the GPUs together (cut with `…`)."""
     if view == NO_GPU:
-        return []
-    line = _one_line((*view.cells, *view.note))
+        return ()
+    line = Content(SEPARATOR).join(_contents((*view.cells, *view.note)))
     if not view.cells or line.cell_length > width:
-        line = _one_line((*view.together, *view.note))
-    return [line.truncate(width, ellipsis=True)]
+        line = Content(SEPARATOR).join(_contents((*view.together, *view.note)))
+    return (line.truncate(width, ellipsis=True),)
 
 
 class PackedLine(LinesWidget):
@@ -70,14 +137,7 @@ class PackedLine(LinesWidget):
     }
     """
 
-    view: reactive[tuple[Item, ...]] = reactive(
-        message("waiting for the first read…"), repaint=False, init=False
-    )
-    """Frozen: an equal view draws nothing."""
-
-    def watch_view(self, old: tuple[Item, ...], view: tuple[Item, ...]) -> None:
-        width = self.content_size.width or DEFAULT_WIDTH
-        self.refresh(layout=len(_lines(old, width)) != len(_lines(view, width)))
+    view: tuple[Item, ...] = message("waiting for the first read…")
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return _lines(self.view, width)
@@ -86,22 +146,18 @@ class PackedLine(LinesWidget):
 # --- the vital strip ------------------------------------------------------------------------
 
 
-def _value(figure: Figure | None) -> str:
-    return MISSING if figure is None or figure.missing else format_figure(figure)
-
-
 def _rate(window: Figure | None, minute: Figure | None) -> str:
     """`5,556 tok/s · 1m 5,100`: the window's mean, then the last minute's."""
-    return f"{_value(window)} · 1m {_value(minute).removesuffix(' tok/s')}"
+    return f"{figure_text(window)} · 1m {figure_text(minute).removesuffix(' tok/s')}"
 
 
 def _waiting(figures: Mapping[str, Figure]) -> str:
     reasons = [
-        f"{reason} {_value(figures[key])}"
+        f"{reason} {figure_text(figures[key])}"
         for reason in WAIT_REASONS
         if (key := f"waiting_now_{reason}") in figures and not figures[key].missing
     ]
-    count = _value(figures.get("waiting_now"))
+    count = figure_text(figures.get("waiting_now"))
     return f"{count} ({', '.join(reasons)})" if reasons else count
 
 
@@ -119,18 +175,18 @@ def vital_items(figures: Mapping[str, Figure], flagged: Mapping[str, Tone]) -> t
     """The strip's items; one whose figure a health rule flags takes the rule's colour."""
     get = figures.get
     items = [
-        ("running", _value(get("running_now")), ("running_now",)),
+        ("running", figure_text(get("running_now")), ("running_now",)),
         ("waiting", _waiting(figures), ("waiting_now",)),
-        ("KV", _value(get("kv_usage_now")), ("kv_usage_now", "kv_usage")),
+        ("KV", figure_text(get("kv_usage_now")), ("kv_usage_now", "kv_usage")),
         ("req/s", _rate(get("requests_per_s"), get("requests_per_s_1m")), ()),
         ("prompt", _rate(get("prompt_tok_s"), get("prompt_tok_s_1m")), ()),
         ("gen", _rate(get("generation_tok_s"), get("generation_tok_s_1m")), ()),
         ("finished", _finished(figures), ("finished_failed_share",)),
-        ("preempted", _value(get("preemptions")), ("preemptions",)),
+        ("preempted", figure_text(get("preemptions")), ("preemptions",)),
     ]
     rejections = get("admission_rejections")
     if rejections is not None and not rejections.missing:  # only where the engine exposes it
-        items.append(("rejected", _value(rejections), ("admission_rejections",)))
+        items.append(("rejected", figure_text(rejections), ("admission_rejections",)))
     return tuple(
         (label, value, next((flagged[key] for key in keys if key in flagged), "plain"))
         for label, value, keys in items
@@ -154,10 +210,8 @@ def vitals_view(
         return message("lane: reading…")
     if lane.freshness.state != "ok":
         return message(down_message(lane), "alarm")
-    flagged: dict[str, Tone] = {}
-    for finding in findings:
-        flagged.setdefault(finding.figure_key, finding.severity)
-    return vital_items(lane_source(lane).figures, flagged)
+    flagged = {finding.figure_key: finding.severity for finding in reversed(tuple(findings))}
+    return vital_items(lane_source(lane).figures, flagged)  # a figure's first finding wins
 
 
 def lane_gpu_view(lane: LaneSnapshot | None, findings: Iterable[Finding] = ()) -> GpuView:
@@ -169,24 +223,21 @@ def lane_gpu_view(lane: LaneSnapshot | None, findings: Iterable[Finding] = ()) -
 
 
 class VitalStrip(PackedLine):
-    """Running / waiting now, KV now, rates, finish reasons, preemptions; or what is down.
-    Then the lane's GPUs on one line, when it has a GPU source."""
+    """Running / waiting, KV, rates, finish reasons, preemptions, or what is down; the GPUs."""
 
     DEFAULT_CSS = "VitalStrip:focus { background: $accent 25%; }"
     can_focus = True
     """Focused with the arrows: `enter`/`i` opens its figures' details."""
 
-    gpu: reactive[GpuView] = reactive(NO_GPU, repaint=False, init=False)
-
-    def watch_gpu(self, old: GpuView, gpu: GpuView) -> None:
-        self.refresh(layout=(old == NO_GPU) != (gpu == NO_GPU))
+    gpu: GpuView = NO_GPU
 
     def show(
         self, lane: LaneSnapshot | None, configured: bool = True, findings: Iterable[Finding] = ()
     ) -> None:
-        findings = tuple(findings)
+        findings, old = tuple(findings), self.keys_now()
         self.view = vitals_view(lane, configured, findings)
         self.gpu = lane_gpu_view(lane, findings)
+        self.redraw(old)
 
     def lines_at(self, width: int) -> Sequence[Content]:
         return [*_lines(self.view, width), *gpu_line(self.gpu, width)]
@@ -208,4 +259,6 @@ class HealthLine(PackedLine):
     """The health rules that fire now, each naming its figure and threshold."""
 
     def show(self, findings: Iterable[Finding] | None) -> None:
+        old = self.keys_now()
         self.view = health_view(None if findings is None else tuple(findings))
+        self.redraw(old)

@@ -3,11 +3,16 @@ outside text (names, reasons) as the text it is: no markup, no control character
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Self
+
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 
 from cockpit.core.model import Figure, Freshness
 from cockpit.core.text import visible
 from cockpit.widgets.pane import Bar, Note, Pane, PaneView, Row, Segment
+from cockpit.widgets.status import SourceStatus, StatusLine, StatusView, status_lines
 from tests.support.pilot import Counting, full_render
 from tests.support.screentext import screen_text
 from tests.support.snapshots import figures_view
@@ -149,3 +154,43 @@ async def test_control_characters_from_outside_are_shown_not_sent() -> None:
         shown = screen_text(app)
         assert shown.count(visible(name)) == 3
         assert "\x1b" not in shown and "\x07" not in shown
+
+
+class CountedStatus(StatusLine):
+    """The status line, noting the regions of each refresh it asks for."""
+
+    def __init__(self) -> None:
+        super().__init__(id="status")
+        self.regions: list[tuple[Region, ...]] = []
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        self.regions.append(regions)
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+
+class OneStatus(App[None]):
+    def compose(self) -> ComposeResult:
+        yield CountedStatus()
+
+
+async def test_a_status_line_whose_clock_alone_moved_repaints_that_line_only() -> None:
+    sources = tuple(SourceStatus(f"source-{n}", Freshness("ok"), 0.05) for n in range(4))
+    view = StatusView("lane-a", 1, 1, "1h", evaluated_at=0.0, sources=sources)
+    app = OneStatus()
+    async with app.run_test(size=(60, 8)) as pilot:
+        status = app.query_one(CountedStatus)
+        status.show(view)
+        await pilot.pause()
+        lines = [line.plain for line in status_lines(view, status.size.width)]
+        assert len(lines) > 1  # so that "that line only" can fail
+        status.regions.clear()
+        status.show(replace(view))  # equal: nothing
+        assert status.regions == []
+        status.show(replace(view, evaluated_at=1.0))
+        await pilot.pause()
+        clock_row = next(y for y, line in enumerate(lines) if "at 00:00:00 UTC" in line)
+        assert status.regions == [(Region(0, clock_row, status.size.width, 1),)]
+        shown = screen_text(app)
+        assert "at 00:00:01 UTC" in shown and shown == await full_render(app, pilot)

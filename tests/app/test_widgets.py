@@ -296,7 +296,7 @@ def test_the_status_line_shows_control_bytes_in_names_and_reasons_as_symbols() -
     assert "\x1b" not in text and "\x07" not in text
     assert text.count("␛]0;pwned␇") == 4, text  # lane, filter, both reasons
     line = StatusLine()
-    line.watch_view(None, view)
+    line.show(view)
     assert line.tooltip is not None and "\x1b" not in str(line.tooltip)
 
 

@@ -18,8 +18,7 @@ from cockpit.core.gpu import Gpu, GpuTotals
 from cockpit.core.gpu_figures import gpu_figures
 from cockpit.demo import SimulatedLane
 from cockpit.sources.gpu_nvml import NO_DRIVER, NO_PACKAGE, NvmlGpu
-from cockpit.widgets.gpu import gpu_view
-from cockpit.widgets.vitals import gpu_line
+from cockpit.widgets.vitals import gpu_line, gpu_view
 from tests.support.repo import REPO
 
 pytestmark = pytest.mark.skipif(
