@@ -386,10 +386,10 @@ async def test_the_receipt_of_listed_lanes_beside_discovery_says_both() -> None:
 async def test_on_a_real_server_the_overview_finds_the_lanes_and_each_opens_on_its_row(
     fleet_server: PromServer,
 ) -> None:
-    """`--prometheus URL --lanes-by job` (no lane listed), at the fleet test's pinned second
-    read: the overview shows its six lanes (down and gone said), and a lane opened from it
-    shows the overview's figures in its panes, read by its own query."""
-    argv = ["run", "--prometheus", fleet_server.url, "--lanes-by", "job"]
+    """`--prometheus URL --lanes-by job --selector fleet="live"` (no lane listed), at the fleet
+    test's pinned second read: the overview shows its six lanes (down and gone said), and a lane
+    opened from it shows the overview's figures in its panes, read by its own query."""
+    argv = ["run", "--prometheus", fleet_server.url, "--lanes-by", "job", "--selector", live.MATCH]
     config = effective_config(parse_args(argv))
     fleet = fleet_feed(config)
     assert fleet is not None and not config.lanes
@@ -429,7 +429,9 @@ async def test_on_a_real_server_listed_lanes_are_read_on_their_one_client_as_the
     lanes' own feeds (one client for the server), and each lane opened shows its row."""
     names = ("lane-a", "lane-c", "lane-down")
     url = fleet_server.url
-    lines = [f"- {{name: {n}, prometheus: '{url}', selector: 'job=\"{n}\"'}}" for n in names]
+    lines = [
+        f"- {{name: {n}, prometheus: '{url}', selector: '{live.lane_selector(n)}'}}" for n in names
+    ]
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(["lanes:", *lines, ""]), encoding="utf-8")
     config = effective_config(parse_args(["run", "--config", str(path)]))
@@ -470,9 +472,10 @@ def test_report_fleet_reads_the_overviews_fleet_listed_found_or_both(
     """`cockpit report --fleet` with lanes listed in the config (beside discovery or not):
     the rows the overview shows, each listed lane's figures its panes' (its twin found by
     `job` has the same)."""
-    lines = [f"- {{name: mine-{n}, prometheus: '{fleet_server.url}', selector: 'job=\"lane-{n}\"'}}"
-             for n in ("a", "c")]  # fmt: skip
-    discover = [f"discover: {{prometheus: '{fleet_server.url}', label: job}}"] if found else []
+    lines = [f"- {{name: mine-{n}, prometheus: '{fleet_server.url}', "
+             f"selector: '{live.lane_selector(f'lane-{n}')}'}}" for n in ("a", "c")]  # fmt: skip
+    discover = [f"discover: {{prometheus: '{fleet_server.url}', label: job, "
+                f"match: '{live.MATCH}'}}"] if found else []  # fmt: skip
     path = tmp_path / "config.yaml"
     path.write_text("\n".join([*discover, "lanes:", *lines, ""]), encoding="utf-8")
     argv = ["report", "--fleet", "--config", str(path), "--window", "1h", "--at", str(live.END)]
@@ -495,7 +498,8 @@ async def _read_lane(url: str, job: str) -> LaneTotals:
     """The lane as its panes read it at the fleet test's pinned second read."""
     source = PrometheusSource(url)
     try:
-        return await source.read_lane(job, None, f'{{job="{job}"}}', live.WINDOW_S, live.END)
+        selector = f"{{{live.lane_selector(job)}}}"
+        return await source.read_lane(job, None, selector, live.WINDOW_S, live.END)
     finally:
         await source.aclose()
 

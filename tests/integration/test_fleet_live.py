@@ -1,9 +1,10 @@
 """The fleet against real servers: a backfilled history of six lanes (vLLM and SGLang, three
-engines each) found by `job`, read at pinned times, every column checked against the lane
-panes' own figure for that lane (PrometheusSource.read_lane + lane_figures) at the same time.
+engines each) found by `job` under its own `fleet="live"` (the servers hold other modules'
+series too), read at pinned times, every column checked against the lane panes' own figure
+for that lane (PrometheusSource.read_lane + lane_figures) at the same time.
 
 The same tests run on Prometheus and on VictoriaMetrics (skipped only where its binary is
-absent; under CI=true a missing binary fails): the run's fleet servers (tests/conftest.py).
+absent; under CI=true a missing binary fails): the run's servers (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from cockpit.runtime.feeds import prometheus_source
 from cockpit.sources.fleet import FleetSource
 from cockpit.sources.prometheus import PARTIAL, PrometheusSource
 from tests.support.faultproxy import FaultProxy, json_answer
-from tests.support.fleet import END, FIRST, LANES, LAST_SAMPLE, WINDOW_S, row_of
+from tests.support.fleet import (
+    END,
+    FIRST,
+    LANES,
+    LAST_SAMPLE,
+    MATCH,
+    WINDOW_S,
+    lane_selector,
+    row_of,
+)
 from tests.support.promharness import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -33,7 +43,7 @@ SLO = Slo(ttft_s=0.5)
 
 
 async def _views(url: str) -> tuple[FleetView, FleetView, int]:
-    fleet = FleetSource(PrometheusSource(url), "job", slo=SLO)
+    fleet = FleetSource(PrometheusSource(url), "job", MATCH, slo=SLO)
     try:
         first = await fleet.read(WINDOW_S, FIRST)
         before = fleet.source.requests
@@ -79,7 +89,7 @@ async def test_every_column_is_the_lane_panes_figure(fleet_server: PromServer, l
     assert row is not None
     source = PrometheusSource(fleet_server.url)
     try:
-        totals = await source.read_lane(lane, None, f'{{job="{lane}"}}', WINDOW_S, END)
+        totals = await source.read_lane(lane, None, f"{{{lane_selector(lane)}}}", WINDOW_S, END)
     finally:
         await source.aclose()
     figures = lane_figures(totals, slo=SLO)
@@ -105,11 +115,12 @@ async def test_every_column_is_the_lane_panes_figure(fleet_server: PromServer, l
 async def test_tenant_header_and_a_partial_answer_are_carried(fleet_server: PromServer) -> None:
     """Mimir reads the tenant from X-Scope-OrgID; a Thanos or VictoriaMetrics cluster whose
     stores did not all answer says so (`isPartial`, `warnings`): the view shows it."""
-    real = httpx.post(f"{fleet_server.url}/api/v1/query", data={"query": "up", "time": str(END)})
+    query = {"query": f"up{{{MATCH}}}", "time": str(END)}
+    real = httpx.post(f"{fleet_server.url}/api/v1/query", data=query)
     partial = {**real.json(), "isPartial": True, "warnings": ["store eu-1 timed out"]}
     with FaultProxy(fleet_server.url) as proxy:
         lane = LaneConfig("", prometheus=proxy.url, tenant="team-a")
-        fleet = FleetSource(prometheus_source(lane))
+        fleet = FleetSource(prometheus_source(lane), "job", MATCH)
         try:
             view = await fleet.read(WINDOW_S, END)
             assert proxy.seen[-1].headers.get("x-scope-orgid") == "team-a"
@@ -150,7 +161,7 @@ def test_report_fleet_lists_every_lane(
     fleet_server: PromServer, form: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["report", "--fleet", "--prometheus", fleet_server.url, "--lanes-by", "job",
-            "--window", "1h", "--at", str(END), "--format", form]  # fmt: skip
+            "--selector", MATCH, "--window", "1h", "--at", str(END), "--format", form]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     if form == "json":

@@ -22,7 +22,7 @@ from cockpit.runtime.feeds import AuthCredentials, build_lane_feeds
 from cockpit.sources.http import SourceError
 from cockpit.sources.secret_file import MAX_SECRET_BYTES, SecretFileError, read_secret_file
 from tests.support.cli import COCKPIT
-from tests.support.faultlane import QuietServer
+from tests.support.fakeprom import QuietServer
 
 TOKEN = "tok-Rot8-first"
 NEW_TOKEN = "tok-Rot8-second"

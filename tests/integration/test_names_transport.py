@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cockpit.sources.http import HttpClient, SourceError
-from tests.support.faultlane import QuietServer
+from tests.support.fakeprom import QuietServer
 from tests.support.repo import require_binary
 from tests.support.tls import AnswerAnything
 

@@ -186,7 +186,7 @@ def build_history() -> History:
     rng = random.Random(7)
     h = History()
     times = list(range(START, END + 1, STEP))
-    lane_a = {"job": "lane-a", "model_name": "m1", "engine": "0"}
+    lane_a = {"job": "history-a", "model_name": "m1", "engine": "0"}
     _vllm_instance(h, rng, {**lane_a, "instance": "a1"}, times, reset_at=RESET_AT)
     _vllm_instance(h, rng, {**lane_a, "instance": "a2"}, [t for t in times if t < SWAP_AT])
     swapped_in = [t for t in times if t > SWAP_AT]
@@ -198,7 +198,7 @@ def build_history() -> History:
         "gauge",
         "vllm:cache_config_info",
         {
-            "job": "lane-a",
+            "job": "history-a",
             "instance": "a1",
             "engine": "0",
             "kv_cache_size_tokens": "1048576",
@@ -212,7 +212,7 @@ def build_history() -> History:
         "gauge",
         "vllm:cache_config_info",
         {
-            "job": "lane-a",
+            "job": "history-a",
             "instance": "a3",
             "engine": "0",
             "kv_cache_size_tokens": "None",
@@ -222,7 +222,7 @@ def build_history() -> History:
         [(float(t), 1.0) for t in swapped_in],
     )
 
-    legacy = {"job": "lane-c", "instance": "c1", "model_name": "old", "engine": "0"}
+    legacy = {"job": "history-c", "instance": "c1", "model_name": "old", "engine": "0"}
     late = [t for t in times if t >= LEGACY_FROM]
     for name in (
         "vllm:gpu_prefix_cache_queries_total",
@@ -234,7 +234,7 @@ def build_history() -> History:
     for gauge in ("vllm:num_requests_running", "vllm:gpu_cache_usage_perc"):
         h.add(gauge, "gauge", gauge, legacy, [(float(t), rng.random()) for t in late])
 
-    sg = {"job": "lane-b", "instance": "b1", "model_name": "qwen", "tp_rank": "0"}
+    sg = {"job": "history-b", "instance": "b1", "model_name": "qwen", "tp_rank": "0"}
     for name in (
         "sglang:prompt_tokens_total",
         "sglang:generation_tokens_total",
@@ -298,28 +298,30 @@ async def source(server: PromServer) -> Iterator[PrometheusSource]:  # type: ign
 
 
 VLLM_KEYS: dict[str, Callable[[History], float | None]] = {
-    "requests": lambda h: h.increase("vllm:request_success_total", job="lane-a"),
-    "prompt_tokens": lambda h: h.increase("vllm:prompt_tokens_total", job="lane-a"),
-    "generation_tokens": lambda h: h.increase("vllm:generation_tokens_total", job="lane-a"),
-    "prefix_cache_queries": lambda h: h.increase("vllm:prefix_cache_queries_total", job="lane-a"),
-    "prefix_cache_hits": lambda h: h.increase("vllm:prefix_cache_hits_total", job="lane-a"),
+    "requests": lambda h: h.increase("vllm:request_success_total", job="history-a"),
+    "prompt_tokens": lambda h: h.increase("vllm:prompt_tokens_total", job="history-a"),
+    "generation_tokens": lambda h: h.increase("vllm:generation_tokens_total", job="history-a"),
+    "prefix_cache_queries": lambda h: h.increase(
+        "vllm:prefix_cache_queries_total", job="history-a"
+    ),
+    "prefix_cache_hits": lambda h: h.increase("vllm:prefix_cache_hits_total", job="history-a"),
     "prompt_computed": lambda h: h.increase(
-        "vllm:prompt_tokens_by_source_total", job="lane-a", source="local_compute"
+        "vllm:prompt_tokens_by_source_total", job="history-a", source="local_compute"
     ),
     "kv_computed_sum": lambda h: h.increase(
-        "vllm:request_prefill_kv_computed_tokens_sum", job="lane-a"
+        "vllm:request_prefill_kv_computed_tokens_sum", job="history-a"
     ),
-    "queue_count": lambda h: h.increase("vllm:request_queue_time_seconds_count", job="lane-a"),
-    "decode_sum": lambda h: h.increase("vllm:request_decode_time_seconds_sum", job="lane-a"),
-    "itl_sum": lambda h: h.increase("vllm:inter_token_latency_seconds_sum", job="lane-a"),
-    "prompt_len_count": lambda h: h.increase("vllm:request_prompt_tokens_count", job="lane-a"),
+    "queue_count": lambda h: h.increase("vllm:request_queue_time_seconds_count", job="history-a"),
+    "decode_sum": lambda h: h.increase("vllm:request_decode_time_seconds_sum", job="history-a"),
+    "itl_sum": lambda h: h.increase("vllm:inter_token_latency_seconds_sum", job="history-a"),
+    "prompt_len_count": lambda h: h.increase("vllm:request_prompt_tokens_count", job="history-a"),
 }
 
 
 async def test_vllm_lane_counters_match_increase(
     source: PrometheusSource, history: History
 ) -> None:
-    totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    totals = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END)
     assert totals.dialect == "vllm"
     for key, expected in VLLM_KEYS.items():
         want = expected(history)
@@ -337,10 +339,10 @@ async def test_reset_and_swap_are_counted(history: History) -> None:
 
 
 async def test_one_request_per_refresh(source: PrometheusSource) -> None:
-    await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    await source.read_lane("a", None, '{job="history-a"}', WINDOW, END)
     for refresh in range(1, 4):
         before = source.requests
-        totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END + 5 * refresh)
+        totals = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END + 5 * refresh)
         assert source.requests - before == 1
         assert totals.end == END + 5 * refresh
 
@@ -349,21 +351,21 @@ async def test_a_refresh_sooner_than_the_reevaluation_interval_reuses_the_totals
     source: PrometheusSource,
 ) -> None:
     week = 7 * 86400.0
-    first = await source.read_lane("a", None, '{job="lane-a"}', week, END)
+    first = await source.read_lane("a", None, '{job="history-a"}', week, END)
     before = source.requests
-    again = await source.read_lane("a", None, '{job="lane-a"}', week, END + 60)
+    again = await source.read_lane("a", None, '{job="history-a"}', week, END + 60)
     assert source.requests == before + 1  # only the cheap one: are the lane's targets up?
     # The window's totals are the first's; only the lane now and its last minute are read anew.
     window = [{k: v for k, v in t.values.items() if k not in FRESH_KEYS} for t in (first, again)]
     assert window[0] == window[1] and again.histograms == first.histograms
     assert FRESH_KEYS & set(again.values)
     assert again.end == END  # the screen says when it was evaluated
-    later = await source.read_lane("a", None, '{job="lane-a"}', week, END + 601)
+    later = await source.read_lane("a", None, '{job="history-a"}', week, END + 601)
     assert source.requests == before + 2 and later.end == END + 601
 
 
 async def test_real_zero_versus_missing(source: PrometheusSource) -> None:
-    totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    totals = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END)
     assert totals.values["preemptions"] == 0.0
     assert "preemptions" not in totals.missing
     assert "flops" not in totals.values
@@ -374,33 +376,33 @@ async def test_real_zero_versus_missing(source: PrometheusSource) -> None:
 
 
 async def test_gauges_and_histograms(source: PrometheusSource, history: History) -> None:
-    totals = await source.read_lane("a", "vllm", '{job="lane-a"}', WINDOW, END)
-    running = list(history.matching("vllm:num_requests_running", job="lane-a"))
+    totals = await source.read_lane("a", "vllm", '{job="history-a"}', WINDOW, END)
+    running = list(history.matching("vllm:num_requests_running", job="history-a"))
     assert len(running) == 3  # a1, and a2 swapped for a3 inside the window
     want = gauge_mean(running, sum, END - WINDOW, END)
     assert totals.values["running"] == pytest.approx(want, rel=1e-12)
-    usage = list(history.matching("vllm:kv_cache_usage_perc", job="lane-a"))
+    usage = list(history.matching("vllm:kv_cache_usage_perc", job="history-a"))
     want = gauge_mean(usage, lambda seen: sum(seen) / len(seen), END - WINDOW, END)
     assert totals.values["kv_usage"] == pytest.approx(want, rel=1e-12)
     buckets = totals.histograms["prompt_len"]
     assert [le for le, _ in buckets] == [10.0, 100.0, 1000.0, math.inf]
     for le_text, (_, count) in zip(LEN_BOUNDS, buckets, strict=True):
-        want = history.increase("vllm:request_prompt_tokens_bucket", job="lane-a", le=le_text)
+        want = history.increase("vllm:request_prompt_tokens_bucket", job="history-a", le=le_text)
         assert count == pytest.approx(want, rel=1e-9)
 
 
 async def test_capacity_from_info_labels_ignores_model_filter(source: PrometheusSource) -> None:
-    totals = await source.read_lane("a", "vllm", '{job="lane-a",model_name="m1"}', WINDOW, END)
+    totals = await source.read_lane("a", "vllm", '{job="history-a",model_name="m1"}', WINDOW, END)
     assert totals.kv_capacity_tokens == 1048576 + 100 * 16
     assert totals.covered_s is None and totals.coverage_note == ""
 
 
 async def test_legacy_lane_detected_and_partial(source: PrometheusSource, history: History) -> None:
-    totals = await source.read_lane("c", None, '{job="lane-c"}', WINDOW, END)
+    totals = await source.read_lane("c", None, '{job="history-c"}', WINDOW, END)
     assert totals.dialect == "vllm-legacy"
-    want = history.increase("vllm:gpu_prefix_cache_hits_total", job="lane-c")
+    want = history.increase("vllm:gpu_prefix_cache_hits_total", job="history-c")
     assert totals.values["prefix_cache_hits"] == pytest.approx(want, rel=1e-9)
-    want_itl = history.increase("vllm:time_per_output_token_seconds_count", job="lane-c")
+    want_itl = history.increase("vllm:time_per_output_token_seconds_count", job="history-c")
     assert totals.values["itl_count"] == pytest.approx(want_itl, rel=1e-9)
     assert totals.covered_s == pytest.approx(END - LEGACY_FROM)
     assert totals.coverage_note.startswith("data since ")
@@ -408,22 +410,22 @@ async def test_legacy_lane_detected_and_partial(source: PrometheusSource, histor
 
 
 async def test_sglang_lane(source: PrometheusSource, history: History) -> None:
-    totals = await source.read_lane("b", None, '{job="lane-b"}', WINDOW, END)
+    totals = await source.read_lane("b", None, '{job="history-b"}', WINDOW, END)
     assert totals.dialect == "sglang"
-    prompt = history.increase("sglang:prompt_tokens_total", job="lane-b")
-    cached = history.increase("sglang:cached_tokens_total", job="lane-b")
-    generated = history.increase("sglang:generation_tokens_total", job="lane-b")
-    verify = history.increase("sglang:spec_verify_calls_total", job="lane-b")
+    prompt = history.increase("sglang:prompt_tokens_total", job="history-b")
+    cached = history.increase("sglang:cached_tokens_total", job="history-b")
+    generated = history.increase("sglang:generation_tokens_total", job="history-b")
+    verify = history.increase("sglang:spec_verify_calls_total", job="history-b")
     assert prompt and cached and generated and verify
     assert totals.values["prefix_cache_hits"] == pytest.approx(cached, rel=1e-9)
     assert totals.values["prefix_cache_queries"] == pytest.approx(prompt, rel=1e-9)
     assert totals.values["prompt_computed"] == pytest.approx(prompt - cached, rel=1e-9)
     assert totals.values["spec_drafts"] == pytest.approx(verify, rel=1e-9)
-    requests = history.increase("sglang:num_requests_total", job="lane-b") or 0.0
+    requests = history.increase("sglang:num_requests_total", job="history-b") or 0.0
     # Each request's first token comes from its prefill, not from a verify step.
     assert totals.values["spec_accepted"] == pytest.approx(generated - verify - requests, rel=1e-9)
     prefill = history.increase(
-        "sglang:per_stage_req_latency_seconds_sum", job="lane-b", stage="prefill_forward"
+        "sglang:per_stage_req_latency_seconds_sum", job="history-b", stage="prefill_forward"
     )
     assert totals.values["prefill_sum"] == pytest.approx(prefill, rel=1e-9)
     assert totals.missing["decode_sum"].startswith("SGLang exposes no")
@@ -442,7 +444,7 @@ async def test_escaped_label_values_match_exactly(
 
 
 async def test_stats_and_timing_recorded(source: PrometheusSource) -> None:
-    totals = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
+    totals = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END)
     assert totals.eval_seconds is not None and totals.eval_seconds >= 0
     assert totals.server == source.url
     assert "label_replace" not in totals.queries["requests"]
@@ -450,10 +452,11 @@ async def test_stats_and_timing_recorded(source: PrometheusSource) -> None:
 
 async def test_every_refresh_of_a_lane_asks_the_same_query(source: PrometheusSource) -> None:
     """The query text is the provenance a receipt shows: the same from refresh to refresh."""
-    first = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END)
-    second = await source.read_lane("a", None, '{job="lane-a"}', WINDOW, END + 5)
+    first = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END)
+    second = await source.read_lane("a", None, '{job="history-a"}', WINDOW, END + 5)
     assert first.queries == second.queries
-    half = await source.read_lane("a", None, '{job="lane-a"}', WINDOW / 2, END + 5)
+    half = await source.read_lane("a", None, '{job="history-a"}', WINDOW / 2, END + 5)
     assert (
-        half.queries["requests"] == 'sum(increase(vllm:request_success_total{job="lane-a"}[30m]))'
+        half.queries["requests"]
+        == 'sum(increase(vllm:request_success_total{job="history-a"}[30m]))'
     )

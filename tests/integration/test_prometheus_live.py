@@ -42,7 +42,7 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def scraping(tmp_path_factory: pytest.TempPathFactory) -> PromServer:
-    """The run's lane Prometheus: it scrapes this module's jobs every second."""
+    """The run's Prometheus: it scrapes this module's jobs every second."""
     return shared_lane_prometheus(tmp_path_factory.mktemp("prom-lane"))[1]
 
 

@@ -28,6 +28,14 @@ class Behaviour:
     seen_auth: list[str] = []  # noqa: RUF012
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a Prometheus killed mid-scrape, a refused handshake, a read
+    timed out) is the point of these tests, not news: no traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
 class Handler(BaseHTTPRequestHandler):
     behaviour = Behaviour
 
@@ -70,7 +78,7 @@ def serve_fake_prometheus(
     behaviour = type("B", (Behaviour,), {"seen_auth": [], "headers": {}})
     Behaviour.reason = None
     handler = type("H", (Handler,), {"behaviour": behaviour})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     server.block_on_close = False
     scheme = "http"

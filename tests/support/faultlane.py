@@ -31,6 +31,7 @@ from cockpit.app.app import CockpitApp, make_app
 from cockpit.config.schema import Config, LaneConfig, LedgerConfig
 from cockpit.runtime.feeds import build_feeds
 from cockpit.widgets import CacheGauge, StatusLine
+from tests.support.fakeprom import QuietServer
 from tests.support.faultproxy import FaultProxy, http_answer, json_answer
 from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
 
@@ -83,14 +84,6 @@ class StepCollector:
         yield from (queries, hits, running)
 
 
-class QuietServer(ThreadingHTTPServer):
-    """A client that hangs up (a Prometheus killed mid-scrape, a refused handshake) is the
-    point of these tests, not news: no traceback on stderr."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass
-
-
 @dataclass
 class Exporter:
     collector: StepCollector
@@ -125,7 +118,7 @@ SCRAPED: dict[str, int] = {
     "fast": 1,
     "jumped": 1,
 }
-"""Jobs the run's lane Prometheus scrapes besides JOB, with their number of targets: ports held
+"""Jobs the run's Prometheus scrapes besides JOB, with their number of targets: ports held
 from its start (bound, not listening: a scrape is refused) until the one test of each job takes
 them for its engines. Prometheus applies a new scrape config only on its 5 s discovery tick, so
 a job declared up front is scraped within a second of its engine coming up."""
@@ -235,7 +228,7 @@ _HELD: dict[str, list[socket.socket]] = {}
 
 
 def start_shared_lane_prometheus(workdir: Path) -> None:
-    """Start the run's lane Prometheus in the background (its first scrapes take ~5 s): the
+    """Start the run's Prometheus in the background (its first scrapes take ~5 s): the
     tests before its first user run meanwhile. `shared_lane_prometheus` waits for it."""
     if _SHARED:
         return
@@ -258,8 +251,8 @@ def start_shared_lane_prometheus(workdir: Path) -> None:
 
 
 def shared_lane_prometheus(workdir: Path) -> tuple[Exporter, PromServer]:
-    """One exporter and Prometheus for every test module of the run that needs a lane scraped
-    (stopped at exit): JOB's exporter, and the SCRAPED jobs' held ports."""
+    """JOB's exporter and the run's one Prometheus (stopped at exit): it scrapes JOB and the
+    SCRAPED jobs' held ports, and takes remote-written history (the `prometheus` fixture)."""
     start_shared_lane_prometheus(workdir)
     return _SHARED[0].result(timeout=60)
 

@@ -1,24 +1,23 @@
-"""Fleets for the tests: scripted overview views and feeds, and the live fleet's history (six
-lanes of vLLM and SGLang, three engines each, found by `job`) with the servers that hold it."""
+"""Fleets for the tests: scripted overview views and feeds, and the live fleet's history (seven
+lanes of vLLM and SGLang, three engines each, found by `job` under `fleet="live"`), written into
+the run's Prometheus and VictoriaMetrics."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from cockpit.config.schema import Discover, LaneConfig
 from cockpit.core.fleet import NUMERIC_COLUMNS, RAW_KEYS, FleetRow, FleetView
 from cockpit.core.model import frozen_map
 from tests.support.feeds import EVAL_AT
 from tests.support.promharness import (
+    OpenMetricsWriter,
     PromServer,
     SimLane,
-    create_blocks,
     fleet_history,
     import_history,
-    start_prometheus,
-    start_victoria_metrics,
+    remote_write,
 )
 
 # --- scripted: fixed views of a fleet -------------------------------------------------------
@@ -139,21 +138,28 @@ KEYS = (*RAW_KEYS, "ttft")
 LAST_SAMPLE = {lane.name: lane.stop // 15 * 15 for lane in LANES}
 
 
-def start_fleet_prometheus(workdir: Path) -> PromServer:
-    create_blocks(fleet_history(LANES, KEYS).render(), workdir / "tsdb")
-    return start_prometheus(workdir, tsdb=workdir / "tsdb")
+FLEET_LABEL = {"fleet": "live"}
+MATCH = 'fleet="live"'
+"""The live fleet's own label: the run's servers hold every test module's series, so the fleet
+is found under this matcher (`discover: match:`), not as every `job` on the server."""
 
 
-def start_fleet_victoria_metrics(workdir: Path) -> PromServer:
-    server = start_victoria_metrics(workdir)
-    import_history(server, fleet_history(LANES, KEYS))
-    return server
+def lane_selector(lane: str) -> str:
+    """The matchers of one of the live fleet's lanes (what its discovery gives the lane)."""
+    return f'{MATCH},job="{lane}"'
 
 
-FLEET_SERVERS: dict[str, Callable[[Path], PromServer]] = {
-    "prometheus": start_fleet_prometheus,
-    "victoria-metrics": start_fleet_victoria_metrics,
+LOADERS: dict[str, Callable[[PromServer, OpenMetricsWriter], None]] = {
+    "prometheus": remote_write,
+    "victoria-metrics": import_history,
 }
+"""How the live fleet's history goes into each kind of server."""
+
+
+def load_fleet(server: PromServer, kind: str) -> PromServer:
+    """`server` (a LOADERS `kind`) with the live fleet's history written in."""
+    LOADERS[kind](server, fleet_history(LANES, KEYS, common=FLEET_LABEL))
+    return server
 
 
 def row_of(view: FleetView, lane: str) -> FleetRow | None:

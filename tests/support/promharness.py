@@ -511,16 +511,22 @@ class SimLane:
 
 
 def fleet_history(
-    lanes: Iterable[SimLane], keys: Iterable[str], label: str = "job", interval: int = 15
+    lanes: Iterable[SimLane],
+    keys: Iterable[str],
+    label: str = "job",
+    interval: int = 15,
+    common: Labels | None = None,
 ) -> OpenMetricsWriter:
-    """The history of a fleet: every lane's engines (their `instance` e0, e1, ...)."""
+    """The history of a fleet: every lane's engines (their `instance` e0, e1, ...), each
+    series also carrying the `common` labels (what tells this fleet from a server's others)."""
+    common = common or {}
     writer = OpenMetricsWriter()
     keys = tuple(keys)
     for number, lane in enumerate(lanes):
         first = int(lane.start) // interval * interval
         times = [float(t) for t in range(first, int(lane.stop) + 1, interval) if t >= lane.start]
         for instance in range(lane.instances):
-            labels = {label: lane.name, "instance": f"e{instance}", "model_name": "m"}
+            labels = {**common, label: lane.name, "instance": f"e{instance}", "model_name": "m"}
             if lane.dialect == "sglang":
                 labels["tp_rank"] = "0"
             seed = number * 1000 + instance
@@ -528,6 +534,6 @@ def fleet_history(
             if lane.up_until is not None:
                 stamps = range(first, int(lane.up_until) + 1, interval)
                 up = [(float(t), 1.0 if t <= lane.stop else 0.0) for t in stamps]
-                target = {label: lane.name, "instance": f"e{instance}"}
+                target = {**common, label: lane.name, "instance": f"e{instance}"}
                 writer.add("up", "gauge", "up", target, up)
     return writer

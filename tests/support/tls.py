@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.support.faultlane import QuietServer
+from tests.support.fakeprom import QuietServer
 from tests.support.repo import require_binary
 
 TLS_REASON = "TLS certificate not trusted (self-signed? set ca_file)"
