@@ -502,4 +502,6 @@ def scrape_interval(
         found = (end - began) / (count - 1)
     else:
         found = span / count
+    if found <= 0:  # its samples start after `end`: the clocks disagree, no interval to tell
+        return None
     return min(SCRAPE_INTERVALS, key=lambda interval: abs(math.log(interval / found)))

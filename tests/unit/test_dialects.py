@@ -167,6 +167,16 @@ def test_subquery_step() -> None:
     )
 
 
+def test_scrape_interval_from_samples_and_none_when_they_start_after_the_end() -> None:
+    def answer(value: float) -> promql.Samples:
+        return [{"metric": {}, "value": [0, str(value)]}]
+
+    # 21 samples over the 300 s before `end`: one every 15 s
+    assert promql.scrape_interval(answer(21), answer(700.0), 1000.0, 300) == 15
+    # data that starts a millisecond after `end` (an engine's clock a little fast) has no interval
+    assert promql.scrape_interval(answer(5), answer(1000.001), 1000.0, 300) is None
+
+
 def test_lane_plan_is_built_once_and_asks_only_exposed_keys() -> None:
     names = frozenset(fixture_names("metrics_real.txt") - {"vllm:prompt_tokens_total"})
     promql.lane_plan.cache_clear()
