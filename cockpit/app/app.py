@@ -91,14 +91,16 @@ YOUNG_THRESHOLD = 10_000
 
 
 def collector_settled() -> None:
-    """Once the first frame is drawn: what start-up built since `build_app` (the screen, its
-    widgets, styles and strips) frozen too, and the youngest generation collected less often.
+    """Once the first read is drawn: what start-up built since `build_app` (modules, the
+    screen, its widgets, styles and strips) frozen, the collector on again, and its youngest
+    generation collected less often.
 
     Unfrozen, every full collection scanned the screen's objects again, and the youngest
     generation's collections re-scanned a refresh's live objects; together ~1.1 ms a refresh
     at a 1 s refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in
     larger batches."""
     gc.freeze()
+    gc.enable()
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, oldest)
 
@@ -111,8 +113,8 @@ class CockpitApp(App[None]):
     AUTO_FOCUS = "#body"
     """Not the vital strip above it: the arrows go there and to the panes."""
     settles_collector = False
-    """Tune the process's garbage collector after the first frame (`collector_settled`):
-    the command's app does (`build_app`), an app a test builds leaves it as it is."""
+    """Turn the garbage collector on again once the first read is drawn (`collector_settled`):
+    the command's app, built with it off, does (`build_app`); an app a test builds leaves it."""
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -279,14 +281,18 @@ class CockpitApp(App[None]):
             if self.on_overview:
                 self.push_screen(self.overview)
         self._show()
-        if self.settles_collector:
-            self.call_after_refresh(collector_settled)
         self.set_interval(1.0, self._tick_card)
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
+    def settle_collector(self) -> None:
+        if self.settles_collector:
+            self.settles_collector = False
+            collector_settled()
+
     async def on_unmount(self) -> None:
         """Close every feed in the loop its clients were made in."""
+        self.settle_collector()  # ended before its first read
         self.workers.cancel_all()
         await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
         if self.fleet_poller is not None:
@@ -390,6 +396,7 @@ class CockpitApp(App[None]):
         self.lane_snapshot = snapshot
         self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
         self._show()
+        self._settle_after_refresh()
         self.ledger_loop.align(self.lane_loop)
         self._read_cards()
 
@@ -401,6 +408,7 @@ class CockpitApp(App[None]):
         self._ledger_seen[snapshot.window] = snapshot
         if not self.lane_loop.reading:  # else shown with the lane's answer, in one repaint
             self._show()
+            self._settle_after_refresh()
 
     def on_fleet_read(self, message: FleetRead) -> None:
         snapshot = self.fleet_loop.receive(message)
@@ -410,6 +418,11 @@ class CockpitApp(App[None]):
             self.add_lanes([row.lane for row in snapshot.view.rows])
         self.overview.snapshot = snapshot
         self._show()
+        self._settle_after_refresh()
+
+    def _settle_after_refresh(self) -> None:
+        if self.settles_collector:
+            self.call_after_refresh(self.settle_collector)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

@@ -6,14 +6,13 @@ Nothing here imports Textual until the app is built.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import gc
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.config.schema import Config
@@ -47,31 +46,25 @@ class Setup(NamedTuple):
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
-    """The app on what `setup` returns, built with the garbage collector paused."""
-    with collector_paused():
+    """The app on what `setup` returns, built with the garbage collector off.
+
+    Start-up builds a few hundred thousand objects that live as long as the process (modules,
+    classes, styles, the screen) and frees few: collecting meanwhile only scans them again and
+    again. The app turns the collector on again once its first read is drawn
+    (`CockpitApp.settle_collector`), if it was on."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         arguments = setup()._asdict()
         from cockpit.app.app import make_app
 
         app = make_app(**arguments)
-        app.settles_collector = True
-        return app
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The garbage collector off while the cockpit starts, then what start-up built frozen.
-
-    Start-up builds a few hundred thousand objects that live as long as the process (modules,
-    classes, styles) and frees few: collecting meanwhile only scans them again and again.
-    Frozen, they are never scanned again; the collector is then on again (if it was)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        if was_on:
+    except BaseException:
+        if collecting:
             gc.enable()
+        raise
+    app.settles_collector = collecting
+    return app
 
 
 def run_app(app: CockpitApp, last_words: Callable[[], None] | None = None) -> int:
@@ -100,6 +93,7 @@ def run_app(app: CockpitApp, last_words: Callable[[], None] | None = None) -> in
     try:
         app.run()
     finally:
+        app.settle_collector()  # one that never mounted
         for timer in armed:
             timer.cancel()
         for sig, handler in previous.items():
