@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,7 @@ def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
     verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
 
 
-# --- which lane ------------------------------------------------------------------------------
-
-
-def _config(args: argparse.Namespace) -> Config:
-    return effective_config(args)
+# --- the verbs -------------------------------------------------------------------------------
 
 
 def _lane(config: Config, name: str | None) -> LaneConfig:
@@ -101,25 +98,15 @@ def _lane(config: Config, name: str | None) -> LaneConfig:
     raise ConfigError(config.source, None, "--lane", f"{problem} ({known})")
 
 
-def _store() -> CardStore:
-    return CardStore()
-
-
-# --- the verbs -------------------------------------------------------------------------------
-
-
 def card_start(args: argparse.Namespace) -> int:
-    config = _config(args)
-    lane = _lane(config, args.lane)
-    card = asyncio.run(start_card(_store(), lane, args.name, args.note))
-    name, start = card.name, card.start
-    print(f"card {visible(name)} started on lane {visible(lane.name)} at {stamp(start)}")
+    lane = _lane(effective_config(args), args.lane)
+    card = asyncio.run(start_card(CardStore(), lane, args.name, args.note))
+    print(f"card {visible(card.name)} started on lane {visible(lane.name)} at {stamp(card.start)}")
     return 0
 
 
 def card_stop(args: argparse.Namespace) -> int:
-    config = _config(args)
-    store = _store()
+    config, store = effective_config(args), CardStore()
     card = _running(store, args.name, args.lane)
     lane = _lane(config, card.lane)
     return _print_card(asyncio.run(stop_card(config, store, lane, card)), args.format)
@@ -141,7 +128,7 @@ def _running(store: CardStore, name: str | None, lane: str | None) -> Card:
 
 
 def card_add(args: argparse.Namespace) -> int:
-    config = _config(args)
+    config = effective_config(args)
     lane = _lane(config, args.lane)
     try:
         start, end = parse_time(args.start), parse_time(args.end)
@@ -151,10 +138,14 @@ def card_add(args: argparse.Namespace) -> int:
     _only_prometheus(lane, "a past interval")
     if end <= start:
         raise CardError(f"card {card.name!r}: its end is not after its start")
-    receipt = asyncio.run(evaluate(config, lane, card))
-    store = _store()
-    store.add(Card(card.name, card.lane, start, end, card.note, receipt=receipt))
-    return _print_card(store.get(card.name), args.format)
+    return _add(config, lane, card, args.format)
+
+
+def _add(config: Config, lane: LaneConfig, card: Card, format_: str) -> int:
+    """Keep `card` with its receipt, evaluated now over its interval; print it."""
+    store = CardStore()
+    store.add(replace(card, receipt=asyncio.run(evaluate(config, lane, card))))
+    return _print_card(store.get(card.name), format_)
 
 
 def _only_prometheus(lane: LaneConfig, what: str) -> None:
@@ -172,28 +163,23 @@ def card_import(args: argparse.Namespace) -> int:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CardError(
-            f"{path}: cannot read it: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
+        reason = getattr(exc, "strerror", None) or exc
+        raise CardError(f"{path}: cannot read it: {reason}") from None
     result = read_result(str(path), text, args.benchmark)
-    store = _store()
+    store = CardStore()
     name = card_name(args.name or path.stem)
-    existing = [card for card in store.cards() if card.name == name]
-    if existing:
+    if any(card.name == name for card in store.cards()):
         store.keep(name, client=client_json(result))
         return _print_card(store.get(name), args.format)
-    config = _config(args)
+    config = effective_config(args)
     lane = _lane(config, args.lane)
     _only_prometheus(lane, "a card made from a result file's interval")
     card = Card(name, lane.name, result.start, result.end, f"from {path.name}")
-    receipt = asyncio.run(evaluate(config, lane, card))
-    store.add(Card(card.name, card.lane, card.start, card.end, card.note, receipt=receipt,
-                   client=client_json(result)))  # fmt: skip
-    return _print_card(store.get(name), args.format)
+    return _add(config, lane, replace(card, client=client_json(result)), args.format)
 
 
 def card_list(args: argparse.Namespace) -> int:
-    cards = _store().cards(args.lane)
+    cards = CardStore().cards(args.lane)
     if args.format == "json":
         print(json.dumps([_card_json(card) for card in cards], indent=2))
         return 0
@@ -210,21 +196,18 @@ def card_list(args: argparse.Namespace) -> int:
 
 
 def card_show(args: argparse.Namespace) -> int:
-    store = _store()
-    card = store.get(args.name)
+    card = CardStore().get(args.name)
     if args.again:
-        config = _config(args)
+        config = effective_config(args)
         lane = _lane(config, card.lane)
         if card.end is None:
             raise CardError(f"card {card.name!r} is still running")
-        receipt = asyncio.run(evaluate(config, lane, card))
-        card = Card(card.name, card.lane, card.start, card.end, card.note, card.edges, receipt,
-                    card.client)  # fmt: skip
+        card = replace(card, receipt=asyncio.run(evaluate(config, lane, card)))
     return _print_card(card, args.format)
 
 
 def card_compare(args: argparse.Namespace) -> int:
-    store = _store()
+    store = CardStore()
     a, b = store.get(args.a), store.get(args.b)
     from cockpit.runtime.card_receipts import compared_figures
 
@@ -243,7 +226,7 @@ def card_compare(args: argparse.Namespace) -> int:
 
 
 def card_rm(args: argparse.Namespace) -> int:
-    _store().remove(args.name)
+    CardStore().remove(args.name)
     print(f"card {visible(args.name)} removed")
     return 0
 
@@ -367,7 +350,7 @@ def cards_in_window(
     found = lanes[lane.lane]
     narrowed = for_lane(ledger, lane_models(found.ledger_models, None), config.prices)
     try:
-        return asyncio.run(window_split(config, found, lane, narrowed, _store()))
+        return asyncio.run(window_split(config, found, lane, narrowed, CardStore()))
     except CardError as error:
         errors.append(f"cards: {error}")
         return None

@@ -66,59 +66,48 @@ class _Parser(argparse.ArgumentParser):
         super().error(visible(message))
 
 
+SOURCE_FLAGS = (
+    ("--config", "PATH", "config file (default: %(default)s)"),
+    ("--lane", "NAME", "the lane to show first / report"),
+    ("--window", "W", "window: 5m, 1h, 6h, 24h, 7d, 30d, 90d"),
+    ("--at", "TIME", "evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h"),
+    ("--prometheus", "URL", "ad-hoc lane: a Prometheus (or compatible) server, no config needed"),
+    ("--metrics-url", "URL", "ad-hoc lane: scrape an engine's /metrics directly"),
+    ("--selector", "MATCHERS", "ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'"),
+    (
+        "--lanes-by",
+        "LABEL",
+        "every lane on the --prometheus server, one per value of LABEL (e.g. "
+        "job) among the engines' series; --selector narrows the series",
+    ),
+    ("--hardware", "ID", "ad-hoc lane's hardware profile"),
+    ("--model", "ID", "ad-hoc lane's model profile"),
+    (
+        "--gpu-selector",
+        "MATCHERS",
+        "ad-hoc lane's GPUs: dcgm-exporter or nvidia_gpu_exporter series on its --prometheus",
+    ),
+    ("--gpu-metrics-url", "URL", "ad-hoc lane's GPUs: scrape an exporter directly"),
+)
+"""The source options that take one value, their metavar and help."""
+
+
 def _source_options() -> _Parser:
     common = _Parser(add_help=False)
     add = common.add_argument_group("sources").add_argument
-    add("--config", metavar="PATH", help="config file (default: %(default)s)")
-    add("--lane", metavar="NAME", help="the lane to show first / report")
-    add("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
-    add("--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
-    add(
-        "--prometheus",
-        metavar="URL",
-        help="ad-hoc lane: a Prometheus (or compatible) server, no config needed",
-    )
-    add("--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly")
-    add(
-        "--selector",
-        metavar="MATCHERS",
-        default="",
-        help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'",
-    )
-    add(
-        "--engine",
-        default=AUTO,
-        choices=ENGINES,
-        help="ad-hoc lane's engine dialect (default: detect)",
-    )
-    add(
-        "--lanes-by",
-        metavar="LABEL",
-        help="every lane on the --prometheus server, one per value of LABEL (e.g. job) among "
-        "the engines' series; --selector narrows the series",
-    )
-    add("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
-    add("--model", metavar="ID", help="ad-hoc lane's model profile")
+    for flag, metavar, about in SOURCE_FLAGS:
+        add(flag, metavar=metavar, help=about)
+    common.set_defaults(selector="")
+    add("--engine", default=AUTO, choices=ENGINES, help="ad-hoc lane's engine (default: detect)")
     add("--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group")
-    add(
-        "--gpu-selector",
-        metavar="MATCHERS",
-        help="ad-hoc lane's GPUs: dcgm-exporter or nvidia_gpu_exporter series on its --prometheus",
-    )
-    add("--gpu-metrics-url", metavar="URL", help="ad-hoc lane's GPUs: scrape an exporter directly")
     add("--nvml", action="store_true", help="ad-hoc lane's GPUs: this machine's, through NVML")
     for target, what in (("ttft", "time to first token"), ("itl", "inter-token latency"),
                          ("e2e", "end-to-end latency")):  # fmt: skip
         add(f"--slo-{target}", type=float, metavar="S", help=f"ad-hoc lane's {what} target "
             "in seconds: the share of the window that met it")  # fmt: skip
-    add(
-        "--ledger",
-        metavar="PATH",
-        action="append",
-        default=[],
-        help="a Hermes state.db or profile name (repeatable)",
-    )
-    return common  # fmt: skip
+    ledger = "a Hermes state.db or profile name (repeatable)"
+    add("--ledger", metavar="PATH", action="append", default=[], help=ledger)
+    return common
 
 
 def build_parser() -> argparse.ArgumentParser:
