@@ -1,4 +1,5 @@
-"""`cockpit card …`: mark a benchmark run on a lane, keep its receipt, compare two runs.
+"""`cockpit card …`, imported for that command only: mark a benchmark run on a lane, keep its
+receipt, compare two runs.
 
 cockpit card start NAME [--lane L] [--note TEXT]     mark now as the card's start
 cockpit card stop [NAME]                             mark its end, keep and print its receipt
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -36,52 +36,6 @@ from cockpit.runtime.card_marks import (
     stop_card,
 )
 from cockpit.runtime.cards import Card, CardError, CardStore
-
-CARD_COMMANDS = ("start", "stop", "add", "import", "list", "show", "compare", "rm")
-
-
-def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
-    """The `card` command and its sub-commands, each with the source options (`--config`…)."""
-    card = commands.add_parser("card", help="benchmark cards: mark a run, keep, compare")
-    verbs = card.add_subparsers(metavar="verb", title="verbs", required=True)
-
-    def verb(name: str, about: str, handler: Callable[[argparse.Namespace], int]) -> Any:
-        parser = verbs.add_parser(name, parents=[sources], help=about)
-        parser.set_defaults(handler=handler)
-        return parser
-
-    start = verb("start", "mark now as a card's start on a lane", card_start)
-    start.add_argument("name", metavar="NAME")
-    start.add_argument("--note", default="", help="a word on the run, kept with the card")
-    stop = verb("stop", "mark a running card's end; print and keep its receipt", card_stop)
-    stop.add_argument("name", metavar="NAME", nargs="?")
-    add = verb("add", "a card of a past interval (a Prometheus lane)", card_add)
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("--from", dest="start", metavar="TIME", required=True)
-    add.add_argument("--to", dest="end", metavar="TIME", required=True)
-    add.add_argument("--note", default="")
-    imported = verb("import", "a benchmark client's result (vllm bench serve, guidellm)",
-                    card_import)  # fmt: skip
-    imported.add_argument("result", metavar="RESULT.json")
-    imported.add_argument(
-        "--benchmark", type=int, default=0, metavar="N",
-        help="which run of a guidellm report (from 0; the first by default)",
-    )  # fmt: skip
-    imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
-    verb("list", "the cards (of --lane)", card_list)
-    show = verb("show", "a card's receipt (and its client's figures beside)", card_show)
-    show.add_argument("name", metavar="NAME")
-    show.add_argument("--again", action="store_true",
-                      help="evaluate a Prometheus lane's card anew, not as kept")  # fmt: skip
-    compared = verb("compare", "two cards figure by figure", card_compare)
-    compared.add_argument("a", metavar="A")
-    compared.add_argument("b", metavar="B")
-    removed = verb("rm", "forget a card", card_rm)
-    removed.add_argument("name", metavar="NAME")
-    for parser in (stop, add, imported, show, compared, start):
-        parser.add_argument("--format", choices=("md", "json"), default="md")
-    verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
-
 
 # --- the verbs -------------------------------------------------------------------------------
 
@@ -356,6 +310,13 @@ def cards_in_window(
         return None
 
 
-def report_error(error: CardError) -> int:
-    print(f"cockpit card: {visible(str(error))}", file=sys.stderr)
-    return 2
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "start": card_start,
+    "stop": card_stop,
+    "add": card_add,
+    "import": card_import,
+    "list": card_list,
+    "show": card_show,
+    "compare": card_compare,
+    "rm": card_rm,
+}

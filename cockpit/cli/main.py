@@ -9,11 +9,10 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
-from cockpit.cli.card import add_card_parser, cards_in_window, report_error
 from cockpit.cli.fleet import fleet_feed, report_fleet
 from cockpit.cli.options import (
     effective_config,
@@ -160,8 +159,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=command_check)
     _sample_option(check)
-    add_card_parser(commands, sources)
+    _card_parser(commands, sources)
     return parser  # fmt: skip
+
+
+def _card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
+    """The `card` command and its sub-commands, each with the source options (`--config`…)."""
+    card = commands.add_parser("card", help="benchmark cards: mark a run, keep, compare")
+    verbs = card.add_subparsers(metavar="verb", title="verbs", required=True)
+
+    def verb(name: str, about: str) -> Any:
+        parser = verbs.add_parser(name, parents=[sources], help=about)
+        parser.set_defaults(handler=command_card, verb=name)
+        return parser
+
+    start = verb("start", "mark now as a card's start on a lane")
+    start.add_argument("name", metavar="NAME")
+    start.add_argument("--note", default="", help="a word on the run, kept with the card")
+    stop = verb("stop", "mark a running card's end; print and keep its receipt")
+    stop.add_argument("name", metavar="NAME", nargs="?")
+    add = verb("add", "a card of a past interval (a Prometheus lane)")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--from", dest="start", metavar="TIME", required=True)
+    add.add_argument("--to", dest="end", metavar="TIME", required=True)
+    add.add_argument("--note", default="")
+    imported = verb("import", "a benchmark client's result (vllm bench serve, guidellm)")
+    imported.add_argument("result", metavar="RESULT.json")
+    imported.add_argument(
+        "--benchmark", type=int, default=0, metavar="N",
+        help="which run of a guidellm report (from 0; the first by default)",
+    )  # fmt: skip
+    imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
+    verb("list", "the cards (of --lane)")
+    show = verb("show", "a card's receipt (and its client's figures beside)")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--again", action="store_true",
+                      help="evaluate a Prometheus lane's card anew, not as kept")  # fmt: skip
+    compared = verb("compare", "two cards figure by figure")
+    compared.add_argument("a", metavar="A")
+    compared.add_argument("b", metavar="B")
+    removed = verb("rm", "forget a card")
+    removed.add_argument("name", metavar="NAME")
+    for parser in (stop, add, imported, show, compared, start):
+        parser.add_argument("--format", choices=("md", "json"), default="md")
+    verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
 
 
 def _sample_option(command: argparse.ArgumentParser) -> None:
@@ -279,6 +320,7 @@ def command_report(args: argparse.Namespace) -> int:
     require_sources(config)
     named = [lane for lane in config.lanes if lane.name == args.lane]
     at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
+    from cockpit.cli.card import cards_in_window
     from cockpit.runtime.card_receipts import split_json, split_markdown
     from cockpit.runtime.feeds import read_once
     from cockpit.runtime.report import json_receipt, markdown_receipt
@@ -324,6 +366,12 @@ def command_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_card(args: argparse.Namespace) -> int:
+    from cockpit.cli.card import VERBS
+
+    return VERBS[args.verb](args)
+
+
 def command_check(args: argparse.Namespace) -> int:
     if args.at:
         raise refused("--at", "check reaches every source as it is now; --at is for run and report")
@@ -366,6 +414,7 @@ def _run_command(argv: Sequence[str]) -> int:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2
     except CardError as error:
-        return report_error(error)
+        print(f"cockpit card: {visible(str(error))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
