@@ -80,12 +80,14 @@ YOUNG_THRESHOLD = 10_000
 
 
 def collector_settled() -> None:
-    """Once the first read is drawn: what start-up built (modules, the screen, its widgets and
-    styles) frozen, the collector on again, its youngest generation collected less often.
+    """Once the first read is drawn: start-up's garbage collected, what it built (modules, the
+    screen, its widgets and styles) frozen, the collector on again, its youngest generation
+    collected less often.
 
     Unfrozen, every full collection scanned the screen's objects again, and the youngest
     generation's collections re-scanned a refresh's live objects: ~1.1 ms a refresh at a 1 s
     refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches."""
+    gc.collect()
     gc.freeze()
     gc.enable()
     _, middle, oldest = gc.get_threshold()
