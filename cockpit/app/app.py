@@ -75,6 +75,8 @@ PANE_FOCUS = (*DETAILED, ScrollableContainer)
 PANE_ACTIONS = ("focus_pane", "details", "ledger_tables", "models", "card", "cards")
 CARD_WINDOW = "card"
 """The window since the start of the card running on the lane."""
+SETTLE_S = 0.5
+"""From the first read shown to the collector settled (`collector_settled`)."""
 YOUNG_THRESHOLD = 10_000
 """Allocations between two collections of the youngest generation (Python's default: 700)."""
 
@@ -399,8 +401,8 @@ class CockpitApp(App[None]):
 
     def _show_read(self) -> None:
         self._show()
-        if self.settles_collector:
-            self.call_after_refresh(self.settle_collector)
+        if self.settles_collector:  # a collection holds the thread that writes the frame out
+            self.set_timer(SETTLE_S, self.settle_collector)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
