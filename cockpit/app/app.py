@@ -1,18 +1,17 @@
 """The Textual app: which lane, window and screen are shown, the keys, the sources' polling.
 
-The app owns that state and the three refresh loops (`refresh.RefreshLoop`: the lane, the
-ledger, the fleet) and hands each snapshot to the screen that shows it: the lane's panes
-(`lane.LaneScreen`, its default screen) or the fleet's overview (`overview.FleetScreen`, which
-the cockpit opens on when it has a fleet; `enter` opens a lane's panes, that lane alone polled
-until `escape`). While the overview is open the fleet is read instead of the lane. The overview
-and the pop-up screens are imported when first opened: a lane's panes start without them.
+Three refresh loops (`refresh.RefreshLoop`: the lane, the ledger, the fleet) hand each snapshot to
+the screen that shows it: the lane's panes (`lane.LaneScreen`) or the fleet's overview
+(`overview.FleetScreen`, opened first when there is a fleet, and read instead of the lane while
+open; `enter` opens a lane's panes, that lane alone polled until `escape`). The overview, the
+pop-up screens, the cards and the receipts are imported when first used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -38,10 +37,7 @@ from cockpit.core.ledger_figures import lane_models
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot, for_lane
 from cockpit.core.text import visible
 from cockpit.core.timeutil import promql_duration
-from cockpit.runtime.card_marks import card_length, card_requests, start_card, stop_card
-from cockpit.runtime.card_receipts import figures_of
 from cockpit.runtime.cards import Card, CardError, CardStore
-from cockpit.runtime.feeds import build_lane_feeds
 from cockpit.runtime.poller import (
     Clocks,
     FleetFeed,
@@ -54,12 +50,6 @@ from cockpit.runtime.poller import (
     ListsModels,
     Poller,
     close_all,
-)
-from cockpit.runtime.receipts import (
-    receipt_name,
-    receipts_folder,
-    write_fleet_receipt,
-    write_receipt,
 )
 from cockpit.themes import (
     DEFAULT_THEME,
@@ -82,37 +72,40 @@ DETAILED = (VitalStrip, Pane)
 """What the arrows focus, in turn, and enter or i opens the figures of."""
 PANE_FOCUS = (*DETAILED, ScrollableContainer)
 """Where the arrows move between panes: a pane, or the scrolling body around them."""
+PANE_ACTIONS = ("focus_pane", "details", "ledger_tables", "models", "card", "cards")
 CARD_WINDOW = "card"
 """The window since the start of the card running on the lane."""
-
-
+SETTLE_S = 0.5
+"""From the first read shown to the collector settled (`collector_settled`)."""
 YOUNG_THRESHOLD = 10_000
 """Allocations between two collections of the youngest generation (Python's default: 700)."""
 
 
 def collector_settled() -> None:
-    """Once the first frame is drawn: what start-up built since `build_app` (the screen, its
-    widgets, styles and strips) frozen too, and the youngest generation collected less often.
+    """Once the first read is drawn: start-up's garbage collected, what it built (modules, the
+    screen, its widgets and styles) frozen, the collector on again, its youngest generation
+    collected less often.
 
     Unfrozen, every full collection scanned the screen's objects again, and the youngest
-    generation's collections re-scanned a refresh's live objects; together ~1.1 ms a refresh
-    at a 1 s refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in
-    larger batches."""
+    generation's collections re-scanned a refresh's live objects: ~1.1 ms a refresh at a 1 s
+    refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches."""
+    gc.collect()
     gc.freeze()
+    gc.enable()
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, oldest)
 
 
 class CockpitApp(App[None]):
-    """The cockpit: status line, six panes (prefill first), the keys."""
+    """The cockpit: status line, the panes (prefill first), the keys."""
 
     CSS_PATH = str(STYLESHEET)
     TITLE = "lane-cockpit"
     AUTO_FOCUS = "#body"
     """Not the vital strip above it: the arrows go there and to the panes."""
     settles_collector = False
-    """Tune the process's garbage collector after the first frame (`collector_settled`):
-    the command's app does (`build_app`), an app a test builds leaves it as it is."""
+    """Turn the garbage collector on again once the first read is drawn (`collector_settled`):
+    the command's app, built with it off, does (`build_app`); an app a test builds leaves it."""
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -174,10 +167,8 @@ class CockpitApp(App[None]):
     ) -> None:
         # NO_COLOR: drop colours altogether (Textual alone would draw in shades of grey).
         super().__init__(ansi_color=ansi_color_setting())
-        self.config = config
+        self.config, self.replay_at, self.export_dir = config, replay_at, export_dir
         self.refresh_s = refresh_s or config.refresh_s
-        self.replay_at = replay_at
-        self.export_dir = export_dir
         self.clocks = clocks or Clocks()
         self._notice = notice
         """Shown once, as a notification, when the cockpit starts."""
@@ -186,18 +177,15 @@ class CockpitApp(App[None]):
         self._add_feeds(lanes)
         self.ledger_poller = None
         if ledger is not None:
+            prices = config.prices
             self.ledger_poller = LedgerPoller(
-                ledger,
-                self.refresh_s,
-                prices=config.prices,
-                replay_at=replay_at,
-                clocks=self.clocks,
+                ledger, self.refresh_s, prices=prices, replay_at=replay_at, clocks=self.clocks
             )
-        self.fleet_poller = (
-            FleetPoller(fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks)
-            if fleet is not None
-            else None
-        )
+        self.fleet_poller = None
+        if fleet is not None:
+            self.fleet_poller = FleetPoller(
+                fleet, self.refresh_s, replay_at=replay_at, clocks=self.clocks
+            )
         self.window = config.window
         self.paused = False
         names: list[str | None] = [feed.name for feed in lanes]
@@ -219,6 +207,7 @@ class CockpitApp(App[None]):
         self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
         self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
         self.fleet_loop = RefreshLoop(self, "fleet", FleetRead, self._fleet_cycle, paused)
+        self.loops = (self.lane_loop, self.ledger_loop, self.fleet_loop)
         # Before the stylesheet is first parsed: a theme set once running re-parses all CSS.
         for theme in THEMES:
             self.register_theme(theme)
@@ -229,20 +218,17 @@ class CockpitApp(App[None]):
         return self.config.ledger_window or self.window
 
     @property
-    def running_card(self) -> Card | None:
-        """The card running on the current lane."""
-        return self.running_cards.get(self.lane_name) if self.lane_feeds else None
-
-    def _duration(self, window: str) -> str:
-        """A window as the sources read it: `card` is the seconds since the card's start."""
-        card = self.running_card
-        if window != CARD_WINDOW or card is None:
-            return window
-        return promql_duration(max(1.0, self.clocks.wall() - card.start))
+    def lane_feed(self) -> LaneFeed | None:
+        return self.lane_feeds[self.lane_index] if self.lane_feeds else None
 
     @property
     def lane_name(self) -> str:
-        return self.lane_feeds[self.lane_index].name if self.lane_feeds else "no lane"
+        return self.lane_feed.name if self.lane_feed else "no lane"
+
+    @property
+    def running_card(self) -> Card | None:
+        """The card running on the current lane."""
+        return self.running_cards.get(self.lane_name) if self.lane_feeds else None
 
     # --- layout -------------------------------------------------------------------------------
 
@@ -279,14 +265,18 @@ class CockpitApp(App[None]):
             if self.on_overview:
                 self.push_screen(self.overview)
         self._show()
-        if self.settles_collector:
-            self.call_after_refresh(collector_settled)
         self.set_interval(1.0, self._tick_card)
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
+    def settle_collector(self) -> None:
+        if self.settles_collector:
+            self.settles_collector = False
+            collector_settled()
+
     async def on_unmount(self) -> None:
         """Close every feed in the loop its clients were made in."""
+        self.settle_collector()  # ended before its first read
         self.workers.cancel_all()
         await close_all(self.lane_feeds, self.ledger_poller.feed if self.ledger_poller else None)
         if self.fleet_poller is not None:
@@ -297,22 +287,21 @@ class CockpitApp(App[None]):
     def lane_ledger(self) -> LedgerSnapshot | None:
         """The ledger as the lane's panes show it: the lane's own models only (its config's
         `ledger_models`, else the `m` filter's model), or the whole ledger."""
-        if not self.lane_feeds:
+        if (feed := self.lane_feed) is None:
             return self.ledger_snapshot
-        feed = self.lane_feeds[self.lane_index]
         named = {lane.name: lane.ledger_models for lane in self.config.lanes}
         models = lane_models(named.get(feed.name, ()), feed.model_filter)
         return for_lane(self.ledger_snapshot, models, self.config.prices)
 
     def status_view(self) -> StatusView:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot
-        sources = [source_status("lane", lane)] if self.lane_feeds else []
+        feed, card = self.lane_feed, self.running_card
+        sources = [source_status("lane", lane)] if feed else []
         sources += [source_status("ledger", ledger)] if self.ledger_poller else []
         read = [snapshot.totals for snapshot in (lane, ledger) if snapshot and snapshot.totals]
-        card = self.running_card
         return StatusView(
             lane=self.lane_name,
-            index=self.lane_index + 1 if self.lane_feeds else 0,
+            index=self.lane_index + 1 if feed else 0,
             count=len(self.lane_feeds),
             window=self.window,
             ledger_window=self.ledger_window if self.ledger_poller else None,
@@ -320,7 +309,7 @@ class CockpitApp(App[None]):
             replay_at=self.replay_at,
             sources=tuple(sources),
             paused=self.paused,
-            model_filter=self.lane_feeds[self.lane_index].model_filter if self.lane_feeds else None,
+            model_filter=feed.model_filter if feed else None,
             coverage=lane.totals.coverage_note if lane is not None and lane.totals else "",
             card=card.name if card is not None else None,
             card_s=self.clocks.wall() - card.start if card is not None else 0.0,
@@ -334,7 +323,7 @@ class CockpitApp(App[None]):
             self.overview.show(self.window, self.paused)
         if self.on_overview or self.lanes_screen is None:
             return
-        feed = self.lane_feeds[self.lane_index] if self.lane_feeds else None
+        feed = self.lane_feed
         view = LaneView(
             lane=self.lane_snapshot,
             ledger=self.lane_ledger(),
@@ -349,10 +338,8 @@ class CockpitApp(App[None]):
     # --- polling --------------------------------------------------------------------------------
 
     def _lane_cycle(self) -> Cycle[LaneSnapshot] | None:
-        if not self.lane_pollers:
-            return None
-        poller = self.lane_pollers[self.lane_index]
-        return self._cycle(poller, self.window, f"lane {poller.feed.name}")
+        poller = self.lane_pollers[self.lane_index] if self.lane_pollers else None
+        return self._cycle(poller, self.window, f"lane {poller.feed.name}") if poller else None
 
     def _ledger_cycle(self) -> Cycle[LedgerSnapshot] | None:
         poller = self.ledger_poller
@@ -365,10 +352,13 @@ class CockpitApp(App[None]):
     def _cycle(
         self, poller: Poller[Any, Any, SnapshotT], window: str, what: str
     ) -> Cycle[SnapshotT]:
-        """A read of `window` (the `card` window as its seconds, under its own name)."""
-        duration = self._duration(window)
-        label = window if duration != window else None
-        return Cycle(poller, duration, f"read {what} over {duration}", label)
+        """A read of `window`: the `card` window as the seconds since the card's start, under
+        its own name."""
+        card = self.running_card
+        if window != CARD_WINDOW or card is None:
+            return Cycle(poller, window, f"read {what} over {window}")
+        duration = promql_duration(max(1.0, self.clocks.wall() - card.start))
+        return Cycle(poller, duration, f"read {what} over {duration}", window)
 
     def _read_view(self) -> None:
         """Read what is shown now: the fleet on the overview, else the lane."""
@@ -384,23 +374,21 @@ class CockpitApp(App[None]):
         self._read_view()
 
     def on_lane_read(self, message: LaneRead) -> None:
-        snapshot = self.lane_loop.receive(message)
-        if snapshot is None:
+        if (snapshot := self.lane_loop.receive(message)) is None:
             return
         self.lane_snapshot = snapshot
         self._lane_seen[(self.lane_index, snapshot.window)] = snapshot
-        self._show()
+        self._show_read()
         self.ledger_loop.align(self.lane_loop)
         self._read_cards()
 
     def on_ledger_read(self, message: LedgerRead) -> None:
-        snapshot = self.ledger_loop.receive(message)
-        if snapshot is None:
+        if (snapshot := self.ledger_loop.receive(message)) is None:
             return
         self.ledger_snapshot = snapshot
         self._ledger_seen[snapshot.window] = snapshot
         if not self.lane_loop.reading:  # else shown with the lane's answer, in one repaint
-            self._show()
+            self._show_read()
 
     def on_fleet_read(self, message: FleetRead) -> None:
         snapshot = self.fleet_loop.receive(message)
@@ -409,7 +397,12 @@ class CockpitApp(App[None]):
         if snapshot.view is not None:
             self.add_lanes([row.lane for row in snapshot.view.rows])
         self.overview.snapshot = snapshot
+        self._show_read()
+
+    def _show_read(self) -> None:
         self._show()
+        if self.settles_collector:  # a collection holds the thread that writes the frame out
+            self.set_timer(SETTLE_S, self.settle_collector)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -417,14 +410,10 @@ class CockpitApp(App[None]):
         if event.state != WorkerState.ERROR:
             return
         worker = event.worker
-        self.notify(
-            f"{worker.description}: {worker.error}",
-            title="refresh failed",
-            severity="error",
-            markup=False,
-        )
+        message = f"{worker.description}: {worker.error}"
+        self.notify(message, title="refresh failed", severity="error", markup=False)
         self._show()  # a ledger answer held for this lane cycle's
-        for loop in (self.lane_loop, self.ledger_loop, self.fleet_loop):
+        for loop in self.loops:
             loop.failed(worker)
 
     # --- the overview -------------------------------------------------------------------------
@@ -462,6 +451,7 @@ class CockpitApp(App[None]):
         if discover is None or not found:
             return
         from cockpit.core.fleet import lane_config
+        from cockpit.runtime.feeds import build_lane_feeds
 
         lanes = tuple(lane_config(discover, name) for name in found)
         self._add_feeds(build_lane_feeds(replace(self.config, lanes=lanes)))
@@ -477,10 +467,9 @@ class CockpitApp(App[None]):
 
     def select_lane(self, index: int) -> None:
         """Show lane `index` (0-based): its last figures for this window, then a fresh read."""
-        if not 0 <= index < len(self.lane_feeds) or index == self.lane_index:
-            return
-        self.lane_index = index
-        self._lane_changed()
+        if 0 <= index < len(self.lane_feeds) and index != self.lane_index:
+            self.lane_index = index
+            self._lane_changed()
 
     def select_window(self, window: str) -> None:
         if window == self.window:
@@ -517,7 +506,7 @@ class CockpitApp(App[None]):
         self.paused = not self.paused
         self._show()
         if self.paused:  # a cycle out still shows its answer, and arms no next one
-            for loop in (self.lane_loop, self.ledger_loop, self.fleet_loop):
+            for loop in self.loops:
                 loop.disarm()
         else:
             self.action_refresh()
@@ -525,18 +514,16 @@ class CockpitApp(App[None]):
     def action_filter_model(self) -> None:
         from cockpit.app.screens import ModelFilterScreen
 
-        if not self.lane_feeds or isinstance(self.screen, ModelFilterScreen):
+        feed = self.lane_feed
+        if feed is None or isinstance(self.screen, ModelFilterScreen):
             return
-        feed = self.lane_feeds[self.lane_index]
         names = feed.model_names if isinstance(feed, ListsModels) else None
         self.push_screen(ModelFilterScreen(feed.model_filter, names), self.filter_model)
 
     def filter_model(self, model: str | None) -> None:
         """Read the current lane for `model` only (None: unchanged, empty: the whole lane)."""
-        if model is None or not self.lane_feeds:
-            return
-        feed = self.lane_feeds[self.lane_index]
-        if (model or None) == feed.model_filter:
+        feed = self.lane_feed
+        if model is None or feed is None or (model or None) == feed.model_filter:
             return
         feed.filter_model(model)
         self._lane_seen = {k: v for k, v in self._lane_seen.items() if k[0] != self.lane_index}
@@ -558,7 +545,7 @@ class CockpitApp(App[None]):
         only when no other widget (a list, a field) takes them."""
         if action in ("lane", "step_lane", "filter_model") and self.on_overview:
             return False  # the overview opens a lane itself (enter)
-        if action not in ("focus_pane", "details", "ledger_tables", "models", "card", "cards"):
+        if action not in PANE_ACTIONS:
             return True
         if self.screen is not self.lanes_screen:
             return False
@@ -601,24 +588,25 @@ class CockpitApp(App[None]):
 
     # --- benchmark cards --------------------------------------------------------------------
 
+    def _work(self, work: Awaitable[None], group: str, description: str = "") -> None:
+        """`work` in a worker of `group`: an error in it is notified, not the app's end."""
+        self.run_worker(work, group=group, description=description, exit_on_error=False)
+
     def _lane_config(self) -> LaneConfig | None:
         """The current lane's configuration (a discovered lane's from its server's)."""
         if not self.lane_feeds:
             return None
         named = {lane.name: lane for lane in self.config.lanes}
-        if self.lane_name in named:
-            return named[self.lane_name]
-        discover = self.config.discover
-        if discover is None:
-            return None
+        if self.lane_name in named or self.config.discover is None:
+            return named.get(self.lane_name)
         from cockpit.core.fleet import lane_config
 
-        return lane_config(discover, self.lane_name)
+        return lane_config(self.config.discover, self.lane_name)
 
     def _read_cards(self) -> None:
-        if not (self.running_cards or self.kept_cards or self.card_store.path.exists()):
-            return  # no store and no card known: the read would find nothing new
-        self.run_worker(self._running_cards(), group="cards", exclusive=True, exit_on_error=False)
+        if self.running_cards or self.kept_cards or self.card_store.path.exists():
+            cards = self._running_cards()  # no store and no card known: nothing new to find
+            self.run_worker(cards, group="cards", exclusive=True, exit_on_error=False)
 
     async def _running_cards(self) -> None:
         """The running cards, read again: another cockpit, or the command, may have marked."""
@@ -638,16 +626,18 @@ class CockpitApp(App[None]):
     def cards_in_window(self) -> tuple[int, float | None, float | None]:
         """The lane's stopped cards lying wholly in the window read: how many, their requests
         (each card's exact count, as kept), and the window's."""
-        totals = self.lane_snapshot.totals if self.lane_snapshot is not None else None
-        figures = self.lane_snapshot.figures if self.lane_snapshot is not None else None
-        if totals is None or figures is None:
+        lane = self.lane_snapshot
+        if lane is None or lane.totals is None or lane.figures is None:
             return 0, None, None
-        start = totals.end - totals.window_s
-        lane = self.lane_name
-        inside = [c for c in self.kept_cards if c.lane == lane and c.within(start, totals.end)]
+        start, end = lane.totals.end - lane.totals.window_s, lane.totals.end
+        inside = [c for c in self.kept_cards if c.lane == self.lane_name and c.within(start, end)]
+        if not inside:
+            return 0, 0.0, lane.figures.value("requests")
+        from cockpit.runtime.card_receipts import figures_of
+
         counts = [figures_of(card.receipt).get("requests", {}).get("value") for card in inside]
         known = None if None in counts else float(sum(counts))
-        return len(inside), known, figures.value("requests")
+        return len(inside), known, lane.figures.value("requests")
 
     def _tick_card(self) -> None:
         """A running card's time on the status line, once a second."""
@@ -659,24 +649,22 @@ class CockpitApp(App[None]):
         lane = self._lane_config()
         if lane is None:
             self.notify("no lane to mark a card on", title="card", severity="warning")
-            return
-        running = self.running_cards.get(lane.name)
-        if running is not None:
-            stop = self._stop_card(lane, running)
-            self.run_worker(stop, group="card", description="stop the card", exit_on_error=False)
-            return
-        from cockpit.app.screens import CardNameScreen
+        elif (running := self.running_cards.get(lane.name)) is not None:
+            self._work(self._stop_card(lane, running), "card", "stop the card")
+        else:
+            from cockpit.app.screens import CardNameScreen
 
-        moment = datetime.fromtimestamp(self.clocks.wall(), UTC).strftime("%H%M%S")
-        screen = CardNameScreen(lane.name, f"{lane.name}-{moment}")
-        self.push_screen(screen, partial(self._start_card, lane))
+            moment = datetime.fromtimestamp(self.clocks.wall(), UTC).strftime("%H%M%S")
+            screen = CardNameScreen(lane.name, f"{lane.name}-{moment}")
+            self.push_screen(screen, partial(self._start_card, lane))
 
     def _start_card(self, lane: LaneConfig, name: str | None) -> None:
         if name:
-            start = self._mark_start(lane, name)
-            self.run_worker(start, group="card", description="start a card", exit_on_error=False)
+            self._work(self._mark_start(lane, name), "card", "start a card")
 
     async def _mark_start(self, lane: LaneConfig, name: str) -> None:
+        from cockpit.runtime.card_marks import start_card
+
         try:
             card = await start_card(self.card_store, lane, name, now=self.clocks.wall)
         except CardError as error:
@@ -687,6 +675,8 @@ class CockpitApp(App[None]):
         self._show()
 
     async def _stop_card(self, lane: LaneConfig, card: Card) -> None:
+        from cockpit.runtime.card_marks import card_length, card_requests, stop_card
+
         try:
             kept = await stop_card(self.config, self.card_store, lane, card, now=self.clocks.wall)
         except CardError as error:
@@ -701,8 +691,7 @@ class CockpitApp(App[None]):
 
     def action_cards(self) -> None:
         if self.lane_feeds:
-            self.run_worker(self._open_cards(self.lane_name), group="cards-screen",
-                            exit_on_error=False)  # fmt: skip
+            self._work(self._open_cards(self.lane_name), "cards-screen")
 
     async def _open_cards(self, lane: str) -> None:
         from cockpit.app.screens import CardsScreen
@@ -719,7 +708,9 @@ class CockpitApp(App[None]):
 
     def action_export(self) -> None:
         """The receipt of what is shown (the overview's or the lane's), written to a new file."""
-        folder = self.export_dir or receipts_folder(self.config.export_dir)
+        from cockpit.runtime import receipts
+
+        folder = self.export_dir or receipts.receipts_folder(self.config.export_dir)
         # A replay's receipt is named for the moment it shows, not the moment it was written.
         moment = self.replay_at if self.replay_at is not None else self.clocks.wall()
         write: Callable[[Path], Path]
@@ -728,17 +719,15 @@ class CockpitApp(App[None]):
             if snapshot is None or snapshot.view is None:
                 self.notify("the fleet has not been read yet", title="export", severity="warning")
                 return
-            target = folder / receipt_name("fleet", snapshot.window, moment)
-            write = partial(write_fleet_receipt, snapshot, self.overview.rows())
+            target = folder / receipts.receipt_name("fleet", snapshot.window, moment)
+            write = partial(receipts.write_fleet_receipt, snapshot, self.overview.rows())
             what = "the fleet receipt"
         else:
-            target = folder / receipt_name(self.lane_name, self.window, moment)
-            prices = self.config.prices
-            write = partial(write_receipt, self.lane_snapshot, self.lane_ledger(), prices)
+            target = folder / receipts.receipt_name(self.lane_name, self.window, moment)
+            ledger, prices = self.lane_ledger(), self.config.prices
+            write = partial(receipts.write_receipt, self.lane_snapshot, ledger, prices)
             what = "the receipt"
-        description = f"export {what} to {target}"
-        export = self._export(write, target)
-        self.run_worker(export, group="export", description=description, exit_on_error=False)
+        self._work(self._export(write, target), "export", f"export {what} to {target}")
 
     async def _export(self, write: Callable[[Path], Path], target: Path) -> None:
         try:  # a slow disk must not hold the keys

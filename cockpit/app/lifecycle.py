@@ -1,7 +1,5 @@
-"""The cockpit as a process: start-up, SIGTERM and a closed terminal, and a stalled exit.
-
-Nothing here imports Textual until the app is built.
-"""
+"""The cockpit as a process: start-up, SIGTERM and a closed terminal, a stalled exit. Nothing
+here imports Textual until the app is built."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.config.schema import Config
@@ -40,47 +38,35 @@ class Setup(NamedTuple):
     notice: str = ""
     """Said once when the cockpit starts (why `cockpit demo --prometheus` has no Prometheus)."""
     fleet: FleetFeed | None = None
-    """Every lane at once (lanes found by a label, or more than one listed): the cockpit
-    opens on their overview (`cli_fleet.fleet_feed`)."""
+    """Every lane at once: the cockpit opens on their overview (`cli.fleet.fleet_feed`)."""
     lane: str | None = None
     """The lane named on the command line: the cockpit opens on its panes."""
 
 
 def build_app(setup: Callable[[], Setup]) -> CockpitApp:
-    """The app on what `setup` returns, built with the garbage collector paused."""
-    with collector_paused():
+    """The app on what `setup` returns, built with the garbage collector off: start-up builds a
+    few hundred thousand objects that live as long as the process, which collecting would only
+    scan again and again. The app turns it on again once its first read is drawn."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         arguments = setup()._asdict()
         from cockpit.app.app import make_app
 
         app = make_app(**arguments)
-        app.settles_collector = True
-        return app
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The garbage collector off while the cockpit starts, then what start-up built frozen.
-
-    Start-up builds a few hundred thousand objects that live as long as the process (modules,
-    classes, styles) and frees few: collecting meanwhile only scans them again and again.
-    Frozen, they are never scanned again; the collector is then on again (if it was)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        if was_on:
+    except BaseException:
+        if collecting:
             gc.enable()
+        raise
+    app.settles_collector = collecting
+    return app
 
 
 def run_app(app: CockpitApp, last_words: Callable[[], None] | None = None) -> int:
     """Run the app to its end; its exit code. SIGTERM or a closed terminal (SIGHUP) quits the
-    app the normal way, so feeds close and the demo removes its temporary files, instead of the
-    process dying where it stands.
-
-    Should that exit stall for `STALL_S` seconds, `last_words` (the demo's clean-up) runs and
-    the process ends itself: a cockpit whose terminal is gone must not live on unseen."""
+    app the normal way (feeds close, the demo removes its files). Should that exit stall for
+    `STALL_S`, `last_words` (the demo's clean-up) runs and the process ends itself: a cockpit
+    whose terminal is gone must not live on unseen."""
     armed: list[threading.Timer] = []
 
     def quit_app(signum: int, frame: object) -> None:
@@ -100,6 +86,7 @@ def run_app(app: CockpitApp, last_words: Callable[[], None] | None = None) -> in
     try:
         app.run()
     finally:
+        app.settle_collector()  # one that never mounted
         for timer in armed:
             timer.cancel()
         for sig, handler in previous.items():
@@ -112,11 +99,17 @@ def let_go_of_terminal() -> None:
     restarting its output thread on the dead terminal: that thread dies on its first write and
     the exit then blocks forever on its full queue. So no restart, and output to /dev/null."""
     signal.signal(signal.SIGCONT, signal.SIG_DFL)
+    discard_output()
+
+
+def discard_output() -> None:
+    """Whatever stdout and stderr are still to write goes to /dev/null."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         for stream in (sys.__stdout__, sys.__stderr__):
             if stream is not None:
-                os.dup2(devnull, stream.fileno())
+                with contextlib.suppress(OSError, ValueError):
+                    os.dup2(devnull, stream.fileno())
     finally:
         os.close(devnull)
 

@@ -1,13 +1,10 @@
 """The one refresh loop: a cycle in a worker, its snapshot in a message, the next cycle armed.
 
-A `RefreshLoop` polls one source (the lane, the ledger, the fleet) for the app. `read_now()`
-starts a `Poller.cycle()` in the source's exclusive worker (one still out is cancelled) and
-posts its snapshot as a message, which a newer one replaces if not yet handled. `receive()`
-drops the answer of a cycle started before the last `read_now()` or `stop()` (its epoch), hands
-the snapshot on, then arms the next cycle with `set_timer` after the poller's delay (its
-back-off), so reads of one source never overlap: not while paused, nor after a replayed moment
-read well (it doesn't move, so it is read again only to recover). Handlers never await I/O: a
-key is answered at once however slow a source is.
+`RefreshLoop.read_now()` runs a `Poller.cycle()` in the source's exclusive worker and posts its
+snapshot; `receive()` drops an answer older than the last `read_now()` or `stop()` (its epoch)
+and arms the next cycle after the poller's delay (its back-off), so reads of one source never
+overlap; none is armed while paused, nor after a replayed moment read well (it doesn't move).
+Handlers never await I/O: a key is answered at once however slow a source is.
 """
 
 from __future__ import annotations
@@ -38,16 +35,13 @@ class SourceRead(Message, Generic[SnapshotT]):
         return type(message) is type(self)
 
 
-class LaneRead(SourceRead[LaneSnapshot]):
-    """A lane cycle ended."""
+class LaneRead(SourceRead[LaneSnapshot]): ...
 
 
-class LedgerRead(SourceRead[LedgerSnapshot]):
-    """A ledger cycle ended."""
+class LedgerRead(SourceRead[LedgerSnapshot]): ...
 
 
-class FleetRead(SourceRead[FleetSnapshot]):
-    """A fleet cycle ended."""
+class FleetRead(SourceRead[FleetSnapshot]): ...
 
 
 class Cycle(NamedTuple, Generic[SnapshotT]):
@@ -71,13 +65,12 @@ class RefreshLoop(Generic[SnapshotT]):
         next_cycle: Callable[[], Cycle[SnapshotT] | None],
         paused: Callable[[], bool],
     ) -> None:
-        self.app = app
+        self.app, self.paused = app, paused
         self.group = group
         """The workers' group: a cycle started cancels the one of its group still out."""
         self.read: type[SourceRead[SnapshotT]] = read
         self.next_cycle: Callable[[], Cycle[SnapshotT] | None] = next_cycle
         """The cycle to start now (None: nothing to read, no lane say)."""
-        self.paused = paused
         self.epoch = 0
         self.timer: Timer | None = None
         self.worker: Worker[None] | None = None

@@ -5,7 +5,7 @@ never as markup."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -114,12 +114,31 @@ def help_notes(rules: Sequence[str] = ()) -> Content:
 
 Block = tuple[Content, bool]
 """A paragraph of a text screen, and whether it is indented (its wrapped lines too)."""
+ResultT = TypeVar("ResultT")
 
 
-class Overlay(ModalScreen[None]):
-    """A screen over the cockpit's panes; escape or q closes it."""
+class Boxed(ModalScreen[ResultT]):
+    """A screen over the cockpit's panes, its contents centred (in a bordered `.box`)."""
+
+    DEFAULT_CSS = """
+    Boxed {
+        align: center middle;
+    }
+    Boxed > .box {
+        width: 100%;
+        height: auto;
+        max-height: 100%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+    }
+    """
 
     AUTO_FOCUS = "*"  # the app's own names its panes' body
+
+
+class Overlay(Boxed[None]):
+    """A screen over the cockpit's panes; escape or q closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", show=False),
@@ -131,16 +150,9 @@ class TextScreen(Overlay):
     """A box of text over the cockpit, scrolled with the arrows."""
 
     DEFAULT_CSS = """
-    TextScreen {
-        align: center middle;
-    }
-    TextScreen > VerticalScroll {
+    TextScreen > VerticalScroll.box {
         width: 90%;
-        height: auto;
         max-height: 90%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
         padding: 0 1;
     }
     TextScreen .indented {
@@ -158,7 +170,7 @@ class TextScreen(Overlay):
         return "\n".join(block.plain for block, _ in self.blocks)
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
+        with VerticalScroll(classes="box") as box:
             box.border_title = Content(visible(self.title_text))
             yield from self.body()
 
@@ -197,12 +209,10 @@ class DetailsScreen(TextScreen):
 
 
 class PaneOverlay(Overlay):
-    """One pane at any terminal size, one the lane's screen shows only when wide."""
+    """One pane at any terminal size (one the lane's screen shows only when wide), shown with
+    `shown` (the pane's `show` arguments)."""
 
     DEFAULT_CSS = """
-    PaneOverlay {
-        align: center middle;
-    }
     PaneOverlay > VerticalScroll {
         width: 100%;
         height: auto;
@@ -210,44 +220,34 @@ class PaneOverlay(Overlay):
     }
     """
 
-    def pane(self) -> Pane:
-        raise NotImplementedError
+    def __init__(self, pane: LedgerTables | ModelsPane, *shown: Any) -> None:
+        super().__init__()
+        self.pane, self.shown = pane, shown
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield self.pane()
+            yield self.pane
+
+    def on_mount(self) -> None:
+        self.pane.show(*self.shown)
 
 
 class LedgerTablesScreen(PaneOverlay):
-    """The ledger's per-source, per-model and per-profile tables, at any terminal size."""
+    """The ledger's per-source, per-model and per-profile tables."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "dismiss", "close", show=False)]
 
     def __init__(self, snapshot: LedgerSnapshot | None, configured: bool) -> None:
-        super().__init__()
-        self.snapshot, self.configured = snapshot, configured
-
-    def pane(self) -> Pane:
-        return LedgerTables(id="ledger-tables")
-
-    def on_mount(self) -> None:
-        self.query_one(LedgerTables).show(self.snapshot, self.configured)
+        super().__init__(LedgerTables(id="ledger-tables"), snapshot, configured)
 
 
 class ModelsScreen(PaneOverlay):
-    """The lane's models, a row each, and its LoRA adapters, at any terminal size."""
+    """The lane's models, a row each, and its LoRA adapters."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("M", "dismiss", "close", show=False)]
 
     def __init__(self, lane: LaneSnapshot | None, configured: bool) -> None:
-        super().__init__()
-        self.lane, self.configured = lane, configured
-
-    def pane(self) -> Pane:
-        return ModelsPane(id="models-table")
-
-    def on_mount(self) -> None:
-        self.query_one(ModelsPane).show(self.lane, self.configured)
+        super().__init__(ModelsPane(id="models-table"), lane, configured)
 
 
 # --- a pane's details -----------------------------------------------------------------------
@@ -359,27 +359,46 @@ def details_blocks(
     return blocks or [(Content("no figures here yet"), False)]
 
 
-# --- the model filter -----------------------------------------------------------------------
+# --- questions ------------------------------------------------------------------------------
+
+
+class Ask(Boxed[str | None]):
+    """Asks for a line of text (`value` offered): enter gives it, escape cancels."""
+
+    DEFAULT_CSS = """
+    Ask > Vertical.box {
+        width: 60;
+        max-width: 90%;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "cancel", show=False)]
+
+    def __init__(self, title: str, value: str, placeholder: str) -> None:
+        super().__init__()
+        self.title_text, self.value, self.placeholder = title, value, placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="box") as box:
+            box.border_title = Content(visible(self.title_text))
+            yield Input(self.value, placeholder=self.placeholder)
+            yield from self.below()
+
+    def below(self) -> ComposeResult:
+        yield from ()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
 
 NamesLoader = Callable[[], Awaitable[Sequence[str]]]
 
 
-class ModelFilterScreen(ModalScreen[str | None]):
+class ModelFilterScreen(Ask):
     """Asks for a `model_name` to filter the lane by, offering those the lane has: enter
     applies what is typed, a chosen name applies it, escape cancels."""
 
     DEFAULT_CSS = """
-    ModelFilterScreen {
-        align: center middle;
-    }
-    ModelFilterScreen > Vertical {
-        width: 60;
-        max-width: 90%;
-        height: auto;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-    }
     ModelFilterScreen OptionList {
         height: auto;
         max-height: 12;
@@ -394,26 +413,19 @@ class ModelFilterScreen(ModalScreen[str | None]):
     }
     """
 
-    AUTO_FOCUS = "*"  # the app's own names its panes' body
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "cancel", show=False),
-        Binding("down", "to_names", "names", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("down", "to_names", "names", show=False)]
 
     def __init__(self, current: str | None, names: NamesLoader | None = None) -> None:
-        super().__init__()
-        self.current = current or ""
+        super().__init__(
+            "filter the lane by model", current or "", "model_name (empty: the whole lane)"
+        )
         self.load_names = names
         self.names: tuple[str, ...] = ()
 
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = "filter the lane by model"
-            yield Input(self.current, placeholder="model_name (empty: the whole lane)")
-            if self.load_names is not None:
-                yield Static("reading the lane's model names…", id="model-names-note")
-            yield OptionList()
+    def below(self) -> ComposeResult:
+        if self.load_names is not None:
+            yield Static("reading the lane's model names…", id="model-names-note")
+        yield OptionList()
 
     def on_mount(self) -> None:
         if self.load_names is not None:
@@ -433,9 +445,6 @@ class ModelFilterScreen(ModalScreen[str | None]):
         note.update("the lane's model names (↓ to choose):" if self.names else
                     "no model_name on the lane's series")  # fmt: skip
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip())
-
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(self.names[event.option_index])
 
@@ -449,38 +458,12 @@ class ModelFilterScreen(ModalScreen[str | None]):
 # --- benchmark cards ------------------------------------------------------------------------
 
 
-class CardNameScreen(ModalScreen[str | None]):
+class CardNameScreen(Ask):
     """Asks the name of the card to start (a default offered): enter starts it, escape cancels."""
 
-    DEFAULT_CSS = """
-    CardNameScreen {
-        align: center middle;
-    }
-    CardNameScreen > Vertical {
-        width: 60;
-        max-width: 90%;
-        height: auto;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-    }
-    """
-
-    AUTO_FOCUS = "*"
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "cancel", show=False)]
-
     def __init__(self, lane: str, default: str) -> None:
-        super().__init__()
+        super().__init__(f"start a card on lane {lane}", default, "the card's name")
         self.lane, self.default = lane, default
-
-    def compose(self) -> ComposeResult:
-        with Vertical() as box:
-            box.border_title = Content(visible(f"start a card on lane {self.lane}"))
-            yield Input(self.default, placeholder="the card's name")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip())
 
 
 def _cell(text: str) -> Text:
@@ -493,17 +476,6 @@ class CardsScreen(Overlay):
     compared figure by figure (A, B, B − A, the change, a verdict); escape closes."""
 
     DEFAULT_CSS = """
-    CardsScreen {
-        align: center middle;
-    }
-    CardsScreen > Vertical {
-        width: 100%;
-        height: auto;
-        max-height: 100%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-    }
     CardsScreen DataTable {
         height: auto;
         max-height: 10;
@@ -533,7 +505,7 @@ class CardsScreen(Overlay):
         """The cards marked A and B, by row."""
 
     def compose(self) -> ComposeResult:
-        with Vertical() as box:
+        with Vertical(classes="box") as box:
             box.border_title = Content(visible(f"cards of lane {self.lane}"))
             yield DataTable(id="cards-list", cursor_type="row")
             yield Static(self._hint(), id="cards-hint")

@@ -1,4 +1,5 @@
-"""`cockpit card …`: mark a benchmark run on a lane, keep its receipt, compare two runs.
+"""`cockpit card …`, imported for that command only: mark a benchmark run on a lane, keep its
+receipt, compare two runs.
 
 cockpit card start NAME [--lane L] [--note TEXT]     mark now as the card's start
 cockpit card stop [NAME]                             mark its end, keep and print its receipt
@@ -12,8 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,57 +37,7 @@ from cockpit.runtime.card_marks import (
 )
 from cockpit.runtime.cards import Card, CardError, CardStore
 
-CARD_COMMANDS = ("start", "stop", "add", "import", "list", "show", "compare", "rm")
-
-
-def add_card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
-    """The `card` command and its sub-commands, each with the source options (`--config`…)."""
-    card = commands.add_parser("card", help="benchmark cards: mark a run, keep, compare")
-    verbs = card.add_subparsers(metavar="verb", title="verbs", required=True)
-
-    def verb(name: str, about: str, handler: Callable[[argparse.Namespace], int]) -> Any:
-        parser = verbs.add_parser(name, parents=[sources], help=about)
-        parser.set_defaults(handler=handler)
-        return parser
-
-    start = verb("start", "mark now as a card's start on a lane", card_start)
-    start.add_argument("name", metavar="NAME")
-    start.add_argument("--note", default="", help="a word on the run, kept with the card")
-    stop = verb("stop", "mark a running card's end; print and keep its receipt", card_stop)
-    stop.add_argument("name", metavar="NAME", nargs="?")
-    add = verb("add", "a card of a past interval (a Prometheus lane)", card_add)
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("--from", dest="start", metavar="TIME", required=True)
-    add.add_argument("--to", dest="end", metavar="TIME", required=True)
-    add.add_argument("--note", default="")
-    imported = verb("import", "a benchmark client's result (vllm bench serve, guidellm)",
-                    card_import)  # fmt: skip
-    imported.add_argument("result", metavar="RESULT.json")
-    imported.add_argument(
-        "--benchmark", type=int, default=0, metavar="N",
-        help="which run of a guidellm report (from 0; the first by default)",
-    )  # fmt: skip
-    imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
-    verb("list", "the cards (of --lane)", card_list)
-    show = verb("show", "a card's receipt (and its client's figures beside)", card_show)
-    show.add_argument("name", metavar="NAME")
-    show.add_argument("--again", action="store_true",
-                      help="evaluate a Prometheus lane's card anew, not as kept")  # fmt: skip
-    compared = verb("compare", "two cards figure by figure", card_compare)
-    compared.add_argument("a", metavar="A")
-    compared.add_argument("b", metavar="B")
-    removed = verb("rm", "forget a card", card_rm)
-    removed.add_argument("name", metavar="NAME")
-    for parser in (stop, add, imported, show, compared, start):
-        parser.add_argument("--format", choices=("md", "json"), default="md")
-    verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
-
-
-# --- which lane ------------------------------------------------------------------------------
-
-
-def _config(args: argparse.Namespace) -> Config:
-    return effective_config(args)
+# --- the verbs -------------------------------------------------------------------------------
 
 
 def _lane(config: Config, name: str | None) -> LaneConfig:
@@ -101,25 +52,15 @@ def _lane(config: Config, name: str | None) -> LaneConfig:
     raise ConfigError(config.source, None, "--lane", f"{problem} ({known})")
 
 
-def _store() -> CardStore:
-    return CardStore()
-
-
-# --- the verbs -------------------------------------------------------------------------------
-
-
 def card_start(args: argparse.Namespace) -> int:
-    config = _config(args)
-    lane = _lane(config, args.lane)
-    card = asyncio.run(start_card(_store(), lane, args.name, args.note))
-    name, start = card.name, card.start
-    print(f"card {visible(name)} started on lane {visible(lane.name)} at {stamp(start)}")
+    lane = _lane(effective_config(args), args.lane)
+    card = asyncio.run(start_card(CardStore(), lane, args.name, args.note))
+    print(f"card {visible(card.name)} started on lane {visible(lane.name)} at {stamp(card.start)}")
     return 0
 
 
 def card_stop(args: argparse.Namespace) -> int:
-    config = _config(args)
-    store = _store()
+    config, store = effective_config(args), CardStore()
     card = _running(store, args.name, args.lane)
     lane = _lane(config, card.lane)
     return _print_card(asyncio.run(stop_card(config, store, lane, card)), args.format)
@@ -141,7 +82,7 @@ def _running(store: CardStore, name: str | None, lane: str | None) -> Card:
 
 
 def card_add(args: argparse.Namespace) -> int:
-    config = _config(args)
+    config = effective_config(args)
     lane = _lane(config, args.lane)
     try:
         start, end = parse_time(args.start), parse_time(args.end)
@@ -151,10 +92,14 @@ def card_add(args: argparse.Namespace) -> int:
     _only_prometheus(lane, "a past interval")
     if end <= start:
         raise CardError(f"card {card.name!r}: its end is not after its start")
-    receipt = asyncio.run(evaluate(config, lane, card))
-    store = _store()
-    store.add(Card(card.name, card.lane, start, end, card.note, receipt=receipt))
-    return _print_card(store.get(card.name), args.format)
+    return _add(config, lane, card, args.format)
+
+
+def _add(config: Config, lane: LaneConfig, card: Card, format_: str) -> int:
+    """Keep `card` with its receipt, evaluated now over its interval; print it."""
+    store = CardStore()
+    store.add(replace(card, receipt=asyncio.run(evaluate(config, lane, card))))
+    return _print_card(store.get(card.name), format_)
 
 
 def _only_prometheus(lane: LaneConfig, what: str) -> None:
@@ -172,28 +117,23 @@ def card_import(args: argparse.Namespace) -> int:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CardError(
-            f"{path}: cannot read it: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
+        reason = getattr(exc, "strerror", None) or exc
+        raise CardError(f"{path}: cannot read it: {reason}") from None
     result = read_result(str(path), text, args.benchmark)
-    store = _store()
+    store = CardStore()
     name = card_name(args.name or path.stem)
-    existing = [card for card in store.cards() if card.name == name]
-    if existing:
+    if any(card.name == name for card in store.cards()):
         store.keep(name, client=client_json(result))
         return _print_card(store.get(name), args.format)
-    config = _config(args)
+    config = effective_config(args)
     lane = _lane(config, args.lane)
     _only_prometheus(lane, "a card made from a result file's interval")
     card = Card(name, lane.name, result.start, result.end, f"from {path.name}")
-    receipt = asyncio.run(evaluate(config, lane, card))
-    store.add(Card(card.name, card.lane, card.start, card.end, card.note, receipt=receipt,
-                   client=client_json(result)))  # fmt: skip
-    return _print_card(store.get(name), args.format)
+    return _add(config, lane, replace(card, client=client_json(result)), args.format)
 
 
 def card_list(args: argparse.Namespace) -> int:
-    cards = _store().cards(args.lane)
+    cards = CardStore().cards(args.lane)
     if args.format == "json":
         print(json.dumps([_card_json(card) for card in cards], indent=2))
         return 0
@@ -210,21 +150,18 @@ def card_list(args: argparse.Namespace) -> int:
 
 
 def card_show(args: argparse.Namespace) -> int:
-    store = _store()
-    card = store.get(args.name)
+    card = CardStore().get(args.name)
     if args.again:
-        config = _config(args)
+        config = effective_config(args)
         lane = _lane(config, card.lane)
         if card.end is None:
             raise CardError(f"card {card.name!r} is still running")
-        receipt = asyncio.run(evaluate(config, lane, card))
-        card = Card(card.name, card.lane, card.start, card.end, card.note, card.edges, receipt,
-                    card.client)  # fmt: skip
+        card = replace(card, receipt=asyncio.run(evaluate(config, lane, card)))
     return _print_card(card, args.format)
 
 
 def card_compare(args: argparse.Namespace) -> int:
-    store = _store()
+    store = CardStore()
     a, b = store.get(args.a), store.get(args.b)
     from cockpit.runtime.card_receipts import compared_figures
 
@@ -243,7 +180,7 @@ def card_compare(args: argparse.Namespace) -> int:
 
 
 def card_rm(args: argparse.Namespace) -> int:
-    _store().remove(args.name)
+    CardStore().remove(args.name)
     print(f"card {visible(args.name)} removed")
     return 0
 
@@ -367,12 +304,19 @@ def cards_in_window(
     found = lanes[lane.lane]
     narrowed = for_lane(ledger, lane_models(found.ledger_models, None), config.prices)
     try:
-        return asyncio.run(window_split(config, found, lane, narrowed, _store()))
+        return asyncio.run(window_split(config, found, lane, narrowed, CardStore()))
     except CardError as error:
         errors.append(f"cards: {error}")
         return None
 
 
-def report_error(error: CardError) -> int:
-    print(f"cockpit card: {visible(str(error))}", file=sys.stderr)
-    return 2
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "start": card_start,
+    "stop": card_stop,
+    "add": card_add,
+    "import": card_import,
+    "list": card_list,
+    "show": card_show,
+    "compare": card_compare,
+    "rm": card_rm,
+}

@@ -9,11 +9,10 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cockpit import __version__
 from cockpit.app.lifecycle import LAST_WORDS_S, Setup, build_app, run_app
-from cockpit.cli.card import add_card_parser, cards_in_window, report_error
 from cockpit.cli.fleet import fleet_feed, report_fleet
 from cockpit.cli.options import (
     effective_config,
@@ -66,59 +65,48 @@ class _Parser(argparse.ArgumentParser):
         super().error(visible(message))
 
 
+SOURCE_FLAGS = (
+    ("--config", "PATH", "config file (default: %(default)s)"),
+    ("--lane", "NAME", "the lane to show first / report"),
+    ("--window", "W", "window: 5m, 1h, 6h, 24h, 7d, 30d, 90d"),
+    ("--at", "TIME", "evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h"),
+    ("--prometheus", "URL", "ad-hoc lane: a Prometheus (or compatible) server, no config needed"),
+    ("--metrics-url", "URL", "ad-hoc lane: scrape an engine's /metrics directly"),
+    ("--selector", "MATCHERS", "ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'"),
+    (
+        "--lanes-by",
+        "LABEL",
+        "every lane on the --prometheus server, one per value of LABEL (e.g. "
+        "job) among the engines' series; --selector narrows the series",
+    ),
+    ("--hardware", "ID", "ad-hoc lane's hardware profile"),
+    ("--model", "ID", "ad-hoc lane's model profile"),
+    (
+        "--gpu-selector",
+        "MATCHERS",
+        "ad-hoc lane's GPUs: dcgm-exporter or nvidia_gpu_exporter series on its --prometheus",
+    ),
+    ("--gpu-metrics-url", "URL", "ad-hoc lane's GPUs: scrape an exporter directly"),
+)
+"""The source options that take one value, their metavar and help."""
+
+
 def _source_options() -> _Parser:
     common = _Parser(add_help=False)
     add = common.add_argument_group("sources").add_argument
-    add("--config", metavar="PATH", help="config file (default: %(default)s)")
-    add("--lane", metavar="NAME", help="the lane to show first / report")
-    add("--window", metavar="W", help="window: 5m, 1h, 6h, 24h, 7d, 30d, 90d")
-    add("--at", metavar="TIME", help="evaluate at a past moment: epoch, ISO 8601 (UTC) or -2h")
-    add(
-        "--prometheus",
-        metavar="URL",
-        help="ad-hoc lane: a Prometheus (or compatible) server, no config needed",
-    )
-    add("--metrics-url", metavar="URL", help="ad-hoc lane: scrape an engine's /metrics directly")
-    add(
-        "--selector",
-        metavar="MATCHERS",
-        default="",
-        help="ad-hoc lane's label matchers, e.g. 'job=\"lane-a\"'",
-    )
-    add(
-        "--engine",
-        default=AUTO,
-        choices=ENGINES,
-        help="ad-hoc lane's engine dialect (default: detect)",
-    )
-    add(
-        "--lanes-by",
-        metavar="LABEL",
-        help="every lane on the --prometheus server, one per value of LABEL (e.g. job) among "
-        "the engines' series; --selector narrows the series",
-    )
-    add("--hardware", metavar="ID", help="ad-hoc lane's hardware profile")
-    add("--model", metavar="ID", help="ad-hoc lane's model profile")
+    for flag, metavar, about in SOURCE_FLAGS:
+        add(flag, metavar=metavar, help=about)
+    common.set_defaults(selector="")
+    add("--engine", default=AUTO, choices=ENGINES, help="ad-hoc lane's engine (default: detect)")
     add("--gpus", type=int, metavar="N", help="ad-hoc lane's GPUs in one tensor-parallel group")
-    add(
-        "--gpu-selector",
-        metavar="MATCHERS",
-        help="ad-hoc lane's GPUs: dcgm-exporter or nvidia_gpu_exporter series on its --prometheus",
-    )
-    add("--gpu-metrics-url", metavar="URL", help="ad-hoc lane's GPUs: scrape an exporter directly")
     add("--nvml", action="store_true", help="ad-hoc lane's GPUs: this machine's, through NVML")
     for target, what in (("ttft", "time to first token"), ("itl", "inter-token latency"),
                          ("e2e", "end-to-end latency")):  # fmt: skip
         add(f"--slo-{target}", type=float, metavar="S", help=f"ad-hoc lane's {what} target "
             "in seconds: the share of the window that met it")  # fmt: skip
-    add(
-        "--ledger",
-        metavar="PATH",
-        action="append",
-        default=[],
-        help="a Hermes state.db or profile name (repeatable)",
-    )
-    return common  # fmt: skip
+    ledger = "a Hermes state.db or profile name (repeatable)"
+    add("--ledger", metavar="PATH", action="append", default=[], help=ledger)
+    return common
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,8 +159,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=command_check)
     _sample_option(check)
-    add_card_parser(commands, sources)
+    _card_parser(commands, sources)
     return parser  # fmt: skip
+
+
+def _card_parser(commands: Any, sources: argparse.ArgumentParser) -> None:
+    """The `card` command and its sub-commands, each with the source options (`--config`…)."""
+    card = commands.add_parser("card", help="benchmark cards: mark a run, keep, compare")
+    verbs = card.add_subparsers(metavar="verb", title="verbs", required=True)
+
+    def verb(name: str, about: str) -> Any:
+        parser = verbs.add_parser(name, parents=[sources], help=about)
+        parser.set_defaults(handler=command_card, verb=name)
+        return parser
+
+    start = verb("start", "mark now as a card's start on a lane")
+    start.add_argument("name", metavar="NAME")
+    start.add_argument("--note", default="", help="a word on the run, kept with the card")
+    stop = verb("stop", "mark a running card's end; print and keep its receipt")
+    stop.add_argument("name", metavar="NAME", nargs="?")
+    add = verb("add", "a card of a past interval (a Prometheus lane)")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--from", dest="start", metavar="TIME", required=True)
+    add.add_argument("--to", dest="end", metavar="TIME", required=True)
+    add.add_argument("--note", default="")
+    imported = verb("import", "a benchmark client's result (vllm bench serve, guidellm)")
+    imported.add_argument("result", metavar="RESULT.json")
+    imported.add_argument(
+        "--benchmark", type=int, default=0, metavar="N",
+        help="which run of a guidellm report (from 0; the first by default)",
+    )  # fmt: skip
+    imported.add_argument("--name", help="the card it belongs to (made from the file if new)")
+    verb("list", "the cards (of --lane)")
+    show = verb("show", "a card's receipt (and its client's figures beside)")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--again", action="store_true",
+                      help="evaluate a Prometheus lane's card anew, not as kept")  # fmt: skip
+    compared = verb("compare", "two cards figure by figure")
+    compared.add_argument("a", metavar="A")
+    compared.add_argument("b", metavar="B")
+    removed = verb("rm", "forget a card")
+    removed.add_argument("name", metavar="NAME")
+    for parser in (stop, add, imported, show, compared, start):
+        parser.add_argument("--format", choices=("md", "json"), default="md")
+    verbs.choices["list"].add_argument("--format", choices=("md", "json"), default="md")
 
 
 def _sample_option(command: argparse.ArgumentParser) -> None:
@@ -290,6 +320,7 @@ def command_report(args: argparse.Namespace) -> int:
     require_sources(config)
     named = [lane for lane in config.lanes if lane.name == args.lane]
     at = replay_time(args, named or config.lanes[:1])  # the lane reported: named, or the first
+    from cockpit.cli.card import cards_in_window
     from cockpit.runtime.card_receipts import split_json, split_markdown
     from cockpit.runtime.feeds import read_once
     from cockpit.runtime.report import json_receipt, markdown_receipt
@@ -335,6 +366,12 @@ def command_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_card(args: argparse.Namespace) -> int:
+    from cockpit.cli.card import VERBS
+
+    return VERBS[args.verb](args)
+
+
 def command_check(args: argparse.Namespace) -> int:
     if args.at:
         raise refused("--at", "check reaches every source as it is now; --at is for run and report")
@@ -377,6 +414,7 @@ def _run_command(argv: Sequence[str]) -> int:
         print(f"cockpit: {visible(str(error))}", file=sys.stderr)
         return 2
     except CardError as error:
-        return report_error(error)
+        print(f"cockpit card: {visible(str(error))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130

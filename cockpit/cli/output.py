@@ -10,6 +10,8 @@ import os
 import sys
 from collections.abc import Iterator
 
+from cockpit.app.lifecycle import discard_output
+
 PLAIN_SYMBOLS = {
     "≤": "<=", "≥": ">=", "—": "--", "–": "-", "−": "-", "…": "...", "×": "x", "÷": "/",
     "·": "*", "±": "+/-", "µ": "u", "²": "^2", "ᵀ": "^T", "∞": "inf", "§": "S", "“": '"',
@@ -86,7 +88,7 @@ def output_failed(error: OSError) -> int:
     """The end of a run whose output write failed with `error` (raised again when it's not a
     failed write): quiet for a closed pipe, one line for a full disk; the exit code."""
     if isinstance(error, BrokenPipeError):
-        _discard_output()
+        discard_output()
         return OUTPUT_GONE
     if error.errno not in _WRITE_FAILURES or error.filename is not None:
         raise error
@@ -95,21 +97,8 @@ def output_failed(error: OSError) -> int:
         print(
             f"cockpit: cannot write the output: {reason[:1].lower()}{reason[1:]}", file=sys.stderr
         )
-    _discard_output()
+    discard_output()
     return OUTPUT_FAILED
-
-
-def _discard_output() -> None:
-    """What is left in the output buffers goes to /dev/null, so the interpreter's last flush
-    neither fails nor prints a traceback of its own."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for stream in (sys.__stdout__, sys.__stderr__):
-            if stream is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    os.dup2(devnull, stream.fileno())
-    finally:
-        os.close(devnull)
 
 
 def unfit_terminal() -> str | None:

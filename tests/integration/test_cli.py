@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cockpit import __version__
-from cockpit.app.lifecycle import Setup, build_app, collector_paused
+from cockpit.app.lifecycle import Setup, build_app
 from cockpit.cli.main import main
 from tests.support.cli import cockpit_here, run_cockpit
 from tests.support.repo import REPO
@@ -223,8 +223,9 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
     assert "cockpit/themes/cockpit.tcss" in names
 
 
-def test_the_cockpit_starts_with_the_collector_off_then_freezes_what_start_up_built() -> None:
+async def test_the_cockpit_starts_with_the_collector_off_until_its_first_read_is_drawn() -> None:
     from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config
+    from tests.support.pilot import on_screen
 
     collecting_during_setup: list[bool] = []
 
@@ -237,9 +238,15 @@ def test_the_cockpit_starts_with_the_collector_off_then_freezes_what_start_up_bu
         app = build_app(setup)
         assert app.lane_name == "lane-a"
         assert collecting_during_setup == [False]
-        assert gc.isenabled()
-        assert gc.get_freeze_count() > frozen_before
+        assert not gc.isenabled()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await on_screen(pilot, "Prefill")
+            while app.settles_collector:
+                await pilot.pause(0.01)
+            assert gc.isenabled()
+            assert gc.get_freeze_count() > frozen_before
     finally:
+        gc.enable()
         gc.unfreeze()
 
 
@@ -252,11 +259,13 @@ def test_a_start_up_that_fails_turns_the_collector_back_on(tmp_path: Path) -> No
     assert gc.get_freeze_count() == frozen_before
 
 
-def test_the_pause_leaves_a_collector_that_was_off_off() -> None:
+def test_a_collector_that_was_off_stays_off() -> None:
+    from tests.support.feeds import ScriptedLaneFeed, config
+
     gc.disable()
     try:
-        with collector_paused():
-            pass
+        app = build_app(lambda: Setup(config("lane-a"), [ScriptedLaneFeed()], None))
+        app.settle_collector()
         assert not gc.isenabled()
     finally:
         gc.enable()
