@@ -27,9 +27,11 @@ from cockpit.core.catalogue import (
     tail_keys,
 )
 from cockpit.core.compare import Comparison, change_text, compare, delta_text
+from cockpit.core.figures import format_figure
 from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_SOURCE, NO_GPU_STEP
 from cockpit.core.ledger_figures import ledger_definition
-from cockpit.core.model import Figure, SourceFailure
+from cockpit.core.model import Figure, LaneTotals, SourceFailure
+from cockpit.core.models import NO_MODELS_SEEN, model_rows
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.text import first_line, visible
 from cockpit.core.timeutil import stamp
@@ -264,16 +266,22 @@ def _figure_fields(
     lane_figures = lane.figures.figures if lane is not None and lane.figures else {}
     lane_totals = lane.totals if lane is not None else None
     if lane_totals is not None and lane_figures.get(figure.key) == figure:
-        meaning = definition(figure.key)
-        queries = [figure.query] if figure.query else []
-        from_raw = (lane_totals.queries.get(key) for key in reads(figure.key))
-        queries += [query for query in from_raw if query and query not in queries]
-        end: float | None = lane_totals.end
-    else:
-        totals = ledger.totals if ledger is not None else None
-        meaning = ledger_definition(figure.key)
-        queries = [figure.query] if figure.query else list(totals.queries if totals else ())
-        end = totals.end if totals is not None else None
+        return _lane_fields(figure, lane_totals)
+    totals = ledger.totals if ledger is not None else None
+    queries = [figure.query] if figure.query else list(totals.queries if totals else ())
+    end = totals.end if totals is not None else None
+    return _said(figure, ledger_definition(figure.key), queries, end)
+
+
+def _lane_fields(figure: Figure, totals: LaneTotals) -> list[Content]:
+    """A figure of `totals` (a lane's, a model's): its own query, then its raw keys'."""
+    queries = [figure.query] if figure.query else []
+    from_raw = (totals.queries.get(key) for key in reads(figure.key))
+    queries += [query for query in from_raw if query and query not in queries]
+    return _said(figure, definition(figure.key), queries, totals.end)
+
+
+def _said(figure: Figure, meaning: str, queries: Sequence[str], end: float | None) -> list[Content]:
     lines = [Content.styled(meaning, "italic")] if meaning else []
     lines += [_field("query", query) for query in queries]
     if end is not None:
@@ -283,6 +291,23 @@ def _figure_fields(
     elif figure.reason:
         lines.append(_field("note", figure.reason))
     return lines
+
+
+def _model_blocks(lane: LaneSnapshot | None) -> list[Block]:
+    """Each model's figures, each read from its model's series (its name is outside text)."""
+    totals = lane.totals if lane is not None else None
+    if totals is None:
+        return []
+    if not totals.models:
+        return [(_field("models", totals.missing.get("models", NO_MODELS_SEEN)), False)]
+    blocks: list[Block] = []
+    for row in model_rows(totals):
+        for figure in row.figures.values():
+            name = (visible(row.model), "bold $primary")
+            head = Content.assemble(name, "  ", (figure.label, "bold"), "  ", format_figure(figure))
+            fields = _lane_fields(figure, totals.models[row.model])
+            blocks += [(head, False), (Content("\n").join(fields), True)]
+    return blocks
 
 
 TAIL_KEYS: tuple[str, ...] = tuple(
@@ -345,6 +370,8 @@ def details_blocks(
         for name, freshness in sources
         if freshness.state != "ok" or freshness.reason
     ]
+    if isinstance(widget, ModelsPane):
+        blocks += _model_blocks(lane)
     for line in _rows(widget, lane):
         head = Content.assemble((visible(line.label), "bold"), "  ", visible(line.value))
         if line.figure is not None:

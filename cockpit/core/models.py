@@ -4,13 +4,14 @@ it) and its LoRA adapters. Pure: no I/O."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cockpit import engines
 from cockpit.core import gpu_series, promql
-from cockpit.core.catalogue import LANE_TOKENS, evaluate
+from cockpit.core.catalogue import LANE_TOKENS, SCRAPED, evaluate
 from cockpit.core.model import (
     MODEL_KEYS,
     Bucket,
@@ -37,6 +38,8 @@ NO_LORA_SEEN = "no LoRA adapter series (vLLM states them only with --enable-lora
 
 Read = float | tuple[Bucket, ...] | Missing
 """A raw key's read for one model: a number, buckets, or why none."""
+_QUOTED_OR_SELECTOR = re.compile(r'"(?:[^"\\]|\\.)*"|\{(\s*\})?')
+"""A PromQL string (left as it is) or the opening of a selector (empty: with its close)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +79,48 @@ def with_models(
     `queries`: raw key -> where it was read) and its LoRA adapters; why not, in `missing`."""
     tokens = [lane.values.get(key) for key in ("prompt_tokens", "generation_tokens")]
     lane_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
-    models = {name: _model_totals(lane, read, queries, lane_tokens) for name, read in reads.items()}
-    missing = dict(lane.missing)
     engine = engines.engine(lane.dialect)
     label, adapters = engine.model_label, engine.lora
+    models = {
+        name: _model_totals(lane, read, _model_queries(lane, queries, label, name), lane_tokens)
+        for name, read in reads.items()
+    }
+    missing = dict(lane.missing)
     if not models:
         missing["models"] = (isinstance(label, Unavailable) and label.reason) or NO_MODELS_SEEN
     if lora is None:
         missing["lora"] = (isinstance(adapters, Unavailable) and adapters.reason) or NO_LORA_SEEN
     return replace(lane, models=frozen_map(models), lora=lora, missing=frozen_map(missing))
+
+
+def model_query(query: str, label: str, name: str) -> str:
+    """Where one model's raw key was read: the lane's `sum by` query with the model's matcher
+    in each selector (it answers that model's sample alone), or a scrape's series with it."""
+    matcher = f'{label}="{promql.escape_label_value(name)}"'
+    if query.startswith(SCRAPED):
+        return f"{query}, the series with {matcher}"
+
+    def inserted(found: re.Match[str]) -> str:
+        text = found[0]
+        if text.startswith('"'):
+            return text
+        return f"{{{matcher}}}" if found[1] else f"{{{matcher},"
+
+    return _QUOTED_OR_SELECTOR.sub(inserted, query)
+
+
+def _model_queries(
+    lane: LaneTotals, queries: Mapping[str, str], label: str | Unavailable, name: str
+) -> dict[str, str]:
+    """A model's raw key -> its query; its lane's tokens -> the lane's own queries, added."""
+    own = {
+        key: model_query(query, label, name) if isinstance(label, str) else query
+        for key, query in queries.items()
+    }
+    tokens = [lane.queries.get(key) for key in ("prompt_tokens", "generation_tokens")]
+    if all(tokens):
+        own[LANE_TOKENS] = " + ".join(f"({query})" for query in tokens if query)
+    return own
 
 
 def _model_totals(

@@ -7,12 +7,15 @@ from dataclasses import dataclass, replace
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
+from cockpit.core import promql
 from cockpit.core.catalogue import TRENDS
 from cockpit.core.catalogue import definition as lane_definition
 from cockpit.core.figures import lane_figures
 from cockpit.core.gpu_figures import NO_GPU_SOURCE
 from cockpit.core.ledger_figures import ledger_definition, ledger_figures
 from cockpit.core.model import LaneTotals, frozen_map
+from cockpit.core.models import MODEL_FIGURES
+from cockpit.core.text import visible
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
 from tests.support.feeds import (
@@ -23,6 +26,7 @@ from tests.support.feeds import (
     gpu_totals,
     lane_totals,
     ledger_totals,
+    with_two_models,
 )
 from tests.support.pilot import focus_pane, on_screen, settle
 from tests.support.screentext import screen_text
@@ -189,3 +193,79 @@ def test_every_figure_has_a_plain_language_definition() -> None:
     assert [key for key in lane if not lane_definition(key)] == []
     assert [key for key in ledger if not ledger_definition(key)] == []
     assert all(series.definition for series in TRENDS)
+
+
+HOSTILE_MODEL = 'sql-lora "v2" [bold red]x[/]\x1b[2J'
+"""A model name from outside: a quote, markup and a control byte (a terminal's screen clear)."""
+TWO_MODELS = {"llama-3.1-8b": (0.75, 0.95), HOSTILE_MODEL: (0.25, None)}
+LANE_SELECTOR = '{job="lane-a"}'
+PLAN = promql.lane_plan("vllm", LANE_SELECTOR, 3600.0, None, False)
+
+
+@dataclass(eq=False)
+class TwoModelsFeed(ScriptedLaneFeed):
+    """A lane of two models whose totals carry the queries the Prometheus source plans: the
+    lane's own, and one `sum by (model_name)` per raw key read per model."""
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        lane = replace(lane_totals(self.name, window_s), queries=frozen_map(PLAN.exprs))
+        per_model = {key.removeprefix(promql.MODEL): query for key, query in PLAN.extra.items()
+                     if key.startswith(promql.MODEL)}  # fmt: skip
+        return with_two_models(lane, TWO_MODELS, per_model)
+
+
+def model_queries(model: str) -> dict[str, list[str]]:
+    """What the details must say each of a model's figures was read with: the lane's planned
+    query with the model's matcher (its `"` escaped, as PromQL reads it)."""
+    matcher = 'model_name="{}",job="lane-a"'.format(model.replace('"', '\\"'))
+
+    def own(metric: str, by: str = "model_name") -> str:
+        return f"sum by ({by}) (increase({metric}{{{matcher}}}[1h]))"
+
+    prompt, generated = own("vllm:prompt_tokens_total"), own("vllm:generation_tokens_total")
+    lane = [f'(sum(increase(vllm:{name}_tokens_total{{job="lane-a"}}[1h])))'
+            for name in ("prompt", "generation")]  # fmt: skip
+    return {
+        "requests_per_s": [own("vllm:request_success_total")],
+        "prompt_tok_s": [prompt],
+        "generation_tok_s": [generated],
+        "prefix_cache_hit_rate": [own("vllm:prefix_cache_hits_total"),
+                                  own("vllm:prefix_cache_queries_total")],
+        "ttft_p95": [own("vllm:time_to_first_token_seconds_bucket", "le, model_name")],
+        # the model's tokens over its lane's: the lane's own queries, with no model matcher
+        "token_share": [prompt, generated, " + ".join(lane)],
+    }  # fmt: skip
+
+
+async def test_enter_on_the_models_pane_lists_each_model_s_figures_and_its_queries() -> None:
+    cockpit = make_app(config("lane-a"), [TwoModelsFeed()], None, clocks=fixed_clocks())
+    async with cockpit.run_test(size=(250, 70)) as pilot:
+        await settle(pilot)
+        await focus_pane(pilot, "models")
+        await pilot.press("enter")
+        await pilot.pause()
+        text = details_text(cockpit)
+        lines = text.split("\n")
+        names = tuple(f"{visible(model)}  " for model in TWO_MODELS)
+        heads = [n for n, line in enumerate(lines) if line.startswith(names)]
+        assert len(heads) == len(TWO_MODELS) * len(MODEL_FIGURES)  # a head per model and figure
+        lora = next(n for n, line in enumerate(lines) if line.startswith("LoRA"))
+        ends = zip(heads, [*heads[1:], lora], strict=True)
+        said = [(lines[n], "\n".join(lines[n + 1 : end])) for n, end in ends]
+        for model in TWO_MODELS:
+            for key, queries in model_queries(model).items():
+                (fields,) = [body for head, body in said if head.startswith(f"{visible(model)}  ")
+                             and lane_definition(key) in body]  # fmt: skip
+                shown = [line.removeprefix("query   ") for line in fields.split("\n")
+                         if line.startswith("query")]  # fmt: skip
+                assert [q for q in shown if q.startswith("sum") or q.startswith("(")] == [
+                    visible(query) for query in queries
+                ], (model, key)
+                assert EVALUATED in fields
+        # The numbers are each model's own: 75 % and 25 % of the lane's 1,000 requests an hour.
+        assert "llama-3.1-8b  Requests/s (window mean)  0.208" in text
+        assert f"{visible(HOSTILE_MODEL)}  Requests/s (window mean)  0.0694" in text
+        assert "LoRA running" in text and "summarise-lora" in text  # the adapters, as before
+        # The name is data: its markup stays text, its control byte is shown, not sent.
+        on = await on_screen(pilot, f"{visible(HOSTILE_MODEL)}  Share of the lane's tokens")
+        assert "[bold red]x[/]" in on and "\x1b" not in on

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from cockpit.config.schema import Config, LaneConfig
@@ -193,12 +193,17 @@ the rest of the lane's hits)."""
 LORA = LoraAdapters(("llama-3.1-8b-sql-lora", "chat-lora"), ("summarise-lora",), 4.0, EVAL_AT - 30)
 
 
-def with_two_models(totals: LaneTotals) -> LaneTotals:
-    """The lane's totals split between a base model and its LoRA adapter (`MODEL_SPLIT`), as
-    `sum by (model_name)` reads them: the rows add up to the lane."""
+def with_two_models(
+    totals: LaneTotals,
+    split: Mapping[str, tuple[float, float | None]] = MODEL_SPLIT,
+    queries: Mapping[str, str] = frozen_map(),
+) -> LaneTotals:
+    """The lane's totals split between a base model and its LoRA adapter (`split`, as
+    `MODEL_SPLIT`), as `sum by (model_name)` reads them (`queries`, by raw key): the rows add
+    up to the lane."""
     reads: dict[str, dict[str, Read]] = {}
     hits_left = totals.values["prefix_cache_hits"]
-    for model, (part, rate) in MODEL_SPLIT.items():
+    for model, (part, rate) in split.items():
         own: dict[str, Read] = {
             key: totals.values[key] * part
             for key in ("requests", "prompt_tokens", "generation_tokens", "prefix_cache_queries")
@@ -207,7 +212,7 @@ def with_two_models(totals: LaneTotals) -> LaneTotals:
         hits_left -= own["prefix_cache_hits"]
         own["ttft"] = tuple((le, count * part) for le, count in totals.histograms["ttft"])
         reads[model] = own
-    return with_models(totals, reads, {}, LORA)
+    return with_models(totals, reads, queries, LORA)
 
 
 def ledger_totals(window_s: float = 3600.0, end: float = EVAL_AT) -> LedgerTotals:
