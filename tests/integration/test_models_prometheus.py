@@ -19,8 +19,9 @@ import random
 
 import pytest
 
+from cockpit.core.catalogue import LANE_TOKENS
 from cockpit.core.figures import lane_figures
-from cockpit.core.model import LaneTotals
+from cockpit.core.model import MODEL_KEYS, LaneTotals
 from cockpit.core.models import model_rows
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
@@ -207,3 +208,35 @@ async def test_the_model_filter_leaves_one_row(prometheus: PromServer) -> None:
     assert [row.model for row in rows] == [MODELS[1]]
     assert rows[0].figures["token_share"].value == pytest.approx(1.0)
     assert totals.lora is not None  # the adapters have no model label: still the lane's
+
+
+async def test_each_model_s_queries_answer_for_that_model_alone(prometheus: PromServer) -> None:
+    """The queries the details show for a model, run as they are, give that model's sample
+    only, with the numbers of its row; on a direct scrape they name its series."""
+    totals = await read_prometheus(prometheus)
+    rows = {row.model: row.figures for row in model_rows(totals)}
+    raw = {"requests": "vllm:request_success_total", "prompt_tokens": "vllm:prompt_tokens_total",
+           "generation_tokens": "vllm:generation_tokens_total"}  # fmt: skip
+    for model, figures in rows.items():
+        own = totals.models[model].queries
+        for key, name in raw.items():
+            grouped = promql(prometheus, _increase(name))
+            assert promql(prometheus, own[key]) == pytest.approx({model: grouped[model]}), key
+        assert promql(prometheus, figures["requests_per_s"].query) == pytest.approx(
+            {model: (figures["requests_per_s"].value or 0) * WINDOW}
+        )
+        p95 = promql(prometheus, figures["ttft_p95"].query)
+        assert p95 == pytest.approx({model: figures["ttft_p95"].value})
+        lane = promql(prometheus, own[LANE_TOKENS])  # the whole lane's tokens, no model
+        assert list(lane) == [""]
+        assert lane[""] * (figures["token_share"].value or 0) == pytest.approx(
+            promql(prometheus, own["prompt_tokens"])[model]
+            + promql(prometheus, own["generation_tokens"])[model]
+        )
+    scraped = read_scrape()
+    for model in MODELS:
+        said = scraped.models[model].queries
+        assert said["requests"] == (
+            f'{scraped.queries["requests"]}, the series with model_name="{model}"'
+        )
+        assert all(f'model_name="{model}"' in said[key] for key in MODEL_KEYS)
