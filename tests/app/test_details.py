@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from textual.pilot import Pilot
+
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.screens import DetailsScreen, LedgerTablesScreen
 from cockpit.core import promql
@@ -14,7 +16,7 @@ from cockpit.core.figures import lane_figures
 from cockpit.core.gpu_figures import NO_GPU_SOURCE
 from cockpit.core.ledger_figures import ledger_definition, ledger_figures
 from cockpit.core.model import LaneTotals, frozen_map
-from cockpit.core.models import MODEL_FIGURES
+from cockpit.core.models import MODEL_FIGURES, NO_MODELS_SEEN, with_models
 from cockpit.core.text import visible
 from cockpit.widgets.pane import Pane
 from cockpit.widgets.vitals import VitalStrip
@@ -70,14 +72,20 @@ def details_text(cockpit: CockpitApp) -> str:
     return cockpit.screen.text
 
 
+async def open_details(pilot: Pilot[None], pane: str) -> str:
+    """The details of `pane` once the lane is read, enter pressed on it."""
+    await settle(pilot)
+    await focus_pane(pilot, pane)
+    await pilot.press("enter")
+    await pilot.pause()
+    assert isinstance(pilot.app, CockpitApp)
+    return details_text(pilot.app)
+
+
 async def test_enter_on_a_focused_pane_lists_what_each_figure_is_and_where_it_came_from() -> None:
     cockpit = app()
     async with cockpit.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await focus_pane(pilot, "cache")
-        await pilot.press("enter")
-        await pilot.pause()
-        text = details_text(cockpit)
+        text = await open_details(pilot, "cache")
         computed = text[text.index("Prefill computed") :]
         assert "Prompt tokens actually computed" in computed  # its definition
         assert COMPUTED_QUERY in computed  # its PromQL, as data: [lane] and [1h] stay
@@ -240,11 +248,7 @@ def model_queries(model: str) -> dict[str, list[str]]:
 async def test_enter_on_the_models_pane_lists_each_model_s_figures_and_its_queries() -> None:
     cockpit = make_app(config("lane-a"), [TwoModelsFeed()], None, clocks=fixed_clocks())
     async with cockpit.run_test(size=(250, 70)) as pilot:
-        await settle(pilot)
-        await focus_pane(pilot, "models")
-        await pilot.press("enter")
-        await pilot.pause()
-        text = details_text(cockpit)
+        text = await open_details(pilot, "models")
         lines = text.split("\n")
         names = tuple(f"{visible(model)}  " for model in TWO_MODELS)
         heads = [n for n, line in enumerate(lines) if line.startswith(names)]
@@ -269,3 +273,18 @@ async def test_enter_on_the_models_pane_lists_each_model_s_figures_and_its_queri
         # The name is data: its markup stays text, its control byte is shown, not sent.
         on = await on_screen(pilot, f"{visible(HOSTILE_MODEL)}  Share of the lane's tokens")
         assert "[bold red]x[/]" in on and "\x1b" not in on
+
+
+@dataclass(eq=False)
+class NoModelsFeed(ScriptedLaneFeed):
+    """A lane none of whose series carries a model label."""
+
+    async def read(self, window_s: float, end: float | None) -> LaneTotals:
+        return with_models(lane_totals(self.name, window_s), {}, {}, None)
+
+
+async def test_the_models_pane_details_say_why_there_are_no_rows() -> None:
+    cockpit = make_app(config("lane-a"), [NoModelsFeed()], None, clocks=fixed_clocks())
+    async with cockpit.run_test(size=(250, 70)) as pilot:
+        text = await open_details(pilot, "models")
+        assert f"models  {NO_MODELS_SEEN}" in text
