@@ -76,7 +76,8 @@ def with_models(
     lora: LoraAdapters | None,
 ) -> LaneTotals:
     """The lane's totals with a `LaneTotals` per model (`reads`: model -> raw key -> read;
-    `queries`: raw key -> where it was read) and its LoRA adapters; why not, in `missing`."""
+    `queries`: raw key -> where the models' were read, each model's said with its matcher) and
+    its LoRA adapters; why not, in `missing`."""
     tokens = [lane.values.get(key) for key in ("prompt_tokens", "generation_tokens")]
     lane_tokens = None if None in tokens else sum(t for t in tokens if t is not None)
     engine = engines.engine(lane.dialect)
@@ -93,7 +94,7 @@ def with_models(
     return replace(lane, models=frozen_map(models), lora=lora, missing=frozen_map(missing))
 
 
-def model_query(query: str, label: str, name: str) -> str:
+def _model_query(query: str, label: str, name: str) -> str:
     """Where one model's raw key was read: the lane's `sum by` query with the model's matcher
     in each selector (it answers that model's sample alone), or a scrape's series with it."""
     matcher = f'{label}="{promql.escape_label_value(name)}"'
@@ -101,9 +102,8 @@ def model_query(query: str, label: str, name: str) -> str:
         return f"{query}, the series with {matcher}"
 
     def inserted(found: re.Match[str]) -> str:
-        text = found[0]
-        if text.startswith('"'):
-            return text
+        if found[0].startswith('"'):
+            return found[0]
         return f"{{{matcher}}}" if found[1] else f"{{{matcher},"
 
     return _QUOTED_OR_SELECTOR.sub(inserted, query)
@@ -114,7 +114,7 @@ def _model_queries(
 ) -> dict[str, str]:
     """A model's raw key -> its query; its lane's tokens -> the lane's own queries, added."""
     own = {
-        key: model_query(query, label, name) if isinstance(label, str) else query
+        key: _model_query(query, label, name) if isinstance(label, str) else query
         for key, query in queries.items()
     }
     tokens = [lane.queries.get(key) for key in ("prompt_tokens", "generation_tokens")]
