@@ -548,7 +548,7 @@ class CockpitApp(App[None]):
         if action not in PANE_ACTIONS:
             return True
         if self.screen is not self.lanes_screen:
-            return False
+            return action == "details" and self._overlay_pane() is not None
         focused = self.focused
         return action != "focus_pane" or focused is None or isinstance(focused, PANE_FOCUS)
 
@@ -563,10 +563,19 @@ class CockpitApp(App[None]):
             start = panes.index(focused) if focused in panes else (-1 if step > 0 else 0)
             panes[(start + step) % len(panes)].focus()
 
+    def _overlay_pane(self) -> Widget | None:
+        """The pane a pop-up shows whole that has details (the models' at any size)."""
+        from cockpit.app.screens import ModelsScreen
+
+        return self.screen.pane if isinstance(self.screen, ModelsScreen) else None
+
     def action_details(self) -> None:
-        """The focused pane's figures (the vital strip's when no pane is focused)."""
+        """The focused pane's figures (the vital strip's when no pane is focused), or those of
+        the pane a pop-up shows."""
         panes, focused = self._detailed(), self.focused
-        pane = focused if focused in panes else panes[0] if panes else None
+        pane = self._overlay_pane() or (
+            focused if focused in panes else panes[0] if panes else None
+        )
         if pane is None:
             return
         from cockpit.app.screens import DetailsScreen, details_blocks

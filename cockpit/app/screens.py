@@ -246,7 +246,10 @@ class LedgerTablesScreen(PaneOverlay):
 class ModelsScreen(PaneOverlay):
     """The lane's models, a row each, and its LoRA adapters."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("M", "dismiss", "close", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("M", "dismiss", "close", show=False),
+        Binding("enter,i", "app.details", "details", show=False),  # a pop-up hides the app's
+    ]
 
     def __init__(self, lane: LaneSnapshot | None, configured: bool) -> None:
         super().__init__(ModelsPane(id="models-table"), lane, configured)

@@ -275,6 +275,21 @@ async def test_enter_on_the_models_pane_lists_each_model_s_figures_and_its_queri
         assert "[bold red]x[/]" in on and "\x1b" not in on
 
 
+async def test_enter_in_the_models_pop_up_lists_the_same_details_as_on_a_wide_screen() -> None:
+    wide = make_app(config("lane-a"), [TwoModelsFeed()], None, clocks=fixed_clocks())
+    async with wide.run_test(size=(250, 70)) as pilot:
+        expected = await open_details(pilot, "models")
+    narrow = make_app(config("lane-a"), [TwoModelsFeed()], None, clocks=fixed_clocks())
+    async with narrow.run_test(size=(160, 48)) as pilot:  # the Models pane is not on the screen
+        await settle(pilot)
+        await pilot.press("M")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert details_text(narrow) == expected
+        assert "llama-3.1-8b  Requests/s (window mean)  0.208" in expected
+
+
 @dataclass(eq=False)
 class NoModelsFeed(ScriptedLaneFeed):
     """A lane none of whose series carries a model label."""

@@ -34,6 +34,7 @@ from cockpit.widgets import CacheGauge, StatusLine
 from tests.support.fakeprom import QuietServer
 from tests.support.faultproxy import FaultProxy, http_answer, json_answer
 from tests.support.promharness import PromServer, ScrapeJob, start_prometheus
+from tests.support.screentext import screen_text
 
 JOB = "fault-lane"
 LATE_JOB = "late-lane"
@@ -187,12 +188,6 @@ async def wait_until(
         await asyncio.sleep(0.02)
     await pilot.pause()
     return time.perf_counter() - started
-
-
-def screen_text(app: Any) -> str:
-    """What the terminal shows, line by line."""
-    update = app.screen._compositor.render_full_update()
-    return "\n".join("".join(segment.text for segment in strip) for strip in update.strips)
 
 
 def cache_text(app: CockpitApp) -> str:
