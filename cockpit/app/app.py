@@ -89,7 +89,9 @@ def collector_settled() -> None:
 
     Unfrozen, every full collection scanned the screen's objects again, and the youngest
     generation's collections re-scanned a refresh's live objects: ~1.1 ms a refresh at a 1 s
-    refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches."""
+    refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches.
+    What the console script froze (`cli.script`) is collected too: its import's cycles."""
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
     gc.enable()
