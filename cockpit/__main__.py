@@ -1,3 +1,3 @@
-from cockpit.cli.main import main
+from cockpit.cli.script import main
 
 raise SystemExit(main())

@@ -25,6 +25,7 @@ from textual.containers import ScrollableContainer
 from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
@@ -88,7 +89,9 @@ def collector_settled() -> None:
 
     Unfrozen, every full collection scanned the screen's objects again, and the youngest
     generation's collections re-scanned a refresh's live objects: ~1.1 ms a refresh at a 1 s
-    refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches."""
+    refresh (`bench refresh_cpu`), ~0.2 ms after. Cycles are still collected, in batches.
+    What the console script froze (`cli.script`) is collected too: its import's cycles."""
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
     gc.enable()
@@ -203,6 +206,8 @@ class CockpitApp(App[None]):
         """The card running on each lane that has one, as last read from the card store."""
         self.kept_cards: tuple[Card, ...] = ()
         """The stopped cards, as last read from the card store."""
+        self.card_clock: Timer | None = None
+        """The status line's once-a-second tick, running only while a card does."""
         paused = lambda: self.paused  # noqa: E731
         self.lane_loop = RefreshLoop(self, "lane", LaneRead, self._lane_cycle, paused)
         self.ledger_loop = RefreshLoop(self, "ledger", LedgerRead, self._ledger_cycle, paused)
@@ -265,7 +270,6 @@ class CockpitApp(App[None]):
             if self.on_overview:
                 self.push_screen(self.overview)
         self._show()
-        self.set_interval(1.0, self._tick_card)
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -630,6 +634,7 @@ class CockpitApp(App[None]):
             self.running_cards, self.kept_cards = found, kept
             if self.window == CARD_WINDOW and self.running_card is None:
                 self.select_window(self.config.window)
+            self._set_card_clock()
             self._show()
 
     def cards_in_window(self) -> tuple[int, float | None, float | None]:
@@ -647,6 +652,15 @@ class CockpitApp(App[None]):
         counts = [figures_of(card.receipt).get("requests", {}).get("value") for card in inside]
         known = None if None in counts else float(sum(counts))
         return len(inside), known, lane.figures.value("requests")
+
+    def _set_card_clock(self) -> None:
+        """The card clock ticking while a card runs, and stopped when none does: an idle
+        cockpit has no wake-up of its own between refreshes."""
+        if self.running_cards and self.card_clock is None:
+            self.card_clock = self.set_interval(1.0, self._tick_card)
+        elif not self.running_cards and self.card_clock is not None:
+            self.card_clock.stop()
+            self.card_clock = None
 
     def _tick_card(self) -> None:
         """A running card's time on the status line, once a second."""
@@ -681,6 +695,7 @@ class CockpitApp(App[None]):
             return
         self.running_cards[lane.name] = card
         self.notify(visible(f"card {card.name} started on lane {lane.name}"), markup=False)
+        self._set_card_clock()
         self._show()
 
     async def _stop_card(self, lane: LaneConfig, card: Card) -> None:

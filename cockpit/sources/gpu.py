@@ -29,7 +29,6 @@ from cockpit.core.gpu_series import (
 from cockpit.core.model import LaneTotals, Trend, frozen_map
 from cockpit.core.promql import Samples, sample_value, selector_with
 from cockpit.sources.buffer import span
-from cockpit.sources.exposition import parse_line, plain_number
 from cockpit.sources.http import HttpClient, SourceError, redact_url, status_error
 
 Named = tuple[str, dict[str, str]]
@@ -327,6 +326,9 @@ def parse_exposition(
     """The samples named `names` of a Prometheus text exposition and the series read, by the
     text before their value (`known`: the last call's; a line of one of them has only its value
     read). A line it can't read is left out: one bad line costs its sample, not the scrape."""
+    # prometheus_client's parser, loaded only where an exporter is scraped
+    from cockpit.sources.exposition import parse_line, plain_number
+
     known = known or {}
     readings: list[Reading] = []
     series: dict[str, Named] = {}

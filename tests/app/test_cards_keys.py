@@ -52,6 +52,7 @@ async def test_b_starts_a_card_and_b_again_keeps_its_exact_receipt(engine: Serve
     app = cockpit(scraped(engine.url))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
+        assert app.card_clock is None  # no card: no once-a-second wake-up
         await pilot.press("b")
         await pilot.pause()
         assert isinstance(app.screen, CardNameScreen)
@@ -64,6 +65,7 @@ async def test_b_starts_a_card_and_b_again_keeps_its_exact_receipt(engine: Serve
         await on_screen(pilot, "card run-1 started on lane lane-a")
         (started,) = CardStore().running("lane-a")
         assert started.name == "run-1" and len(started.edges) == 1  # the edge scrape
+        assert app.card_clock is not None  # the status line's card time ticks
         engine.step(30.0)
         after = engine.render()
         await pilot.press("b")
@@ -76,6 +78,7 @@ async def test_b_starts_a_card_and_b_again_keeps_its_exact_receipt(engine: Serve
         assert figure["value"] == requests
         await on_screen(pilot, f"card run-1 kept: {figure['text']} requests")
         assert app.running_card is None
+        assert app.card_clock is None
 
 
 async def test_a_card_that_cannot_start_says_why_as_plain_text() -> None:
@@ -99,6 +102,7 @@ async def test_the_status_line_shows_the_running_card_and_its_time() -> None:
         await settle(pilot)
         screen = await on_screen(pilot, "card bench␛-1 2m 05s")
         assert "\x1b-1" not in screen
+        assert app.card_clock is not None  # a card found in the store ticks too
 
 
 async def test_the_window_keys_offer_the_running_card() -> None:

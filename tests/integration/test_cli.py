@@ -270,3 +270,26 @@ def test_a_collector_that_was_off_stays_off() -> None:
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def test_the_console_script_imports_the_command_line_without_collecting() -> None:
+    code = (
+        "import gc, sys\n"
+        "collections = lambda: sum(stats['collections'] for stats in gc.get_stats())\n"
+        "before = collections()\n"
+        "from cockpit.cli.script import load\n"
+        "main = load()\n"
+        "print(collections() - before, gc.isenabled(), gc.get_freeze_count() > 10_000,\n"
+        "      main is sys.modules['cockpit.cli.main'].main)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert done.stdout.split() == ["0", "True", "True", "True"]
+
+
+def test_python_dash_m_cockpit_runs_the_console_script() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "cockpit", "--version"], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.stdout.strip() == f"lane-cockpit {__version__}"
