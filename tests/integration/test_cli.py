@@ -276,8 +276,8 @@ def test_the_console_script_imports_the_command_line_without_collecting() -> Non
     code = (
         "import gc, sys\n"
         "collections = lambda: sum(stats['collections'] for stats in gc.get_stats())\n"
-        "before = collections()\n"
         "from cockpit.cli.script import load\n"
+        "before = collections()\n"
         "main = load()\n"
         "print(collections() - before, gc.isenabled(), gc.get_freeze_count() > 10_000,\n"
         "      main is sys.modules['cockpit.cli.main'].main)\n"
