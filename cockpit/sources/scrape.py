@@ -276,21 +276,20 @@ class ScrapeSource:
         spread = self._label_spread(label)
         names = sorted(n for n in spread if n is not None and all(
             m.matches({label: n}) for m in lane.matchers if m.name == label))  # fmt: skip
-        table = engines.engine(dialect).lane_specs(self.escaped)
+        table = _table(dialect, self.escaped)[0]
         found: dict[str, dict[str, models.Read]] = {}
         for name in names:
-            own = [*lane.matchers, promql.Matcher(label, "=", name)]
-            window = (
-                None
-                if spread == {name}
-                else Window(self.buffer, own, lane.start, lane.end, lane.counters)
-            )
-            mine = {  # every series this model's (no window of its own): the lane's reads
-                key: reads[key] if window is None
-                else Missing(missing_from[key]) if key in missing_from
-                else window.read(table[key])
-                for key in MODEL_KEYS
-            }  # fmt: skip
+            if spread == {name}:  # every series is this model's: the lane's own reads
+                mine = {key: reads[key] for key in MODEL_KEYS}
+            else:
+                own = [*lane.matchers, promql.Matcher(label, "=", name)]
+                window = Window(self.buffer, own, lane.start, lane.end, lane.counters)
+                mine = {
+                    key: Missing(missing_from[key])
+                    if key in missing_from
+                    else window.read(table[key])
+                    for key in MODEL_KEYS
+                }
             found[name] = {key: read for key, read in mine.items() if not isinstance(read, dict)}
         return found
 
@@ -348,8 +347,10 @@ def _table(
 @lru_cache(maxsize=16)
 def _missing_reasons(dialect: str, escaped: bool, exposed: frozenset[str]) -> dict[str, str]:
     """Key -> why it can't be read from what the engine exposed (the keys that can, absent)."""
-    table = engines.engine(dialect).lane_specs(escaped)
-    reasons = {key: specs.missing_reason(spec, exposed) for key, spec in table.items()}
+    reasons = {
+        key: specs.missing_reason(spec, exposed)
+        for key, spec in _table(dialect, escaped)[0].items()
+    }
     return {key: reason for key, reason in reasons.items() if reason}
 
 
