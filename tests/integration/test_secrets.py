@@ -30,6 +30,7 @@ from tests.support.faultlane import (
     hit_rate_row,
     lane_reason,
     lane_state,
+    notices,
     running_app,
     screen_text,
     shared_lane_prometheus,
@@ -102,7 +103,8 @@ async def test_screen_receipt_and_logs_never_show_the_token(
         assert "guarded" in receipt
         assert_clean(receipt, "the exported receipt")
         assert_clean(screen_text(app), "the screen")
-        assert_clean(repr([n.message for n in app._notifications]), "notifications")
+        assert any(text.startswith("receipt exported: ") for text in notices(app))
+        assert_clean(repr(notices(app)), "notifications")
 
         guarded.authorization = "Bearer another"  # the server stops taking the token
         await pilot.press("r")
@@ -113,7 +115,7 @@ async def test_screen_receipt_and_logs_never_show_the_token(
             ("the pane's tooltip", str(app.query_one(CacheGauge).tooltip)),
             ("the status line", status_text(app)),
             ("the reason", lane_reason(app)),
-            ("notifications", repr([n.message for n in app._notifications])),
+            ("notifications", repr(notices(app))),
         ):
             assert_clean(text, where)
         assert error_notices(app) == []
@@ -339,7 +341,7 @@ async def test_the_status_line_over_https_never_shows_the_secret(
                 ("the reason", lane_reason(app)),
                 ("the screen", screen_text(app)),
                 ("the pane's tooltip", str(app.query_one(CacheGauge).tooltip)),
-                ("notifications", repr([n.message for n in app._notifications])),
+                ("notifications", repr(notices(app))),
             ):
                 assert_clean(text, f"{where} ({channel})")
         assert f"Bearer {TOKEN}" in seen

@@ -14,6 +14,7 @@ import contextlib
 import socket
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -173,6 +174,7 @@ async def running_app(
     """The cockpit on the real feeds built from `config`."""
     lanes, ledger = build_feeds(config)
     app = make_app(config, lanes, ledger, refresh_s=config.refresh_s, **options)
+    _record_notices(app)
     async with app.run_test(size=size) as pilot:
         yield app, pilot
 
@@ -213,8 +215,28 @@ def hit_rate_row(app: CockpitApp) -> str:
     return next(line for line in cache_text(app).splitlines() if "Hit rate" in line)
 
 
+_NOTICES: weakref.WeakKeyDictionary[CockpitApp, list[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _record_notices(app: CockpitApp) -> None:
+    """Keep (severity, title and message) of every notice `app` is asked to show."""
+    shown, notify = _NOTICES.setdefault(app, []), app.notify
+
+    def recorded(message: str, *args: Any, **kwargs: Any) -> None:
+        title = kwargs.get("title", "")
+        shown.append((kwargs.get("severity", "information"), f"{title}: {message}"))
+        notify(message, *args, **kwargs)
+
+    app.notify = recorded  # type: ignore[method-assign]
+
+
+def notices(app: CockpitApp) -> list[str]:
+    """`title: message` of each notice shown since `running_app` made the app."""
+    return [text for _, text in _NOTICES[app]]
+
+
 def error_notices(app: CockpitApp) -> list[str]:
-    return [n.message for n in app._notifications if n.severity == "error"]
+    return [text for severity, text in _NOTICES[app] if severity == "error"]
 
 
 _SHARED: list[Future[tuple[Exporter, PromServer]]] = []
