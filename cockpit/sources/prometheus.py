@@ -181,12 +181,10 @@ class PrometheusSource:
         before, at = self.requests, time.time() if end is None else end
         self.last_samples = 0
         memory, names, dialect = await self._lane(lane, dialect, selector)
-        escaped = engines.names_escaped(names)
-        presence = promql.presence_series(dialect, selector, escaped)
-        ahead = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
+        presence = promql.presence_series(dialect, selector, engines.names_escaped(names))
         live = {LIVE: f"(count({presence}) or vector(0))"}
         if end is None:  # in the past (`--at`), later samples are no clock's fault
-            live[AHEAD] = ahead
+            live[AHEAD] = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
         ask = _Ask(lane, dialect, selector, window_s, at, end is None, live, riders or {})
         plan = self._plan(memory, ask, names)
         last = memory.last.get(window_s)
