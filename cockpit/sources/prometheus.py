@@ -195,7 +195,16 @@ class PrometheusSource:
         ):
             totals = await self._reuse(memory, last, plan, ask)
         else:
-            totals = await self._evaluate_window(memory, plan, ask, names)
+            first = window_s not in memory.covered
+            evaluated = await self._evaluate(plan, ask)
+            memory.covered[window_s] = evaluated.totals.covered_s
+            finer = self._plan(memory, ask, names)
+            if first and finer.query != plan.query:  # a history shorter than the window
+                evaluated = await self._evaluate(finer, ask)
+            memory.last[window_s] = evaluated  # kept when down: next refreshes ask the cheap query
+            if evaluated.down:
+                raise SourceError(evaluated.down, engine_absent=True)
+            totals = evaluated.totals
         spent = self.requests - before
         return await self.history.attach(totals, names, at, spent, trend_riders)
 
@@ -238,20 +247,6 @@ class PrometheusSource:
             eval_seconds=answer.eval_seconds,
             riders=_riders(found, ask),
         )
-
-    async def _evaluate_window(
-        self, memory: _Lane, plan: promql.LanePlan, ask: _Ask, names: frozenset[str]
-    ) -> LaneTotals:
-        first = ask.window_s not in memory.covered
-        evaluated = await self._evaluate(plan, ask)
-        memory.covered[ask.window_s] = evaluated.totals.covered_s
-        finer = self._plan(memory, ask, names)
-        if first and finer.query != plan.query:  # a history shorter than the window
-            evaluated = await self._evaluate(finer, ask)
-        memory.last[ask.window_s] = evaluated  # kept when down: next refreshes ask the cheap query
-        if evaluated.down:
-            raise SourceError(evaluated.down, engine_absent=True)
-        return evaluated.totals
 
     async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
         extra = promql.combined_query({**ask.live, **ask.riders})
