@@ -315,10 +315,8 @@ class PrometheusSource:
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if isinstance(targets, float) and isinstance(up, float) and up < targets:
             if up <= 0:
-                return (
-                    note,
-                    f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)",
-                )
+                down = f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
+                return note, down
             return (*note, f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)"), ""
         if live != 0:
             return note, ""
