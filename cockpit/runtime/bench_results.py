@@ -21,20 +21,18 @@ from typing import Any
 from cockpit.runtime.cards import CardError
 
 _COUNTS = (
-    ("completed", "requests", "Requests completed", "count"),
-    ("total_input_tokens", "prompt_tokens", "Prompt tokens", "tokens"),
-    ("total_output_tokens", "generation_tokens", "Generated tokens", "tokens"),
-    ("request_throughput", "requests_per_s", "Requests/s", "number"),
-    ("output_throughput", "generation_tok_s", "Generated tok/s", "tok/s"),
-)
-"""The client's field (as vLLM names it), the engine figure beside it, the row label, unit."""
-_GUIDELLM_COUNTS = {
-    "completed": "request_totals.successful",
-    "total_input_tokens": "prompt_token_count.successful.total_sum",
-    "total_output_tokens": "output_token_count.successful.total_sum",
-    "request_throughput": "requests_per_second.successful.mean",
-    "output_throughput": "output_tokens_per_second.successful.mean",
-}
+    ("completed", "requests", "Requests completed", "count", "request_totals.successful"),
+    ("total_input_tokens", "prompt_tokens", "Prompt tokens", "tokens",
+     "prompt_token_count.successful.total_sum"),
+    ("total_output_tokens", "generation_tokens", "Generated tokens", "tokens",
+     "output_token_count.successful.total_sum"),
+    ("request_throughput", "requests_per_s", "Requests/s", "number",
+     "requests_per_second.successful.mean"),
+    ("output_throughput", "generation_tok_s", "Generated tok/s", "tok/s",
+     "output_tokens_per_second.successful.mean"),
+)  # fmt: skip
+"""The client's field (as vLLM names it), the engine figure beside it, the row label, unit,
+guidellm's metric."""
 _LATENCIES = (
     ("ttft", "ttft", "TTFT", "time_to_first_token_ms", 1000.0),
     ("tpot", "tpot", "TPOT", "time_per_output_token_ms", 1000.0),
@@ -47,8 +45,8 @@ _STATS = (("mean", "mean", "mean"), ("median", "p50", "median"), ("p99", "p99", 
 """The client's statistic, the engine figure's suffix beside it, guidellm's path to it."""
 FIGURES: tuple[tuple[str, str, str, str, str, float, float], ...] = (
     *(
-        (field, key, label, unit, f"metrics.{_GUIDELLM_COUNTS[field]}", 1.0, 1.0)
-        for field, key, label, unit in _COUNTS
+        (field, key, label, unit, f"metrics.{metric}", 1.0, 1.0)
+        for field, key, label, unit, metric in _COUNTS
     ),
     *(
         (

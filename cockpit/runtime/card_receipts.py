@@ -17,14 +17,16 @@ from typing import Any
 from cockpit import engines
 from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.catalogue import LATENCIES
-from cockpit.core.figures import lane_figures
+from cockpit.core.figures import format_value, lane_figures
 from cockpit.core.ledger_figures import Prices
 from cockpit.core.model import LaneTotals
-from cockpit.core.promql import escape_label_value, parse_selector
+from cockpit.core.promql import escape_label_value, parse_selector, spec_expression
 from cockpit.core.snapshot import LaneSnapshot, LedgerSnapshot
 from cockpit.core.split import SPLIT_KEYS, CardPart, WindowSplit
 from cockpit.core.timeutil import promql_duration, stamp
+from cockpit.engines import dialects
 from cockpit.runtime.cards import Card, CardError, CardStore
+from cockpit.runtime.report import json_receipt, markdown_receipt, markdown_table
 from cockpit.sources.http import SourceError
 from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.scrape import ScrapeSource
@@ -144,9 +146,6 @@ async def _increase_note(
 ) -> str:
     """What Prometheus's own `increase()` over the card's interval reads of its requests: it
     extrapolates to the interval's edges, so it can read more than the samples' delta."""
-    from cockpit.core.promql import spec_expression
-    from cockpit.engines import dialects
-
     spec = dialects.lane_specs(totals.dialect)["requests"]
     query = spec_expression(spec, lane.selector, promql_duration(totals.window_s))
     if query is None:
@@ -171,8 +170,6 @@ def bucket_bounds(totals: LaneTotals) -> dict[str, list[float]]:
 
 def kept_receipt(snapshot: LaneSnapshot, note: str, prices: Prices) -> dict[str, Any]:
     """What a card keeps at stop: its lane receipt (JSON and markdown) and its buckets."""
-    from cockpit.runtime.report import json_receipt, markdown_receipt
-
     assert snapshot.totals is not None
     lane = json_receipt(snapshot, None, prices)["lane"]
     lane["edges"] = note
@@ -233,9 +230,8 @@ async def window_split(
         if not whole:
             clipped = Card(card.name, card.lane, max(card.start, start), min(card.end or end, end))
             totals, _ = await read_back(lane, clipped)
-            values = figures_of(
-                kept_receipt(card_snapshot(lane, clipped, totals), "", config.prices)
-            )
+            receipt = json_receipt(card_snapshot(lane, clipped, totals), None, config.prices)
+            values = receipt["lane"]["figures"]
         numbers = {key: _value(values.get(key)) for key, _ in SPLIT_KEYS}
         overlap = min(card.end or end, end) - max(card.start, start)
         parts.append(CardPart(card.name, numbers, overlap, whole))
@@ -258,8 +254,6 @@ def _ledger_tokens(ledger: LedgerSnapshot | None) -> dict[str, float | None] | N
 
 def split_markdown(split: WindowSplit) -> list[str]:
     """The window split as a receipt section."""
-    from cockpit.core.figures import format_value
-    from cockpit.runtime.report import markdown_table
 
     def row(name: str, values: Mapping[str, float | None]) -> tuple[str, ...]:
         return (name, *(format_value(values.get(key), "count") for key, _ in SPLIT_KEYS))

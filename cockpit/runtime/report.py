@@ -55,18 +55,14 @@ def _freshness_note(freshness: Freshness) -> list[str]:
 
 def _ledger_rows(figures: LedgerFigures) -> list[tuple[str, str]]:
     f = figures.figures
-    calls = f["api_calls"]
-    reasoning = f["reasoning_tokens"]
-    output_label = "Output tokens"
-    if not reasoning.missing:
-        output_label += f" (incl. {format_figure(reasoning)} reasoning)"
-    share = f["cache_read_share"]
+    calls, share, reasoning = f["api_calls"], f["cache_read_share"], f["reasoning_tokens"]
+    said = "" if reasoning.missing else f" (incl. {format_figure(reasoning)} reasoning)"
     return [
         ("Sessions / API calls", f"{format_figure(f['sessions'])} / {format_figure(calls)}"),
         (f["prompt_tokens"].label, format_figure(f["prompt_tokens"])),
         ("of which cache read", f"{format_figure(f['cache_read_tokens'])} ({_value(share)})"),
         (f["fresh_prefill_tokens"].label, format_figure(f["fresh_prefill_tokens"])),
-        (output_label, format_figure(f["output_tokens"])),
+        (f"Output tokens{said}", format_figure(f["output_tokens"])),
         ("Prompt : output", _value(f["prompt_output"])),
         ("Fresh prefill : output (after provider caching)", _value(f["fresh_output"])),
         (
@@ -154,13 +150,8 @@ def spend_markdown(figures: LedgerFigures, prices: Prices) -> list[str]:
         f"{name.replace('_', ' ')} {ratio:g}" for name, ratio in asdict(prices).items()
     )
     lines = [f"## Where the money goes (spend units: {ratios})", ""]
-    lines += markdown_table(
-        ("Bucket", "Tokens", "Share of spend units"),
-        [
-            (row.bucket, _spend_tokens(row), format_value(row.share, "share"))
-            for row in figures.spend
-        ],
-    )
+    spend = [(r.bucket, _spend_tokens(r), format_value(r.share, "share")) for r in figures.spend]
+    lines += markdown_table(("Bucket", "Tokens", "Share of spend units"), spend)
     cached = figures["prompt_side_share"]
     uncached = figures["prompt_side_share_uncached"]
     lines += [
@@ -359,13 +350,7 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
         skipped=dict(totals.skipped),
         provenance={
             "ledgers": [
-                {
-                    "path": i.path,
-                    "profile": i.profile,
-                    "schema_version": i.schema_version,
-                    "also_named": list(i.also_named),
-                }
-                for i in totals.ledgers
+                {k: v for k, v in asdict(i).items() if k != "journal_mode"} for i in totals.ledgers
             ],
             "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),
             "tailer_sql": list(totals.queries),

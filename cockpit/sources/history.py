@@ -66,23 +66,6 @@ class History:
         riders: StepRiders | None = None,
     ) -> LaneTotals:
         """`totals` with the lane's trend at `end`; `spent`: requests this refresh made."""
-        try:
-            trend = await self._read(totals, names, end, spent, riders)
-        except SourceFailure as error:
-            kept = self._kept.get(totals.lane)
-            why = f"trend not read: {error.reason}"
-            missing = frozen_map({**totals.missing, TREND: why})
-            return replace(totals, trend=kept.trend if kept else None, missing=missing)
-        return replace(totals, trend=trend)
-
-    async def _read(
-        self,
-        totals: LaneTotals,
-        names: frozenset[str],
-        end: float,
-        spent: int,
-        riders: StepRiders | None,
-    ) -> Trend:
         lane, window_s = totals.lane, totals.window_s
         times = trends.point_times(window_s, end)
         step = trends.trend_step(window_s)
@@ -97,21 +80,25 @@ class History:
             and kept.trend.end <= times[-1]
         ):
             if kept.trend.end == times[-1] or spent >= REQUESTS_PER_REFRESH:
-                return kept.trend
+                return replace(totals, trend=kept.trend)
             start = max(kept.trend.end, times[0])
             steps = {t: v for t, v in kept.steps.items() if t >= times[0]}
         else:
             self._kept.pop(lane, None)
-            start, steps = times[0], {}
-        if not query:
-            raise SourceFailure("the lane exposes none of the metrics the trend follows")
-        answered = trends.matrix_values(await self._query_range(query, start, times[-1], step))
+            kept, start, steps = None, times[0], {}
+        try:
+            if not query:
+                raise SourceFailure("the lane exposes none of the metrics the trend follows")
+            answered = trends.matrix_values(await self._query_range(query, start, times[-1], step))
+        except SourceFailure as error:  # the trend stays the last one read, if any
+            missing = frozen_map({**totals.missing, TREND: f"trend not read: {error.reason}"})
+            return replace(totals, trend=kept.trend if kept else None, missing=missing)
         steps.update({t: answered.get(t, {}) for t in times if t >= start})
         trend = trends.make_trend(
             totals.dialect, window_s, end, steps, trends.rate_range(step, scrape_s)
         )
         self._kept[lane] = _Kept(query, window_s, steps, trend)
-        return trend
+        return replace(totals, trend=trend)
 
     def _scrape_interval(self, totals: LaneTotals) -> float:
         """The lane's scrape interval: as the window's answer found it, else as last found."""

@@ -181,12 +181,10 @@ class PrometheusSource:
         before, at = self.requests, time.time() if end is None else end
         self.last_samples = 0
         memory, names, dialect = await self._lane(lane, dialect, selector)
-        escaped = engines.names_escaped(names)
-        presence = promql.presence_series(dialect, selector, escaped)
-        ahead = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
+        presence = promql.presence_series(dialect, selector, engines.names_escaped(names))
         live = {LIVE: f"(count({presence}) or vector(0))"}
         if end is None:  # in the past (`--at`), later samples are no clock's fault
-            live[AHEAD] = ahead
+            live[AHEAD] = f"max(timestamp({presence} @ {at + LOOKBACK_S:.3f})) - {at:.3f}"
         ask = _Ask(lane, dialect, selector, window_s, at, end is None, live, riders or {})
         plan = self._plan(memory, ask, names)
         last = memory.last.get(window_s)
@@ -197,7 +195,16 @@ class PrometheusSource:
         ):
             totals = await self._reuse(memory, last, plan, ask)
         else:
-            totals = await self._evaluate_window(memory, plan, ask, names)
+            first = window_s not in memory.covered
+            evaluated = await self._evaluate(plan, ask)
+            memory.covered[window_s] = evaluated.totals.covered_s
+            finer = self._plan(memory, ask, names)
+            if first and finer.query != plan.query:  # a history shorter than the window
+                evaluated = await self._evaluate(finer, ask)
+            memory.last[window_s] = evaluated  # kept when down: next refreshes ask the cheap query
+            if evaluated.down:
+                raise SourceError(evaluated.down, engine_absent=True)
+            totals = evaluated.totals
         spent = self.requests - before
         return await self.history.attach(totals, names, at, spent, trend_riders)
 
@@ -240,20 +247,6 @@ class PrometheusSource:
             eval_seconds=answer.eval_seconds,
             riders=_riders(found, ask),
         )
-
-    async def _evaluate_window(
-        self, memory: _Lane, plan: promql.LanePlan, ask: _Ask, names: frozenset[str]
-    ) -> LaneTotals:
-        first = ask.window_s not in memory.covered
-        evaluated = await self._evaluate(plan, ask)
-        memory.covered[ask.window_s] = evaluated.totals.covered_s
-        finer = self._plan(memory, ask, names)
-        if first and finer.query != plan.query:  # a history shorter than the window
-            evaluated = await self._evaluate(finer, ask)
-        memory.last[ask.window_s] = evaluated  # kept when down: next refreshes ask the cheap query
-        if evaluated.down:
-            raise SourceError(evaluated.down, engine_absent=True)
-        return evaluated.totals
 
     async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
         extra = promql.combined_query({**ask.live, **ask.riders})
@@ -322,10 +315,8 @@ class PrometheusSource:
         up = promql.read_key(found.get(promql.TARGETS_UP), promql.TARGETS_UP)
         if isinstance(targets, float) and isinstance(up, float) and up < targets:
             if up <= 0:
-                return (
-                    note,
-                    f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)",
-                )
+                down = f"{self.url}: the lane's {targets:.0f} scrape target(s) are down (up == 0)"
+                return note, down
             return (*note, f"{targets - up:.0f} of {targets:.0f} scrape targets down (up == 0)"), ""
         if live != 0:
             return note, ""
