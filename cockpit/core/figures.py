@@ -4,8 +4,9 @@ the TUI, `cockpit report` and the overview all use these. Pure."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from cockpit.core.catalogue import evaluate, section_of
 from cockpit.core.model import Figure, LaneTotals, Unit, frozen_map
@@ -36,7 +37,33 @@ def _significant(value: float, digits: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _seconds(value: float) -> str:
+    if 0 < value < 0.001:  # a queue of 37 µs is not "0.0 ms"
+        return f"{value * 1e6:.0f} µs"
+    if value < 0.1:
+        return f"{value * 1000:.1f} ms"
+    if value < 100:
+        return f"{value:.2f} s"
+    return f"{value:,.0f} s"
+
+
 _SI_UNITS = {"flop/s": "FLOP/s", "bytes/s": "B/s", "bytes": "B", "watts": "W", "joules": "J"}
+_FORMATS: Mapping[str, Callable[[float], str]] = {
+    "share": lambda value: f"{value * 100:.1f}%",
+    "ratio": lambda value: f"{value:,.1f} : 1" if value < 100 else f"{value:,.0f} : 1",
+    "seconds": _seconds,
+    "number": lambda value: _significant(value, 3),
+    **dict.fromkeys(
+        ("tokens", "count", "units"),
+        lambda value: f"{value:,.0f}" if abs(value) < 1e6 else si(value),
+    ),
+    "tok/s": lambda value: f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s",
+    **{unit: partial(si, unit=prefixed) for unit, prefixed in _SI_UNITS.items()},
+    "celsius": lambda value: f"{value:.0f} °C",
+    # A cost under a cent keeps its digits (not "$0.00").
+    "usd": lambda value: f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}",
+}
+"""Unit -> how a value of it reads (any other: three significant digits)."""
 
 
 def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
@@ -48,35 +75,8 @@ def format_value(value: float | None, unit: Unit, above: bool = False) -> str:
     value = float(f"{value:.12g}")
     if above:
         return f"> {format_value(value, unit)}"
-    if unit == "share":
-        return f"{value * 100:.1f}%"
-    if unit == "ratio":
-        return f"{value:,.1f} : 1" if value < 100 else f"{value:,.0f} : 1"
-    if unit == "seconds":
-        return _seconds(value)
-    if unit == "number":
-        return _significant(value, 3)
-    if unit in ("tokens", "count", "units"):
-        return f"{value:,.0f}" if abs(value) < 1e6 else si(value)
-    if unit == "tok/s":
-        return f"{value:,.0f} tok/s" if value < 1e4 else f"{si(value)} tok/s"
-    if unit in _SI_UNITS:
-        return si(value, unit=_SI_UNITS[unit])
-    if unit == "celsius":
-        return f"{value:.0f} °C"
-    if unit == "usd":  # a cost under a cent keeps its digits (not "$0.00")
-        return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
-    return f"{value:,.3g}"
-
-
-def _seconds(value: float) -> str:
-    if 0 < value < 0.001:  # a queue of 37 µs is not "0.0 ms"
-        return f"{value * 1e6:.0f} µs"
-    if value < 0.1:
-        return f"{value * 1000:.1f} ms"
-    if value < 100:
-        return f"{value:.2f} s"
-    return f"{value:,.0f} s"
+    own = _FORMATS.get(unit)
+    return own(value) if own else f"{value:,.3g}"
 
 
 def format_figure(figure: Figure) -> str:

@@ -16,7 +16,7 @@ from cockpit.core import gpu_series, promql
 from cockpit.core.catalogue import FIGURES, NO_REQUESTS, SLO_TARGETS, evaluate
 from cockpit.core.figures import format_value
 from cockpit.core.gpu_figures import NO_GPU_SOURCE, GpuFigures, gpu_figures
-from cockpit.core.gpu_series import EXPORTERS, expression_key, gpu_totals
+from cockpit.core.gpu_series import EXPORTERS, expression_key, gpu_totals, values_from_samples
 from cockpit.core.model import LaneTotals, Missing, Unit, frozen_map
 from cockpit.core.promql import NO_SAMPLES, selector_with
 from cockpit.core.slo import NO_SLO, Slo
@@ -406,18 +406,14 @@ def _gpu_hosts(labels: Mapping[str, str]) -> set[str]:
 
 def fleet_gpus(plan: FleetPlan, result: list[dict[str, Any]]) -> FleetGpus | None:
     """The answer's GPU samples and lanes' hosts; None when the server has no GPU's series."""
-    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
-    hosts: dict[str, set[str]] = {}
-    for sample in result:
-        metric = sample.get("metric") or {}
-        fig = metric.get("fig", "")
-        if fig == plan.hosts and plan.label in metric and metric.get("instance"):
-            hosts.setdefault(metric[plan.label], set()).add(host_of(metric["instance"]))
-        elif fig in plan.gpu and isinstance(value := promql.sample_value(sample), float):
-            labels = {str(k): str(v) for k, v in metric.items()}
-            samples.setdefault(plan.gpu[fig], []).append((labels, value))
+    by_fig = promql.split_by_fig(result)
+    samples = values_from_samples({key: by_fig.get(fig, []) for fig, key in plan.gpu.items()})
     if not samples:
         return None
+    hosts: dict[str, set[str]] = {}
+    for metric in (sample.get("metric") or {} for sample in by_fig.get(plan.hosts, [])):
+        if plan.label in metric and metric.get("instance"):
+            hosts.setdefault(metric[plan.label], set()).add(host_of(metric["instance"]))
     return FleetGpus(samples, {lane: frozenset(found) for lane, found in hosts.items()})
 
 

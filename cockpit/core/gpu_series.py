@@ -10,9 +10,9 @@ from typing import Any, Literal, cast
 from cockpit.core.gpu import READINGS, Gpu, GpuTotals
 from cockpit.core.promql import (
     Samples,
-    escape_label_value,
-    parse_selector,
     sample_value,
+    selector_with,
+    selector_without,
     subquery_step,
 )
 from cockpit.core.timeutil import promql_duration
@@ -78,6 +78,7 @@ DCGM = Exporter(
         "throttle_thermal": "not exported: add DCGM_FI_DEV_THERMAL_VIOLATION to the counters CSV",
     },
 )
+
 _SMI = "nvidia_smi_clocks_event_reasons_"
 _NO_ACTIVITY = "nvidia_gpu_exporter has no activity counters (dcgm-exporter's DCGM_FI_PROF_* do)"
 NVIDIA_SMI = Exporter(
@@ -122,11 +123,10 @@ def expression_key(exporter: Exporter, series: Series) -> str:
 
 
 def _series_selector(metrics: tuple[str, ...], selector: str) -> str:
-    matchers = [f'{m.name}{m.op}"{escape_label_value(m.value)}"' for m in parse_selector(selector)]
-    if len(metrics) > 1:
-        matchers.insert(0, f'__name__=~"{"|".join(metrics)}"')
-        return "{" + ",".join(matchers) + "}"
-    return metrics[0] + "{" + ",".join(matchers) + "}"
+    kept = selector_without(selector)  # as the lane's selector says it, spaces aside
+    if len(metrics) == 1:
+        return metrics[0] + kept
+    return selector_with(f'__name__=~"{"|".join(metrics)}",{kept[1:-1]}')
 
 
 def expression(

@@ -198,29 +198,19 @@ def _gpu_findings(figures: GpuFigures | None, thresholds: Thresholds) -> list[Fi
         return divide(gpu.memory_used_bytes, gpu.memory_total_bytes) or 0.0
 
     limit = f"memory at its limit (alert at ≥ {thresholds.gpu_memory * 100:g}%)"
-    findings = [
-        _gpu_rule("gpu_xid", "gpu_xid_errors", "bad", [g for g in gpus if g.xid],
-                  lambda g: f"XID {g.xid:.0f}", "XID error in the window"),
-        _gpu_rule("gpu_memory_full", "gpu_memory_used_bytes", "warn",
-                  [g for g in gpus if memory(g) >= thresholds.gpu_memory],
-                  lambda g: f"{memory(g):.0%}", limit),
-        _gpu_rule("gpu_throttled", "gpu_power_throttled", "warn",
-                  [g for g in gpus if g.throttle_power or g.throttle_thermal],
-                  lambda g: "power" if g.throttle_power else "heat",
-                  "clocks held down in the window"),
-    ]  # fmt: skip
-    return [finding for finding in findings if finding is not None]
-
-
-def _gpu_rule(
-    rule: str,
-    key: str,
-    severity: Severity,
-    fired: list[Gpu],
-    detail: Callable[[Gpu], str],
-    words: str,
-) -> Finding | None:
-    if not fired:
-        return None
-    which = ", ".join(f"GPU {gpu.id or gpu.uuid} ({detail(gpu)})" for gpu in fired)
-    return Finding(rule, key, f"{which}: {words}", severity)
+    rules: tuple[tuple[str, str, Severity, Callable[[Gpu], object], Callable[[Gpu], str], str], ...]
+    rules = (  # rule, figure, severity, fires for a GPU, what it says of it, what it says
+        ("gpu_xid", "gpu_xid_errors", "bad", lambda g: g.xid, lambda g: f"XID {g.xid:.0f}",
+         "XID error in the window"),
+        ("gpu_memory_full", "gpu_memory_used_bytes", "warn",
+         lambda g: memory(g) >= thresholds.gpu_memory, lambda g: f"{memory(g):.0%}", limit),
+        ("gpu_throttled", "gpu_power_throttled", "warn",
+         lambda g: g.throttle_power or g.throttle_thermal,
+         lambda g: "power" if g.throttle_power else "heat", "clocks held down in the window"),
+    )  # fmt: skip
+    findings = []
+    for rule, key, severity, fires, detail, words in rules:
+        if fired := [gpu for gpu in gpus if fires(gpu)]:
+            which = ", ".join(f"GPU {gpu.id or gpu.uuid} ({detail(gpu)})" for gpu in fired)
+            findings.append(Finding(rule, key, f"{which}: {words}", severity))
+    return findings

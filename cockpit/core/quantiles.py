@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from itertools import pairwise
+from itertools import accumulate, groupby, pairwise
 from operator import itemgetter
 
 from cockpit.core.model import Bucket, Missing
@@ -60,18 +60,8 @@ def envelope(ordered: Sequence[Bucket]) -> Envelope:
     """Bounds and counts: equal bounds (series that overlap once summed) added up, then each
     count raised to the largest before it (the envelope Prometheus takes when the increases of
     separately scraped buckets disagree)."""
-    bounds: list[float] = []
-    counts: list[float] = []
-    for bound, count in ordered:
-        if bounds and bounds[-1] == bound:
-            counts[-1] += count
-        else:
-            bounds.append(bound)
-            counts.append(count)
-    for at in range(1, len(counts)):
-        if counts[at] < counts[at - 1]:
-            counts[at] = counts[at - 1]
-    return bounds, counts
+    merged = [(bound, sum(c for _, c in same)) for bound, same in groupby(ordered, itemgetter(0))]
+    return [bound for bound, _ in merged], list(accumulate((count for _, count in merged), max))
 
 
 NOT_CUMULATIVE = "buckets not cumulative"
