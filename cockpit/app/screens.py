@@ -124,6 +124,10 @@ class Boxed(ModalScreen[ResultT]):
         border-title-color: $primary;
         background: $surface;
     }
+    Boxed .hint {
+        color: $text-muted;
+        padding: 0 1;
+    }
     """
 
     AUTO_FOCUS = "*"  # the app's own names its panes' body
@@ -309,17 +313,15 @@ def _model_blocks(lane: LaneSnapshot | None) -> list[Block]:
 def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
     """The figures a widget shows, as rows: the lane's by key where its lines are not rows
     (the vital strip packs its figures into items)."""
-    if isinstance(widget, VitalStrip | TailsPane):
-        totals = lane.totals if lane is not None else None
-        engine = lane_source(lane)
-        keys = (
-            pane_keys("vitals", totals)
-            if isinstance(widget, VitalStrip)
-            else (*TAIL_KEYS, *slo_keys(engine.figures))
-        )
-        return [engine.row(key) for key in keys if engine.get(key) is not None]
-    lines = widget.view.lines if isinstance(widget, Pane) else ()
-    return [line for line in lines if isinstance(line, Row)]
+    engine = lane_source(lane)
+    if isinstance(widget, VitalStrip):
+        keys = pane_keys("vitals", lane.totals if lane is not None else None)
+    elif isinstance(widget, TailsPane):
+        keys = (*TAIL_KEYS, *slo_keys(engine.figures))
+    else:
+        lines = widget.view.lines if isinstance(widget, Pane) else ()
+        return [line for line in lines if isinstance(line, Row)]
+    return [engine.row(key) for key in keys if engine.get(key) is not None]
 
 
 def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
@@ -416,13 +418,6 @@ class ModelFilterScreen(Ask):
         max-height: 12;
         display: none;
     }
-    ModelFilterScreen OptionList.-offered {
-        display: block;
-    }
-    ModelFilterScreen #model-names-note {
-        color: $text-muted;
-        padding: 0 1;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("down", "to_names", "names", show=False)]
@@ -436,7 +431,7 @@ class ModelFilterScreen(Ask):
 
     def below(self) -> ComposeResult:
         if self.load_names is not None:
-            yield Static("reading the lane's model names…", id="model-names-note")
+            yield Static("reading the lane's model names…", id="model-names-note", classes="hint")
         yield OptionList()
 
     def on_mount(self) -> None:
@@ -452,7 +447,7 @@ class ModelFilterScreen(Ask):
             return
         options = self.query_one(OptionList)
         options.add_options(Content(visible(name)) for name in self.names)
-        options.set_class(bool(self.names), "-offered")
+        options.display = bool(self.names)
         self.query_one(Input).suggester = SuggestFromList(self.names)
         note.update("the lane's model names (↓ to choose):" if self.names else
                     "no model_name on the lane's series")  # fmt: skip
@@ -495,13 +490,6 @@ class CardsScreen(Overlay):
         max-height: 100%;
         display: none;
     }
-    CardsScreen #cards-compared.-shown {
-        display: block;
-    }
-    CardsScreen #cards-hint {
-        color: $text-muted;
-        padding: 0 1;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -519,7 +507,7 @@ class CardsScreen(Overlay):
         with Vertical(classes="box") as box:
             box.border_title = Content(visible(f"cards of lane {self.lane}"))
             yield DataTable(id="cards-list", cursor_type="row")
-            yield Static(self._hint(), id="cards-hint")
+            yield Static(self._hint(), id="cards-hint", classes="hint")
             yield DataTable(id="cards-compared", show_cursor=False)
 
     def on_mount(self) -> None:
@@ -572,4 +560,4 @@ class CardsScreen(Overlay):
             cells = (row.label, row.a_text, row.b_text, delta_text(row), change_text(row),
                      row.verdict)  # fmt: skip
             compared.add_row(*(_cell(cell) for cell in cells))
-        compared.set_class(bool(rows), "-shown")
+        compared.display = bool(rows)
