@@ -46,8 +46,9 @@ class FleetOrder:
     trend: str = DEFAULT_TREND
 
 
-def next_key(keys: Sequence[str], current: str, step: int = 1) -> str:
-    return keys[(keys.index(current) + step) % len(keys)] if current in keys else keys[0]
+def next_key(keys: Sequence[str], current: str) -> str:
+    """The key after `current` (the first after the last, or when `current` is not there)."""
+    return keys[(keys.index(current) + 1) % len(keys)] if current in keys else keys[0]
 
 
 def waiting_streak(row: FleetRow) -> int:

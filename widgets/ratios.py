@@ -20,10 +20,8 @@ def _range_rows(kind: str, groups: tuple[GroupRatio, ...], agent: Source) -> tup
         reason = agent.absent if not agent.figures else f"no {kind} with output in window"
         return tuple(agent.missing(label, reason) for label in labels)
     return tuple(
-        agent.text(
-            label, f"{format_value(group.prompt_output, 'ratio')} {cut(group.name, NAME_WIDTH)}"
-        )
-        for label, group in zip(labels, extremes, strict=True)
+        agent.text(label, f"{format_value(g.prompt_output, 'ratio')} {cut(g.name, NAME_WIDTH)}")
+        for label, g in zip(labels, extremes, strict=True)
     )
 
 

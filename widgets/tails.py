@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cockpit.core.catalogue import LATENCIES, merge_reasons, slo_keys
+from cockpit.core.catalogue import LATENCIES, PERCENTILES, merge_reasons, slo_keys, tail_keys
 from cockpit.core.figures import format_figure, format_value
 from cockpit.core.model import Figure
 from cockpit.core.slo import INTERPOLATED
@@ -13,7 +13,9 @@ from cockpit.core.snapshot import LaneSnapshot
 
 from .pane import Cells, Line, Note, Pane, PaneView, Row, figure_text, lane_source
 
-QUANTILES = ("p50", "p90", "p95", "p99")
+QUANTILES = tuple(f"p{p}" for p in PERCENTILES)
+TAIL_KEYS = tuple(key for lat in LATENCIES for key in (lat.mean, *tail_keys(lat.histogram)))
+"""The latency rows' figures, each mean then its tails (a table of cells, not rows)."""
 NARROW = ("p50", "p95", "p99")
 COLUMN = 10
 """Cells per column: `> 60.00 s` fits with a cell to spare."""
@@ -66,10 +68,9 @@ def tails_view(
         lines.append(Cells(latency.row, values, stale=engine.stale, column=column,
                            short=latency.short, drop_first=True))  # fmt: skip
     lines += [_target_row(engine.row(key)) for key in slo_keys(engine.figures)]
-    figures = [engine.get(f"{latency.histogram}_{q}") for latency in LATENCIES for q in QUANTILES]
-    said = [f for f in figures if f is not None and (f.missing or f.doubtful) and f.reason]
-    reasons = merge_reasons(f.reason for f in said)
-    if reasons:
+    figures = [engine.get(key) for latency in LATENCIES for key in tail_keys(latency.histogram)]
+    said = (f.reason for f in figures if f is not None and (f.missing or f.doubtful) and f.reason)
+    if reasons := merge_reasons(said):
         lines.append(Note(f"— {reasons}"))
     return PaneView(tuple(lines), (("lane", engine.freshness),))
 

@@ -34,9 +34,9 @@ class FleetScreen(Screen[None]):
 
     AUTO_FOCUS = "RowTable"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "sort(1)", "sort"),
+        Binding("s", "sort", "sort"),
         Binding("S", "reverse", "reverse", show=False),
-        Binding("c", "trend(1)", "trend", show=False),  # off the bar: 80 columns are full
+        Binding("c", "trend", "trend", show=False),  # off the bar: 80 columns are full
         Binding("slash", "filter", "filter", key_display="/"),
         Binding("escape", "clear_filter", "clear filter", show=False),
         Binding("e", "app.export", "export"),
@@ -81,17 +81,17 @@ class FleetScreen(Screen[None]):
 
     # --- keys ---------------------------------------------------------------------------------
 
-    def action_sort(self, step: int) -> None:
+    def action_sort(self) -> None:
         keys = [column.key for column in shown_columns(self.rows())]
-        self.order.sort = next_key(keys, self.order.sort, step)
+        self.order.sort = next_key(keys, self.order.sort)
         self.redraw()
 
     def action_reverse(self) -> None:
         self.order.reverse = not self.order.reverse
         self.redraw()
 
-    def action_trend(self, step: int) -> None:
-        self.order.trend = next_key(NUMERIC_COLUMNS, self.order.trend, step)
+    def action_trend(self) -> None:
+        self.order.trend = next_key(NUMERIC_COLUMNS, self.order.trend)
         self.redraw()
 
     def action_filter(self) -> None:

@@ -17,15 +17,7 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, OptionList, Static
 
-from cockpit.core.catalogue import (
-    LATENCIES,
-    TRENDS,
-    definition,
-    pane_keys,
-    reads,
-    slo_keys,
-    tail_keys,
-)
+from cockpit.core.catalogue import TRENDS, definition, pane_keys, reads, slo_keys
 from cockpit.core.compare import Comparison, change_text, compare, delta_text
 from cockpit.core.figures import format_figure
 from cockpit.core.gpu_figures import GPU_TREND, NO_GPU_SOURCE, NO_GPU_STEP
@@ -41,7 +33,7 @@ from cockpit.runtime.cards import Card
 from cockpit.widgets.models import ModelsPane
 from cockpit.widgets.pane import Pane, Row, lane_source
 from cockpit.widgets.tables import LedgerTables
-from cockpit.widgets.tails import TailsPane
+from cockpit.widgets.tails import TAIL_KEYS, TailsPane
 from cockpit.widgets.trends import TrendsPane
 from cockpit.widgets.vitals import VitalStrip
 
@@ -100,10 +92,8 @@ PANE_HELP: tuple[str, ...] = (
 def key_group(group: str, rows: Sequence[tuple[str, str]]) -> Content:
     """A group's name, then its keys, one a line, with what each does."""
     width = max(len(key) for key, _ in rows)
-    lines = [Content.styled(group, "bold $primary")]
-    for key, text in rows:
-        lines.append(Content.assemble((key.ljust(width), "bold $accent"), "  ", text))
-    return Content("\n").join(lines)
+    keys = [Content.assemble((key.ljust(width), "bold $accent"), "  ", text) for key, text in rows]
+    return Content("\n").join([Content.styled(group, "bold $primary"), *keys])
 
 
 def help_notes(rules: Sequence[str] = ()) -> Content:
@@ -133,6 +123,10 @@ class Boxed(ModalScreen[ResultT]):
         border: round $primary;
         border-title-color: $primary;
         background: $surface;
+    }
+    Boxed .hint {
+        color: $text-muted;
+        padding: 0 1;
     }
     """
 
@@ -201,9 +195,9 @@ class HelpScreen(TextScreen):
         super().__init__("lane-cockpit keys", [*keys, (help_notes(rules), False)])
 
     def body(self) -> ComposeResult:
-        groups = [Static(block) for block, _ in self.blocks[: len(KEY_GROUPS)]]
+        *groups, notes = (Static(block) for block, _ in self.blocks)
         yield ItemGrid(*groups, min_column_width=KEY_COLUMN)
-        yield from (Static(block) for block, _ in self.blocks[len(KEY_GROUPS) :])
+        yield notes
 
 
 class DetailsScreen(TextScreen):
@@ -262,14 +256,18 @@ def _field(name: str, text: str) -> Content:
     return Content.assemble((f"{name:<8}", "$text-muted"), visible(text))
 
 
+def _block(head: Content, fields: Sequence[Content]) -> list[Block]:
+    """A figure's head, then its fields indented under it (none: the head alone)."""
+    return [(head, False), *([(Content("\n").join(fields), True)] if fields else [])]
+
+
 def _figure_fields(
     figure: Figure, lane: LaneSnapshot | None, ledger: LedgerSnapshot | None
 ) -> list[Content]:
     """What one figure is and where it came from: its source is the snapshot that holds it."""
-    lane_figures = lane.figures.figures if lane is not None and lane.figures else {}
-    lane_totals = lane.totals if lane is not None else None
-    if lane_totals is not None and lane_figures.get(figure.key) == figure:
-        return _lane_fields(figure, lane_totals)
+    held = lane.figures.figures.get(figure.key) if lane is not None and lane.figures else None
+    if lane is not None and lane.totals is not None and held == figure:
+        return _lane_fields(figure, lane.totals)
     totals = ledger.totals if ledger is not None else None
     queries = [figure.query] if figure.query else list(totals.queries if totals else ())
     end = totals.end if totals is not None else None
@@ -308,40 +306,31 @@ def _model_blocks(lane: LaneSnapshot | None) -> list[Block]:
         for figure in row.figures.values():
             name = (visible(row.model), "bold $primary")
             head = Content.assemble(name, "  ", (figure.label, "bold"), "  ", format_figure(figure))
-            fields = _lane_fields(figure, totals.models[row.model])
-            blocks += [(head, False), (Content("\n").join(fields), True)]
+            blocks += _block(head, _lane_fields(figure, totals.models[row.model]))
     return blocks
-
-
-TAIL_KEYS: tuple[str, ...] = tuple(
-    key for latency in LATENCIES for key in (latency.mean, *tail_keys(latency.histogram))
-)
-"""The latency tails' figures (a table of cells, not rows)."""
 
 
 def _rows(widget: Widget, lane: LaneSnapshot | None) -> list[Row]:
     """The figures a widget shows, as rows: the lane's by key where its lines are not rows
     (the vital strip packs its figures into items)."""
-    if isinstance(widget, VitalStrip | TailsPane):
-        totals = lane.totals if lane is not None else None
-        engine = lane_source(lane)
-        keys = (
-            pane_keys("vitals", totals)
-            if isinstance(widget, VitalStrip)
-            else (*TAIL_KEYS, *slo_keys(engine.figures))
-        )
-        return [engine.row(key) for key in keys if engine.get(key) is not None]
-    lines = widget.view.lines if isinstance(widget, Pane) else ()
-    return [line for line in lines if isinstance(line, Row)]
+    engine = lane_source(lane)
+    if isinstance(widget, VitalStrip):
+        keys = pane_keys("vitals", lane.totals if lane is not None else None)
+    elif isinstance(widget, TailsPane):
+        keys = (*TAIL_KEYS, *slo_keys(engine.figures))
+    else:
+        lines = widget.view.lines if isinstance(widget, Pane) else ()
+        return [line for line in lines if isinstance(line, Row)]
+    return [engine.row(key) for key in keys if engine.get(key) is not None]
 
 
 def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
     """Each trend series: what it follows, its step and span, its gaps."""
-    trend = lane.totals.trend if lane is not None and lane.totals is not None else None
-    if trend is None:
+    totals = lane.totals if lane is not None else None
+    if totals is None or totals.trend is None:
         return [(Content("no trend read yet"), False)]
+    trend, gpu = totals.trend, totals.gpu
     blocks: list[Block] = []
-    gpu = lane.totals.gpu if lane is not None and lane.totals is not None else None
     for series in (*TRENDS, GPU_TREND):
         points = trend.series.get(series.key, ())
         gaps = sum(point is None for point in points)
@@ -352,10 +341,7 @@ def _trend_blocks(lane: LaneSnapshot | None) -> list[Block]:
             fields.append(_field("missing", why))
         else:
             fields.append(_field("points", f"{every}; {gaps} without data (blank)"))
-        blocks += [
-            (Content.styled(series.label, "bold"), False),
-            (Content("\n").join(fields), True),
-        ]
+        blocks += _block(Content.styled(series.label, "bold"), fields)
     return blocks
 
 
@@ -381,9 +367,7 @@ def details_blocks(
             fields = _figure_fields(line.figure, lane, ledger)
         else:
             fields = [_field("missing", line.reason)] if line.reason else []
-        blocks.append((head, False))
-        if fields:
-            blocks.append((Content("\n").join(fields), True))
+        blocks += _block(head, fields)
     if isinstance(widget, TrendsPane):
         blocks += _trend_blocks(lane)
     return blocks or [(Content("no figures here yet"), False)]
@@ -434,13 +418,6 @@ class ModelFilterScreen(Ask):
         max-height: 12;
         display: none;
     }
-    ModelFilterScreen OptionList.-offered {
-        display: block;
-    }
-    ModelFilterScreen #model-names-note {
-        color: $text-muted;
-        padding: 0 1;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("down", "to_names", "names", show=False)]
@@ -454,7 +431,7 @@ class ModelFilterScreen(Ask):
 
     def below(self) -> ComposeResult:
         if self.load_names is not None:
-            yield Static("reading the lane's model names…", id="model-names-note")
+            yield Static("reading the lane's model names…", id="model-names-note", classes="hint")
         yield OptionList()
 
     def on_mount(self) -> None:
@@ -470,7 +447,7 @@ class ModelFilterScreen(Ask):
             return
         options = self.query_one(OptionList)
         options.add_options(Content(visible(name)) for name in self.names)
-        options.set_class(bool(self.names), "-offered")
+        options.display = bool(self.names)
         self.query_one(Input).suggester = SuggestFromList(self.names)
         note.update("the lane's model names (↓ to choose):" if self.names else
                     "no model_name on the lane's series")  # fmt: skip
@@ -493,7 +470,6 @@ class CardNameScreen(Ask):
 
     def __init__(self, lane: str, default: str) -> None:
         super().__init__(f"start a card on lane {lane}", default, "the card's name")
-        self.lane, self.default = lane, default
 
 
 def _cell(text: str) -> Text:
@@ -514,13 +490,6 @@ class CardsScreen(Overlay):
         max-height: 100%;
         display: none;
     }
-    CardsScreen #cards-compared.-shown {
-        display: block;
-    }
-    CardsScreen #cards-hint {
-        color: $text-muted;
-        padding: 0 1;
-    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -538,7 +507,7 @@ class CardsScreen(Overlay):
         with Vertical(classes="box") as box:
             box.border_title = Content(visible(f"cards of lane {self.lane}"))
             yield DataTable(id="cards-list", cursor_type="row")
-            yield Static(self._hint(), id="cards-hint")
+            yield Static(self._hint(), id="cards-hint", classes="hint")
             yield DataTable(id="cards-compared", show_cursor=False)
 
     def on_mount(self) -> None:
@@ -591,4 +560,4 @@ class CardsScreen(Overlay):
             cells = (row.label, row.a_text, row.b_text, delta_text(row), change_text(row),
                      row.verdict)  # fmt: skip
             compared.add_row(*(_cell(cell) for cell in cells))
-        compared.set_class(bool(rows), "-shown")
+        compared.display = bool(rows)

@@ -133,11 +133,9 @@ SGLANG = Engine(
     model_label="model_name",
     lora=Unavailable("SGLang exposes no LoRA adapter gauge"),
     notes={
-        "ttft_mean": STREAMING_NOTE,
-        "e2e_mean": STREAMING_NOTE,
+        **dict.fromkeys(("ttft_mean", "e2e_mean"), STREAMING_NOTE),
         **{f"{key}_p{p}": STREAMING_NOTE for key in ("ttft", "e2e") for p in (50, 90, 95, 99)},
-        "kv_usage": POOL_NOTE,
-        "kv_usage_now": POOL_NOTE,
+        **dict.fromkeys(("kv_usage", "kv_usage_now"), POOL_NOTE),
         "preemptions": "retracted requests",
         "offload_load_time_s": "HiCache load-back, host to GPU",
         "offload_store_time_s": "HiCache eviction, GPU to host",
