@@ -230,8 +230,9 @@ async def window_split(
         if not whole:
             clipped = Card(card.name, card.lane, max(card.start, start), min(card.end or end, end))
             totals, _ = await read_back(lane, clipped)
-            receipt = json_receipt(card_snapshot(lane, clipped, totals), None, config.prices)
-            values = receipt["lane"]["figures"]
+            values = figures_of(
+                json_receipt(card_snapshot(lane, clipped, totals), None, config.prices)
+            )
         numbers = {key: _value(values.get(key)) for key, _ in SPLIT_KEYS}
         overlap = min(card.end or end, end) - max(card.start, start)
         parts.append(CardPart(card.name, numbers, overlap, whole))

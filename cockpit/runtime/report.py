@@ -350,7 +350,13 @@ def _ledger_json(ledger: LedgerSnapshot, prices: Prices) -> dict[str, Any]:
         skipped=dict(totals.skipped),
         provenance={
             "ledgers": [
-                {k: v for k, v in asdict(i).items() if k != "journal_mode"} for i in totals.ledgers
+                {
+                    "path": i.path,
+                    "profile": i.profile,
+                    "schema_version": i.schema_version,
+                    "also_named": list(i.also_named),
+                }
+                for i in totals.ledgers
             ],
             "sql": ledger_window_sql(totals.end - totals.window_s, totals.end),
             "tailer_sql": list(totals.queries),
