@@ -10,10 +10,12 @@ from types import MappingProxyType
 from typing import Any, Literal, Self
 
 from rich.cells import cell_len
+from rich.segment import Segment as RichSegment
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
+from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
 
@@ -277,6 +279,37 @@ def border_note(view: PaneView) -> str:
     return visible(" · ".join(note for note in notes if note))
 
 
+def _parsed(style: str | Style) -> Style:
+    """A span's style, as a widget parses one that names no component class."""
+    if isinstance(style, Style):
+        return style
+    try:
+        return Style.parse(style)
+    except Exception:  # as Textual draws a style it can't parse: no style
+        return Style.null()
+
+
+def fits_directly(content: Content, width: int) -> bool:
+    """One line, no tab, shorter than `width`: nothing to wrap, cut, align or expand."""
+    plain = content.plain
+    return (
+        0 < content.cell_length <= width
+        and "\n" not in plain
+        and "\t" not in plain
+        and not any(isinstance(span.style, str) and span.style[:1] == "." for span in content.spans)
+    )
+
+
+def direct_strip(content: Content, style: Style) -> Strip:
+    """The strip `Visual.to_strips` draws of a line that `fits_directly`, left-aligned, with no
+    selection or links: its pieces over `style`, each with its offset (for selecting text)."""
+    segments, x = [], 0
+    for text, text_style in content.render(style, end="", parse_style=_parsed):
+        segments.append(RichSegment(text, (style + text_style).rich_style_with_offset(x, 0)))
+        x += len(text)
+    return Strip(segments, content.cell_length)
+
+
 class LinesWidget(Widget):
     """A widget as tall as its lines; a line is drawn again only when what it shows changed."""
 
@@ -338,19 +371,38 @@ class LinesWidget(Widget):
         if self.strips is None:
             kept: dict[Hashable, Strip] = {}
             drawn: list[Strip] = []
+            direct = self.draws_directly()
             for index, key in enumerate(self.line_keys(width or DEFAULT_WIDTH)):
                 full = (key, width, style, self.app.theme)
                 strip = self.kept.get(full)
                 if strip is None:
                     content = self.line_content(index, width or DEFAULT_WIDTH)
-                    strips = Visual.to_strips(self, content, width, 1, style)
-                    strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+                    strip = self.line_strip(content, width, style, direct)
                 kept[full] = strip
                 drawn.append(strip)
             self.kept, self.strips = kept, drawn
         if y < len(self.strips):
             return self.strips[y]
         return Strip.blank(width, style.rich_style)
+
+    def draws_directly(self) -> bool:
+        """Whether a line that fits is drawn as it is: no wrapping, padding, alignment, links."""
+        styles = self.styles
+        return (
+            styles.text_wrap == "nowrap"
+            and styles.line_pad == 0
+            and styles.text_align in ("left", "start")
+            and styles.content_align == ("left", "top")
+            and not self.auto_links
+        )
+
+    def line_strip(self, content: Content, width: int, style: Style, direct: bool) -> Strip:
+        """The line's strip as `Visual.to_strips` draws it; straight from its pieces when it
+        fits (the same strip, without laying out a text that has nothing to lay out)."""
+        if direct and fits_directly(content, width):
+            return direct_strip(content, style)
+        strips = Visual.to_strips(self, content, width, 1, style)
+        return strips[0] if strips else Strip.blank(width, style.rich_style)
 
 
 class Pane(LinesWidget):
