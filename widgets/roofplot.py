@@ -1,14 +1,18 @@
 """The roofline's plot: the roofs on log-log axes and the lane's points, drawn by plotext,
-plotted again only when its `PlotSpec` changes."""
+plotted again only when its `PlotSpec` changes, and only once for each of the last few."""
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Self
 
 from textual.app import RenderResult
 from textual.color import Color
-from textual.geometry import Size
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
@@ -159,12 +163,26 @@ def draw_spec(plt: Plot, spec: PlotSpec) -> None:
         plt.ylabel("FLOP/s")
 
 
+PLOTS_KEPT = 16
+"""Plots kept drawn: a lane's points move to and fro between a few places of the grid."""
+
+
 class RoofPlot(PlotextPlot):
-    """The roofs and points, plotted again only when the spec at the current size changes."""
+    """The roofs and points, plotted again only when the spec at the current size changes;
+    the lines of the last few plots are kept, and shown again when their drawing comes back."""
 
     view: RooflineView | None = None
     plotted: PlotSpec | None = None
     """The spec plotext holds now."""
+    strips: list[Strip] | None = None
+    """The lines shown; None when refreshed since (they are drawn, or found kept, again)."""
+    shown: tuple[Hashable, Size] | None = None
+    """What the lines shown were drawn from (`drawing`), and at which size."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.kept: OrderedDict[Hashable, list[Strip]] = OrderedDict()
+        """The lines of the last plots drawn, by their `drawing`, the latest last."""
 
     def on_mount(self) -> None:
         # "clear" leaves background and text to the pane's styles, which follow the app
@@ -174,8 +192,39 @@ class RoofPlot(PlotextPlot):
 
     def show(self, view: RooflineView | None) -> None:
         self.view = view
-        if self.is_mounted and self.spec() != self.plotted:
+        if self.is_mounted and (self.drawing(), self.size) != self.shown:
             self.refresh()
+
+    def drawing(self) -> Hashable:
+        """What the plot's lines are drawn from: its spec, size and style, and the theme."""
+        return (self.spec(), self.size, self.visual_style, self.app.theme)
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if repaint:
+            self.strips = None
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_line(self, y: int) -> Strip:
+        if self.strips is None or self.shown is None or self.shown[1] != self.size:
+            self.strips = self.plot_lines()
+        if y < len(self.strips):
+            return self.strips[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def plot_lines(self) -> list[Strip]:
+        """The lines of the plot as it is drawn now: kept ones, or plotted (`render`) afresh."""
+        drawing = self.drawing()
+        self.shown = (drawing, self.size)
+        strips = self.kept.pop(drawing, None)
+        if strips is None:  # refreshed or resized since drawn: Textual renders it again
+            rendered = super().render_line
+            strips = [rendered(row) for row in range(self.size.height)]
+        self.kept[drawing] = strips
+        while len(self.kept) > PLOTS_KEPT:
+            self.kept.popitem(last=False)
+        return strips
 
     def spec(self) -> PlotSpec | None:
         """The spec of the view at the pane's and plot's current sizes and theme."""

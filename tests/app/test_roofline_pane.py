@@ -18,7 +18,8 @@ from textual_plotext import PlotextPlot
 
 from cockpit.roofline.model import LaneLoad, RooflineView, operating_points
 from cockpit.roofline.profiles import find_hardware
-from cockpit.widgets.roofline import caption_at, caption_lines
+from cockpit.widgets.roofline import RooflinePane, caption_at, caption_lines
+from cockpit.widgets.roofplot import RoofPlot
 from tests.support.roofline import (
     BATCH,
     CEILING_TOK_S,
@@ -130,6 +131,47 @@ async def test_an_equal_view_does_not_redraw_and_a_new_one_does() -> None:
         assert plot_text(app) != before  # the a100's roofs
         assert "Roofline · a100" in screen_text(app)
         assert "ridge 153" in screen_text(app)
+
+
+MOVED = RooflineView(H100, LLAMA, operating_points(replace(LOAD, running=2 * BATCH), H100, LLAMA))
+"""The view with its decode point elsewhere: the roofs alike."""
+
+
+async def fresh_screen(view: RooflineView, size: tuple[int, int]) -> str:
+    app = PaneApp(view)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        return screen_text(app)
+
+
+async def test_a_plot_drawn_lately_is_shown_again_without_plotting_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plotted: list[object] = []
+    render = RoofPlot.render
+    app = PaneApp()
+
+    def counted(plot: RoofPlot) -> Any:
+        if plot.app is app:  # not the fresh apps compared with
+            plotted.append(plot.spec())
+        return render(plot)
+
+    monkeypatch.setattr(RoofPlot, "render", counted)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(RooflinePane)
+        pane.show(MOVED)
+        await pilot.pause()
+        assert len(set(plotted)) == 2
+        plotted.clear()
+        for view in (VIEW, MOVED, VIEW):  # to and fro, as a lane's points go
+            pane.show(view)
+            await pilot.pause()
+            assert screen_text(app) == await fresh_screen(view, (80, 24))
+        assert plotted == []
+        await pilot.resize_terminal(60, 20)  # another size: plotted afresh
+        await pilot.pause()
+        assert plotted != [] and screen_text(app) == await fresh_screen(VIEW, (60, 20))
 
 
 def colours(app: App[Any]) -> set[str]:
