@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Literal, Self
 
 from rich.cells import cell_len
 from rich.segment import Segment as RichSegment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.reactive import reactive
@@ -300,12 +302,18 @@ def fits_directly(content: Content, width: int) -> bool:
     )
 
 
+@lru_cache(maxsize=1024)
+def _offset_style(style: Style, x: int) -> RichStyle:
+    """The Rich style of a piece drawn at `x` (remembered: lines are made of the same few)."""
+    return style.rich_style_with_offset(x, 0)
+
+
 def direct_strip(content: Content, style: Style) -> Strip:
     """The strip `Visual.to_strips` draws of a line that `fits_directly`, left-aligned, with no
     selection or links: its pieces over `style`, each with its offset (for selecting text)."""
     segments, x = [], 0
     for text, text_style in content.render(style, end="", parse_style=_parsed):
-        segments.append(RichSegment(text, (style + text_style).rich_style_with_offset(x, 0)))
+        segments.append(RichSegment(text, _offset_style(style + text_style, x)))
         x += len(text)
     return Strip(segments, content.cell_length)
 
