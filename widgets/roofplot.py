@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Self
+from typing import NamedTuple, Self
 
 from textual.app import RenderResult
 from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
+from textual.style import Style
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
@@ -163,6 +163,15 @@ def draw_spec(plt: Plot, spec: PlotSpec) -> None:
         plt.ylabel("FLOP/s")
 
 
+class Drawing(NamedTuple):
+    """What the plot's lines are drawn from: equal drawings draw the same lines."""
+
+    spec: PlotSpec | None
+    size: Size
+    style: Style
+    theme: str
+
+
 PLOTS_KEPT = 16
 """Plots kept drawn: a lane's points move to and fro between a few places of the grid."""
 
@@ -176,12 +185,12 @@ class RoofPlot(PlotextPlot):
     """The spec plotext holds now."""
     strips: list[Strip] | None = None
     """The lines shown; None when refreshed since (they are drawn, or found kept, again)."""
-    shown: tuple[Hashable, Size] | None = None
-    """What the lines shown were drawn from (`drawing`), and at which size."""
+    shown: Drawing | None = None
+    """What the lines shown were drawn from."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.kept: OrderedDict[Hashable, list[Strip]] = OrderedDict()
+        self.kept: OrderedDict[Drawing, list[Strip]] = OrderedDict()
         """The lines of the last plots drawn, by their `drawing`, the latest last."""
 
     def on_mount(self) -> None:
@@ -192,12 +201,12 @@ class RoofPlot(PlotextPlot):
 
     def show(self, view: RooflineView | None) -> None:
         self.view = view
-        if self.is_mounted and (self.drawing(), self.size) != self.shown:
+        if self.is_mounted and self.drawing() != self.shown:
             self.refresh()
 
-    def drawing(self) -> Hashable:
-        """What the plot's lines are drawn from: its spec, size and style, and the theme."""
-        return (self.spec(), self.size, self.visual_style, self.app.theme)
+    def drawing(self) -> Drawing:
+        """What the plot's lines are drawn from now."""
+        return Drawing(self.spec(), self.size, self.visual_style, self.app.theme)
 
     def refresh(
         self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
@@ -207,7 +216,7 @@ class RoofPlot(PlotextPlot):
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_line(self, y: int) -> Strip:
-        if self.strips is None or self.shown is None or self.shown[1] != self.size:
+        if self.strips is None or self.shown is None or self.shown.size != self.size:
             self.strips = self.plot_lines()
         if y < len(self.strips):
             return self.strips[y]
@@ -215,10 +224,9 @@ class RoofPlot(PlotextPlot):
 
     def plot_lines(self) -> list[Strip]:
         """The lines of the plot as it is drawn now: kept ones, or plotted (`render`) afresh."""
-        drawing = self.drawing()
-        self.shown = (drawing, self.size)
+        drawing = self.shown = self.drawing()
         strips = self.kept.pop(drawing, None)
-        if strips is None:  # refreshed or resized since drawn: Textual renders it again
+        if strips is None:  # Textual renders it: refreshed or resized, it has been told to
             rendered = super().render_line
             strips = [rendered(row) for row in range(self.size.height)]
         self.kept[drawing] = strips
