@@ -216,6 +216,8 @@ class RoofPlot(PlotextPlot):
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:  # the selection is drawn over the plot as rendered
+            return super().render_line(y)
         if self.strips is None or self.shown is None or self.shown.size != self.size:
             self.strips = self.plot_lines()
         if y < len(self.strips):

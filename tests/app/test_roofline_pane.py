@@ -14,6 +14,8 @@ import pytest
 from rich.text import Text
 from textual.app import App
 from textual.geometry import Size
+from textual.selection import Selection
+from textual.strip import Strip
 from textual_plotext import PlotextPlot
 
 from cockpit.roofline.model import LaneLoad, RooflineView, operating_points
@@ -172,6 +174,24 @@ async def test_a_plot_drawn_lately_is_shown_again_without_plotting_it(
         await pilot.resize_terminal(60, 20)  # another size: plotted afresh
         await pilot.pause()
         assert plotted != [] and screen_text(app) == await fresh_screen(VIEW, (60, 20))
+
+
+async def test_text_selected_over_the_plot_is_shown_and_then_cleared() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        plot = app.query_one(RoofPlot)
+
+        def lines() -> list[Strip]:
+            return [plot.render_line(y) for y in range(plot.size.height)]
+
+        before = lines()
+        app.screen.selections = {plot: Selection(None, None)}  # all of it
+        await pilot.pause()
+        assert lines() != before
+        app.screen.selections = {}
+        await pilot.pause()
+        assert lines() == before
 
 
 def colours(app: App[Any]) -> set[str]:
