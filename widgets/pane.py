@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from rich.cells import cell_len
 from textual.content import Content
@@ -380,8 +380,23 @@ class Pane(LinesWidget):
     )
     """Frozen: an equal view draws nothing, a new one repaints the lines that changed."""
 
+    builds_hidden: ClassVar[bool] = False
+    """Whether `show` builds the view while the pane is hidden (one that hides itself when
+    its view is empty must)."""
+    hidden_read: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    """What `show` was last given while the pane was hidden: its view is built when shown."""
+
     def show(self, *args: Any, **kwargs: Any) -> None:
+        if not self.display and not self.builds_hidden:
+            self.hidden_read = args, kwargs
+            return
+        self.hidden_read = None
         self.view = self.build(*args, **kwargs)
+
+    def on_show(self) -> None:
+        if self.hidden_read is not None:
+            args, kwargs = self.hidden_read
+            self.show(*args, **kwargs)
 
     def shown(self, width: int) -> PaneView:
         """The view drawn at `width`."""
