@@ -82,6 +82,9 @@ class ScrapeSource:
         self._lora: list[tuple[dict[str, str], float]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: Known = {}
+        self._spreads: dict[str, frozenset[str | None]] = {}
+        self._spreads_of: tuple[int, int] = (0, 0)
+        """The label spreads worked out, and the buffer's (series let go, series held) then."""
         self._wall, self._steady = wall, steady
         self._anchor: tuple[float, float] | None = None
         """(wall, steady) at the first poll: scrape times are the wall time then plus the
@@ -183,10 +186,18 @@ class ScrapeSource:
         """The values `label` takes on the lane's series in the buffer, sorted."""
         return sorted(value for value in self._label_spread(label) if value is not None)
 
-    def _label_spread(self, label: str) -> set[str | None]:
-        """The values `label` takes on the buffer's series (None: a series without it)."""
-        keys = (key for family in self.buffer.series.values() for key in family)
-        return {dict(key).get(label) for key in keys}
+    def _label_spread(self, label: str) -> frozenset[str | None]:
+        """The values `label` takes on the buffer's series (None: a series without it), worked
+        out again only when a series came or went."""
+        series = self.buffer.series
+        held = (self.buffer.let_go, sum(map(len, series.values())))  # changes when the set does
+        if held != self._spreads_of:
+            self._spreads, self._spreads_of = {}, held
+        spread = self._spreads.get(label)
+        if spread is None:
+            keys = (key for family in series.values() for key in family)
+            spread = self._spreads[label] = frozenset(dict(key).get(label) for key in keys)
+        return spread
 
     def engine_start(self) -> float | None:
         """The earliest `_created` among the last scrape's series (None: none carries one)."""
