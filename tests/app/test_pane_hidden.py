@@ -1,5 +1,6 @@
 """A pane that is hidden (folded, or off at this width) builds no view from what it is shown;
-shown again, it builds the view of the last read it was given."""
+shown again, it builds the view of the last read it was given. The same read again builds
+nothing."""
 
 from __future__ import annotations
 
@@ -71,3 +72,16 @@ async def test_a_pane_hidden_by_the_layout_builds_its_last_read_when_it_appears(
 def test_the_offload_pane_builds_while_hidden_since_its_view_decides_whether_it_shows() -> None:
     assert OffloadPane.builds_hidden
     assert not Pane.builds_hidden
+
+
+async def test_a_pane_shown_the_same_read_again_builds_nothing() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 10)):
+        pane = app.pane
+        first, again = "first read", "".join(["first", " read"])  # equal, another object
+        pane.show(first)
+        pane.show(first)
+        assert pane.builds == [first]
+        pane.show(again)
+        pane.show(text=again)
+        assert pane.builds == [first, again, again]
