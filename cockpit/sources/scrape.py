@@ -83,6 +83,8 @@ class ScrapeSource:
         self._exposed: frozenset[str] = frozenset()
         self._series: Known = {}
         self._spreads: dict[str, frozenset[str | None]] = {}
+        self._said: dict[tuple[str, bool], Mapping[str, str]] = {}
+        """`_queries` by (dialect, escaped)."""
         self._spreads_of: tuple[int, int] = (0, 0)
         """The label spreads worked out, and the buffer's (series let go, series held) then."""
         self._wall, self._steady = wall, steady
@@ -231,7 +233,7 @@ class ScrapeSource:
         end = time.time() if end is None else end
         self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
-        table, counters, described = _table(dialect, self.escaped)
+        table, counters, _ = _table(dialect, self.escaped)
         missing_from = _missing_reasons(dialect, self.escaped, self._exposed)
         window = Window(self.buffer, matchers, end - window_s, end, counters)
         before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
@@ -262,7 +264,7 @@ class ScrapeSource:
             histograms=frozen_map(_only(reads, tuple)),
             bucket_notes=frozen_map(_bucket_notes(table, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
-            queries=frozen_map({k: f"scrape {self.url}: {said}" for k, said in described.items()}),
+            queries=self._queries(dialect),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
@@ -275,6 +277,16 @@ class ScrapeSource:
         described = {key: totals.queries[key] for key in MODEL_KEYS}
         lora = models.lora_adapters(self._lora)
         return models.with_models(totals, per_model, described, lora)
+
+    def _queries(self, dialect: str) -> Mapping[str, str]:
+        """How each raw key is read, said once per dialect and naming (they don't change)."""
+        key = (dialect, self.escaped)
+        said = self._said.get(key)
+        if said is None:
+            described = _table(dialect, self.escaped)[2]
+            said = frozen_map({k: f"scrape {self.url}: {how}" for k, how in described.items()})
+            self._said[key] = said
+        return said
 
     def _models(
         self, dialect: str, lane: Window, reads: Mapping[str, Read], missing_from: Mapping[str, str]
