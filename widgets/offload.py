@@ -37,6 +37,7 @@ class OffloadPane(Pane):
     DEFAULT_CSS = "OffloadPane { display: none; }"
     """Hidden until a read finds a connector's figures."""
     build = staticmethod(offload_view)
+    builds_hidden = True
 
     def show(self, *args: Any, **kwargs: Any) -> None:
         super().show(*args, **kwargs)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from rich.cells import cell_len
 from rich.segment import Segment as RichSegment
@@ -440,8 +440,29 @@ class Pane(LinesWidget):
     )
     """Frozen: an equal view draws nothing, a new one repaints the lines that changed."""
 
+    builds_hidden: ClassVar[bool] = False
+    """Whether `show` builds the view while the pane is hidden (one that hides itself when
+    its view is empty must)."""
+    hidden_read: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    """What `show` was last given while the pane was hidden: its view is built when shown."""
+
+    built_from: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    """What the view was last built from: the same (frozen) snapshots again build nothing."""
+
     def show(self, *args: Any, **kwargs: Any) -> None:
+        if not self.display and not self.builds_hidden:
+            self.hidden_read = args, kwargs
+            return
+        self.hidden_read = None
+        if self.built_from is not None and same_read(self.built_from, (args, kwargs)):
+            return
+        self.built_from = args, kwargs
         self.view = self.build(*args, **kwargs)
+
+    def on_show(self) -> None:
+        if self.hidden_read is not None:
+            args, kwargs = self.hidden_read
+            self.show(*args, **kwargs)
 
     def shown(self, width: int) -> PaneView:
         """The view drawn at `width`."""
@@ -466,6 +487,19 @@ class Pane(LinesWidget):
 
     def line_content(self, y: int, width: int) -> Content:
         return self.shown(width).lines[y].content(width)
+
+
+def same_read(
+    old: tuple[tuple[Any, ...], dict[str, Any]], new: tuple[tuple[Any, ...], dict[str, Any]]
+) -> bool:
+    """Whether a pane is shown the very objects it was shown before (its view is theirs)."""
+    (old_args, old_kwargs), (args, kwargs) = old, new
+    return (
+        len(old_args) == len(args)
+        and all(a is b for a, b in zip(old_args, args, strict=True))
+        and old_kwargs.keys() == kwargs.keys()
+        and all(old_kwargs[key] is value for key, value in kwargs.items())
+    )
 
 
 # --- reading snapshots ----------------------------------------------------------------------

@@ -85,7 +85,8 @@ class TailsPane(Pane):
     """The compact view drawn where full cells would leave the mean out, and its quantiles."""
 
     def show(self, lane: LaneSnapshot | None, lane_configured: bool = True) -> None:
-        self.read, self.squeezed = (lane, lane_configured), None
+        if self.read is None or self.read[0] is not lane or self.read[1] != lane_configured:
+            self.read, self.squeezed = (lane, lane_configured), None
         super().show(lane, lane_configured)
 
     def shown(self, width: int) -> PaneView:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple, get_type_hints
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -77,31 +79,60 @@ def lane_widgets() -> ComposeResult:
 
 
 class LaneScreen(Screen[object]):
-    """The lane's panes (`lane_widgets`). A pane whose view is unchanged is not redrawn."""
+    """The lane's panes (`lane_widgets`). A pane whose view is unchanged is not redrawn; a
+    folded or hidden pane builds its view only when it is shown (see `Pane.show`)."""
+
+    @cached_property
+    def widgets(self) -> LaneWidgets:
+        """The screen's widgets, found once (NoMatches before they are mounted)."""
+        return LaneWidgets(*(self.query_one(kind) for kind in get_type_hints(LaneWidgets).values()))
 
     def show(self, view: LaneView) -> None:
         lane, ledger, has_lane, has_ledger = view.lane, view.ledger, view.has_lane, view.has_ledger
         # NoMatches: a read that ends while the app quits finds its panes gone.
         with self.app.batch_update(), suppress(NoMatches):
-            self.query_one(StatusLine).show(view.status)
-            findings = check(lane, view.thresholds) if lane is not None else None
-            self.query_one(VitalStrip).show(lane, has_lane, findings or ())
-            self.query_one(HealthLine).show(findings)
-            low = view.thresholds.hit_rate
-            self.query_one(CacheGauge).show(lane, ledger, has_ledger, has_lane, low)
-            self.query_one(PrefillPane).show(lane, has_lane)
-            self.query_one(PhaseBar).show(lane, has_lane)
-            self.query_one(TailsPane).show(lane, has_lane)
-            self.query_one(OffloadPane).show(lane, has_lane)
-            self.query_one(TrendsPane).show(lane, has_lane)
-            self.query_one(RooflinePane).show(lane.roofline() if lane else None)
-            self.query_one(RatiosPane).show(lane, ledger, has_ledger, has_lane)
-            self.query_one(SpendPane).show(ledger, has_ledger)
-            self.query_one(LedgerTables).show(ledger, has_ledger)
-            self.query_one(ModelsPane).show(lane, has_lane)
+            found = self.widgets
+            # Folded first: a pane shown by it builds its view now, one folded by it doesn't.
             folds = {"-no-lane": not has_lane, "-no-ledger": not has_ledger}
             folds["-no-profile"] = has_lane and not view.has_profile
             for name, folded in folds.items():
                 self.set_class(folded, name)
+            found.status.show(view.status)
+            findings = check(lane, view.thresholds) if lane is not None else None
+            found.vitals.show(lane, has_lane, findings or ())
+            found.health.show(findings)
+            low = view.thresholds.hit_rate
+            found.cache.show(lane, ledger, has_ledger, has_lane, low)
+            found.prefill.show(lane, has_lane)
+            found.phases.show(lane, has_lane)
+            found.tails.show(lane, has_lane)
+            found.offload.show(lane, has_lane)
+            found.trends.show(lane, has_lane)
+            if found.roofline.display:  # folded: drawn from the lane when unfolded
+                found.roofline.show(lane.roofline() if lane else None)
+            found.ratios.show(lane, ledger, has_ledger, has_lane)
+            found.spend.show(ledger, has_ledger)
+            found.tables.show(ledger, has_ledger)
+            found.models.show(lane, has_lane)
             notes = zip(folds.values(), (NO_LANE, NO_LEDGER, NO_PROFILE), strict=True)
-            self.query_one(FoldNotes).show(tuple(note for folded, note in notes if folded))
+            found.folds.show(tuple(note for folded, note in notes if folded))
+
+
+class LaneWidgets(NamedTuple):
+    """The lane screen's widgets, by what they show."""
+
+    status: StatusLine
+    vitals: VitalStrip
+    health: HealthLine
+    cache: CacheGauge
+    prefill: PrefillPane
+    phases: PhaseBar
+    tails: TailsPane
+    offload: OffloadPane
+    trends: TrendsPane
+    roofline: RooflinePane
+    ratios: RatiosPane
+    spend: SpendPane
+    tables: LedgerTables
+    models: ModelsPane
+    folds: FoldNotes

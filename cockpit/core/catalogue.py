@@ -121,8 +121,6 @@ class Reading:
 
 
 Formula = Callable[[Inputs], float | Reading | None]
-_PLAIN = Reading(None)
-"""How a formula that answers a number alone is read."""
 
 
 class Band(NamedTuple):
@@ -865,22 +863,30 @@ def evaluate(
     engine names them), or only the figures `keys`. Each said with its engine's note."""
     inputs, notes = Inputs(totals, host_kv_tokens, slo), figure_notes(totals.dialect)
     entries = CATALOGUE if keys is None else [FIGURES[key] for key in keys]
-    made = (_members(e, inputs, notes) if isinstance(e, Family) else [_figure(e, inputs, notes)]
-            for e in entries)  # fmt: skip
-    return {figure.key: figure for group in made for figure in group}
+    found: dict[str, Figure] = {}
+    for entry in entries:
+        if isinstance(entry, Family):
+            found.update((figure.key, figure) for figure in _members(entry, inputs, notes))
+        else:
+            found[entry.key] = _figure(entry, inputs, notes)
+    return found
 
 
 def _figure(spec: Spec, inputs: Inputs, notes: Mapping[str, str]) -> Figure:
     got = spec.formula(inputs)
-    value, found = (got.value, got) if isinstance(got, Reading) else (got, _PLAIN)
-    query = inputs.totals.queries.get(spec.query, "") if found.query is None else found.query
+    if not isinstance(got, Reading):
+        if got is not None and math.isfinite(got):  # a number alone: the figure says it as is
+            query = inputs.totals.queries.get(spec.query, "")
+            return Figure(spec.key, spec.label, got, spec.unit, notes.get(spec.key, ""), query)
+        got = Reading(got)
+    query = inputs.totals.queries.get(spec.query, "") if got.query is None else got.query
     why = ""
-    if value is None:
-        keys = next(k for k in (found.why, spec.why, spec.reads) if k is not None)
-        why = found.reason or inputs.why(keys, found.empty or spec.empty)
-    return make_figure(spec.key, found.label or spec.label, value, spec.unit, why, query,
-                       found.note or notes.get(spec.key, ""), found.above, found.doubtful,
-                       found.below)  # fmt: skip
+    if got.value is None:
+        keys = next(k for k in (got.why, spec.why, spec.reads) if k is not None)
+        why = got.reason or inputs.why(keys, got.empty or spec.empty)
+    return make_figure(spec.key, got.label or spec.label, got.value, spec.unit, why, query,
+                       got.note or notes.get(spec.key, ""), got.above, got.doubtful,
+                       got.below)  # fmt: skip
 
 
 def _members(family: Family, inputs: Inputs, notes: Mapping[str, str]) -> list[Figure]:

@@ -32,12 +32,21 @@ _SAMPLE_NAME = re.compile(r"[^{ \t]+")
 
 
 class Series(NamedTuple):
-    """A parsed sample line's name, labels, their key, and that key without `le`."""
+    """A parsed sample line's name, labels, their key, that key without `le`, and the series
+    itself and its `_created` series as (name, key) (kept from scrape to scrape)."""
 
     name: str
     labels: dict[str, str]
     key: LabelKey
     base: LabelKey
+    own: tuple[str, LabelKey]
+    born: tuple[str, LabelKey]
+
+
+def parsed_series(name: str, labels: dict[str, str]) -> Series:
+    key = label_key(labels)
+    base = tuple(pair for pair in key if pair[0] != "le")
+    return Series(name, labels, key, base, (name, key), (created_name(name), base))
 
 
 Known = Mapping[str, Series | str]
@@ -183,8 +192,7 @@ def read_scrape(
             continue
         if isinstance(series, str) or (value := plain_number(last)) is None:
             sample = parse_line(url, line.strip())
-            key = label_key(sample.labels)
-            series = Series(sample.name, sample.labels, key, tuple(p for p in key if p[0] != "le"))
+            series = parsed_series(sample.name, sample.labels)
             value = float(sample.value)
             if sample.timestamp is None and sample.exemplar is None:
                 scrape.series[head] = series  # the last word is the value: the head is the series
@@ -195,9 +203,7 @@ def read_scrape(
             scrape.series[head] = series
         read.append((series, value))
     created = {
-        (s.name, s.key): value
-        for s, value in read
-        if s.name.endswith("_created") and math.isfinite(value)
+        s.own: value for s, value in read if s.name.endswith("_created") and math.isfinite(value)
     }
     for s, value in read:
         if s.name in info:
@@ -206,6 +212,6 @@ def read_scrape(
             scrape.lora.append((s.labels, value))
         if s.name not in keep_names or (keep and not all(m.matches(s.labels) for m in keep)):
             continue
-        born = created.get((created_name(s.name), s.base), math.nan)
+        born = created.get(s.born, math.nan)
         scrape.samples.setdefault(s.name, {})[s.key] = (value, born)
     return scrape

@@ -82,6 +82,11 @@ class ScrapeSource:
         self._lora: list[tuple[dict[str, str], float]] = []
         self._exposed: frozenset[str] = frozenset()
         self._series: Known = {}
+        self._spreads: dict[str, frozenset[str | None]] = {}
+        self._said: dict[tuple[str, bool], Mapping[str, str]] = {}
+        """`_queries` by (dialect, escaped)."""
+        self._spreads_of: tuple[int, int] = (0, 0)
+        """The label spreads worked out, and the buffer's (series let go, series held) then."""
         self._wall, self._steady = wall, steady
         self._anchor: tuple[float, float] | None = None
         """(wall, steady) at the first poll: scrape times are the wall time then plus the
@@ -183,10 +188,18 @@ class ScrapeSource:
         """The values `label` takes on the lane's series in the buffer, sorted."""
         return sorted(value for value in self._label_spread(label) if value is not None)
 
-    def _label_spread(self, label: str) -> set[str | None]:
-        """The values `label` takes on the buffer's series (None: a series without it)."""
-        keys = (key for family in self.buffer.series.values() for key in family)
-        return {dict(key).get(label) for key in keys}
+    def _label_spread(self, label: str) -> frozenset[str | None]:
+        """The values `label` takes on the buffer's series (None: a series without it), worked
+        out again only when a series came or went."""
+        series = self.buffer.series
+        held = (self.buffer.let_go, sum(map(len, series.values())))  # changes when the set does
+        if held != self._spreads_of:
+            self._spreads, self._spreads_of = {}, held
+        spread = self._spreads.get(label)
+        if spread is None:
+            keys = (key for family in series.values() for key in family)
+            spread = self._spreads[label] = frozenset(dict(key).get(label) for key in keys)
+        return spread
 
     def engine_start(self) -> float | None:
         """The earliest `_created` among the last scrape's series (None: none carries one)."""
@@ -220,7 +233,7 @@ class ScrapeSource:
         end = time.time() if end is None else end
         self.buffer.longest_window_s = max(self.buffer.longest_window_s or 0.0, window_s)
         matchers = lane_matchers(selector)
-        table, counters, described = _table(dialect, self.escaped)
+        table, counters, _ = _table(dialect, self.escaped)
         missing_from = _missing_reasons(dialect, self.escaped, self._exposed)
         window = Window(self.buffer, matchers, end - window_s, end, counters)
         before = bisect_right(self.buffer.scrapes, end)  # the last scrape at or before `end`
@@ -251,7 +264,7 @@ class ScrapeSource:
             histograms=frozen_map(_only(reads, tuple)),
             bucket_notes=frozen_map(_bucket_notes(table, reads, window.bucket_notes)),
             groups=frozen_map(_only(reads, dict)),
-            queries=frozen_map({k: f"scrape {self.url}: {said}" for k, said in described.items()}),
+            queries=self._queries(dialect),
             kv_capacity_tokens=capacity,
             covered_s=covered,
             coverage_note=note,
@@ -264,6 +277,16 @@ class ScrapeSource:
         described = {key: totals.queries[key] for key in MODEL_KEYS}
         lora = models.lora_adapters(self._lora)
         return models.with_models(totals, per_model, described, lora)
+
+    def _queries(self, dialect: str) -> Mapping[str, str]:
+        """How each raw key is read, said once per dialect and naming (they don't change)."""
+        key = (dialect, self.escaped)
+        said = self._said.get(key)
+        if said is None:
+            described = _table(dialect, self.escaped)[2]
+            said = frozen_map({k: f"scrape {self.url}: {how}" for k, how in described.items()})
+            self._said[key] = said
+        return said
 
     def _models(
         self, dialect: str, lane: Window, reads: Mapping[str, Read], missing_from: Mapping[str, str]

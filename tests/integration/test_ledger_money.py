@@ -304,3 +304,22 @@ async def test_each_lane_shows_its_own_models_of_the_ledger() -> None:
         app.filter_model("org/claude-sonnet-4")
         await settle(pilot)
         assert "lane only: claude-sonnet-4" in spend.render().plain
+
+
+def test_a_ledger_narrowed_the_same_way_again_is_the_one_made_before() -> None:
+    from cockpit.core.model import FRESH
+    from cockpit.core.snapshot import LedgerSnapshot, for_lane
+    from tests.support.snapshots import ledger_totals
+
+    totals = ledger_totals()
+    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH)
+    first = for_lane(snapshot, ("qwen3-32b",))
+    assert first is not None and first.totals is not None
+    assert list(first.totals.by_model) == ["qwen3-32b"]
+    assert for_lane(snapshot, ("qwen3-32b",)) is first
+    assert for_lane(snapshot, ("qwen3-32b",), Prices(output=2.0)) is not first
+    other = for_lane(snapshot, ("claude-sonnet-4",))
+    assert other is not None and other.totals is not None
+    assert list(other.totals.by_model) == ["claude-sonnet-4"]
+    again = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH)  # a new read, equal
+    assert for_lane(again, ("claude-sonnet-4",)) is not other

@@ -497,3 +497,17 @@ def test_last_minute_rates_and_now_come_from_the_last_scrapes() -> None:
     later = lane_figures(young.totals("lane", "", 3600, end + 10))
     assert later["running_now"].value is None and later["running"].value == 1.0
     assert later["running_now"].reason == "not in the last scrape"
+
+
+def test_a_model_that_appears_in_a_later_scrape_is_listed_and_one_let_go_is_not() -> None:
+    one = fixture_text("metrics_real.txt")
+    (served,) = model_names(one)
+    renamed = one.replace(f'model_name="{served}"', 'model_name="later"')
+    source = ScrapeSource("http://127.0.0.1:1/metrics")
+    source.ingest(one, 1000.0)
+    assert source.label_values("model_name") == [served]
+    source.ingest(renamed, 1010.0)
+    assert source.label_values("model_name") == sorted([served, "later"])
+    source.totals("lane", "", 5.0, 1010.0)  # the longest window read: 5 s
+    source.ingest(renamed, 1020.0)  # the first model's series, last seen 20 s ago, let go
+    assert source.label_values("model_name") == ["later"]
