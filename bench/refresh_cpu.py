@@ -55,6 +55,8 @@ def replaying(texts: list[bytes]) -> Iterator[str]:
     served = [0]
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # kept alive, as vLLM's uvicorn
+
         def do_GET(self) -> None:
             body = texts[min(served[0], len(texts) - 1)]
             served[0] += 1

@@ -11,11 +11,10 @@ import zlib
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from cockpit.demo.lane import LOOPBACK, serve_metrics
+from cockpit.demo.lane import LOOPBACK, MetricsServer, serve_metrics
 from cockpit.demo.lane_presets import LanePreset
 
 MIB = 2**20
@@ -46,7 +45,7 @@ class SimulatedDcgm:
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_DcgmCollector(self))
-        self._server: ThreadingWSGIServer | None = None
+        self._server: MetricsServer | None = None
         self._thread: threading.Thread | None = None
 
     def _load(self, gpu: int, now: float) -> float:

@@ -5,16 +5,18 @@ and serves them."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, ThreadingWSGIServer
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -362,8 +364,54 @@ def cache_config_info(p: LanePreset) -> GaugeMetricFamily:
 # --- the simulated lane -----------------------------------------------------------------
 
 
-class _QuietHandler(WSGIRequestHandler):
-    """No request log on stderr: the demo shares its terminal with the cockpit."""
+class MetricsServer(ThreadingHTTPServer):
+    """HTTP/1.1 with kept-alive connections, as vLLM's uvicorn answers; `server_close` also
+    ends the connections still open, so a stopped engine answers no one."""
+
+    def __init__(self, port: int, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.connections: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        super().__init__((LOOPBACK, port), MetricsHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self.lock:
+            open_now = list(self.connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):  # the client closed it meanwhile
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class MetricsHandler(BaseHTTPRequestHandler):
+    """`/metrics` (and `/`) as text format 0.0.4; anything else 404. No request log on
+    stderr: the demo shares its terminal with the cockpit."""
+
+    protocol_version = "HTTP/1.1"
+    server: MetricsServer
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+            self.answer(404, "text/plain", b"not found: try /metrics\n")
+            return
+        self.answer(200, CONTENT_TYPE_PLAIN_0_0_4, generate_latest(self.server.registry))
+
+    def answer(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -371,24 +419,14 @@ class _QuietHandler(WSGIRequestHandler):
 
 def serve_metrics(
     registry: CollectorRegistry, port: int = 0
-) -> tuple[ThreadingWSGIServer, threading.Thread]:
+) -> tuple[MetricsServer, threading.Thread]:
     """Serve the registry on 127.0.0.1 in a daemon thread, always as text format 0.0.4.
 
     vLLM's `/metrics` negotiates: asked for OpenMetrics 1.0 (Prometheus 2.x asks first),
     prometheus_client 0.26 writes `vllm_prompt_tokens_total` for `vllm:prompt_tokens_total`
     on sample lines. The demo serves the classic text so its names are the catalogue's.
     """
-
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        if environ.get("PATH_INFO", "/") not in ("/metrics", "/"):
-            start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"not found: try /metrics\n"]
-        body = generate_latest(registry)
-        # a fresh header list each time: wsgiref appends Content-Length to the one it is given
-        start_response("200 OK", [("Content-Type", CONTENT_TYPE_PLAIN_0_0_4)])
-        return [body]
-
-    server = make_server(LOOPBACK, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    server = MetricsServer(port, registry)
     thread = threading.Thread(target=server.serve_forever, name="demo-metrics", daemon=True)
     thread.start()
     return server, thread
@@ -432,7 +470,7 @@ class SimulatedLane:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stepper: threading.Thread | None = None
-        self._server: ThreadingWSGIServer | None = None
+        self._server: MetricsServer | None = None
         self._server_thread: threading.Thread | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_LaneCollector(self))

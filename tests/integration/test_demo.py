@@ -223,6 +223,40 @@ def test_counters_advance_in_real_time_without_help(served_lane: SimulatedLane) 
     pytest.fail("the lane's background stepping did not advance its counters in 5 s")
 
 
+def _scrape_on(connection: socket.socket, path: str = "/metrics") -> bytes:
+    """One GET on an open connection: the answer's head and body, read to its Content-Length."""
+    connection.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    reader = connection.makefile("rb")
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = reader.readline()
+        assert line, "the connection closed before an answer"
+        head += line
+    length = int(
+        next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[
+            1
+        ]
+    )
+    return head + reader.read(length)
+
+
+def test_connections_are_kept_alive_and_closed_when_the_engine_stops() -> None:
+    lane = SimulatedLane("h100-llama8b", seed=3)
+    lane.start()
+    try:
+        connection = socket.create_connection(("127.0.0.1", lane.port), timeout=5)
+        with connection:
+            first, second = _scrape_on(connection), _scrape_on(connection)
+            assert first.startswith(b"HTTP/1.1 200") and b"vllm:num_requests_running" in first
+            assert second.startswith(b"HTTP/1.1 200") and b"vllm:num_requests_running" in second
+            assert _scrape_on(connection, "/other").startswith(b"HTTP/1.1 404")
+            lane.stop()
+            connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert connection.makefile("rb").read() == b"", "a stopped engine still answered"
+    finally:
+        lane.stop()
+
+
 def test_scrapes_write_nothing_to_stderr(
     served_lane: SimulatedLane, capfd: pytest.CaptureFixture[str]
 ) -> None:
