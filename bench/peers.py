@@ -3,8 +3,9 @@
 `python -m bench peers [--quick]` (or `python -m bench.peers`). It installs the two peers
 into a venv of their own, `bench/results/peers-venv` (pip, from PyPI; never a dependency of
 the project), and serves the demo's simulated engine (`cockpit.demo.lane`, preset
-`gb300-dsv4`, the same seed; HTTP/1.1 with kept-alive connections, as vLLM's uvicorn) on loopback twice: with `_created` series, as a real vLLM
-(prometheus_client) writes them, and without (`PROMETHEUS_DISABLE_CREATED_SERIES`). Neither
+`gb300-dsv4`, the same seed; HTTP/1.1 with kept-alive connections, as vLLM's uvicorn) on
+loopback twice: with `_created` series, as a real vLLM (prometheus_client) writes them, and
+without (`PROMETHEUS_DISABLE_CREATED_SERIES`). Neither
 serves `process_start_time_seconds`. At each interval (1, 2 and 5 s) every tool watches each
 of the two engines, each in its own 160×48 tmux pane, beside a bare Textual app (Header, one
 Static, Footer: `python -m bench._bare`), the floor.
