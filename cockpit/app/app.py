@@ -10,6 +10,7 @@ pop-up screens, the cards and the receipts are imported when first used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
@@ -27,7 +28,7 @@ from textual.markup import escape
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerError, WorkerState
 
 from cockpit.app.lane import MIN_HEIGHT, MIN_WIDTH, LaneScreen, LaneView, lane_widgets
 from cockpit.app.refresh import Cycle, FleetRead, LaneRead, LedgerRead, RefreshLoop, SnapshotT
@@ -78,8 +79,16 @@ CARD_WINDOW = "card"
 """The window since the start of the card running on the lane."""
 SETTLE_S = 0.5
 """From the first read shown to the collector settled (`collector_settled`)."""
+FIRST_READ_WAIT_S = 0.5
+"""How long the command's first frame waits for the first read (`_await_first_read`)."""
 YOUNG_THRESHOLD = 10_000
 """Allocations between two collections of the youngest generation (Python's default: 700)."""
+
+
+async def _finished(worker: Worker[None]) -> None:
+    """Once `worker` has ended, however it ended."""
+    with contextlib.suppress(WorkerError):
+        await worker.wait()
 
 
 def collector_settled() -> None:
@@ -109,6 +118,9 @@ class CockpitApp(App[None]):
     settles_collector = False
     """Turn the garbage collector on again once the first read is drawn (`collector_settled`):
     the command's app, built with it off, does (`build_app`); an app a test builds leaves it."""
+    first_read_wait_s = 0.0
+    """How long the first frame may wait for the first read (`_await_first_read`): the
+    command's app waits `FIRST_READ_WAIT_S` (`build_app`); an app a test builds starts at once."""
 
     # Textual declares these as instance variables, so a ClassVar annotation can't be used.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -206,6 +218,9 @@ class CockpitApp(App[None]):
         """The card running on each lane that has one, as last read from the card store."""
         self.kept_cards: tuple[Card, ...] = ()
         """The stopped cards, as last read from the card store."""
+        self._first_read_due = False
+        """The first read answered before the screen was composed: its message, not a
+        placeholder, is the first thing shown (`_await_first_read`)."""
         self.card_clock: Timer | None = None
         """The status line's once-a-second tick, running only while a card does."""
         paused = lambda: self.paused  # noqa: E731
@@ -249,9 +264,10 @@ class CockpitApp(App[None]):
     def compose(self) -> ComposeResult:
         yield from lane_widgets()
 
-    def on_load(self) -> None:
+    async def on_load(self) -> None:
         # Before the screen is composed: the first reads wait on their sources while the UI
-        # is built. Their answers are handled once it is mounted.
+        # is built (the command's app waits a moment for the shown one's, `_await_first_read`).
+        # Their answers are handled once it is mounted.
         if self.fleet_poller is not None:
             from cockpit.app.overview import FleetScreen
 
@@ -259,6 +275,19 @@ class CockpitApp(App[None]):
         self._read_view()
         self.ledger_loop.read_now()
         self._read_cards()
+        await self._await_first_read()
+
+    async def _await_first_read(self) -> None:
+        """Wait up to `first_read_wait_s` for the shown source's first read, before the screen
+        is composed: its first frame then has figures, not placeholders painted over again a
+        moment later (a read that takes longer is shown when it comes, as before)."""
+        worker = (self.fleet_loop if self.on_overview else self.lane_loop).worker
+        if self.first_read_wait_s <= 0 or worker is None:
+            return
+        await asyncio.wait(
+            [asyncio.ensure_future(_finished(worker))], timeout=self.first_read_wait_s
+        )
+        self._first_read_due = worker.state == WorkerState.SUCCESS
 
     def on_mount(self) -> None:
         resume_only_after_suspend()
@@ -269,7 +298,8 @@ class CockpitApp(App[None]):
             self.install_screen(self.overview, "fleet")
             if self.on_overview:
                 self.push_screen(self.overview)
-        self._show()
+        if not self._first_read_due:  # else shown with the read, already answered
+            self._show()
         if self._notice:
             self.notify(self._notice, severity="warning", timeout=20, markup=False)
 
@@ -323,6 +353,7 @@ class CockpitApp(App[None]):
     def _show(self) -> None:
         """The screen the cockpit shows (the overview or the lane's panes), from the current
         snapshots; the other one is drawn when it is shown again."""
+        self._first_read_due = False
         if self.on_overview and self.overview is not None:
             self.overview.show(self.window, self.paused)
         if self.on_overview or self.lanes_screen is None:
@@ -391,7 +422,7 @@ class CockpitApp(App[None]):
             return
         self.ledger_snapshot = snapshot
         self._ledger_seen[snapshot.window] = snapshot
-        if not self.lane_loop.reading:  # else shown with the lane's answer, in one repaint
+        if not (self.lane_loop.reading or self._first_read_due):  # else shown with the lane's
             self._show_read()
 
     def on_fleet_read(self, message: FleetRead) -> None:

@@ -51,7 +51,7 @@ def build_app(setup: Callable[[], Setup]) -> CockpitApp:
     gc.disable()
     try:
         arguments = setup()._asdict()
-        from cockpit.app.app import make_app
+        from cockpit.app.app import FIRST_READ_WAIT_S, make_app
 
         app = make_app(**arguments)
     except BaseException:
@@ -59,6 +59,7 @@ def build_app(setup: Callable[[], Setup]) -> CockpitApp:
             gc.enable()
         raise
     app.settles_collector = collecting
+    app.first_read_wait_s = FIRST_READ_WAIT_S
     return app
 
 

@@ -31,10 +31,10 @@ from cockpit.runtime.poller import (
 )
 from cockpit.sources.gpu import GpuSource, PrometheusGpu, ScrapeGpu, with_gpu
 from cockpit.sources.http import SourceError
-from cockpit.sources.prometheus import PrometheusSource
 from cockpit.sources.secret_file import SecretFile, SecretFileError
 
-if TYPE_CHECKING:  # imported when a lane is scraped: its parser is heavy to import
+if TYPE_CHECKING:  # each imported when a lane reads through it: a scraped lane's parser is heavy
+    from cockpit.sources.prometheus import PrometheusSource
     from cockpit.sources.scrape import ScrapeSource
 
 
@@ -186,6 +186,8 @@ class ScrapeLaneFeed(ConfiguredLane):
 def prometheus_source(lane: LaneConfig) -> PrometheusSource:
     """A source for the lane's server: its auth (the secret read now, and again when its
     file changes), TLS, timeout, tenant."""
+    from cockpit.sources.prometheus import PrometheusSource
+
     assert lane.prometheus is not None
     credentials = AuthCredentials(lane.auth) if lane.auth is not None else None
     bearer, basic = credentials.current() if credentials is not None else (None, None)

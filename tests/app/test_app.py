@@ -214,6 +214,52 @@ async def test_switching_lane_abandons_the_old_lanes_slow_read() -> None:
         assert lane_workers == []
 
 
+def shows_recorded(app: CockpitApp) -> list[LaneSnapshot | None]:
+    """The lane snapshot at each `_show` of `app` from now on."""
+    shown: list[LaneSnapshot | None] = []
+    show = app._show
+
+    def recorded() -> None:
+        shown.append(app.lane_snapshot)
+        show()
+
+    app._show = recorded  # type: ignore[method-assign]
+    return shown
+
+
+async def test_the_first_frame_waits_for_the_first_read_rather_than_a_placeholder() -> None:
+    feed = ScriptedLaneFeed("lane-a", delay_s=0.05)
+    app = make_app(config("lane-a"), [feed], ScriptedLedgerFeed())
+    app.first_read_wait_s = 3600.0
+    shown = shows_recorded(app)
+    async with app.run_test() as pilot:
+        assert len(feed.reads) == 1  # read before the screen was composed
+        await settle(pilot)
+        assert shown and shown[0] is not None and shown[0].lane == "lane-a"
+        assert "Prefill" in screen_text(app)
+
+
+async def test_an_app_that_does_not_wait_shows_its_placeholders_first() -> None:
+    feed = ScriptedLaneFeed("lane-a")
+    app = make_app(config("lane-a"), [feed], None)
+    shown = shows_recorded(app)
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        assert shown[0] is None and shown[-1] is not None
+
+
+async def test_a_first_read_that_is_late_shows_the_screen_waiting_for_it() -> None:
+    stuck = ScriptedLaneFeed("lane-a", delay_s=86400.0)
+    app = make_app(config("lane-a"), [stuck], None)
+    app.first_read_wait_s = 0.01
+    shown = shows_recorded(app)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert shown == [None]
+        assert "waiting for the first read" in screen_text(app)
+        assert [w for w in app.workers if w.group == "lane" and w.is_running]  # still reading
+
+
 async def test_a_stale_source_keeps_its_last_value_in_place_and_says_since_when() -> None:
     feed = ScriptedLaneFeed("lane-a")
     app = make_app(config("lane-a"), [feed], None, clocks=fixed_clocks(wall=EVAL_AT + 30))

@@ -224,6 +224,7 @@ def test_wheel_has_no_generic_top_level_modules(tmp_path: Path) -> None:
 
 
 async def test_the_cockpit_starts_with_the_collector_off_until_its_first_read_is_drawn() -> None:
+    from cockpit.app.app import FIRST_READ_WAIT_S
     from tests.support.feeds import ScriptedLaneFeed, ScriptedLedgerFeed, config
     from tests.support.pilot import on_screen
 
@@ -237,6 +238,7 @@ async def test_the_cockpit_starts_with_the_collector_off_until_its_first_read_is
     try:
         app = build_app(setup)
         assert app.lane_name == "lane-a"
+        assert app.first_read_wait_s == FIRST_READ_WAIT_S > 0  # the command's app waits
         assert collecting_during_setup == [False]
         assert not gc.isenabled()
         async with app.run_test(size=(120, 40)) as pilot:

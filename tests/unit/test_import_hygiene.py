@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import os
 import re
 import subprocess
 import sys
@@ -242,3 +243,28 @@ def test_the_private_api_check_sees_each_kind(tmp_path: Path) -> None:
         "._compositor",
         "._figure",
     ]
+
+
+def test_a_scraped_lane_starts_without_the_prometheus_source(tmp_path: Path) -> None:
+    """A lane read by direct scrape, its feeds built as the cockpit builds them: the PromQL
+    source is never imported (a Prometheus lane imports it when its feed is built)."""
+    code = (
+        "import sys\n"
+        "from cockpit.cli.main import parse_args\n"
+        "from cockpit.cli.options import effective_config\n"
+        "from cockpit.runtime.feeds import build_feeds\n"
+        "for url in ('--metrics-url', 'http://127.0.0.1:1/metrics'), "
+        "('--prometheus', 'http://127.0.0.1:1'):\n"
+        "    build_feeds(effective_config(parse_args(list(url))))\n"
+        "    print('cockpit.sources.prometheus' in sys.modules)\n"
+    )
+    home = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={**os.environ, **home},
+    )
+    assert result.stdout.split() == ["False", "True"]
