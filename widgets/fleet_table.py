@@ -34,14 +34,19 @@ class TableView:
     cell_styles: Callable[[int], tuple[str, ...]] = unstyled
 
 
+def cells(text: str) -> int:
+    """The terminal cells `text` takes (printable ASCII: a cell a character, not looked up)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+
+
 def column_widths(view: TableView) -> list[int]:
     columns = zip(view.titles, *view.texts, strict=True)
-    return [max(map(cell_len, column)) for column in columns]
+    return [max(map(cells, column)) for column in columns]
 
 
 def fit(text: str, width: int, right: bool) -> str:
     """`text` padded to `width` cells, at the left when `right`."""
-    pad = " " * max(width - cell_len(text), 0)
+    pad = " " * max(width - cells(text), 0)
     return pad + text if right else text + pad
 
 
