@@ -85,13 +85,24 @@ class RowTable(Widget, can_focus=True):
         return keys[self.cursor] if 0 <= self.cursor < len(keys) else None
 
     def show(self, view: TableView) -> None:
-        """Draw `view`, the cursor staying on its row's key (or its place) when it moved."""
-        key = self.cursor_key
+        """Draw `view`, the cursor staying on its row's key (or its place) when it moved; not
+        drawn again when it would draw as the last did."""
+        key, cursor, last = self.cursor_key, self.cursor, self.view
         self.view, self.widths = view, column_widths(view)
         if key in view.keys:
             self.cursor = view.keys.index(key)
         self.cursor = max(min(self.cursor, len(view.keys) - 1), 0)
-        self.refresh()
+        if self.cursor != cursor or not self.draws_alike(last, view):
+            self.refresh()
+
+    def draws_alike(self, last: TableView, view: TableView) -> bool:
+        """Do the two views draw the same: their cells, and the styles of the rows on screen?"""
+        if (last.titles, last.right, last.keys, last.texts, last.row_styles) != (
+            view.titles, view.right, view.keys, view.texts, view.row_styles
+        ):  # fmt: skip
+            return False
+        on_screen = range(self.top, min(self.top + self.size.height, len(view.texts)))
+        return all(last.cell_styles(number) == view.cell_styles(number) for number in on_screen)
 
     def columns(self, width: int) -> list[int]:
         """The first column, then as many of the others (from the shift on) as fit."""

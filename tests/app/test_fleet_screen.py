@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
 from textual.widgets import Static
 
 from cockpit.app.app import CockpitApp, make_app
@@ -32,6 +33,7 @@ from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
+from cockpit.widgets.fleet_table import RowTable
 from tests.support import fleet as live
 from tests.support.feeds import (
     EVAL_AT,
@@ -570,3 +572,45 @@ async def test_a_new_clock_on_the_status_line_does_not_lay_the_overview_out_agai
         await settle(pilot)
         await on_screen(pilot, "fleet stale since", "connection refused")
         assert layouts[-1]
+
+
+async def test_a_refresh_that_reads_the_same_fleet_does_not_draw_the_table_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same rows again (a replay's fixed time, say) leave the table as drawn; a changed
+    row draws it again."""
+    changed = fleet_view(*(fleet_row(lane, 2.0) for lane in LANES))
+    app, _, _ = cockpit(ScriptedFleetFeed([FLEET, FLEET, changed]))
+    drawn: list[str] = []
+    refresh = RowTable.refresh
+
+    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
+        drawn.append("table")
+        return refresh(table, *regions, **options)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(RowTable, "refresh", spied)
+        await pilot.press("r")
+        await settle(pilot)
+        assert not drawn
+        await pilot.press("r")
+        await settle(pilot)
+        assert drawn
+
+
+async def test_a_new_theme_draws_the_same_rows_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    app, _, _ = cockpit()
+    drawn: list[str] = []
+    refresh = RowTable.refresh
+
+    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
+        drawn.append("table")
+        return refresh(table, *regions, **options)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(RowTable, "refresh", spied)
+        app.theme = next(name for name in app.available_themes if name != app.theme)
+        await settle(pilot)
+        assert drawn
