@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import takewhile
 
 from textual.content import Content
@@ -30,7 +31,7 @@ from cockpit.core.text import visible
 from cockpit.core.timeutil import clock
 from cockpit.runtime.poller import FleetSnapshot
 
-from .fleet_table import Cell, TableView
+from .fleet_table import TableView
 from .pane import TONE_STYLE, cut, freshness_note, sparkline
 
 TREND_CELLS = 12  # refreshes the trend column draws, a character each (newest at the right)
@@ -74,15 +75,17 @@ def row_tones(row: FleetRow, thresholds: Thresholds) -> dict[str, str]:
 
 
 def cell_text(row: FleetRow, column: FleetColumn, trend: str) -> str:
-    """A cell as the panes format its figure, DOWN for a down engine, the trend a sparkline."""
+    """A cell as the panes format its figure, DOWN for a down engine, the trend a sparkline
+    (of the last TREND_CELLS refreshes alone). Only the lane's name is data: a figure's text
+    is the panes' own format, with nothing invisible to show."""
     if column.key == TREND:
-        points = row.history(trend)[-TREND_CELLS:]
-        return sparkline(tuple(points), len(points)).rjust(TREND_CELLS)
+        points = tuple(values.get(trend) for values in row.refreshes[-TREND_CELLS:])
+        return sparkline(points, len(points)).rjust(TREND_CELLS)
     if column.key == UP and row.up is False and not row.gone:
         return "DOWN"
     if column.key == LANE:
         return cut(visible(row.lane), LANE_CELLS)
-    return visible(format_cell(row, column))
+    return format_cell(row, column)
 
 
 LANE_CELLS = 40
@@ -92,7 +95,8 @@ LANE_CELLS = 40
 def table_view(
     rows: Sequence[FleetRow], order: FleetOrder, thresholds: Thresholds, stale: bool
 ) -> TableView:
-    """The rows as the table draws them, gone lanes (and a stale fleet) dimmed."""
+    """The rows as the table draws them, gone lanes (and a stale fleet) dimmed; a row's
+    colours are worked out when it is drawn (the rows on screen, not the whole fleet)."""
     arrow = " ▼" if order.reverse else " ▲"
     columns = shown_columns(rows)
     titles = tuple(
@@ -100,16 +104,21 @@ def table_view(
         + (arrow if c.key == order.sort else "")
         for c in columns
     )
-    cells: list[tuple[Cell, ...]] = []
-    for row in rows:
-        tones = {LANE: "bold", **{k: TONE_STYLE[t] for k, t in row_tones(row, thresholds).items()}}
-        cells.append(tuple((cell_text(row, c, order.trend), tones.get(c.key, "")) for c in columns))
+    rows = tuple(rows)
+
+    @cache
+    def cell_styles(number: int) -> tuple[str, ...]:
+        tones = row_tones(rows[number], thresholds)
+        styles = {LANE: "bold", **{key: TONE_STYLE[tone] for key, tone in tones.items()}}
+        return tuple(styles.get(column.key, "") for column in columns)
+
     return TableView(
         titles,
         tuple(column.unit is not None for column in columns),
         tuple(row.lane for row in rows),
-        tuple(cells),
+        tuple(tuple(cell_text(row, c, order.trend) for c in columns) for row in rows),
         tuple("dim" if row.gone or stale else "" for row in rows),
+        cell_styles,
     )
 
 

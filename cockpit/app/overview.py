@@ -12,6 +12,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -50,6 +51,8 @@ class FleetScreen(Screen[None]):
         self.order = FleetOrder()
         self.window = ""
         self.paused = False
+        self.status_lines = 0
+        """The status's lines as last drawn when each fit its width (0: unknown)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-status", markup=False)
@@ -73,11 +76,20 @@ class FleetScreen(Screen[None]):
 
     def redraw(self) -> None:
         snapshot, order = self.snapshot, self.order
-        status = fleet_status(snapshot, order, self.window, self.paused)
-        self.query_one("#fleet-status", Static).update(status)
+        self.show_status(fleet_status(snapshot, order, self.window, self.paused))
         rows = filter_rows(self.rows(), order.filter)
         stale = snapshot is not None and snapshot.freshness.state != "ok"
         self.query_one(RowTable).show(table_view(rows, order, self.thresholds, stale))
+
+    def show_status(self, status: Content) -> None:
+        """The status line, laid out again only when its height may change: a new clock each
+        refresh is not a new layout of the screen."""
+        widget = self.query_one("#fleet-status", Static)
+        lines = status.split("\n")
+        fits = all(line.cell_length <= widget.content_size.width for line in lines)
+        layout = not fits or len(lines) != self.status_lines
+        self.status_lines = len(lines) if fits else 0
+        widget.update(status, layout=layout)
 
     # --- keys ---------------------------------------------------------------------------------
 

@@ -331,14 +331,25 @@ Samples = Mapping[str, float | Missing]
 def index_answer(result: list[dict[str, Any]], label: str) -> Mapping[str, Samples]:
     """The answer's values by lane and `fig` (a bucket's by `<fig> le=<le>`; series without
     the label are left out)."""
+    return split_answer(result, label, frozenset())[0]
+
+
+def split_answer(
+    result: list[dict[str, Any]], label: str, apart: frozenset[str]
+) -> tuple[dict[str, dict[str, float | Missing]], dict[str, list[dict[str, Any]]]]:
+    """In one pass over the answer: the values by lane and `fig` (`index_answer`'s) of every
+    sample but those whose fig is `apart`, and those samples themselves by fig."""
     found: dict[str, dict[str, float | Missing]] = {}
+    aside: dict[str, list[dict[str, Any]]] = {}
     for sample in result:
         metric = sample.get("metric") or {}
-        lane = metric.get(label)
-        if lane is not None:
-            fig = metric.get("fig", "") + (f" le={metric['le']}" if "le" in metric else "")
-            found.setdefault(lane, {})[fig] = promql.sample_value(sample)
-    return found
+        fig = metric.get("fig", "")
+        if fig in apart:
+            aside.setdefault(fig, []).append(sample)
+        elif (lane := metric.get(label)) is not None:
+            key = f"{fig} le={metric['le']}" if "le" in metric else fig
+            found.setdefault(lane, {})[key] = promql.sample_value(sample)
+    return found, aside
 
 
 def _buckets(samples: Samples, fig: str) -> tuple[tuple[float, float], ...] | None:
@@ -404,9 +415,9 @@ def _gpu_hosts(labels: Mapping[str, str]) -> set[str]:
     }
 
 
-def fleet_gpus(plan: FleetPlan, result: list[dict[str, Any]]) -> FleetGpus | None:
-    """The answer's GPU samples and lanes' hosts; None when the server has no GPU's series."""
-    by_fig = promql.split_by_fig(result)
+def fleet_gpus(plan: FleetPlan, by_fig: Mapping[str, list[dict[str, Any]]]) -> FleetGpus | None:
+    """The GPU samples and lanes' hosts of the answer's GPU and host figs (`by_fig`, each
+    fig's samples); None when the server has no GPU's series."""
     samples = values_from_samples({key: by_fig.get(fig, []) for fig, key in plan.gpu.items()})
     if not samples:
         return None
@@ -544,11 +555,8 @@ class Discovery:
         self, plan: FleetPlan, result: list[dict[str, Any]], end: float, slo: Slo = NO_SLO
     ) -> list[FleetRow]:
         """Every lane's row from one answer to `plan.query` evaluated at `end`, by name."""
-        gpus = fleet_gpus(plan, result)
-        apart = {plan.hosts, *plan.gpu}
-        found = index_answer(
-            [s for s in result if s.get("metric", {}).get("fig") not in apart], plan.label
-        )
+        found, aside = split_answer(result, plan.label, frozenset({plan.hosts, *plan.gpu}))
+        gpus = fleet_gpus(plan, aside)
         state = set(plan.state.values())  # scrape targets alone don't make a lane
         seen = {lane for lane, samples in found.items() if not samples.keys() <= state}
         rows: list[FleetRow] = []

@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
+from textual.widgets import Static
 
 from cockpit.app.app import CockpitApp, make_app
 from cockpit.app.lifecycle import Setup, build_app
@@ -31,6 +33,7 @@ from cockpit.runtime.feeds import PrometheusLaneFeed, build_feeds
 from cockpit.runtime.fleet_report import fleet_markdown
 from cockpit.runtime.listed_fleet import ListedFleet
 from cockpit.sources.prometheus import PrometheusSource
+from cockpit.widgets.fleet_table import RowTable
 from tests.support import fleet as live
 from tests.support.feeds import (
     EVAL_AT,
@@ -541,3 +544,73 @@ async def test_gpu_columns_for_lanes_listed_with_a_gpu_source_the_others_say_why
     assert [c.key for c in shown_columns(view.rows)][-4:-2] == list(GPU_COLUMNS)
     assert not set(GPU_COLUMNS) & {c.key for c in shown_columns([rows["no-gpu"]])}
     assert "| GPU | Power |" in fleet_markdown(view)
+
+
+async def test_a_new_clock_on_the_status_line_does_not_lay_the_overview_out_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A refresh whose status keeps its lines updates it in place; one that adds a line (the
+    stale note) lays the screen out again, so the note is shown."""
+    fleet = ScriptedFleetFeed([FLEET, FLEET, SourceDown("connection refused (127.0.0.1:9090)")])
+    app, _, _ = cockpit(fleet)
+    layouts: list[bool] = []
+    update = Static.update
+
+    def spied(widget: Static, content: object = "", *, layout: bool = True) -> None:
+        if widget.id == "fleet-status":
+            layouts.append(layout)
+        update(widget, content, layout=layout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Static, "update", spied)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        layouts.clear()
+        await pilot.press("r")
+        await settle(pilot)
+        assert layouts and not any(layouts)
+        await pilot.press("r")
+        await settle(pilot)
+        await on_screen(pilot, "fleet stale since", "connection refused")
+        assert layouts[-1]
+
+
+async def test_a_refresh_that_reads_the_same_fleet_does_not_draw_the_table_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same rows again (a replay's fixed time, say) leave the table as drawn; a changed
+    row draws it again."""
+    changed = fleet_view(*(fleet_row(lane, 2.0) for lane in LANES))
+    app, _, _ = cockpit(ScriptedFleetFeed([FLEET, FLEET, changed]))
+    drawn: list[str] = []
+    refresh = RowTable.refresh
+
+    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
+        drawn.append("table")
+        return refresh(table, *regions, **options)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(RowTable, "refresh", spied)
+        await pilot.press("r")
+        await settle(pilot)
+        assert not drawn
+        await pilot.press("r")
+        await settle(pilot)
+        assert drawn
+
+
+async def test_a_new_theme_draws_the_same_rows_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    app, _, _ = cockpit()
+    drawn: list[str] = []
+    refresh = RowTable.refresh
+
+    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
+        drawn.append("table")
+        return refresh(table, *regions, **options)
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(RowTable, "refresh", spied)
+        app.theme = next(name for name in app.available_themes if name != app.theme)
+        await settle(pilot)
+        assert drawn

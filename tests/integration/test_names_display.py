@@ -47,7 +47,7 @@ def test_bidi_controls_and_tags_are_escaped_accents_are_kept() -> None:
 def test_the_overview_shows_lookalike_lanes_apart() -> None:
     rows = [FleetRow(name, True, frozen_map({})) for name in LOOKALIKES]
     view = table_view(rows, FleetOrder(), Thresholds(), stale=False)
-    cells = [row[0][0] for row in view.rows]
+    cells = [texts[0] for texts in view.texts]
     assert len(set(cells)) == len(LOOKALIKES) and not raw_invisibles("".join(cells))
     assert view.keys == LOOKALIKES  # the lane opens by its real name
 
@@ -56,9 +56,9 @@ def test_a_long_lane_name_is_cut_to_the_column_and_kept_whole_as_the_key() -> No
     long_name = "job-" + "x" * 496
     rows = [FleetRow(long_name, True, frozen_map({})), FleetRow("short", True, frozen_map({}))]
     view = table_view(rows, FleetOrder(), Thresholds(), stale=False)
-    cut = view.rows[0][0][0]
+    cut = view.texts[0][0]
     assert len(cut) == LANE_CELLS and cut.endswith("…") and cut.startswith("job-xxx")
-    assert view.rows[1][0][0] == "short"
+    assert view.texts[1][0] == "short"
     assert column_widths(view)[0] == LANE_CELLS
     assert view.keys[0] == long_name
 
