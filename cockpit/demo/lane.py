@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -383,6 +384,12 @@ class MetricsServer(ThreadingHTTPServer):
         with self.lock:
             self.connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that dropped its connection (reset, broken pipe) is not an error to print:
+        the demo shares its terminal with the cockpit."""
+        if not isinstance(sys.exception(), OSError):
+            super().handle_error(request, client_address)
 
     def server_close(self) -> None:
         super().server_close()

@@ -6,6 +6,7 @@ import json
 import math
 import socket
 import sqlite3
+import struct
 import threading
 import time
 import urllib.parse
@@ -240,10 +241,16 @@ def _scrape_on(connection: socket.socket, path: str = "/metrics") -> bytes:
     return head + reader.read(length)
 
 
-def test_connections_are_kept_alive_and_closed_when_the_engine_stops() -> None:
+def test_connections_are_kept_alive_and_closed_when_the_engine_stops(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     lane = SimulatedLane("h100-llama8b", seed=3)
     lane.start()
     try:
+        dropped = socket.create_connection(("127.0.0.1", lane.port), timeout=5)
+        _scrape_on(dropped)  # then reset, as a client killed with its connection kept alive
+        dropped.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        dropped.close()
         connection = socket.create_connection(("127.0.0.1", lane.port), timeout=5)
         with connection:
             first, second = _scrape_on(connection), _scrape_on(connection)
@@ -255,6 +262,7 @@ def test_connections_are_kept_alive_and_closed_when_the_engine_stops() -> None:
             assert connection.makefile("rb").read() == b"", "a stopped engine still answered"
     finally:
         lane.stop()
+    assert capfd.readouterr() == ("", ""), "the engine wrote on the terminal it shares"
 
 
 def test_scrapes_write_nothing_to_stderr(
