@@ -574,6 +574,19 @@ async def test_a_new_clock_on_the_status_line_does_not_lay_the_overview_out_agai
         assert layouts[-1]
 
 
+def spy_table_refreshes(monkeypatch: pytest.MonkeyPatch) -> list[RowTable]:
+    """From now on, each refresh of a fleet table, recorded (the table) in the list returned."""
+    drawn: list[RowTable] = []
+    refresh = RowTable.refresh
+
+    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
+        drawn.append(table)
+        return refresh(table, *regions, **options)
+
+    monkeypatch.setattr(RowTable, "refresh", spied)
+    return drawn
+
+
 async def test_a_refresh_that_reads_the_same_fleet_does_not_draw_the_table_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -581,16 +594,9 @@ async def test_a_refresh_that_reads_the_same_fleet_does_not_draw_the_table_again
     row draws it again."""
     changed = fleet_view(*(fleet_row(lane, 2.0) for lane in LANES))
     app, _, _ = cockpit(ScriptedFleetFeed([FLEET, FLEET, changed]))
-    drawn: list[str] = []
-    refresh = RowTable.refresh
-
-    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
-        drawn.append("table")
-        return refresh(table, *regions, **options)
-
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        monkeypatch.setattr(RowTable, "refresh", spied)
+        drawn = spy_table_refreshes(monkeypatch)
         await pilot.press("r")
         await settle(pilot)
         assert not drawn
@@ -601,16 +607,9 @@ async def test_a_refresh_that_reads_the_same_fleet_does_not_draw_the_table_again
 
 async def test_a_new_theme_draws_the_same_rows_again(monkeypatch: pytest.MonkeyPatch) -> None:
     app, _, _ = cockpit()
-    drawn: list[str] = []
-    refresh = RowTable.refresh
-
-    def spied(table: RowTable, *regions: Region, **options: bool) -> RowTable:
-        drawn.append("table")
-        return refresh(table, *regions, **options)
-
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        monkeypatch.setattr(RowTable, "refresh", spied)
+        drawn = spy_table_refreshes(monkeypatch)
         app.theme = next(name for name in app.available_themes if name != app.theme)
         await settle(pilot)
         assert drawn
