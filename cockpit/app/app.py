@@ -221,6 +221,11 @@ class CockpitApp(App[None]):
         self._first_read_due = False
         """The first read answered before the screen was composed: its message, not a
         placeholder, is the first thing shown (`_await_first_read`)."""
+        self.narrowed_ledger: (
+            tuple[LedgerSnapshot | None, tuple[str, ...], LedgerSnapshot | None] | None
+        ) = None
+        """The last ledger snapshot `lane_ledger` narrowed, to which models, and what it made:
+        each lane refresh shows the ledger the last ledger read left, narrowed once."""
         self.card_clock: Timer | None = None
         """The status line's once-a-second tick, running only while a card does."""
         paused = lambda: self.paused  # noqa: E731
@@ -325,7 +330,11 @@ class CockpitApp(App[None]):
             return self.ledger_snapshot
         named = {lane.name: lane.ledger_models for lane in self.config.lanes}
         models = lane_models(named.get(feed.name, ()), feed.model_filter)
-        return for_lane(self.ledger_snapshot, models, self.config.prices)
+        snapshot, last = self.ledger_snapshot, self.narrowed_ledger
+        if last is None or last[0] is not snapshot or last[1] != models:
+            narrowed = for_lane(snapshot, models, self.config.prices)
+            last = self.narrowed_ledger = (snapshot, models, narrowed)
+        return last[2]
 
     def status_view(self) -> StatusView:
         lane, ledger = self.lane_snapshot, self.ledger_snapshot

@@ -75,22 +75,8 @@ class LedgerSnapshot:
 def for_lane(
     snapshot: LedgerSnapshot | None, models: Collection[str], prices: Prices | None = None
 ) -> LedgerSnapshot | None:
-    """The ledger snapshot as a lane's panes show it: narrowed to `models` when there are any.
-    The same snapshot narrowed the same way again is the one made before (each lane refresh
-    shows the ledger the last ledger read left: its figures are not worked out again)."""
+    """The ledger snapshot as a lane's panes show it: narrowed to `models` when there are any."""
     if snapshot is None or snapshot.totals is None or not models:
         return snapshot
-    asked = (tuple(models), prices)
-    last = _narrowed.get("last")
-    if last is not None and last[0] is snapshot and last[1] == asked:
-        return last[2]
     totals = narrow(snapshot.totals, models)
-    narrowed = replace(snapshot, totals=totals, figures=ledger_figures(totals, prices))
-    _narrowed["last"] = (snapshot, asked, narrowed)
-    return narrowed
-
-
-Narrowing = tuple[LedgerSnapshot, tuple[tuple[str, ...], Prices | None], LedgerSnapshot]
-_narrowed: dict[str, Narrowing] = {}
-"""The last snapshot `for_lane` narrowed, how, and what it made (the snapshot is kept, so an
-identity check can't match another made since at the same address)."""
+    return replace(snapshot, totals=totals, figures=ledger_figures(totals, prices))

@@ -306,20 +306,29 @@ async def test_each_lane_shows_its_own_models_of_the_ledger() -> None:
         assert "lane only: claude-sonnet-4" in spend.render().plain
 
 
-def test_a_ledger_narrowed_the_same_way_again_is_the_one_made_before() -> None:
-    from cockpit.core.model import FRESH
-    from cockpit.core.snapshot import LedgerSnapshot, for_lane
-    from tests.support.snapshots import ledger_totals
-
-    totals = ledger_totals()
-    snapshot = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH)
-    first = for_lane(snapshot, ("qwen3-32b",))
-    assert first is not None and first.totals is not None
-    assert list(first.totals.by_model) == ["qwen3-32b"]
-    assert for_lane(snapshot, ("qwen3-32b",)) is first
-    assert for_lane(snapshot, ("qwen3-32b",), Prices(output=2.0)) is not first
-    other = for_lane(snapshot, ("claude-sonnet-4",))
-    assert other is not None and other.totals is not None
-    assert list(other.totals.by_model) == ["claude-sonnet-4"]
-    again = LedgerSnapshot("1h", totals, ledger_figures(totals), FRESH)  # a new read, equal
-    assert for_lane(again, ("claude-sonnet-4",)) is not other
+async def test_a_ledger_read_is_narrowed_for_the_lane_once() -> None:
+    """Each lane refresh shows the ledger the last ledger read left: narrowed once for the
+    lane's models, again for other models or another read."""
+    a, ledger = ScriptedLaneFeed("lane-a"), ScriptedLedgerFeed()
+    app = make_app(
+        Config(lanes=(LaneConfig("lane-a"),), window="1h", refresh_s=3600.0), [a], ledger
+    )
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.filter_model("Qwen/qwen3-32b")
+        await settle(pilot)
+        first = app.lane_ledger()
+        assert first is not None and first.totals is not None
+        assert list(first.totals.by_model) == ["qwen3-32b"]
+        assert app.lane_ledger() is first
+        app.filter_model("org/claude-sonnet-4")
+        await settle(pilot)
+        other = app.lane_ledger()
+        assert other is not None and other.totals is not None
+        assert list(other.totals.by_model) == ["claude-sonnet-4"]
+        assert app.lane_ledger() is other
+        await pilot.press("r")  # a new ledger read: narrowed anew, to the same models
+        await settle(pilot)
+        again = app.lane_ledger()
+        assert again is not other and again is not None and again.totals is not None
+        assert list(again.totals.by_model) == ["claude-sonnet-4"]
