@@ -108,8 +108,7 @@ class LaneScreen(Screen[object]):
             found.tails.show(lane, has_lane)
             found.offload.show(lane, has_lane)
             found.trends.show(lane, has_lane)
-            if found.roofline.display:  # folded: drawn from the lane when unfolded
-                found.roofline.show(lane.roofline() if lane else None)
+            found.roofline.show(lane.roofline() if lane else None)
             found.ratios.show(lane, ledger, has_ledger, has_lane)
             found.spend.show(ledger, has_ledger)
             found.tables.show(ledger, has_ledger)
