@@ -875,10 +875,12 @@ def evaluate(
 def _figure(spec: Spec, inputs: Inputs, notes: Mapping[str, str]) -> Figure:
     got = spec.formula(inputs)
     if not isinstance(got, Reading):
-        if got is not None and math.isfinite(got):  # a number alone: the figure says it as is
+        if got is not None:  # a number alone: the figure says it as is
             query = inputs.totals.queries.get(spec.query, "")
-            return Figure(spec.key, spec.label, got, spec.unit, notes.get(spec.key, ""), query)
-        got = Reading(got)
+            return make_figure(
+                spec.key, spec.label, got, spec.unit, "", query, notes.get(spec.key, "")
+            )
+        got = Reading(None)
     query = inputs.totals.queries.get(spec.query, "") if got.query is None else got.query
     why = ""
     if got.value is None:
