@@ -98,10 +98,19 @@ class Bar:
     caption: str = ""
     stale: bool = False
 
-    def content(self, width: int) -> Content:
+    def cells(self, width: int) -> tuple[str, int, tuple[int, ...]]:
+        """The caption, the room the segments share and each one's whole cells at `width`."""
         caption = f" {visible(self.caption)}" if self.caption else ""
         room = max(width - cell_len(caption), 4)
-        cells = _apportion([segment.fraction for segment in self.segments], room)
+        return caption, room, tuple(_apportion([s.fraction for s in self.segments], room))
+
+    def drawn(self, width: int) -> Hashable:
+        """What the bar is drawn from at `width`: fractions that fill the same cells draw alike."""
+        tones = tuple((segment.tone, segment.char) for segment in self.segments)
+        return (Bar, self.cells(width), tones, self.stale)
+
+    def content(self, width: int) -> Content:
+        caption, room, cells = self.cells(width)
         parts = [
             (segment.char * count, _style(segment.tone, self.stale))
             for segment, count in zip(self.segments, cells, strict=True)
@@ -212,10 +221,13 @@ class Spark:
 Line = Row | Bar | Note | Cells | Spark
 
 
-def _drawn(line: Line) -> Hashable:
-    """What a line is drawn from: not a row's figure and reason (details and tooltip)."""
+def _drawn(line: Line, width: int) -> Hashable:
+    """What a line is drawn from at `width`: not a row's figure and reason (details and
+    tooltip), not a bar's fractions finer than its cells."""
     if isinstance(line, Row):
         return (line.label, line.value, line.tone, line.stale)
+    if isinstance(line, Bar):
+        return line.drawn(width)
     return line
 
 
@@ -469,7 +481,11 @@ class Pane(LinesWidget):
         return self.view
 
     def watch_view(self, old: PaneView, view: PaneView) -> None:
-        self.redraw([_drawn(line) for line in old.lines], [_drawn(line) for line in view.lines])
+        width = self.size.width or DEFAULT_WIDTH
+        self.redraw(
+            [_drawn(line, width) for line in old.lines],
+            [_drawn(line, width) for line in view.lines],
+        )
         # In the cockpit's grid of one-cell rows a pane spans as many rows as it is tall.
         self.styles.row_span = len(view.lines) + BORDER_ROWS
         states = {fresh.state for _, fresh in view.sources}
@@ -483,7 +499,7 @@ class Pane(LinesWidget):
             self.tooltip = Content(tooltip) if tooltip is not None else None
 
     def line_keys(self, width: int) -> Sequence[Hashable]:
-        return [_drawn(line) for line in self.shown(width).lines]
+        return [_drawn(line, width) for line in self.shown(width).lines]
 
     def line_content(self, y: int, width: int) -> Content:
         return self.shown(width).lines[y].content(width)

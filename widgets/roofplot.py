@@ -58,8 +58,20 @@ class PlotSpec:
     """The roofs' and the ridge's."""
 
 
-def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str]) -> PlotSpec:
-    """The spec of `view` in a pane and plot of these sizes, in the theme's colours."""
+HOLD_STEPS = 0.75
+"""A point stays where it is drawn until it is this many grid steps away: a value on the edge
+between two steps does not move it to and fro (and re-plot) at each refresh."""
+
+
+def plot_spec(
+    view: RooflineView,
+    pane: Size,
+    plot: Size,
+    theme: dict[str, str],
+    drawn: PlotSpec | None = None,
+) -> PlotSpec:
+    """The spec of `view` in a pane and plot of these sizes, in the theme's colours; a point
+    is kept where `drawn` (the spec shown at this size) has it while it is near."""
     hw, points = view.hw, view.points
     named = (points.prefill, points.decode, points.measured, points.gpu) if points else ()
     plotted = [
@@ -72,12 +84,14 @@ def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str])
     x_lo, x_hi = math.floor(math.log10(min(xs))), math.ceil(math.log10(max(xs)))
     y_lo = math.floor(min([math.log10(hw.bandwidth * 10.0**x_lo), *ys]))
     y_hi = _y_top(math.log10(hw.peak_flops), ys)
+    axes = (x_lo, x_hi, y_lo, y_hi)
+    held = {m.letter: m for m in drawn.marks} if drawn is not None and drawn.axes == axes else {}
     marks = tuple(
         Mark(
             LETTERS[name],
             _theme_rgb(theme, name),
-            _rounded(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width),
-            _rounded(y, y_lo, y_hi, 2 * plot.height),
+            _place(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width, _held_x(held, name)),
+            _place(y, y_lo, y_hi, 2 * plot.height, _held_y(held, name)),
         )
         for (name, point), y in zip(plotted, ys, strict=True)
     )
@@ -86,7 +100,7 @@ def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str])
         math.log10(hw.ridge),
         math.log10(hw.peak_flops),
         math.log10(hw.bandwidth),
-        (x_lo, x_hi, y_lo, y_hi),
+        axes,
         marks,
         max(2, pane.width // 6),
         f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
@@ -94,9 +108,22 @@ def plot_spec(view: RooflineView, pane: Size, plot: Size, theme: dict[str, str])
     )
 
 
-def _rounded(value: float, lo: float, hi: float, steps: int) -> float:
-    """`value` at its nearest of `steps` steps from `lo` to `hi`, kept inside them."""
+def _held_x(held: dict[str, Mark], name: str) -> float | None:
+    mark = held.get(LETTERS[name])
+    return mark.x if mark is not None else None
+
+
+def _held_y(held: dict[str, Mark], name: str) -> float | None:
+    mark = held.get(LETTERS[name])
+    return mark.y if mark is not None else None
+
+
+def _place(value: float, lo: float, hi: float, steps: int, held: float | None) -> float:
+    """`value` at its nearest of `steps` steps from `lo` to `hi`, kept inside them; at `held`
+    (where it is drawn) while within `HOLD_STEPS` of it."""
     step = (hi - lo) / max(steps, 1)
+    if held is not None and abs(value - held) <= HOLD_STEPS * step:
+        return held
     return lo + step * min(max(round((value - lo) / step), 0), steps)
 
 
@@ -241,7 +268,9 @@ class RoofPlot(PlotextPlot):
         if self.view is None:
             return None
         pane = self.parent.outer_size if isinstance(self.parent, Widget) else self.outer_size
-        return plot_spec(self.view, pane, self.size, self.app.theme_variables)
+        shown = self.shown
+        drawn = shown.spec if shown is not None and shown.size == self.size else None
+        return plot_spec(self.view, pane, self.size, self.app.theme_variables, drawn)
 
     def render(self) -> RenderResult:
         spec = self.spec()

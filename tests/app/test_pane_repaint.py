@@ -72,6 +72,28 @@ async def test_a_figure_that_moved_without_changing_its_text_redraws_nothing() -
         assert "5.1" in screen_text(app) and screen_text(app) == await full_render(app, pilot)
 
 
+async def test_a_bar_that_fills_the_same_cells_redraws_nothing() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane = app.pane
+
+        def view(fraction: float) -> PaneView:
+            return PaneView((Bar((Segment(fraction, "good"),), "hit"), Note("note")))
+
+        pane.view = view(0.92251)
+        await pilot.pause()
+        full = screen_text(app).count("█")
+        pane.refreshes.clear()
+        pane.view = view(0.92250)  # a finer fraction than one of its cells: the same drawing
+        await pilot.pause()
+        assert pane.refreshes == []
+        pane.view = view(0.5)
+        await pilot.pause()
+        assert pane.refreshes == [False]
+        assert 0 < screen_text(app).count("█") < full
+        assert screen_text(app) == await full_render(app, pilot)
+
+
 async def test_stale_values_and_a_border_note_show_as_a_full_render_would() -> None:
     app = OnePane()
     async with app.run_test(size=(60, 14)) as pilot:

@@ -21,7 +21,7 @@ from textual_plotext import PlotextPlot
 from cockpit.roofline.model import LaneLoad, RooflineView, operating_points
 from cockpit.roofline.profiles import find_hardware
 from cockpit.widgets.roofline import RooflinePane, caption_at, caption_lines
-from cockpit.widgets.roofplot import RoofPlot
+from cockpit.widgets.roofplot import COLOURS, HOLD_STEPS, PlotSpec, RoofPlot, plot_spec
 from tests.support.roofline import (
     BATCH,
     CEILING_TOK_S,
@@ -331,3 +331,27 @@ async def test_a_point_above_its_roof_stays_on_the_canvas_with_the_warning(
         assert f"{100 * times:.0f}%" in screen
         assert (WARNING if size[0] >= 56 else SHORT_WARNING) in screen
         assert "…" not in screen
+
+
+def test_a_point_is_drawn_where_it_was_until_it_moves_past_the_hold() -> None:
+    theme = {variable: "#808080" for variable in COLOURS.values()}
+    pane, plot = Size(80, 20), Size(70, 16)
+    fresh = plot_spec(VIEW, pane, plot, theme)
+    x_lo, x_hi = fresh.axes[:2]
+    step = (x_hi - x_lo) / (2 * plot.width)
+    first, points = fresh.marks[0], VIEW.points
+    assert first.letter == "P" and points is not None and points.prefill is not None
+    exact = math.log10(points.prefill.intensity)
+
+    def drawn_at(shift: float) -> PlotSpec:
+        """The spec as if its prefill point had been drawn `shift` grid steps right of where
+        it is."""
+        moved = replace(first, x=exact + shift * step)
+        return replace(fresh, marks=(moved, *fresh.marks[1:]))
+
+    near, far = drawn_at(HOLD_STEPS - 0.05), drawn_at(HOLD_STEPS + 0.6)
+    assert plot_spec(VIEW, pane, plot, theme, near) == near  # kept: no plot again
+    assert plot_spec(VIEW, pane, plot, theme, far) == fresh  # moved on: placed afresh
+    assert plot_spec(VIEW, pane, plot, theme, None) == fresh
+    other_axes = replace(near, axes=(x_lo - 1, *near.axes[1:]))
+    assert plot_spec(VIEW, pane, plot, theme, other_axes) == fresh
