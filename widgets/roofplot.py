@@ -86,36 +86,25 @@ def plot_spec(
     y_hi = _y_top(math.log10(hw.peak_flops), ys)
     axes = (x_lo, x_hi, y_lo, y_hi)
     held = {m.letter: m for m in drawn.marks} if drawn is not None and drawn.axes == axes else {}
-    marks = tuple(
-        Mark(
-            LETTERS[name],
-            _theme_rgb(theme, name),
-            _place(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width, _held_x(held, name)),
-            _place(y, y_lo, y_hi, 2 * plot.height, _held_y(held, name)),
-        )
-        for (name, point), y in zip(plotted, ys, strict=True)
-    )
+    marks: list[Mark] = []
+    for (name, point), y in zip(plotted, ys, strict=True):
+        letter = LETTERS[name]
+        was = held.get(letter)
+        held_x, held_y = (None, None) if was is None else (was.x, was.y)
+        x = _place(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width, held_x)
+        y = _place(y, y_lo, y_hi, 2 * plot.height, held_y)
+        marks.append(Mark(letter, _theme_rgb(theme, name), x, y))
     labels = pane.height >= TITLE_MIN_HEIGHT
     return PlotSpec(
         math.log10(hw.ridge),
         math.log10(hw.peak_flops),
         math.log10(hw.bandwidth),
         axes,
-        marks,
+        tuple(marks),
         max(2, pane.width // 6),
         f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
         (_theme_rgb(theme, "roof"), _theme_rgb(theme, "ridge")),
     )
-
-
-def _held_x(held: dict[str, Mark], name: str) -> float | None:
-    mark = held.get(LETTERS[name])
-    return mark.x if mark is not None else None
-
-
-def _held_y(held: dict[str, Mark], name: str) -> float | None:
-    mark = held.get(LETTERS[name])
-    return mark.y if mark is not None else None
 
 
 def _place(value: float, lo: float, hi: float, steps: int, held: float | None) -> float:
