@@ -87,12 +87,12 @@ def plot_spec(
     axes = (x_lo, x_hi, y_lo, y_hi)
     held = {m.letter: m for m in drawn.marks} if drawn is not None and drawn.axes == axes else {}
     marks: list[Mark] = []
-    for (name, point), y in zip(plotted, ys, strict=True):
+    for (name, point), log_flops in zip(plotted, ys, strict=True):
         letter = LETTERS[name]
         was = held.get(letter)
         held_x, held_y = (None, None) if was is None else (was.x, was.y)
         x = _place(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width, held_x)
-        y = _place(y, y_lo, y_hi, 2 * plot.height, held_y)
+        y = _place(log_flops, y_lo, y_hi, 2 * plot.height, held_y)
         marks.append(Mark(letter, _theme_rgb(theme, name), x, y))
     labels = pane.height >= TITLE_MIN_HEIGHT
     return PlotSpec(

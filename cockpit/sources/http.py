@@ -244,9 +244,10 @@ def tls_context(url: str, verify: bool | str) -> bool | ssl.SSLContext:
 FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=16)
 def form_field(name: str, value: str) -> str:
-    """`name=value` url-encoded as a form sends it (a lane's query is the same at each read)."""
+    """`name=value` url-encoded as a form sends it. The shown lane's queries are the same at
+    each read and stay among the few kept; a time, new at each read, soon drops out."""
     return urlencode({name: value})
 
 
@@ -303,7 +304,7 @@ class HttpClient:
     async def post_form(self, path: str, form: Mapping[str, str]) -> Reply:
         """POST `form` url-encoded to `path`."""
         body = "&".join(form_field(name, value) for name, value in form.items())
-        return await self._send("POST", path, content=body.encode("ascii"))
+        return await self._send("POST", path, content=body.encode("ascii"), headers=FORM_HEADERS)
 
     async def _send(
         self,
@@ -311,6 +312,7 @@ class HttpClient:
         path: str,
         params: Mapping[str, str] | None = None,
         content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         self.requests += 1
         self._renew_credentials()
@@ -322,7 +324,7 @@ class HttpClient:
                     path,
                     params=params,
                     content=content,
-                    headers=FORM_HEADERS if content is not None else None,
+                    headers=headers,
                 ) as response,
             ):
                 body = bytearray()
