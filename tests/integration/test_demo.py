@@ -26,6 +26,7 @@ from cockpit.demo import (
     demo_config_data,
     demo_config_yaml,
 )
+from cockpit.demo.lane import serve_metrics
 from cockpit.roofline.profiles import hardware_profiles, model_profiles
 from tests.support.loopback import Scrape, get, samples
 from tests.support.repo import require_binary
@@ -263,6 +264,22 @@ def test_connections_are_kept_alive_and_closed_when_the_engine_stops(
     finally:
         lane.stop()
     assert capfd.readouterr() == ("", ""), "the engine wrote on the terminal it shares"
+
+
+def test_answers_leave_without_waiting_on_the_clients_ack() -> None:
+    """As uvicorn (vLLM's server), the engine's sockets send at once: TCP_NODELAY."""
+    server, _ = serve_metrics(SimulatedLane("h100-llama8b", seed=3).registry)
+    try:
+        port = server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+            assert _scrape_on(connection).startswith(b"HTTP/1.1 200")
+            with server.lock:
+                served = list(server.connections)
+            assert served, "the engine kept no connection"
+            assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in served)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_scrapes_write_nothing_to_stderr(
