@@ -13,6 +13,7 @@ from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
@@ -33,7 +34,7 @@ Axes = tuple[float, float, float, float]
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A point's letter, colour and log10 place on a grid twice as fine as the plot's cells."""
+    """A point's letter, colour and log10 place on the plot's grid (`PlotSpec.grid`)."""
 
     letter: str
     colour: tuple[int, int, int]
@@ -56,9 +57,39 @@ class PlotSpec:
     """The axis labels, when the pane is tall enough for them."""
     colours: tuple[tuple[int, int, int], tuple[int, int, int]]
     """The roofs' and the ridge's."""
+    grid: tuple[int, int]
+    """The steps across and down the axes that points are placed on: the canvas's cells less
+    one (plotext draws a letter at the nearest of them), or twice the plot's size until the
+    canvas at these axes has been measured."""
 
 
-HOLD_STEPS = 0.75
+class Canvas(NamedTuple):
+    """The plot area plotext drew inside its frame, in cells, for a plot size, axes and labels."""
+
+    size: Size
+    axes: Axes
+    labelled: bool
+    columns: int
+    rows: int
+
+    @classmethod
+    def measured(cls, lines: list[str], size: Size, spec: PlotSpec) -> Canvas | None:
+        """The canvas framed by `┌…┐` and `└` in a plot's `lines` (None: no frame found)."""
+        top = next((y for y, line in enumerate(lines) if "┌" in line and "┐" in line), None)
+        if top is None:
+            return None
+        bottom = next((y for y in range(top + 1, len(lines)) if "└" in lines[y]), None)
+        columns = lines[top].rindex("┐") - lines[top].index("┌") - 1
+        if bottom is None or columns < 2 or bottom - top - 1 < 2:
+            return None
+        return cls(size, spec.axes, spec.x_label is not None, columns, bottom - top - 1)
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        return self.columns - 1, self.rows - 1
+
+
+HOLD_STEPS = 0.6
 """A point stays where it is drawn until it is this many grid steps away: a value on the edge
 between two steps does not move it to and fro (and re-plot) at each refresh."""
 
@@ -69,9 +100,12 @@ def plot_spec(
     plot: Size,
     theme: dict[str, str],
     drawn: PlotSpec | None = None,
+    canvas: Canvas | None = None,
 ) -> PlotSpec:
     """The spec of `view` in a pane and plot of these sizes, in the theme's colours; a point
-    is kept where `drawn` (the spec shown at this size) has it while it is near."""
+    is kept where `drawn` (the spec shown at this size) has it while it is near. Points are
+    placed on the cells of `canvas` when it was measured at this size, axes and labels: a
+    point moved is a letter moved, and one that stays in its cell is not plotted again."""
     hw, points = view.hw, view.points
     named = (points.prefill, points.decode, points.measured, points.gpu) if points else ()
     plotted = [
@@ -85,16 +119,20 @@ def plot_spec(
     y_lo = math.floor(min([math.log10(hw.bandwidth * 10.0**x_lo), *ys]))
     y_hi = _y_top(math.log10(hw.peak_flops), ys)
     axes = (x_lo, x_hi, y_lo, y_hi)
-    held = {m.letter: m for m in drawn.marks} if drawn is not None and drawn.axes == axes else {}
+    labels = pane.height >= TITLE_MIN_HEIGHT
+    grid = (2 * plot.width, 2 * plot.height)
+    if canvas is not None and canvas[:3] == (plot, axes, labels):
+        grid = canvas.grid
+    same_grid = drawn is not None and drawn.axes == axes and drawn.grid == grid
+    held = {m.letter: m for m in drawn.marks} if drawn is not None and same_grid else {}
     marks: list[Mark] = []
     for (name, point), log_flops in zip(plotted, ys, strict=True):
         letter = LETTERS[name]
         was = held.get(letter)
         held_x, held_y = (None, None) if was is None else (was.x, was.y)
-        x = _place(math.log10(point.intensity), x_lo, x_hi, 2 * plot.width, held_x)
-        y = _place(log_flops, y_lo, y_hi, 2 * plot.height, held_y)
+        x = _place(math.log10(point.intensity), x_lo, x_hi, grid[0], held_x)
+        y = _place(log_flops, y_lo, y_hi, grid[1], held_y)
         marks.append(Mark(letter, _theme_rgb(theme, name), x, y))
-    labels = pane.height >= TITLE_MIN_HEIGHT
     return PlotSpec(
         math.log10(hw.ridge),
         math.log10(hw.peak_flops),
@@ -104,6 +142,7 @@ def plot_spec(
         max(2, pane.width // 6),
         f"FLOP/byte (ridge {intensity_text(hw.ridge)})" if labels else None,
         (_theme_rgb(theme, "roof"), _theme_rgb(theme, "ridge")),
+        grid,
     )
 
 
@@ -203,6 +242,8 @@ class RoofPlot(PlotextPlot):
     """The lines shown; None when refreshed since (they are drawn, or found kept, again)."""
     shown: Drawing | None = None
     """What the lines shown were drawn from."""
+    canvas: Canvas | None = None
+    """The canvas of the last plot drawn, measured on its lines."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -241,16 +282,36 @@ class RoofPlot(PlotextPlot):
         return Strip.blank(self.size.width, self.visual_style.rich_style)
 
     def plot_lines(self) -> list[Strip]:
-        """The lines of the plot as it is drawn now: kept ones, or plotted (`render`) afresh."""
+        """The lines of the plot as it is drawn now: kept ones, or plotted afresh. The first
+        plot at a size and axes measures the canvas, and is plotted again with the points on
+        its cells when they were placed on a finer grid."""
         drawing = self.shown = self.drawing()
         strips = self.kept.pop(drawing, None)
-        if strips is None:  # Textual renders it: refreshed or resized, it has been told to
-            rendered = super().render_line
-            strips = [rendered(row) for row in range(self.size.height)]
+        if strips is None:
+            strips = self.plotted_lines()
+            if drawing.spec is not None and self.measure(drawing.spec, strips):
+                drawing = self.shown = self.drawing()
+                strips = self.kept.pop(drawing, None) or self.plotted_lines()
         self.kept[drawing] = strips
         while len(self.kept) > PLOTS_KEPT:
             self.kept.popitem(last=False)
         return strips
+
+    def plotted_lines(self) -> list[Strip]:
+        """The lines of the spec now, plotted by plotext (`render`)."""
+        width, height = self.size
+        return Visual.to_strips(
+            self, visualize(self, self.render()), width, height, self.visual_style
+        )
+
+    def measure(self, spec: PlotSpec, strips: list[Strip]) -> bool:
+        """Measure the canvas on the lines of `spec`'s plot: whether its points are to be
+        placed again, on the canvas's cells."""
+        canvas = Canvas.measured([strip.text for strip in strips], self.size, spec)
+        if canvas is None:
+            return False
+        self.canvas = canvas
+        return spec.grid != canvas.grid
 
     def spec(self) -> PlotSpec | None:
         """The spec of the view at the pane's and plot's current sizes and theme."""
@@ -259,7 +320,8 @@ class RoofPlot(PlotextPlot):
         pane = self.parent.outer_size if isinstance(self.parent, Widget) else self.outer_size
         shown = self.shown
         drawn = shown.spec if shown is not None and shown.size == self.size else None
-        return plot_spec(self.view, pane, self.size, self.app.theme_variables, drawn)
+        theme = self.app.theme_variables
+        return plot_spec(self.view, pane, self.size, theme, drawn, self.canvas)
 
     def render(self) -> RenderResult:
         spec = self.spec()
