@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import NamedTuple, Protocol
-from urllib.parse import quote, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urljoin, urlsplit, urlunsplit
 
 import httpx
 
@@ -244,11 +244,23 @@ def tls_context(url: str, verify: bool | str) -> bool | ssl.SSLContext:
 FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
+FormValue = str | tuple[str, ...]
+"""A form field's value, or its parts in order: a long query whose tail changes at each read
+(its evaluation time) is sent as its stable part and the tail, the stable part encoded once."""
+
+
 @lru_cache(maxsize=16)
-def form_field(name: str, value: str) -> str:
-    """`name=value` url-encoded as a form sends it. The shown lane's queries are the same at
-    each read and stay among the few kept; a time, new at each read, soon drops out."""
-    return urlencode({name: value})
+def form_encoded(text: str) -> str:
+    """`text` url-encoded as a form sends it. The shown lane's queries are the same at each
+    read and stay among the few kept; a time, new at each read, soon drops out."""
+    return quote_plus(text)
+
+
+def form_field(name: str, value: FormValue) -> str:
+    """`name=value` url-encoded, the value's parts joined (encoding is character by character:
+    the parts' encodings joined are the whole's)."""
+    parts = (value,) if isinstance(value, str) else value
+    return f"{form_encoded(name)}={''.join(map(form_encoded, parts))}"
 
 
 class HttpClient:
@@ -301,7 +313,7 @@ class HttpClient:
         """GET `path` (relative to the URL) with query `params`."""
         return await self._send("GET", path, params=params)
 
-    async def post_form(self, path: str, form: Mapping[str, str]) -> Reply:
+    async def post_form(self, path: str, form: Mapping[str, FormValue]) -> Reply:
         """POST `form` url-encoded to `path`."""
         body = "&".join(form_field(name, value) for name, value in form.items())
         return await self._send("POST", path, content=body.encode("ascii"), headers=FORM_HEADERS)

@@ -27,6 +27,7 @@ from cockpit.sources.buffer import span
 from cockpit.sources.history import History, StepRiders
 from cockpit.sources.http import (
     Credentials,
+    FormValue,
     HttpClient,
     SourceError,
     one_line,
@@ -250,7 +251,7 @@ class PrometheusSource:
 
     async def _evaluate(self, plan: promql.LanePlan, ask: _Ask) -> _Evaluated:
         extra = promql.combined_query({**ask.live, **ask.riders})
-        answer = await self.query(f"{plan.query} or {extra}", ask.end)
+        answer = await self.query((plan.query, " or ", extra), ask.end)
         found = promql.split_by_fig(answer.result)
         start, scrapes = found.get(promql.DATA_START), found.get(promql.SCRAPES)
         interval = promql.scrape_interval(scrapes, start, ask.end, ask.window_s)
@@ -338,12 +339,13 @@ class PrometheusSource:
         memory.names, memory.names_at = names, time.monotonic()
         return names
 
-    async def query(self, expr: str, at: float) -> Answer:
-        """One instant query (POST form) at `at`; raises SourceError with a one-line reason."""
-        form = {"query": expr, "time": f"{at:.3f}"}
+    async def query(self, expr: FormValue, at: float) -> Answer:
+        """One instant query (POST form) at `at` (`expr` whole, or its parts in order); raises
+        SourceError with a one-line reason."""
+        form: dict[str, FormValue] = {"query": expr, "time": f"{at:.3f}"}
         if self.stats:
             form["stats"] = "all"
-        body = await self._api("POST", "/api/v1/query", form)
+        body = await self._api("/api/v1/query", form=form)
         data = body.get("data")
         if not isinstance(data, dict) or data.get("resultType") != "vector":
             raise SourceError(f"{self.url}: answer is not an instant vector")
@@ -370,7 +372,7 @@ class PrometheusSource:
     ) -> list[dict[str, Any]]:
         """One range query's series (`metric`, `values`); SourceError with a one-line reason."""
         form = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:.3f}"}
-        body = await self._api("POST", "/api/v1/query_range", form)
+        body = await self._api("/api/v1/query_range", form=form)
         data = body.get("data")
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
@@ -388,7 +390,7 @@ class PrometheusSource:
         return sorted(await self._label_values(label, match))
 
     async def _label_values(self, label: str, match: str) -> list[str]:
-        body = await self._api("GET", f"/api/v1/label/{label}/values", {"match[]": match})
+        body = await self._api(f"/api/v1/label/{label}/values", params={"match[]": match})
         data = body.get("data")
         if not isinstance(data, list):
             raise SourceError(f"{self.url}: label values answer has no list of values")
@@ -397,15 +399,21 @@ class PrometheusSource:
     async def probe(self) -> bool:
         """Does the query API answer again? One trivial query (`1`): no series are read."""
         try:
-            await self._api("GET", "/api/v1/query", {"query": "1"})
+            await self._api("/api/v1/query", params={"query": "1"})
         except SourceError:
             return False
         return True
 
-    async def _api(self, method: str, path: str, params: Mapping[str, str]) -> dict[str, Any]:
-        """One API call; its decoded `success` answer, or SourceError with the reason."""
-        if method == "POST":
-            reply = await self.http.post_form(path, params)
+    async def _api(
+        self,
+        path: str,
+        form: Mapping[str, FormValue] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One API call, a POST of `form` (else a GET with `params`); its decoded `success`
+        answer, or SourceError with the reason."""
+        if form is not None:
+            reply = await self.http.post_form(path, form)
         else:
             reply = await self.http.get(path, params)
         try:

@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 import pytest
 
@@ -18,6 +19,7 @@ from cockpit.sources.http import (
     RETRY_AFTER_CAP_S,
     HttpClient,
     SourceError,
+    form_encoded,
     mask,
     retry_after,
     secret_forms,
@@ -114,6 +116,25 @@ async def test_one_connection_carries_every_request(serve: Start) -> None:
     assert "\r\nauthorization: bearer t0k\r\n" in first
     assert "\r\ncontent-type: application/x-www-form-urlencoded\r\n" in first
     assert first.endswith("\r\n\r\nquery=q0")
+
+
+async def test_a_query_sent_in_parts_is_the_query_whole_and_its_stable_part_encoded_once(
+    serve: Start,
+) -> None:
+    raw = await serve(lambda n: reply(VECTOR))
+    http = HttpClient(raw.url)
+    stable = 'sum(rate(vllm:x{job="a b", le="+Inf"}[5m])) & 100% ü' * 50
+    sent = []
+    for at in ("1.5", "2.5"):
+        tail = f"vector({at}) @ {at}"
+        before = form_encoded.cache_info()
+        await http.post_form("/api/v1/query", {"query": (stable, " or ", tail), "time": at})
+        after = form_encoded.cache_info()
+        sent.append(raw.requests[-1].decode().partition("\r\n\r\n")[2])
+        assert sent[-1] == urlencode({"query": f"{stable} or {tail}", "time": at})
+    await http.aclose()
+    assert after.hits - before.hits >= 3  # the second time: the names, the stable part, " or "
+    assert sent[0] != sent[1]
 
 
 async def test_chunked_and_charset_answers_decode(serve: Start) -> None:
