@@ -10,13 +10,16 @@ refresh; after a 5 s warm-up, the CPU time of its main thread (`time.thread_time
 event loop, the reads and the drawing run) over the next refreshes, divided by the refreshes
 read. Thread CPU time is the process's own work, so it moves little with other work on the
 machine, unlike a wall-clock CPU %; a busy machine still inflates it a little (shared caches).
-No target of its own: it is the measure `bench peers`'s CPU rows are made of, for profiling.
+The same texts are also served without their `_created` samples, as `bench peers`'s second
+engine (a vLLM with `PROMETHEUS_DISABLE_CREATED_SERIES`). No target of its own: it is the
+measure `bench peers`'s CPU rows are made of, for profiling.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,15 @@ TEXT_GAP_S = 0.5
 WARMUP_S = 5.0
 REFRESHES = 30
 INTERVALS = (1.0, 2.0)
+
+
+def without_created(text: bytes) -> bytes:
+    """`text` without its `_created` samples."""
+    lines = text.split(b"\n")
+    return b"\n".join(line for line in lines if not CREATED.match(line))
+
+
+CREATED = re.compile(rb"[^#\s{]+_created[\s{]")
 
 
 def expositions(count: int = TEXTS) -> list[bytes]:
@@ -115,17 +127,22 @@ def run() -> dict[str, Any]:
         "refreshes": REFRESHES,
         "load_average_before": load_before,
     }
-    with replaying(texts) as url, tempfile.TemporaryDirectory(prefix="lc-bench-home-") as home:
+    engines = {"with _created": texts, "without": [without_created(t) for t in texts]}
+    with tempfile.TemporaryDirectory(prefix="lc-bench-home-") as home:
         env = child_env({"HOME": home, "XDG_CONFIG_HOME": str(Path(home) / ".config")})
-        for interval in INTERVALS:
-            done = subprocess.run(
-                [PYTHON, "-m", "bench.refresh_cpu", "child", url, f"{interval:g}", str(REFRESHES)],
-                capture_output=True, text=True, env=env, cwd=REPO, check=True,
-            )  # fmt: skip
-            result[f"{interval:g} s"] = json.loads(done.stdout.strip().splitlines()[-1])
+        for engine, served in engines.items():
+            with replaying(served) as url:
+                for interval in INTERVALS:
+                    done = subprocess.run(
+                        [PYTHON, "-m", "bench.refresh_cpu", "child", url, f"{interval:g}",
+                         str(REFRESHES)],
+                        capture_output=True, text=True, env=env, cwd=REPO, check=True,
+                    )  # fmt: skip
+                    measured = json.loads(done.stdout.strip().splitlines()[-1])
+                    result[f"{interval:g} s, {engine}"] = measured
     result["load_average_after"] = load_average()
     rows = [
-        (key, f"{result[key]['ms_per_refresh']:.2f}") for key in (f"{i:g} s" for i in INTERVALS)
+        (key, f"{value['ms_per_refresh']:.2f}") for key, value in result.items() if " s, " in key
     ]
     print(table(rows, ("refresh", "main-thread CPU ms per refresh")))
     print(
