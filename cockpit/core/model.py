@@ -45,6 +45,11 @@ class Missing:
     reason: str
 
 
+SECOND_SCRAPE = Missing("needs a second scrape")
+"""A rate or mean of a scraped lane whose series carry no birth (`_created`): one scrape holds
+no interval to divide by."""
+
+
 class SourceFailure(Exception):
     """The failure every source raises: `str()` is one line for the user, free of secrets;
     the poller reads the fields to decide when to ask again."""

@@ -20,6 +20,7 @@ from cockpit.core.figures import LaneFigures, lane_figures
 from cockpit.core.ledger_figures import LedgerFigures, Prices, ledger_figures
 from cockpit.core.model import (
     FRESH,
+    SECOND_SCRAPE,
     FailureCause,
     Freshness,
     LaneTotals,
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 
 MAX_DELAY_S = 60.0
 """The longest pause between two reads of a failing source."""
+SECOND_READ_S = 1.0
+"""How soon a lane whose rates wait on a second scrape is read again, when its refresh is longer:
+rates in about a second, not a refresh later."""
 
 
 TotalsT = TypeVar("TotalsT")
@@ -278,13 +282,28 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
     feed: LaneFeed
     waiting_streak: int = 0
     """Good refreshes in a row that found requests waiting (a failed one ends the run)."""
+    second_read_due: bool = False
+    """The first good read had figures that need a second scrape: the next read comes after
+    `SECOND_READ_S`. Once per poller: a window too short to hold two scrapes at the refresh
+    interval would otherwise hurry every read."""
+    hurried: bool = False
+    """Whether a read was hurried so already."""
+
+    @property
+    def delay(self) -> float:
+        delay = super().delay
+        return min(delay, SECOND_READ_S) if self.second_read_due else delay
 
     def figures(self, totals: LaneTotals) -> LaneFigures:
         return lane_figures(totals, self.feed.host_kv_tokens, self.feed.slo)
 
     async def cycle(self, window: str) -> LaneSnapshot:
         snapshot = await super().cycle(window)
-        waiting = waiting_now(snapshot.figures) if snapshot.freshness.state == "ok" else None
+        good = snapshot.totals if snapshot.freshness.state == "ok" else None
+        pending = good is not None and SECOND_SCRAPE.reason in good.missing.values()
+        self.second_read_due = pending and not self.hurried
+        self.hurried = self.hurried or pending
+        waiting = waiting_now(snapshot.figures) if good is not None else None
         self.waiting_streak = self.waiting_streak + 1 if waiting else 0
         return replace(snapshot, waiting_streak=self.waiting_streak)
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from cockpit.core import promql, trends
-from cockpit.core.model import Bucket, Missing
+from cockpit.core.model import SECOND_SCRAPE, Bucket, Missing
 from cockpit.core.quantiles import check_buckets, histogram_quantile
 from cockpit.core.timeutil import promql_duration
 from cockpit.engines import specs
@@ -38,7 +38,6 @@ POINT_BYTES = 32
 SERIES_BYTES = 700
 """A series' arrays, label key and dict entries, roughly."""
 NO_SAMPLES = Missing("no samples in window")
-SECOND_SCRAPE = Missing("needs a second scrape")
 ONLY_NON_FINITE = Missing("only non-finite samples (NaN/Inf) in window")
 NOT_SINGLE = Missing("not a single value")
 Read = float | dict[str, float] | tuple[Bucket, ...] | Missing

@@ -20,11 +20,18 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from cockpit import engines
 from cockpit.core import models, promql, trends
-from cockpit.core.model import LAST_MINUTE_S, MODEL_KEYS, LaneTotals, Missing, Trend, frozen_map
+from cockpit.core.model import (
+    LAST_MINUTE_S,
+    MODEL_KEYS,
+    SECOND_SCRAPE,
+    LaneTotals,
+    Missing,
+    Trend,
+    frozen_map,
+)
 from cockpit.engines import specs
 from cockpit.sources.buffer import (
     NO_SAMPLES,
-    SECOND_SCRAPE,
     Buffer,
     Read,
     Window,

@@ -20,9 +20,12 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import MetricsHandler
 
+from cockpit.config.schema import Config, LaneConfig
 from cockpit.core.figures import lane_figures
+from cockpit.core.model import SECOND_SCRAPE
 from cockpit.core.model import SourceFailure as SourceError
-from cockpit.runtime.feeds import missing_causes
+from cockpit.runtime.feeds import build_lane_feeds, missing_causes
+from cockpit.runtime.poller import SECOND_READ_S, LanePoller, close_all
 from cockpit.sources.scrape import ScrapeSource
 from tests.support.loopback import line_sum
 from tests.support.repo import FIXTURES, VLLM_FIXTURES, require_fixture
@@ -511,3 +514,43 @@ def test_a_model_that_appears_in_a_later_scrape_is_listed_and_one_let_go_is_not(
     source.totals("lane", "", 5.0, 1010.0)  # the longest window read: 5 s
     source.ingest(renamed, 1020.0)  # the first model's series, last seen 20 s ago, let go
     assert source.label_values("model_name") == ["later"]
+
+
+@pytest.fixture
+def served_without_births(tmp_path: Path) -> Iterator[str]:
+    """metrics_real.txt without its `_created` samples (as with
+    `PROMETHEUS_DISABLE_CREATED_SERIES`), served on loopback; yields its URL."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler
+
+    text = fixture_text("metrics_real.txt")
+    lines = [line for line in text.splitlines() if "_created" not in line.split(" ", 1)[0]]
+    assert len(lines) < len(text.splitlines()), "the fixture has _created samples to drop"
+    (tmp_path / "metrics").write_text("\n".join(lines) + "\n")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(("refresh_s", "hurried_s"), [(5.0, SECOND_READ_S), (0.5, 0.5)])
+async def test_a_lane_without_births_is_read_again_within_a_second_for_its_rates(
+    served_without_births: str, refresh_s: float, hurried_s: float
+) -> None:
+    lane = LaneConfig("real", metrics_url=served_without_births, timeout_s=5.0)
+    feeds = build_lane_feeds(Config(source="<test>", lanes=(lane,)))
+    poller = LanePoller(feeds[0], refresh_s)
+    try:
+        first = await poller.cycle("1h")
+        assert first.totals is not None
+        assert first.totals.missing.get("requests") == SECOND_SCRAPE.reason
+        assert poller.delay == hurried_s
+        second = await poller.cycle("1h")
+        assert second.totals is not None and "requests" in second.totals.values
+        assert SECOND_SCRAPE.reason not in second.totals.missing.values()
+        assert poller.delay == refresh_s
+    finally:
+        await close_all(feeds, None)
