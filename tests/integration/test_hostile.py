@@ -8,15 +8,15 @@ import asyncio
 import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from cockpit.cli.main import main
 from tests.support.ledger_writer import HermesLikeWriter, Usage
+from tests.support.loopback import serving
 from tests.support.repo import HERMES_FIXTURES, require_fixture
 
 FIXTURE_NOW = 1794700800  # the fixtures' README: nothing starts after it
@@ -55,14 +55,8 @@ class _Hostile(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile_prometheus() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Hostile) as url:
+        yield url
 
 
 @pytest.fixture

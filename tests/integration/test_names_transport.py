@@ -4,12 +4,11 @@ huge credentials. Real TLS servers on loopback with certificates made by `openss
 
 from __future__ import annotations
 
-import contextlib
 import socketserver
 import ssl
 import subprocess
 import threading
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from cockpit.sources.http import HttpClient, SourceError
-from tests.support.fakeprom import QuietServer
+from tests.support import loopback
 from tests.support.repo import require_binary
 from tests.support.tls import AnswerAnything
 
@@ -57,22 +56,14 @@ def certificate(folder: Path, start: str, end: str, names: str) -> tuple[Path, P
     return cert, key
 
 
-@contextlib.contextmanager
 def serving(
     handler: type[BaseHTTPRequestHandler], tls: tuple[Path, Path] | None = None
-) -> Iterator[str]:
-    server = QuietServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+) -> AbstractContextManager[str]:
+    context = None
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*tls)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return loopback.serving(handler, context)
 
 
 async def reason_of(url: str, **options: Any) -> str:

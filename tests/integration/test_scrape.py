@@ -27,7 +27,7 @@ from cockpit.core.model import SourceFailure as SourceError
 from cockpit.runtime.feeds import build_lane_feeds, missing_causes
 from cockpit.runtime.poller import SECOND_READ_S, LanePoller, close_all
 from cockpit.sources.scrape import ScrapeSource
-from tests.support.loopback import line_sum
+from tests.support.loopback import line_sum, serving_folder
 from tests.support.repo import FIXTURES, VLLM_FIXTURES, require_fixture
 
 LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -140,17 +140,9 @@ def test_selector_filters_series() -> None:
 @pytest.fixture
 def served_fixture(tmp_path: Path) -> Iterator[str]:
     """metrics_real.txt served by a real HTTP server on loopback; yields its URL."""
-    import functools
-    from http.server import SimpleHTTPRequestHandler
-
     (tmp_path / "metrics_real.txt").write_text(fixture_text("metrics_real.txt"))
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics_real.txt"
-    server.shutdown()
-    server.server_close()
+    with serving_folder(tmp_path) as url:
+        yield f"{url}/metrics_real.txt"
 
 
 def model_names(text: str) -> set[str]:
@@ -520,20 +512,12 @@ def test_a_model_that_appears_in_a_later_scrape_is_listed_and_one_let_go_is_not(
 def served_without_births(tmp_path: Path) -> Iterator[str]:
     """metrics_real.txt without its `_created` samples (as with
     `PROMETHEUS_DISABLE_CREATED_SERIES`), served on loopback; yields its URL."""
-    import functools
-    from http.server import SimpleHTTPRequestHandler
-
     text = fixture_text("metrics_real.txt")
     lines = [line for line in text.splitlines() if "_created" not in line.split(" ", 1)[0]]
     assert len(lines) < len(text.splitlines()), "the fixture has _created samples to drop"
     (tmp_path / "metrics").write_text("\n".join(lines) + "\n")
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
-    server.server_close()
+    with serving_folder(tmp_path) as url:
+        yield f"{url}/metrics"
 
 
 @pytest.mark.parametrize(("refresh_s", "hurried_s"), [(5.0, SECOND_READ_S), (0.5, 0.5)])

@@ -20,6 +20,7 @@ from cockpit.core.model import SourceFailure
 from cockpit.engines.specs import Gauge
 from cockpit.sources.buffer import Buffer, Window
 from cockpit.sources.scrape import ScrapeSource
+from tests.support.loopback import serving_folder
 from tests.support.repo import VLLM_FIXTURES, require_fixture
 
 SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -176,13 +177,8 @@ def test_the_buffer_stays_within_its_size_bound() -> None:
 def served(tmp_path: Path) -> Iterator[str]:
     """The real exposition served by a real HTTP server on loopback; yields its URL."""
     (tmp_path / "metrics").write_text(fixture_text("metrics_real.txt"))
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
-    server.server_close()
+    with serving_folder(tmp_path) as url:
+        yield f"{url}/metrics"
 
 
 async def test_an_answer_over_the_size_cap_is_refused_with_its_reason(served: str) -> None:

@@ -1,12 +1,45 @@
-"""Reading a page served on loopback, and the samples of a `/metrics` text."""
+"""Serving and reading pages on loopback, and the samples of a `/metrics` text."""
 
 from __future__ import annotations
 
+import functools
 import re
+import ssl
+import threading
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from http.server import SimpleHTTPRequestHandler
+from pathlib import Path
+from socketserver import BaseRequestHandler
 
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+
+from tests.support.fakeprom import QuietServer
+
+
+@contextmanager
+def serving(
+    handler: Callable[..., BaseRequestHandler], context: ssl.SSLContext | None = None
+) -> Iterator[str]:
+    """A real HTTP server (HTTPS with `context`) on loopback answering with `handler`, quiet
+    about clients that hang up; yields its base URL."""
+    server = QuietServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    try:
+        yield f"{'https' if context else 'http'}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def serving_folder(folder: Path) -> AbstractContextManager[str]:
+    """The files of `folder` served on loopback (`serving`)."""
+    return serving(functools.partial(SimpleHTTPRequestHandler, directory=str(folder)))
 
 
 def get(url: str) -> bytes:

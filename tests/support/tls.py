@@ -5,13 +5,12 @@ from __future__ import annotations
 import contextlib
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.support.fakeprom import QuietServer
+from tests.support.loopback import serving
 from tests.support.repo import require_binary
 
 TLS_REASON = "TLS certificate not trusted (self-signed? set ca_file)"
@@ -51,12 +50,5 @@ def serving_tls(folder: Path, handler: type[BaseHTTPRequestHandler]) -> Iterator
     cert, key = self_signed(folder)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server = QuietServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler, context) as url:
+        yield url, cert
