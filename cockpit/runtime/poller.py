@@ -287,7 +287,7 @@ class LanePoller(Poller[LaneTotals, LaneFigures, LaneSnapshot]):
     `SECOND_READ_S`. Once per poller: a window too short to hold two scrapes at the refresh
     interval would otherwise hurry every read."""
     hurried: bool = False
-    """Whether a read was hurried so already."""
+    """Whether this poller has hurried a read already."""
 
     @property
     def delay(self) -> float:
