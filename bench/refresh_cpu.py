@@ -41,13 +41,14 @@ REFRESHES = 30
 INTERVALS = (1.0, 2.0)
 
 
+CREATED = re.compile(rb"[^#\s{]+_created[\s{]")
+"""A `_created` sample's line."""
+
+
 def without_created(text: bytes) -> bytes:
     """`text` without its `_created` samples."""
     lines = text.split(b"\n")
     return b"\n".join(line for line in lines if not CREATED.match(line))
-
-
-CREATED = re.compile(rb"[^#\s{]+_created[\s{]")
 
 
 def expositions(count: int = TEXTS) -> list[bytes]:
@@ -128,6 +129,7 @@ def run() -> dict[str, Any]:
         "load_average_before": load_before,
     }
     engines = {"with _created": texts, "without": [without_created(t) for t in texts]}
+    measured: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="lc-bench-home-") as home:
         env = child_env({"HOME": home, "XDG_CONFIG_HOME": str(Path(home) / ".config")})
         for engine, served in engines.items():
@@ -138,12 +140,12 @@ def run() -> dict[str, Any]:
                          str(REFRESHES)],
                         capture_output=True, text=True, env=env, cwd=REPO, check=True,
                     )  # fmt: skip
-                    measured = json.loads(done.stdout.strip().splitlines()[-1])
-                    result[f"{interval:g} s, {engine}"] = measured
+                    measured[f"{interval:g} s, {engine}"] = json.loads(
+                        done.stdout.strip().splitlines()[-1]
+                    )
+    result.update(measured)
     result["load_average_after"] = load_average()
-    rows = [
-        (key, f"{value['ms_per_refresh']:.2f}") for key, value in result.items() if " s, " in key
-    ]
+    rows = [(key, f"{value['ms_per_refresh']:.2f}") for key, value in measured.items()]
     print(table(rows, ("refresh", "main-thread CPU ms per refresh")))
     print(
         f"{REFRESHES} refreshes after {WARMUP_S:g} s, 160×48 headless, {len(texts)} texts of "

@@ -121,7 +121,7 @@ def plot_spec(
     axes = (x_lo, x_hi, y_lo, y_hi)
     labels = pane.height >= TITLE_MIN_HEIGHT
     grid = (2 * plot.width, 2 * plot.height)
-    if canvas is not None and canvas[:3] == (plot, axes, labels):
+    if canvas is not None and (canvas.size, canvas.axes, canvas.labelled) == (plot, axes, labels):
         grid = canvas.grid
     same_grid = drawn is not None and drawn.axes == axes and drawn.grid == grid
     held = {m.letter: m for m in drawn.marks} if drawn is not None and same_grid else {}
@@ -282,9 +282,9 @@ class RoofPlot(PlotextPlot):
         return Strip.blank(self.size.width, self.visual_style.rich_style)
 
     def plot_lines(self) -> list[Strip]:
-        """The lines of the plot as it is drawn now: kept ones, or plotted afresh. The first
-        plot at a size and axes measures the canvas, and is plotted again with the points on
-        its cells when they were placed on a finer grid."""
+        """The lines of the plot as it is drawn now: kept ones, or plotted afresh. A plot
+        drawn afresh measures the canvas; the first at a size, axes and labels, its points
+        placed on a finer grid until then, is plotted again with them on the canvas's cells."""
         drawing = self.shown = self.drawing()
         strips = self.kept.pop(drawing, None)
         if strips is None:
